@@ -1,0 +1,121 @@
+"""Command line: ``gputui [--record FILE] [--preset NAME] ...`` and ``gputui presets ...``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+from pathlib import Path
+
+from gputui import __version__
+from gputui.errors import UserError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gputui",
+        description="Run GPU training benchmarks and see what holds them back.",
+    )
+    parser.add_argument("--version", action="version", version=f"gputui {__version__}")
+    parser.add_argument("--presets", type=Path, metavar="FILE", help="an extra presets file, merged last")
+    parser.add_argument("--preset", metavar="NAME", help="run this preset")
+    parser.add_argument("--record", type=Path, metavar="FILE", help="record to FILE (JSON Lines); headless")
+    parser.add_argument("--interval", type=float, default=1.0, metavar="S", help="sampling interval in seconds (0.1 or more; default 1)")
+    parser.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
+    parser.add_argument("--pid", type=int, metavar="PID", help="watch the process tree of a job started elsewhere")
+    parser.add_argument("--headless", action="store_true", help="no dashboard, even on a terminal")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    presets = sub.add_parser("presets", help="list and show presets")
+    presets_sub = presets.add_subparsers(dest="presets_command", metavar="ACTION", required=True)
+    presets_sub.add_parser("list", help="the presets, one a line")
+    show = presets_sub.add_parser("show", help="one preset in full, with the command it runs")
+    show.add_argument("name")
+    return parser
+
+
+def _load(args: argparse.Namespace):
+    from gputui.presets import load_presets
+
+    return load_presets(extra=args.presets)
+
+
+def cmd_presets(args: argparse.Namespace) -> int:
+    from gputui.presets import get_preset
+
+    presets = _load(args)
+    if args.presets_command == "list":
+        width = max((len(n) for n in presets), default=0)
+        for name in sorted(presets):
+            print(f"{name:<{width}}  {presets[name].description}")
+        return 0
+    preset = get_preset(presets, args.name)
+    print(json.dumps({**preset.describe(), "argv": preset.argv()}, indent=2))
+    return 0
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    from gputui.presets import get_preset
+    from gputui.progress import ProgressPrinter
+    from gputui.record import Recorder
+    from gputui.session import MIN_INTERVAL_S, Session, SessionConfig
+
+    if args.interval < MIN_INTERVAL_S:
+        raise UserError(f"--interval: expected {MIN_INTERVAL_S} s or more, got {args.interval}")
+    if args.duration is not None and args.duration <= 0:
+        raise UserError(f"--duration: expected a number of seconds greater than 0, got {args.duration}")
+    preset = get_preset(_load(args), args.preset) if args.preset else None
+    if preset is None and args.pid is None and args.duration is None and not sys.stdin.isatty():
+        print("gputui: recording telemetry until interrupted (Ctrl-C or SIGTERM)", file=sys.stderr)
+    session = Session(SessionConfig(preset=preset, interval=args.interval, duration=args.duration, attach_pid=args.pid))
+    recorder = Recorder(args.record)
+    session.add_observer(recorder)
+    if not args.quiet:
+        session.add_observer(ProgressPrinter(session.summary_builder))
+    _stop_on_signals(session)
+    try:
+        summary = session.run()
+    finally:
+        recorder.close()
+    outcome = summary.get("outcome")
+    if outcome is None:
+        return 0
+    if outcome["kind"] == "stopped":
+        return 130
+    return 0 if outcome.get("ok") else 1
+
+
+def _stop_on_signals(session) -> None:
+    """Ctrl-C, SIGTERM and a dropped SSH session (SIGHUP) stop the run cleanly.
+
+    Under nohup SIGHUP is already ignored: leave it so, the user asked to keep going.
+    """
+
+    def handler(signum, _frame):
+        session.stop(f"received {signal.Signals(signum).name}")
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        if sig == signal.SIGHUP and signal.getsignal(sig) == signal.SIG_IGN:
+            continue
+        signal.signal(sig, handler)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "presets":
+            return cmd_presets(args)
+        if args.record is not None:
+            return cmd_record(args)
+        raise UserError("the dashboard is not built yet: use --record FILE to record headless")
+    except UserError as exc:
+        print(f"gputui: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except BrokenPipeError:  # `gputui presets list | head`
+        return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,37 @@
+"""Formatting of numbers for people: shared by the progress line, reports and the TUI."""
+
+from __future__ import annotations
+
+GIB = 1024**3
+
+
+def gib(num_bytes: float | None) -> str:
+    return "-" if num_bytes is None else f"{num_bytes / GIB:.1f}"
+
+
+def rate(samples_per_sec: float | None) -> str:
+    """Throughput with sensible precision: 1771, 85.3, 5.12."""
+    if samples_per_sec is None:
+        return "-"
+    if samples_per_sec >= 100:
+        return f"{samples_per_sec:,.0f}"
+    if samples_per_sec >= 10:
+        return f"{samples_per_sec:.1f}"
+    return f"{samples_per_sec:.2f}"
+
+
+def pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}%"
+
+
+def num(value: float | None, unit: str = "", digits: int = 0) -> str:
+    return "-" if value is None else f"{value:.{digits}f}{unit}"
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    seconds = int(seconds)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"

@@ -1,0 +1,181 @@
+"""The one data model shared by live sampling, recording and replay.
+
+Every telemetry value is optional: ``None`` means "this machine or driver does not
+report it", never zero.  ``to_dict`` drops absent values so recordings stay small,
+and ``from_dict`` restores them, so a sample read back from a recording is equal to
+the sample that was written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def to_dict(obj: Any) -> Any:
+    """Dataclasses (nested, in lists) to plain JSON-ready dicts, without None values."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        out = {}
+        for f in dataclasses.fields(obj):
+            value = to_dict(getattr(obj, f.name))
+            if value is not None:
+                out[f.name] = value
+        return out
+    if isinstance(obj, (list, tuple)):
+        return [to_dict(item) for item in obj]
+    if isinstance(obj, dict):
+        return {key: to_dict(value) for key, value in obj.items()}
+    return obj
+
+
+def from_dict(cls: type[T], data: dict[str, Any]) -> T:
+    """Build ``cls`` from a dict written by :func:`to_dict`; unknown keys are ignored
+    so that older readers can load newer recordings."""
+    nested = getattr(cls, "_nested", {})
+    kwargs = {}
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    for key, value in data.items():
+        if key not in names:
+            continue
+        if key in nested and value is not None:
+            inner = nested[key]
+            value = [from_dict(inner, v) for v in value] if isinstance(value, list) else from_dict(inner, value)
+        kwargs[key] = value
+    return cls(**kwargs)
+
+
+# --- GPU -------------------------------------------------------------------------
+
+
+@dataclass
+class GpuProcess:
+    pid: int
+    used_memory: int | None = None  # bytes
+    name: str | None = None
+
+
+@dataclass
+class GpuInfo:
+    """What does not change during a run: written once, in the recording's header."""
+
+    index: int
+    name: str
+    uuid: str | None = None
+    memory_total: int | None = None  # bytes
+    driver_version: str | None = None
+    cuda_version: str | None = None  # e.g. "13.0"
+    power_limit_w: float | None = None  # enforced limit at start
+    power_default_limit_w: float | None = None
+    temp_slowdown_c: float | None = None
+    temp_shutdown_c: float | None = None
+    temp_max_gpu_c: float | None = None
+    sm_clock_max_mhz: int | None = None
+    mem_clock_max_mhz: int | None = None
+    pcie_max_gen: int | None = None
+    pcie_max_width: int | None = None
+    gpm_supported: bool = False
+
+
+@dataclass
+class GpuSample:
+    index: int
+    lost: bool = False  # the GPU stopped answering; the others keep being sampled
+    util_gpu: float | None = None  # % of time any kernel ran
+    util_mem: float | None = None
+    memory_used: int | None = None  # bytes
+    memory_total: int | None = None
+    temp_c: float | None = None
+    power_w: float | None = None
+    power_limit_w: float | None = None
+    energy_mj: int | None = None  # cumulative since driver load
+    sm_clock_mhz: int | None = None
+    mem_clock_mhz: int | None = None
+    throttle_mask: int | None = None
+    throttle_reasons: list[str] | None = None  # decoded names of throttle_mask
+    pstate: int | None = None
+    pcie_gen: int | None = None
+    pcie_width: int | None = None
+    processes: list[GpuProcess] | None = None
+    # GPM (Hopper and newer), all in percent except the PCIe rates
+    sm_active: float | None = None
+    sm_occupancy: float | None = None
+    tensor_active: float | None = None
+    dram_active: float | None = None
+    pcie_tx_bps: float | None = None  # bytes per second
+    pcie_rx_bps: float | None = None
+
+    _nested = {"processes": GpuProcess}
+
+
+# --- Host ------------------------------------------------------------------------
+
+
+@dataclass
+class HostInfo:
+    hostname: str
+    os: str
+    cpu_model: str | None = None
+    cpu_logical: int | None = None
+    cpu_physical: int | None = None
+    memory_total: int | None = None  # bytes
+    python: str | None = None
+
+
+@dataclass
+class ProcessSample:
+    pid: int
+    ppid: int | None = None
+    name: str | None = None
+    role: str = "child"  # "main", "worker" (data loader) or "child"
+    cpu_percent: float | None = None  # 100 = one full core
+    rss: int | None = None  # bytes
+    threads: int | None = None
+    read_bps: float | None = None
+    write_bps: float | None = None
+
+
+@dataclass
+class HostSample:
+    cpu_percent: float | None = None  # whole machine, 0-100
+    per_core: list[float] | None = None
+    load_avg: list[float] | None = None  # 1, 5, 15 minutes
+    memory_used: int | None = None
+    memory_total: int | None = None
+    memory_available: int | None = None
+    swap_used: int | None = None
+    swap_total: int | None = None
+    disk_read_bps: float | None = None
+    disk_write_bps: float | None = None
+    processes: list[ProcessSample] = field(default_factory=list)
+
+    _nested = {"processes": ProcessSample}
+
+
+# --- One tick of the sampler -------------------------------------------------------
+
+
+@dataclass
+class Sample:
+    t: float  # seconds since the session started
+    gpus: list[GpuSample] = field(default_factory=list)
+    host: HostSample | None = None
+
+    _nested = {"gpus": GpuSample, "host": HostSample}
+
+
+# --- Throughput ----------------------------------------------------------------------
+
+
+@dataclass
+class Throughput:
+    """One throughput reading parsed from a run's output."""
+
+    samples_per_sec: float
+    source: str  # which parser produced it, e.g. "gputui", "tqdm", "keras"
+    phase: str | None = None  # "warmup" or "measure" when the tool says so
+    final: bool = False  # the tool's own end result rather than a live reading
+    samples: float | None = None  # samples in the window the rate covers
+    seconds: float | None = None

@@ -1,0 +1,359 @@
+"""Presets: what a run starts.  Schema, loading, merging and the command a preset resolves to.
+
+A preset is either a built-in *workload* (``framework`` + ``model`` and their knobs,
+run by ``python -m gputui.workloads``) or any program (``command = [argv...]``).
+Files are merged by preset name, later files replacing earlier presets whole:
+built-in defaults, ``$XDG_CONFIG_HOME/gputui/presets.toml``, ``./presets.toml``,
+then ``--presets FILE``.
+
+Every problem becomes a :class:`UserError` whose one-line message names the file and
+the line and column (syntax) or ``[presets.NAME].key`` (schema) and what was expected.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from gputui.errors import UserError
+from gputui.workloads.catalog import FRAMEWORKS, METHODS, MODELS, PIPELINES
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A published result to compare a run against."""
+
+    gpu: str
+    samples_per_sec: float
+    source: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    source: Path
+    description: str = ""
+    # A built-in workload ...
+    framework: str | None = None
+    model: str | None = None
+    batch_size: int | None = None
+    steps: int | None = None
+    warmup_steps: int | None = None
+    precision: str | None = None
+    pipeline: str | None = None
+    workers: int | None = None
+    image_size: int | None = None
+    seq_len: int | None = None
+    channels_last: bool | None = None
+    compile: bool | None = None
+    xla: bool | None = None
+    method: str | None = None
+    find_max_batch: bool | None = None
+    # ... or any program.
+    command: tuple[str, ...] | None = None
+    # Both.
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    timeout: float | None = None
+    gpus: str | None = None  # becomes CUDA_VISIBLE_DEVICES
+    batch_size_hint: int | None = None  # for throughput formats that count steps
+    reference: tuple[Reference, ...] = ()
+
+    @property
+    def is_workload(self) -> bool:
+        return self.command is None
+
+    def argv(self) -> list[str]:
+        """The command line this preset runs."""
+        if self.command is not None:
+            return list(self.command)
+        args = [sys.executable, "-m", "gputui.workloads"]
+        for key in WORKLOAD_KEYS:
+            value = getattr(self, key)
+            if value is None:
+                continue
+            flag = "--" + key.replace("_", "-")
+            if isinstance(value, bool):
+                args.append(flag if value else "--no-" + key.replace("_", "-"))
+            else:
+                args += [flag, str(value)]
+        return args
+
+    def child_env(self) -> dict[str, str]:
+        """Variables added to the child's environment."""
+        env = dict(self.env)
+        if self.gpus is not None:
+            env["CUDA_VISIBLE_DEVICES"] = self.gpus
+        return env
+
+    def throughput_batch_hint(self) -> int | None:
+        """Batch size used to turn steps/s (tqdm, Keras) into samples/s."""
+        return self.batch_size_hint if self.batch_size_hint is not None else self.batch_size
+
+    def describe(self) -> dict[str, Any]:
+        """The preset as written in a recording's header and by ``presets show``."""
+        out: dict[str, Any] = {"name": self.name, "source": str(self.source)}
+        for key in ALL_KEYS:
+            value = getattr(self, key)
+            if value in (None, {}, ()):
+                continue
+            if key == "reference":
+                value = [ref.__dict__ for ref in value]
+            elif key == "command":
+                value = list(value)
+            out[key] = value
+        return out
+
+
+# --- Schema ------------------------------------------------------------------------
+# Each key maps to a checker that returns the converted value or raises _Bad(expected).
+
+
+class _Bad(Exception):
+    """A value that does not fit; the message says what was expected."""
+
+
+def _string(value: Any) -> str:
+    if not isinstance(value, str):
+        raise _Bad("a string")
+    return value
+
+
+def _positive_int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise _Bad("a whole number of 1 or more")
+    return value
+
+
+def _non_negative_int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise _Bad("a whole number of 0 or more")
+    return value
+
+
+def _positive_number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise _Bad("a number greater than 0")
+    return float(value)
+
+
+def _boolean(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise _Bad("true or false")
+    return value
+
+
+def _one_of(choices: tuple[str, ...]) -> Callable[[Any], str]:
+    def check(value: Any) -> str:
+        if value not in choices:
+            raise _Bad("one of " + ", ".join(repr(c) for c in choices))
+        return value
+
+    return check
+
+
+def _argv(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        raise _Bad(f"a list of arguments, e.g. {shlex.split(value)!r}" if value.strip() else "a non-empty list of strings")
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+        raise _Bad("a non-empty list of strings")
+    return tuple(value)
+
+
+def _env(value: Any) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise _Bad("a table of NAME = \"value\" strings")
+    for key, item in value.items():
+        if not isinstance(item, str):
+            raise _Bad(f"a string for env.{key} (quote numbers: \"{item}\")")
+    return dict(value)
+
+
+def _gpus(value: Any) -> str:
+    if isinstance(value, list) and value and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value):
+        return ",".join(str(v) for v in value)
+    if isinstance(value, str) and re.fullmatch(r"[\w-]+(,[\w-]+)*", value):
+        return value
+    raise _Bad('GPU indices as a list like [0, 1] or a string like "0,1" or a GPU UUID')
+
+
+def _references(value: Any) -> tuple[Reference, ...]:
+    if isinstance(value, dict):
+        value = [value]
+    if not isinstance(value, list):
+        raise _Bad("a list of tables with gpu, samples_per_sec and source")
+    refs = []
+    for i, item in enumerate(value):
+        if not isinstance(item, dict):
+            raise _Bad(f"a table at reference[{i}]")
+        unknown = set(item) - {"gpu", "samples_per_sec", "source", "note"}
+        missing = {"gpu", "samples_per_sec", "source"} - set(item)
+        if unknown or missing:
+            what = f"unknown key {sorted(unknown)[0]!r}" if unknown else f"missing {sorted(missing)[0]!r}"
+            raise _Bad(f"gpu, samples_per_sec, source and optional note at reference[{i}] ({what})")
+        try:
+            refs.append(
+                Reference(
+                    gpu=_string(item["gpu"]),
+                    samples_per_sec=_positive_number(item["samples_per_sec"]),
+                    source=_string(item["source"]),
+                    note=_string(item.get("note", "")),
+                )
+            )
+        except _Bad as bad:
+            raise _Bad(f"{bad} in reference[{i}]") from None
+    return tuple(refs)
+
+
+WORKLOAD_CHECKS: dict[str, Callable[[Any], Any]] = {
+    "framework": _one_of(tuple(FRAMEWORKS)),
+    "model": _string,  # checked against the framework below
+    "batch_size": _positive_int,
+    "steps": _positive_int,
+    "warmup_steps": _non_negative_int,
+    "precision": _string,  # checked against the framework below
+    "pipeline": _one_of(PIPELINES),
+    "workers": _non_negative_int,
+    "image_size": _positive_int,
+    "seq_len": _positive_int,
+    "channels_last": _boolean,
+    "compile": _boolean,
+    "xla": _boolean,
+    "method": _one_of(METHODS),
+    "find_max_batch": _boolean,
+}
+COMMON_CHECKS: dict[str, Callable[[Any], Any]] = {
+    "description": _string,
+    "command": _argv,
+    "env": _env,
+    "cwd": _string,
+    "timeout": _positive_number,
+    "gpus": _gpus,
+    "batch_size_hint": _positive_int,
+    "reference": _references,
+}
+WORKLOAD_KEYS = tuple(WORKLOAD_CHECKS)
+ALL_KEYS = tuple(COMMON_CHECKS) + WORKLOAD_KEYS
+TOP_LEVEL_TABLES = ("presets",)
+
+
+def _parse_preset(name: str, table: Any, path: Path) -> Preset:
+    where = f"{path}: [presets.{name}]"
+    if not isinstance(table, dict):
+        raise UserError(f"{where}: expected a table of settings")
+    values: dict[str, Any] = {}
+    checks = {**COMMON_CHECKS, **WORKLOAD_CHECKS}
+    for key, raw in table.items():
+        if key not in checks:
+            raise UserError(f"{where}.{key}: unknown key (expected one of: {', '.join(ALL_KEYS)})")
+        try:
+            values[key] = checks[key](raw)
+        except _Bad as bad:
+            raise UserError(f"{where}.{key}: expected {bad}") from None
+
+    workload_keys = [k for k in values if k in WORKLOAD_CHECKS]
+    if "command" in values:
+        if workload_keys:
+            raise UserError(f"{where}.{workload_keys[0]}: not allowed with command (a preset runs either a command or a workload)")
+    else:
+        if "framework" not in values:
+            raise UserError(f"{where}: missing key framework (or command = [...] to run any program)")
+        framework = FRAMEWORKS[values["framework"]]
+        model = values.setdefault("model", framework["models"][0] if len(framework["models"]) == 1 else None)
+        if model is None:
+            raise UserError(f"{where}: missing key model (expected one of: {', '.join(framework['models'])})")
+        if model not in framework["models"]:
+            raise UserError(f"{where}.model: unknown model {model!r} for framework {values['framework']!r} (expected one of: {', '.join(framework['models'])})")
+        precision = values.get("precision")
+        if precision is not None and precision not in framework["precisions"]:
+            raise UserError(f"{where}.precision: expected one of {', '.join(framework['precisions'])} for framework {values['framework']!r}, got {precision!r}")
+    return Preset(name=name, source=path, **values)
+
+
+def _syntax_error_message(path: Path, exc: tomllib.TOMLDecodeError) -> str:
+    text = str(exc)
+    match = re.search(r"\(at line (\d+), column (\d+)\)", text)
+    reason = text[: match.start()].strip() if match else text
+    if match:
+        return f"{path}:{match.group(1)}:{match.group(2)}: TOML syntax error: {reason}"
+    return f"{path}: TOML syntax error: {reason}"
+
+
+def load_file(path: Path) -> dict[str, Preset]:
+    """The presets of one file, validated.  Raises UserError naming file and place."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such presets file") from None
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read ({exc.strerror})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(_syntax_error_message(path, exc)) from None
+    for key in data:
+        if key not in TOP_LEVEL_TABLES:
+            raise UserError(f"{path}: [{key}]: unknown table (expected [presets.NAME])")
+    presets = data.get("presets", {})
+    if not isinstance(presets, dict):
+        raise UserError(f"{path}: presets: expected tables [presets.NAME]")
+    return {name: _parse_preset(name, table, path) for name, table in presets.items()}
+
+
+# --- Where presets come from ----------------------------------------------------------
+
+
+def builtin_presets_path() -> Path:
+    """The presets shipped with gputui: inside the installed package, else the repo root."""
+    packaged = Path(__file__).with_name("presets.toml")
+    return packaged if packaged.exists() else Path(__file__).resolve().parent.parent / "presets.toml"
+
+
+def user_presets_path() -> Path:
+    config_home = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(config_home) / "gputui" / "presets.toml"
+
+
+def search_path(extra: Path | None = None, cwd: Path | None = None) -> list[Path]:
+    """Files in merge order, later ones winning; the built-in file must exist, the rest may not."""
+    candidates = [builtin_presets_path(), user_presets_path(), (cwd or Path.cwd()) / "presets.toml"]
+    files: list[Path] = []
+    seen: set[Path] = set()
+    for path in candidates:
+        resolved = path.resolve()
+        if resolved in seen or (files and not path.is_file()):
+            continue
+        seen.add(resolved)
+        files.append(path)
+    if extra is not None:
+        if extra.resolve() in seen:
+            files = [f for f in files if f.resolve() != extra.resolve()]
+        files.append(extra)
+    return files
+
+
+def load_presets(extra: Path | None = None, cwd: Path | None = None) -> dict[str, Preset]:
+    """All presets, merged by name in search order."""
+    merged: dict[str, Preset] = {}
+    for path in search_path(extra, cwd):
+        merged.update(load_file(path))
+    return merged
+
+
+def get_preset(presets: dict[str, Preset], name: str) -> Preset:
+    try:
+        return presets[name]
+    except KeyError:
+        known = ", ".join(sorted(presets)) or "none"
+        raise UserError(f"no preset named {name!r} (known presets: {known})") from None

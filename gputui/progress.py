@@ -1,0 +1,120 @@
+"""The headless face: one compact line per sample on stderr, a summary table at the end.
+
+stderr may vanish under us (the SSH session dropped, nohup without a log): a write
+that fails turns the printer off rather than the run.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, TextIO
+
+from gputui import events as ev
+from gputui import fmt
+from gputui.events import Event, Observer
+from gputui.model import Sample
+from gputui.summary import SummaryBuilder
+
+
+class ProgressPrinter(Observer):
+    def __init__(self, summary: SummaryBuilder, stream: TextIO | None = None) -> None:
+        self._summary = summary
+        self._stream = stream or sys.stderr
+        self._rate: float | None = None
+        self._phase: str | None = None
+        self._notes: list[str] = []
+
+    def _print(self, text: str) -> None:
+        if self._stream is None:
+            return
+        try:
+            self._stream.write(text + "\n")
+            self._stream.flush()
+        except (OSError, ValueError):  # terminal gone: keep recording, stop printing
+            self._stream = None
+
+    def on_header(self, header: dict[str, Any]) -> None:
+        gpus = header.get("gpus") or []
+        if gpus:
+            names = ", ".join(f"{g['index']}: {g['name']}" for g in gpus)
+            self._print(f"gputui: {len(gpus)} GPU(s) [{names}], driver {header.get('driver_version')}, CUDA {header.get('cuda_version')}")
+        else:
+            self._print(f"gputui: no GPU: {header.get('gpu_unavailable_reason')}")
+        if header.get("command"):
+            self._print("gputui: running " + " ".join(header["command"]))
+
+    def on_event(self, event: Event) -> None:
+        if event.kind == ev.THROUGHPUT and not event.data.get("final"):
+            self._rate = event.data["samples_per_sec"]
+            self._phase = event.data.get("phase") or self._phase
+        elif event.kind in (ev.OUTCOME, ev.STOPPING):
+            self._print(f"gputui: {event.kind}: {event.data.get('message') or event.data.get('reason')}")
+        elif event.kind == ev.OOM:
+            self._print(f"gputui: out of memory: {event.data.get('message', '')}")
+
+    def on_sample(self, sample: Sample) -> None:
+        self._print(progress_line(sample, self._phase, self._rate, self._summary))
+
+    def on_summary(self, summary: dict[str, Any]) -> None:
+        for line in summary_table(summary):
+            self._print(line)
+
+
+def progress_line(sample: Sample, phase: str | None, current: float | None, summary: SummaryBuilder) -> str:
+    parts = [f"{sample.t:7.1f}s"]
+    if current is not None:
+        median = summary.recent_median()
+        parts.append(f"{phase or 'run'} {fmt.rate(current)}/s (median {fmt.rate(median)})")
+    for gpu in sample.gpus:
+        if gpu.lost:
+            parts.append(f"GPU{gpu.index} LOST")
+            continue
+        text = f"GPU{gpu.index} {fmt.pct(gpu.util_gpu)}"
+        if gpu.sm_active is not None:
+            text += f" SM {fmt.pct(gpu.sm_active)}"
+        text += f" {fmt.num(gpu.temp_c, '°C')} {fmt.num(gpu.power_w, 'W')} {fmt.gib(gpu.memory_used)}/{fmt.gib(gpu.memory_total)}GiB"
+        active = [r for r in (gpu.throttle_reasons or []) if r != "GpuIdle"]
+        if active:
+            text += " [" + ",".join(active) + "]"
+        parts.append(text)
+    host = sample.host
+    if host is not None:
+        text = f"CPU {fmt.pct(host.cpu_percent)}"
+        if host.processes:
+            workers = [p for p in host.processes if p.role == "worker"]
+            run_cpu = sum(p.cpu_percent or 0 for p in host.processes)
+            text += f" run {run_cpu:.0f}%"
+            if workers:
+                text += f" ({len(workers)} workers)"
+        parts.append(text)
+    return " | ".join(parts)
+
+
+def summary_table(summary: dict[str, Any]) -> list[str]:
+    rows: list[tuple[str, str]] = []
+    tp = summary.get("throughput") or {}
+    if tp.get("median") is not None:
+        rows.append(("throughput median", f"{fmt.rate(tp['median'])} samples/s ({tp.get('readings')} readings, {tp.get('source')})"))
+        rows.append(("throughput p5 / p95", f"{fmt.rate(tp.get('p5'))} / {fmt.rate(tp.get('p95'))}"))
+    if tp.get("reported"):
+        rows.append(("reported by the run", f"{fmt.rate(tp['reported']['samples_per_sec'])} samples/s"))
+    for gpu in summary.get("gpus", []):
+        name = f"GPU{gpu['index']}"
+        util = gpu.get("util_gpu") or {}
+        sm = gpu.get("sm_active") or {}
+        temp = gpu.get("temp_c") or {}
+        power = gpu.get("power_w") or {}
+        rows.append((f"{name} util / SM active", f"{fmt.pct(util.get('median'))} / {fmt.pct(sm.get('median'))} median"))
+        rows.append((f"{name} temp / power", f"{fmt.num(temp.get('max'), '°C')} max / {fmt.num(power.get('median'), 'W')} median"))
+        rows.append((f"{name} peak memory", f"{fmt.gib(gpu.get('peak_memory_used'))} GiB"))
+        throttled = {k: v for k, v in (gpu.get("throttle_share") or {}).items() if k != "GpuIdle" and v > 0}
+        if throttled:
+            rows.append((f"{name} throttled", ", ".join(f"{k} {v:.0%}" for k, v in throttled.items())))
+    if summary.get("energy_per_sample_j") is not None:
+        rows.append(("energy per sample", f"{summary['energy_per_sample_j']:.4f} J"))
+    outcome = summary.get("outcome")
+    if outcome:
+        rows.append(("outcome", outcome.get("message") or outcome.get("kind")))
+    rows.append(("duration", fmt.duration(summary.get("duration_s"))))
+    width = max(len(label) for label, _ in rows)
+    return ["", "gputui summary"] + [f"  {label:<{width}}  {value}" for label, value in rows]

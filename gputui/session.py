@@ -1,0 +1,285 @@
+"""A Session: one run (or one watch) from start to summary.
+
+It owns the GPU and host samplers, the runner and the throughput parser, and tells
+its observers what happens.  Three kinds of threads feed one queue: the sampler (on
+its own fixed-rate timer), the runner's output readers, and a waiter for the run's
+end.  ``run()`` drains that queue in the calling thread, so observers are called from
+one thread, in order, and never block sampling.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import queue
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from gputui import __version__
+from gputui import events as ev
+from gputui.events import Event, Observer
+from gputui.model import Sample, to_dict
+from gputui.presets import Preset
+from gputui.runner import OutputLine, Outcome, Runner
+from gputui.summary import SummaryBuilder
+from gputui.telemetry.gpu import GpuTelemetry
+from gputui.telemetry.host import HostTelemetry, host_info
+from gputui.throughput import ThroughputParser
+from gputui.workloads import protocol
+from gputui.record import SCHEMA_VERSION
+
+log = logging.getLogger(__name__)
+
+MIN_INTERVAL_S = 0.1
+OUTPUT_EVENT_MAX_CHARS = 2000  # longer output lines are shortened in the recording
+
+
+@dataclass
+class SessionConfig:
+    preset: Preset | None = None
+    interval: float = 1.0
+    duration: float | None = None  # stop after this many seconds (watch mode, or a cap)
+    attach_pid: int | None = None  # watch this process tree (a job started elsewhere)
+
+
+class Session:
+    def __init__(
+        self,
+        config: SessionConfig,
+        *,
+        gpu: GpuTelemetry | None = None,
+        host: HostTelemetry | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if config.interval < MIN_INTERVAL_S:
+            raise ValueError(f"interval must be at least {MIN_INTERVAL_S} s")
+        self.config = config
+        self.gpu = gpu or GpuTelemetry()
+        self.host = host or HostTelemetry()
+        self._clock = clock
+        self._observers: list[Observer] = []
+        self._queue: queue.Queue[tuple[str, Any]] = queue.Queue()
+        self._stop = threading.Event()
+        self._stop_reason: str | None = None
+        self._runner: Runner | None = None
+        self._t0 = 0.0
+        self._phase: str | None = None
+        self._speaks_protocol = False
+        self.summary_builder = SummaryBuilder()
+        self.outcome: Outcome | None = None
+        preset = config.preset
+        self._parser = ThroughputParser(batch_size_hint=preset.throughput_batch_hint() if preset else None)
+
+    def add_observer(self, observer: Observer) -> None:
+        self._observers.append(observer)
+
+    # -- Control (thread-safe; safe to call from a signal handler) -----------------
+    def stop(self, reason: str = "stopped") -> None:
+        if self._stop_reason is None:
+            self._stop_reason = reason
+        self._stop.set()
+        self._queue.put(("wake", None))
+
+    @property
+    def elapsed(self) -> float:
+        return self._clock() - self._t0
+
+    # -- The run ------------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        """Blocks until the run ends (or the duration passes, or stop()); returns the summary."""
+        self._t0 = self._clock()
+        self.gpu.open()
+        sampler = threading.Thread(target=self._sample_loop, name="gputui-sampler", daemon=True)
+        try:
+            self._emit_header()
+            self._start_runner()
+            sampler.start()
+            self._dispatch_until_done()
+        finally:
+            self._stop.set()
+            if self._runner is not None:
+                self._runner.stop(self._stop_reason or "stopped")
+                self.outcome = self._runner.wait()
+            if sampler.is_alive():
+                sampler.join(timeout=5)
+            self._drain()  # lines and samples that arrived while stopping
+            if self.outcome is not None:
+                self._emit_event(ev.OUTCOME, _outcome_data(self.outcome))
+            summary = self.summary_builder.build()
+            for observer in self._observers:  # the builder itself has nothing to add
+                observer.on_summary(summary)
+            self.gpu.close()
+        return summary
+
+    def _start_runner(self) -> None:
+        preset = self.config.preset
+        if preset is None:
+            return
+        self._runner = Runner(
+            preset.argv(),
+            env=preset.child_env(),
+            cwd=preset.cwd,
+            timeout=preset.timeout,
+            on_line=lambda line: self._queue.put(("line", line)),
+        )
+        self._runner.start()
+        waiter = threading.Thread(target=self._wait_for_runner, name="gputui-waiter", daemon=True)
+        waiter.start()
+        self._emit_event(ev.STARTED, {"pid": self._runner.pid, "command": preset.argv()})
+
+    def _wait_for_runner(self) -> None:
+        assert self._runner is not None
+        self._queue.put(("outcome", self._runner.wait()))
+
+    def _dispatch_until_done(self) -> None:
+        deadline = self._t0 + self.config.duration if self.config.duration else None
+        while True:
+            if self._stop.is_set():
+                self._emit_event(ev.STOPPING, {"reason": self._stop_reason})
+                return
+            if deadline is not None and self._clock() >= deadline:
+                self._stop_reason = self._stop_reason or "duration reached"
+                self._emit_event(ev.STOPPING, {"reason": self._stop_reason})
+                return
+            if self._runner is None and self.config.attach_pid is not None and not _pid_alive(self.config.attach_pid):
+                self._emit_event(ev.STOPPING, {"reason": f"process {self.config.attach_pid} ended"})
+                return
+            try:
+                kind, payload = self._queue.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            if kind == "outcome":
+                self.outcome = payload
+                self._runner = None  # it has ended: nothing to stop
+                return
+            self._handle(kind, payload)
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                kind, payload = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if kind == "outcome":
+                self.outcome = self.outcome or payload
+            else:
+                self._handle(kind, payload)
+
+    def _handle(self, kind: str, payload: Any) -> None:
+        if kind == "sample":
+            for observer in self._receivers():
+                observer.on_sample(payload)
+        elif kind == "line":
+            self._handle_line(payload)
+
+    # -- Output lines -----------------------------------------------------------------
+    def _handle_line(self, line: OutputLine) -> None:
+        text = line.text
+        is_protocol = protocol.MARKER in text
+        if is_protocol:
+            self._speaks_protocol = True
+            self._handle_protocol(protocol.decode(text))
+        elif not line.progress:
+            self._emit_event(ev.OUTPUT, {"stream": line.stream, "text": text[:OUTPUT_EVENT_MAX_CHARS]})
+        if self._speaks_protocol and not is_protocol:
+            return  # a run that speaks our protocol is measured by it alone, not by its log lines
+        for reading in self._parser.feed(text):
+            if reading.phase and reading.phase != self._phase:
+                self._phase = reading.phase
+                self._emit_event(ev.PHASE, {"phase": reading.phase})
+            self._emit_event(ev.THROUGHPUT, to_dict(reading))
+
+    def _handle_protocol(self, payload: dict[str, Any] | None) -> None:
+        if payload is None:
+            return
+        kind = payload.get("event")
+        fields = {k: v for k, v in payload.items() if k != "event"}
+        if kind == "start":
+            self._emit_event(ev.WORKLOAD, fields)
+        elif kind == "result":
+            self._emit_event(ev.RESULT, fields)
+        elif kind == "oom":
+            self._emit_event(ev.OOM, fields)
+            if self._runner is not None:
+                self._runner.mark_oom(str(fields.get("message", "the workload ran out of memory")))
+
+    # -- Samples ------------------------------------------------------------------------
+    def _sample_loop(self) -> None:
+        interval = self.config.interval
+        next_tick = self._clock()
+        while not self._stop.is_set():
+            try:
+                self._queue.put(("sample", self._take_sample()))
+            except Exception:  # a sampler bug must not end the run; say it once per tick
+                log.exception("sampling failed")
+            next_tick += interval
+            delay = next_tick - self._clock()
+            if delay < 0:  # fell behind (a slow tick): skip ahead rather than burst
+                next_tick = self._clock()
+                delay = 0
+            self._stop.wait(delay)
+
+    def _take_sample(self) -> Sample:
+        root = self._runner.pid if self._runner is not None else self.config.attach_pid
+        roots = [root] if root else []
+        return Sample(t=round(self.elapsed, 4), gpus=self.gpu.sample(), host=self.host.sample(roots))
+
+    # -- Emitting -----------------------------------------------------------------------
+    def _receivers(self) -> list[Observer]:
+        """The summary builder first, so observers that read it see the latest sample."""
+        return [self.summary_builder, *self._observers]
+
+    def _emit_event(self, kind: str, data: dict[str, Any]) -> None:
+        event = Event(t=self.elapsed, kind=kind, data=data)
+        for observer in self._receivers():
+            observer.on_event(event)
+
+    def _emit_header(self) -> None:
+        header = self.build_header()
+        for observer in self._receivers():
+            observer.on_header(header)
+
+    def build_header(self) -> dict[str, Any]:
+        preset = self.config.preset
+        return {
+            "schema": SCHEMA_VERSION,
+            "gputui": __version__,
+            "started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "interval": self.config.interval,
+            "host": to_dict(host_info()),
+            "driver_version": self.gpu.driver_version,
+            "cuda_version": self.gpu.cuda_version,
+            "gpus": to_dict(self.gpu.infos),
+            "gpu_unavailable_reason": self.gpu.unavailable_reason,
+            "preset": preset.describe() if preset else None,
+            "command": preset.argv() if preset else None,
+            "env": preset.child_env() if preset else None,
+            "cwd": (preset.cwd or os.getcwd()) if preset else None,
+            "attach_pid": self.config.attach_pid,
+            "python": sys.version.split()[0],
+        }
+
+
+def _outcome_data(outcome: Outcome) -> dict[str, Any]:
+    return {
+        "kind": outcome.kind,
+        "ok": outcome.ok,
+        "exit_code": outcome.exit_code,
+        "signal": outcome.signal,
+        "message": outcome.message,
+        "duration_s": round(outcome.duration_s, 3) if outcome.duration_s is not None else None,
+    }
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,37 @@
+"""Small order statistics shared by the workloads and the recording summary."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The q-th percentile (0-100) with linear interpolation; None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    if len(ordered) == 1:
+        return float(ordered[0])
+    rank = (len(ordered) - 1) * q / 100.0
+    low = math.floor(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return float(ordered[low] + (ordered[high] - ordered[low]) * (rank - low))
+
+
+def median(values: Sequence[float]) -> float | None:
+    return percentile(values, 50.0)
+
+
+def spread(values: Sequence[float]) -> dict[str, float]:
+    """median, p5, p95, min, max and mean of a series; empty dict for no values."""
+    if not values:
+        return {}
+    return {
+        "median": percentile(values, 50.0),
+        "p5": percentile(values, 5.0),
+        "p95": percentile(values, 95.0),
+        "min": float(min(values)),
+        "max": float(max(values)),
+        "mean": float(sum(values) / len(values)),
+    }

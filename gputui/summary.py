@@ -1,0 +1,212 @@
+"""The summary of a run, accumulated as samples and events stream past.
+
+Series are kept in ``array('d')`` (8 bytes a value) so a 24-hour run at 10 Hz stays
+in tens of megabytes.  GPU statistics cover the measured phase when the workload
+announced one, else the whole session; the summary says which (``window``).
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import Counter
+from typing import Any
+
+from gputui import events as ev
+from gputui.events import Event, Observer
+from gputui.model import Sample
+from gputui.stats import spread
+from gputui.workloads.protocol import MEASURE
+
+GPU_SERIES = ("util_gpu", "sm_active", "sm_occupancy", "tensor_active", "temp_c", "power_w", "sm_clock_mhz")
+
+
+def _median_max(values: array) -> dict[str, float] | None:
+    if not values:
+        return None
+    stats = spread(values)
+    return {"median": stats["median"], "max": stats["max"]}
+
+
+class _GpuWindow:
+    """Per-GPU accumulators over one time window."""
+
+    def __init__(self) -> None:
+        self.series: dict[str, array] = {name: array("d") for name in GPU_SERIES}
+        self.samples = 0
+        self.lost = False
+        self.peak_memory: int | None = None
+        self.throttle_counts: Counter[str] = Counter()
+        self.energy_first: tuple[float, int] | None = None  # (t, mJ)
+        self.energy_last: tuple[float, int] | None = None
+
+    def add(self, t: float, gpu) -> None:
+        if gpu.lost:
+            self.lost = True
+            return
+        self.samples += 1
+        for name in GPU_SERIES:
+            value = getattr(gpu, name)
+            if value is not None:
+                self.series[name].append(value)
+        if gpu.memory_used is not None:
+            self.peak_memory = max(self.peak_memory or 0, gpu.memory_used)
+        self.throttle_counts.update(gpu.throttle_reasons or ())
+        if gpu.energy_mj is not None:
+            if self.energy_first is None:
+                self.energy_first = (t, gpu.energy_mj)
+            self.energy_last = (t, gpu.energy_mj)
+
+    def energy(self) -> tuple[float, float] | None:
+        """(joules, seconds) between the first and last reading of the window."""
+        if self.energy_first is None or self.energy_last is None:
+            return None
+        seconds = self.energy_last[0] - self.energy_first[0]
+        joules = (self.energy_last[1] - self.energy_first[1]) / 1000.0
+        return (joules, seconds) if seconds > 0 and joules >= 0 else None
+
+    def build(self, index: int) -> dict[str, Any]:
+        out: dict[str, Any] = {"index": index, "samples": self.samples, "lost": self.lost}
+        for name, values in self.series.items():
+            stats = _median_max(values)
+            if stats:
+                out[name] = stats
+        if self.peak_memory is not None:
+            out["peak_memory_used"] = self.peak_memory
+        if self.samples:
+            out["throttle_share"] = {name: round(n / self.samples, 4) for name, n in sorted(self.throttle_counts.items())}
+        energy = self.energy()
+        if energy:
+            out["energy_j"], out["energy_seconds"] = round(energy[0], 3), round(energy[1], 3)
+        return out
+
+
+class _HostWindow:
+    def __init__(self) -> None:
+        self.cpu = array("d")
+        self.peak_memory: int | None = None
+        self.process_cpu = array("d")  # the run's whole tree, % of one core
+        self.peak_tree_rss: int | None = None
+        self.max_workers = 0
+
+    def add(self, host) -> None:
+        if host is None:
+            return
+        if host.cpu_percent is not None:
+            self.cpu.append(host.cpu_percent)
+        if host.memory_used is not None:
+            self.peak_memory = max(self.peak_memory or 0, host.memory_used)
+        if host.processes:
+            self.process_cpu.append(sum(p.cpu_percent or 0.0 for p in host.processes))
+            self.peak_tree_rss = max(self.peak_tree_rss or 0, sum(p.rss or 0 for p in host.processes))
+            self.max_workers = max(self.max_workers, sum(p.role == "worker" for p in host.processes))
+
+    def build(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, values in (("cpu_percent", self.cpu), ("run_cpu_percent", self.process_cpu)):
+            stats = _median_max(values)
+            if stats:
+                out[key] = stats
+        if self.peak_memory is not None:
+            out["peak_memory_used"] = self.peak_memory
+        if self.peak_tree_rss is not None:
+            out["run_peak_rss"] = self.peak_tree_rss
+        out["max_workers"] = self.max_workers
+        return out
+
+
+class SummaryBuilder(Observer):
+    def __init__(self) -> None:
+        self.phase: str | None = None
+        self.first_t: float | None = None
+        self.last_t: float | None = None
+        self.samples = 0
+        self.gpus_all: dict[int, _GpuWindow] = {}
+        self.gpus_measure: dict[int, _GpuWindow] = {}
+        self.host_all = _HostWindow()
+        self.host_measure = _HostWindow()
+        self.rates = array("d")  # measured throughput readings
+        self.rate_samples = 0.0  # samples those readings cover
+        self.rate_seconds = 0.0
+        self.rate_source: str | None = None
+        self.reported: dict[str, Any] | None = None  # the tool's own final figure
+        self.workload: dict[str, Any] | None = None
+        self.outcome: dict[str, Any] | None = None
+
+    # -- Observer --------------------------------------------------------------
+    def on_sample(self, sample: Sample) -> None:
+        self.samples += 1
+        self.first_t = sample.t if self.first_t is None else self.first_t
+        self.last_t = sample.t
+        measuring = self.phase == MEASURE
+        for gpu in sample.gpus:
+            self.gpus_all.setdefault(gpu.index, _GpuWindow()).add(sample.t, gpu)
+            if measuring:
+                self.gpus_measure.setdefault(gpu.index, _GpuWindow()).add(sample.t, gpu)
+        self.host_all.add(sample.host)
+        if measuring:
+            self.host_measure.add(sample.host)
+
+    def on_event(self, event: Event) -> None:
+        data = event.data
+        if event.kind == ev.PHASE:
+            self.phase = data.get("phase")
+        elif event.kind == ev.WORKLOAD:
+            self.workload = data
+        elif event.kind == ev.OUTCOME:
+            self.outcome = data
+        elif event.kind == ev.THROUGHPUT:
+            if data.get("final"):
+                self.reported = {"samples_per_sec": data["samples_per_sec"], "source": data.get("source")}
+            elif data.get("phase") in (None, MEASURE):  # tools without phases: every reading counts
+                self.rates.append(data["samples_per_sec"])
+                self.rate_source = data.get("source")
+                if data.get("samples") and data.get("seconds"):
+                    self.rate_samples += data["samples"]
+                    self.rate_seconds += data["seconds"]
+
+    # -- Result ----------------------------------------------------------------
+    def build(self) -> dict[str, Any]:
+        use_measure = bool(self.gpus_measure) or bool(self.host_measure.cpu)
+        gpus = self.gpus_measure if use_measure else self.gpus_all
+        host = self.host_measure if use_measure else self.host_all
+        summary: dict[str, Any] = {
+            "window": MEASURE if use_measure else "all",
+            "duration_s": round((self.last_t or 0.0) - (self.first_t or 0.0), 3),
+            "samples": self.samples,
+            "outcome": self.outcome,
+            "throughput": self._throughput(),
+            "gpus": [gpus[i].build(i) for i in sorted(gpus)],
+            "host": host.build(),
+        }
+        energy = [g.energy() for g in gpus.values()]
+        energy = [e for e in energy if e]
+        if energy:
+            joules = sum(e[0] for e in energy)
+            seconds = max(e[1] for e in energy)
+            summary["energy_j"] = round(joules, 3)
+            rate = summary["throughput"].get("mean") or summary["throughput"].get("median")
+            if rate:
+                summary["energy_per_sample_j"] = round(joules / seconds / rate, 6)
+        # Lost GPUs outside the window still deserve a mention.
+        summary["lost_gpus"] = sorted(i for i, g in self.gpus_all.items() if g.lost)
+        if self.workload:
+            summary["workload"] = {k: v for k, v in self.workload.items() if k not in ("event", "v")}
+        return summary
+
+    def recent_median(self, window: int = 1000) -> float | None:
+        """Median of the latest measured readings: cheap enough for every sample tick."""
+        return spread(self.rates[-window:]).get("median")
+
+    def _throughput(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"readings": len(self.rates)}
+        if self.rate_source:
+            out["source"] = self.rate_source
+        stats = spread(self.rates)
+        for key in ("median", "p5", "p95"):
+            if key in stats:
+                out[key] = stats[key]
+        if self.rate_seconds > 0:
+            out["mean"] = self.rate_samples / self.rate_seconds  # samples over time, not a mean of rates
+        if self.reported:
+            out["reported"] = self.reported
+        return out

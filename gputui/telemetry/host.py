@@ -1,0 +1,402 @@
+"""Host telemetry: the machine's CPU, memory and disk, and the run's process tree.
+
+:func:`host_info` describes the machine once per run; :class:`HostTelemetry` is
+sampled every interval (0.1 s to a few seconds).  Rates (CPU percent, bytes per
+second) are deltas between two consecutive :meth:`HostTelemetry.sample` calls on
+the same instance, so each sampler keeps its own state and never disturbs (or is
+disturbed by) other users of psutil's module-level ``cpu_percent`` state.
+
+Every value that cannot be read is ``None``; processes that vanish, turn into
+zombies or deny access while they are being read are skipped or reported with
+``None`` fields: sampling never raises because of the processes it watches.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import psutil
+
+from gputui.model import HostInfo, HostSample, ProcessSample
+
+__all__ = ["HostTelemetry", "host_info", "classify_role", "WORKER_MARKERS", "MP_MARKERS"]
+
+_GONE = (psutil.NoSuchProcess, psutil.ZombieProcess)
+_PROC_ERRORS = (psutil.Error, OSError)
+
+# --- roles -------------------------------------------------------------------------
+
+#: Command-line fragments of Python multiprocessing children started with the
+#: "spawn" or "forkserver" start method (``python -c "from multiprocessing.spawn
+#: import spawn_main; ..." --multiprocessing-fork``).
+MP_MARKERS = ("multiprocessing.spawn", "multiprocessing.forkserver", "from multiprocessing")
+
+#: Process-name / command-line fragments (matched case-insensitively) of data-loader
+#: workers that say what they are: PyTorch >= 2.2 names its DataLoader worker
+#: processes ``pt_data_worker``; tools using setproctitle often say "DataLoader".
+WORKER_MARKERS = ("pt_data_worker", "dataloader")
+
+# multiprocessing's own helper processes: they match MP_MARKERS but load no data.
+_MP_HELPERS = ("multiprocessing.resource_tracker", "multiprocessing.semaphore_tracker")
+_FORKSERVER = "multiprocessing.forkserver"
+
+
+def classify_role(
+    cmdline: Sequence[str] | None,
+    name: str | None,
+    root_cmdline: Sequence[str] | None,
+    parent_cmdline: Sequence[str] | None = None,
+) -> str:
+    """Role of a *descendant* of a run's root process: ``"worker"`` or ``"child"``.
+
+    (The root itself is always ``"main"``; this function is for the processes below
+    it.)  A descendant is a data-loader ``"worker"`` when any of these holds:
+
+    1. it is a fork of the main program: its command line equals the root's
+       (PyTorch DataLoader workers with the default "fork" start method, and any
+       ``multiprocessing`` fork child);
+    2. it is a Python multiprocessing child of the "spawn" or "forkserver" start
+       method: its command line contains one of :data:`MP_MARKERS`;
+    3. its process name or command line mentions one of :data:`WORKER_MARKERS`
+       ("pt_data_worker", "DataLoader"; case-insensitive).
+
+    Exceptions, which are ``"child"``: multiprocessing's resource tracker, and the
+    forkserver server process itself (a forkserver-marked process whose parent is
+    not forkserver-marked; the workers are the server's forks, whose parent is).
+    Anything else (a shell, ``sleep``, a compiler, a second program) is ``"child"``.
+
+    ``cmdline`` may be ``None``/empty when it could not be read; then only the name
+    can make a worker.  Rule 1 needs a non-empty root command line.  Caveat: a child
+    caught between ``fork()`` and ``exec()`` (e.g. ``subprocess.Popen``) briefly has
+    the root's command line and is a "worker" for that one sample.
+    """
+    args = list(cmdline) if cmdline else []
+    text = " ".join(args)
+    lowered = text.lower()
+    name_lowered = (name or "").lower()
+    if any(marker in name_lowered or marker in lowered for marker in WORKER_MARKERS):
+        return "worker"
+    if args and root_cmdline and args == list(root_cmdline):
+        return "worker"
+    if any(helper in text for helper in _MP_HELPERS):
+        return "child"
+    if _FORKSERVER in text:
+        parent_text = " ".join(parent_cmdline) if parent_cmdline else ""
+        return "worker" if _FORKSERVER in parent_text else "child"
+    if any(marker in text for marker in MP_MARKERS):
+        return "worker"
+    return "child"
+
+
+# --- static host description ---------------------------------------------------------
+
+
+def _cpu_model() -> str | None:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                key, sep, value = line.partition(":")
+                if sep and key.strip() in ("model name", "Model name", "cpu model", "Hardware"):
+                    value = value.strip()
+                    if value:
+                        return value
+    except OSError:
+        pass
+    model = platform.processor() or platform.machine()
+    return model or None
+
+
+def _os_string() -> str:
+    if sys.platform.startswith("linux"):
+        try:
+            release = platform.freedesktop_os_release()
+            pretty = release.get("PRETTY_NAME") or release.get("NAME")
+            if pretty:
+                return f"{pretty} (Linux {platform.release()}, {platform.machine()})"
+        except OSError:
+            pass
+    return platform.platform()
+
+
+def host_info() -> HostInfo:
+    """What does not change during a run: hostname, OS, CPU model, cores, memory, Python."""
+    try:
+        memory_total: int | None = psutil.virtual_memory().total
+    except Exception:  # pragma: no cover - psutil unsupported here
+        memory_total = None
+    try:
+        physical = psutil.cpu_count(logical=False)
+    except Exception:  # pragma: no cover
+        physical = None
+    return HostInfo(
+        hostname=socket.gethostname() or platform.node(),
+        os=_os_string(),
+        cpu_model=_cpu_model(),
+        cpu_logical=psutil.cpu_count(logical=True) or os.cpu_count(),
+        cpu_physical=physical,
+        memory_total=memory_total,
+        python=f"{platform.python_implementation()} {platform.python_version()}",
+    )
+
+
+# --- live sampling ---------------------------------------------------------------------
+
+
+@dataclass
+class _Tracked:
+    """What is remembered about one process between samples."""
+
+    proc: psutil.Process
+    create_time: float
+    t: float  # time.monotonic() of the last reading
+    cpu: float | None  # user + system seconds at that time
+    io: tuple[int, int] | None  # read_bytes, write_bytes at that time
+
+
+def _busy_and_total(times) -> tuple[float, float]:
+    """Busy and total CPU seconds of one ``cpu_times`` tuple, as psutil computes them."""
+    total = sum(times)
+    if sys.platform.startswith("linux"):
+        # guest time is already counted in user / nice
+        total -= getattr(times, "guest", 0.0) + getattr(times, "guest_nice", 0.0)
+    busy = total - times.idle - getattr(times, "iowait", 0.0)
+    return busy, total
+
+
+def _percent(prev, cur) -> float:
+    busy0, total0 = _busy_and_total(prev)
+    busy1, total1 = _busy_and_total(cur)
+    d_total = total1 - total0
+    if d_total <= 0:
+        return 0.0
+    d_busy = busy1 - busy0
+    return round(min(100.0, max(0.0, d_busy / d_total * 100.0)), 1)
+
+
+def _rate(prev: int | None, cur: int | None, dt: float) -> float | None:
+    if prev is None or cur is None or dt <= 0 or cur < prev:
+        return None
+    return (cur - prev) / dt
+
+
+class HostTelemetry:
+    """Samples the machine and the process trees of a run.
+
+    One instance per sampler: it keeps the previous CPU, disk and per-process
+    counters so that :meth:`sample` can report rates over the interval since the
+    previous call.  The constructor takes the first CPU reading, so even the first
+    sample has machine CPU percentages (over the time since construction); disk
+    and per-process rates are ``None`` until a process has been seen twice.
+    """
+
+    def __init__(self) -> None:
+        self._cpu_prev = self._cpu_times()
+        self._disk_prev: tuple[float, int, int] | None = None
+        self._procs: dict[int, _Tracked] = {}
+        self._roots: dict[int, psutil.Process] = {}
+
+    # machine ---------------------------------------------------------------
+
+    @staticmethod
+    def _cpu_times():
+        try:
+            return psutil.cpu_times(percpu=True)
+        except Exception:
+            return None
+
+    def _machine(self, out: HostSample, now: float) -> None:
+        cur = self._cpu_times()
+        prev, self._cpu_prev = self._cpu_prev, cur
+        if cur:
+            if prev and len(prev) == len(cur):
+                out.per_core = [_percent(p, c) for p, c in zip(prev, cur)]
+                out.cpu_percent = _percent(_sum_times(prev), _sum_times(cur))
+            else:  # no earlier reading (or CPUs went on/offline): 0 until the next call
+                out.per_core = [0.0] * len(cur)
+                out.cpu_percent = 0.0
+        try:
+            out.load_avg = [round(x, 2) for x in psutil.getloadavg()]
+        except (OSError, AttributeError):
+            pass
+        try:
+            vm = psutil.virtual_memory()
+            out.memory_used, out.memory_total, out.memory_available = vm.used, vm.total, vm.available
+        except Exception:
+            pass
+        try:
+            sw = psutil.swap_memory()
+            out.swap_used, out.swap_total = sw.used, sw.total
+        except Exception:
+            pass
+        try:
+            disk = psutil.disk_io_counters(perdisk=False)
+        except Exception:
+            disk = None
+        if disk is None:
+            self._disk_prev = None
+            return
+        if self._disk_prev is not None:
+            t0, r0, w0 = self._disk_prev
+            out.disk_read_bps = _rate(r0, disk.read_bytes, now - t0)
+            out.disk_write_bps = _rate(w0, disk.write_bytes, now - t0)
+        self._disk_prev = (now, disk.read_bytes, disk.write_bytes)
+
+    # processes -------------------------------------------------------------
+
+    def _root(self, pid: int) -> psutil.Process | None:
+        proc = self._roots.get(pid)
+        if proc is not None:
+            try:
+                if proc.is_running():  # also false when the pid was reused
+                    return proc
+            except psutil.Error:
+                pass
+            del self._roots[pid]
+        try:
+            proc = psutil.Process(pid)
+        except (psutil.Error, ValueError, TypeError):
+            return None
+        self._roots[pid] = proc
+        return proc
+
+    def _tree(self, root_pids: Iterable[int]) -> list[tuple[psutil.Process, bool]]:
+        """(process, is_root) for every root and descendant, each pid once, roots first."""
+        members: list[tuple[psutil.Process, bool]] = []
+        seen: set[int] = set()
+        roots = []
+        for pid in root_pids:
+            proc = self._root(pid)
+            if proc is None or proc.pid in seen:
+                continue
+            seen.add(proc.pid)
+            roots.append(proc)
+            members.append((proc, True))
+        for proc in roots:
+            try:
+                children = proc.children(recursive=True)
+            except _PROC_ERRORS:
+                continue
+            for child in sorted(children, key=lambda p: p.pid):
+                if child.pid not in seen:
+                    seen.add(child.pid)
+                    members.append((child, False))
+        return members
+
+    def _read(self, proc: psutil.Process, now: float):
+        """One oneshot read of a process; None when it is gone or a zombie."""
+        pid = proc.pid
+        tracked = self._procs.get(pid)
+        try:
+            create_time = proc.create_time()
+        except _PROC_ERRORS:
+            return None
+        if tracked is not None and tracked.create_time != create_time:
+            tracked = None  # pid reused: a different process
+        if tracked is not None:
+            proc = tracked.proc
+        sample = ProcessSample(pid=pid)
+        cmdline: list[str] | None = None
+        try:
+            with proc.oneshot():
+                if proc.status() == psutil.STATUS_ZOMBIE:
+                    return None
+                sample.name = proc.name()
+                sample.ppid = proc.ppid()
+                times = proc.cpu_times()
+                cpu = times.user + times.system
+                try:
+                    cmdline = proc.cmdline()
+                except psutil.AccessDenied:
+                    cmdline = None
+                try:
+                    sample.rss = proc.memory_info().rss
+                except psutil.AccessDenied:
+                    pass
+                try:
+                    sample.threads = proc.num_threads()
+                except psutil.AccessDenied:
+                    pass
+                io: tuple[int, int] | None
+                try:
+                    counters = proc.io_counters()
+                    io = (counters.read_bytes, counters.write_bytes)
+                except (psutil.AccessDenied, AttributeError, NotImplementedError):
+                    io = None
+        except _GONE:
+            self._procs.pop(pid, None)
+            return None
+        except _PROC_ERRORS:
+            return None
+        if tracked is not None:
+            dt = now - tracked.t
+            if tracked.cpu is not None and dt > 0:
+                sample.cpu_percent = round(max(0.0, cpu - tracked.cpu) / dt * 100.0, 1)
+            if tracked.io is not None and io is not None:
+                sample.read_bps = _rate(tracked.io[0], io[0], dt)
+                sample.write_bps = _rate(tracked.io[1], io[1], dt)
+        self._procs[pid] = _Tracked(proc=proc, create_time=create_time, t=now, cpu=cpu, io=io)
+        return sample, cmdline
+
+    # public ----------------------------------------------------------------
+
+    def sample(self, root_pids: Sequence[int] = ()) -> HostSample:
+        """The machine now, and every process of the trees rooted at ``root_pids``.
+
+        Processes come root first ("main"), then its descendants by pid, each
+        classified by :func:`classify_role`.  Per-process ``cpu_percent`` (100 =
+        one full core) and I/O rates are ``None`` the first time a process is
+        seen; I/O rates stay ``None`` where ``/proc/<pid>/io`` is not readable.
+        """
+        now = time.monotonic()
+        out = HostSample()
+        self._machine(out, now)
+
+        readings: list[tuple[ProcessSample, list[str] | None, bool]] = []
+        for proc, is_root in self._tree(root_pids):
+            got = self._read(proc, now)
+            if got is not None:
+                readings.append((got[0], got[1], is_root))
+
+        cmdlines = {s.pid: cmd for s, cmd, _ in readings}
+        root_cmd: dict[int, list[str] | None] = {}
+        # the root each process descends from (walk up through the parents we saw)
+        parents = {s.pid: s.ppid for s, _, _ in readings}
+        for s, cmd, is_root in readings:
+            if is_root:
+                root_cmd[s.pid] = cmd
+        for s, cmd, is_root in readings:
+            if is_root:
+                s.role = "main"
+                continue
+            ancestor, hops = s.ppid, 0
+            while ancestor is not None and ancestor not in root_cmd and hops < 64:
+                ancestor, hops = parents.get(ancestor), hops + 1
+            s.role = classify_role(
+                cmd,
+                s.name,
+                root_cmd.get(ancestor) if ancestor is not None else None,
+                cmdlines.get(s.ppid) if s.ppid is not None else None,
+            )
+        out.processes = [s for s, _, _ in readings]
+
+        alive = set(cmdlines)
+        for pid in list(self._procs):
+            if pid not in alive:
+                del self._procs[pid]
+        wanted = set(root_pids)
+        for pid in list(self._roots):
+            if pid not in wanted:
+                del self._roots[pid]
+        return out
+
+
+def _sum_times(per_cpu):
+    """Element-wise sum of per-CPU ``cpu_times`` tuples (the machine's total)."""
+    first = per_cpu[0]
+    return type(first)(*(sum(values) for values in zip(*per_cpu)))

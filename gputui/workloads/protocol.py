@@ -1,0 +1,70 @@
+"""gputui's JSON-lines protocol: how a benchmark worker tells gputui what it measured.
+
+A protocol line is the marker, one space, and one JSON object on a single line::
+
+    @gputui {"event": "start", "v": 1, "model": "resnet50", "batch_size": 32}
+    @gputui {"event": "step", "phase": "warmup", "step": 1, "samples": 32, "seconds": 0.41}
+    @gputui {"event": "step", "phase": "measure", "step": 11, "samples": 32, "seconds": 0.018}
+    @gputui {"event": "result", "samples_per_sec": 1771.2, "p5": 1740.0, "p95": 1790.3, ...}
+    @gputui {"event": "oom", "batch_size": 512, "message": "CUDA out of memory ..."}
+
+``step`` lines may cover one step or a window of steps: ``samples / seconds`` is the
+rate of that window.  ``phase`` is ``warmup`` or ``measure``; only measured windows
+count towards the summary.  This module must stay importable without any ML framework.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, TextIO
+
+MARKER = "@gputui "
+VERSION = 1
+
+WARMUP = "warmup"
+MEASURE = "measure"
+PHASES = (WARMUP, MEASURE)
+
+
+def encode(event: str, **fields: Any) -> str:
+    """One protocol line (without the newline)."""
+    payload = {"event": event, **{k: v for k, v in fields.items() if v is not None}}
+    return MARKER + json.dumps(payload, separators=(",", ":"), allow_nan=False)
+
+
+def decode(line: str) -> dict[str, Any] | None:
+    """The payload of a protocol line, or None for any other line (never raises)."""
+    start = line.find(MARKER)
+    if start < 0:
+        return None
+    try:
+        payload = json.loads(line[start + len(MARKER) :])
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(payload, dict) or not isinstance(payload.get("event"), str):
+        return None
+    return payload
+
+
+class Emitter:
+    """Writes protocol lines to stdout (flushed at once, so gputui sees them live)."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self._stream = stream or sys.stdout
+
+    def emit(self, event: str, **fields: Any) -> None:
+        self._stream.write(encode(event, **fields) + "\n")
+        self._stream.flush()
+
+    def start(self, **fields: Any) -> None:
+        self.emit("start", v=VERSION, **fields)
+
+    def step(self, phase: str, step: int, samples: float, seconds: float) -> None:
+        self.emit("step", phase=phase, step=step, samples=samples, seconds=seconds)
+
+    def result(self, **fields: Any) -> None:
+        self.emit("result", **fields)
+
+    def oom(self, **fields: Any) -> None:
+        self.emit("oom", **fields)

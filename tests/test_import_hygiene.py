@@ -1,0 +1,29 @@
+"""The headless core never imports Textual: --record works without the TUI stack."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from tests.helpers import REPO
+
+CORE_MODULES = [
+    "gputui.cli", "gputui.session", "gputui.record", "gputui.summary", "gputui.presets",
+    "gputui.runner", "gputui.throughput", "gputui.progress",
+    "gputui.telemetry.gpu", "gputui.telemetry.host", "gputui.workloads.protocol", "gputui.workloads.smoke",
+]
+
+
+def test_core_imports_no_textual_in_a_fresh_interpreter():
+    code = (
+        "import sys\n"
+        + "".join(f"import {m}\n" for m in CORE_MODULES)
+        + "bad = sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.'))\n"
+        + "print(','.join(bad))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == ""
+    # And the check itself can fail: importing textual shows up.
+    probe = subprocess.run([sys.executable, "-c", "import textual, sys; print('textual' in sys.modules)"],
+                           capture_output=True, text=True, check=True)
+    assert probe.stdout.strip() == "True"
