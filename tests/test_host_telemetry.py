@@ -145,10 +145,13 @@ def _check_tree(tmp_path, method: str) -> None:
         others = [p for p in by_role.get("child", []) if p.name != "sleep"]
         assert len(others) <= 1, others
 
-        for w in workers:
-            assert w.cpu_percent is not None and w.cpu_percent > 30, workers
+        # Busy workers share two cores with whatever else runs: compare, don't hard-code.
         main = by_role["main"][0]
-        assert main.cpu_percent is not None and main.cpu_percent < 30
+        idle = [main.cpu_percent, sleeps[0].cpu_percent]
+        assert None not in idle and max(idle) < 5, (main, sleeps)
+        for w in workers:
+            assert w.cpu_percent is not None and w.cpu_percent > 10, workers
+        assert sum(w.cpu_percent for w in workers) > 40, workers
         for p in sample.processes:
             assert p.rss is not None and p.rss > 0
             assert p.threads is not None and p.threads >= 1

@@ -1,0 +1,327 @@
+"""GPU telemetry from NVML: static facts once (:class:`GpuInfo`), then one
+:class:`GpuSample` per GPU per tick.
+
+Every NVML call goes through :class:`~gputui.telemetry.nvml.Nvml`, which turns
+"unsupported" into ``None`` and a GPU that went away into :class:`GpuLost`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from gputui.model import GpuInfo, GpuProcess, GpuSample
+from gputui.telemetry.nvml import GpuLost, Nvml
+
+log = logging.getLogger(__name__)
+
+# Clock-event ("throttle") reason bits, nvmlClocksEventReason* in nvml.h.
+THROTTLE_REASONS: dict[int, str] = {
+    0x1: "GpuIdle",
+    0x2: "ApplicationsClocksSetting",
+    0x4: "SwPowerCap",
+    0x8: "HwSlowdown",
+    0x10: "SyncBoost",
+    0x20: "SwThermalSlowdown",
+    0x40: "HwThermalSlowdown",
+    0x80: "HwPowerBrakeSlowdown",
+    0x100: "DisplayClockSetting",
+}
+
+
+def decode_throttle_reasons(mask: int) -> list[str]:
+    """Names of the bits set in ``mask``, lowest bit first.  Bits newer than this
+    table are kept as hex (``"0x200"``) rather than silently dropped."""
+    names = []
+    bit = 1
+    while bit <= mask:
+        if mask & bit:
+            names.append(THROTTLE_REASONS.get(bit, f"0x{bit:x}"))
+        bit <<= 1
+    return names
+
+
+PCIE_LINK_TTL_S = 5.0  # link gen/width change only with power state: no need per tick
+_MIB = 1024 * 1024
+
+# GpuSample field <- GPM metric constant name, and the factor to the model's unit.
+# nvml.h: the *_UTIL metrics are percent (0-100); PCIE_*_PER_SEC are MiB/s.
+_GPM_METRICS: dict[str, tuple[str, float]] = {
+    "sm_active": ("NVML_GPM_METRIC_SM_UTIL", 1.0),
+    "sm_occupancy": ("NVML_GPM_METRIC_SM_OCCUPANCY", 1.0),
+    "tensor_active": ("NVML_GPM_METRIC_ANY_TENSOR_UTIL", 1.0),
+    "dram_active": ("NVML_GPM_METRIC_DRAM_BW_UTIL", 1.0),
+    "pcie_tx_bps": ("NVML_GPM_METRIC_PCIE_TX_PER_SEC", _MIB),
+    "pcie_rx_bps": ("NVML_GPM_METRIC_PCIE_RX_PER_SEC", _MIB),
+}
+
+
+def _text(value: Any) -> str | None:
+    """pynvml returns str, older versions bytes."""
+    if value is None:
+        return None
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def _watts(milliwatts: Any) -> float | None:
+    return None if milliwatts is None else milliwatts / 1000.0
+
+
+def _cuda_version(raw: int | None) -> str | None:
+    """NVML encodes CUDA 13.0 as 13000, 12.4 as 12040."""
+    if not raw:
+        return None
+    return f"{raw // 1000}.{(raw % 1000) // 10}"
+
+
+@dataclass
+class _Gpu:
+    """What we keep per GPU between ticks."""
+
+    index: int
+    handle: Any
+    lost: bool = False
+    pcie: tuple[int | None, int | None] = (None, None)
+    pcie_read_at: float | None = None
+    gpm_samples: list[Any] = field(default_factory=list)  # two, used alternately
+    gpm_have_previous: bool = False
+    preferred: dict[str, int] = field(default_factory=dict)  # which fallback answered
+
+
+class GpuTelemetry:
+    """Reads NVML.  ``open`` never raises; without a driver or GPU, ``infos`` and
+    ``sample()`` are empty and ``unavailable_reason`` says why.
+
+    A GPU that raises GpuLost stays lost for the rest of the session: NVML's "GPU is
+    lost" needs a reset or reboot to clear, and asking again only costs time.
+    """
+
+    def __init__(
+        self,
+        nvml_module: Any = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        pcie_ttl_s: float = PCIE_LINK_TTL_S,
+    ) -> None:
+        self._nvml = Nvml(nvml_module)
+        self._clock = clock
+        self._pcie_ttl_s = pcie_ttl_s
+        self._gpus: list[_Gpu] = []
+        self._open = False
+        self.available = False
+        self.unavailable_reason: str | None = "GPU telemetry not opened yet"
+        self.infos: list[GpuInfo] = []
+        self.driver_version: str | None = None
+        self.cuda_version: str | None = None
+
+    # --- lifecycle ------------------------------------------------------------------
+
+    def open(self) -> None:
+        if self._open:
+            return
+        self._open = True
+        reason = self._nvml.init()
+        if reason is not None:
+            self.unavailable_reason = reason
+            return
+        self.available = True
+        call = self._nvml.call
+        self.driver_version = _text(call("nvmlSystemGetDriverVersion"))
+        self.cuda_version = _cuda_version(call("nvmlSystemGetCudaDriverVersion"))
+        count = call("nvmlDeviceGetCount") or 0
+        for index in range(count):
+            self._open_gpu(index)
+        if count == 0:
+            self.unavailable_reason = "NVML found no GPU"
+        elif not self.infos:
+            self.unavailable_reason = f"NVML found {count} GPU(s) but none could be opened"
+        else:
+            self.unavailable_reason = None
+
+    def _open_gpu(self, index: int) -> None:
+        try:
+            handle = self._nvml.call("nvmlDeviceGetHandleByIndex", index)
+        except GpuLost:
+            handle = None
+            lost = True
+        else:
+            lost = False
+            if handle is None:  # e.g. no permission for this one GPU in a container
+                log.warning("GPU %d: NVML gives no handle; leaving it out", index)
+                return
+        gpu = _Gpu(index=index, handle=handle, lost=lost)
+        info = GpuInfo(index=index, name=f"GPU {index}", driver_version=self.driver_version,
+                       cuda_version=self.cuda_version)
+        if not lost:
+            try:
+                self._read_info(gpu, info)
+            except GpuLost as exc:
+                log.warning("GPU %d lost while reading its facts: %s", index, exc)
+                gpu.lost = True
+        self._gpus.append(gpu)
+        self.infos.append(info)
+
+    def _read_info(self, gpu: _Gpu, info: GpuInfo) -> None:
+        nvml, h = self._nvml, gpu.handle
+        call = nvml.call
+        info.name = _text(call("nvmlDeviceGetName", h)) or info.name
+        info.uuid = _text(call("nvmlDeviceGetUUID", h))
+        memory = call("nvmlDeviceGetMemoryInfo", h)
+        info.memory_total = memory.total if memory is not None else None
+        info.power_limit_w = _watts(call("nvmlDeviceGetEnforcedPowerLimit", h))
+        info.power_default_limit_w = _watts(call("nvmlDeviceGetPowerManagementDefaultLimit", h))
+        info.temp_slowdown_c = self._threshold(h, "NVML_TEMPERATURE_THRESHOLD_SLOWDOWN", 1)
+        info.temp_shutdown_c = self._threshold(h, "NVML_TEMPERATURE_THRESHOLD_SHUTDOWN", 0)
+        info.temp_max_gpu_c = self._threshold(h, "NVML_TEMPERATURE_THRESHOLD_GPU_MAX", 3)
+        info.sm_clock_max_mhz = call("nvmlDeviceGetMaxClockInfo", h, nvml.const("NVML_CLOCK_SM", 1))
+        info.mem_clock_max_mhz = call("nvmlDeviceGetMaxClockInfo", h, nvml.const("NVML_CLOCK_MEM", 2))
+        info.pcie_max_gen = call("nvmlDeviceGetMaxPcieLinkGeneration", h)
+        info.pcie_max_width = call("nvmlDeviceGetMaxPcieLinkWidth", h)
+        support = call("nvmlGpmQueryDeviceSupport", h)
+        if support is not None and getattr(support, "isSupportedDevice", 0):
+            info.gpm_supported = self._alloc_gpm(gpu)
+
+    def _threshold(self, handle: Any, const_name: str, default: int) -> float | None:
+        value = self._nvml.call("nvmlDeviceGetTemperatureThreshold", handle, self._nvml.const(const_name, default))
+        return None if value is None else float(value)
+
+    def _alloc_gpm(self, gpu: _Gpu) -> bool:
+        """Two GPM sample buffers per GPU, allocated once and used alternately."""
+        for _ in range(2):
+            sample = self._nvml.call("nvmlGpmSampleAlloc")
+            if sample is None:
+                self._free_gpm(gpu)
+                return False
+            gpu.gpm_samples.append(sample)
+        return True
+
+    def _free_gpm(self, gpu: _Gpu) -> None:
+        for sample in gpu.gpm_samples:
+            try:
+                self._nvml.call("nvmlGpmSampleFree", sample)
+            except GpuLost:
+                pass  # the buffer is host memory; nothing more to do
+        gpu.gpm_samples = []
+        gpu.gpm_have_previous = False
+
+    def close(self) -> None:
+        """Free GPM buffers and shut NVML down.  ``infos`` stay readable; ``sample()``
+        returns [] afterwards."""
+        for gpu in self._gpus:
+            self._free_gpm(gpu)
+        self._gpus = []
+        self._nvml.shutdown()
+
+    # --- sampling -------------------------------------------------------------------
+
+    def sample(self) -> list[GpuSample]:
+        samples = []
+        for gpu in self._gpus:
+            if gpu.lost:
+                samples.append(GpuSample(index=gpu.index, lost=True))
+                continue
+            try:
+                samples.append(self._sample_gpu(gpu))
+            except GpuLost as exc:
+                log.warning("GPU %d lost: %s", gpu.index, exc)
+                gpu.lost = True
+                samples.append(GpuSample(index=gpu.index, lost=True))
+        return samples
+
+    def _sample_gpu(self, gpu: _Gpu) -> GpuSample:
+        nvml, h = self._nvml, gpu.handle
+        call = nvml.call
+        s = GpuSample(index=gpu.index)
+        util = call("nvmlDeviceGetUtilizationRates", h)
+        if util is not None:
+            s.util_gpu, s.util_mem = float(util.gpu), float(util.memory)
+        memory = call("nvmlDeviceGetMemoryInfo", h)
+        if memory is not None:
+            s.memory_used, s.memory_total = memory.used, memory.total
+        sensor = nvml.const("NVML_TEMPERATURE_GPU", 0)
+        temp = self._first(gpu, "temp", [("nvmlDeviceGetTemperatureV", sensor), ("nvmlDeviceGetTemperature", sensor)])
+        s.temp_c = None if temp is None else float(temp)
+        s.power_w = _watts(call("nvmlDeviceGetPowerUsage", h))
+        s.power_limit_w = _watts(call("nvmlDeviceGetEnforcedPowerLimit", h))
+        # The slowest call here (~3 ms, up to 16 ms on an H200, driver 580; the counter
+        # moves ~10x/s), kept per tick because run energy needs reads at its exact ends.
+        s.energy_mj = call("nvmlDeviceGetTotalEnergyConsumption", h)
+        s.sm_clock_mhz = call("nvmlDeviceGetClockInfo", h, nvml.const("NVML_CLOCK_SM", 1))
+        s.mem_clock_mhz = call("nvmlDeviceGetClockInfo", h, nvml.const("NVML_CLOCK_MEM", 2))
+        # "ClocksEvent" is the current name; "ClocksThrottle" the one older drivers know.
+        mask = self._first(gpu, "throttle", [("nvmlDeviceGetCurrentClocksEventReasons",),
+                                             ("nvmlDeviceGetCurrentClocksThrottleReasons",)])
+        if mask is not None:
+            s.throttle_mask, s.throttle_reasons = mask, decode_throttle_reasons(mask)
+        pstate = call("nvmlDeviceGetPerformanceState", h)
+        s.pstate = None if pstate is None or pstate == nvml.const("NVML_PSTATE_UNKNOWN", 32) else pstate
+        s.pcie_gen, s.pcie_width = self._pcie_link(gpu)
+        procs = call("nvmlDeviceGetComputeRunningProcesses", h)
+        if procs is not None:
+            s.processes = [GpuProcess(pid=p.pid, used_memory=getattr(p, "usedGpuMemory", None)) for p in procs]
+        for name, value in self._gpm(gpu).items():
+            setattr(s, name, value)
+        return s
+
+    def _first(self, gpu: _Gpu, key: str, variants: list[tuple[Any, ...]]) -> Any:
+        """The first of several equivalent NVML calls that answers; the one that
+        answered last time is tried first, so a tick normally costs one call."""
+        start = gpu.preferred.get(key, 0)
+        order = [start] + [i for i in range(len(variants)) if i != start]
+        for i in order:
+            fn_name, *args = variants[i]
+            value = self._nvml.call(fn_name, gpu.handle, *args)
+            if value is not None:
+                gpu.preferred[key] = i
+                return value
+        return None
+
+    def _pcie_link(self, gpu: _Gpu) -> tuple[int | None, int | None]:
+        now = self._clock()
+        if gpu.pcie_read_at is None or now - gpu.pcie_read_at >= self._pcie_ttl_s:
+            call = self._nvml.call
+            gpu.pcie = (call("nvmlDeviceGetCurrPcieLinkGeneration", gpu.handle),
+                        call("nvmlDeviceGetCurrPcieLinkWidth", gpu.handle))
+            gpu.pcie_read_at = now
+        return gpu.pcie
+
+    def _gpm(self, gpu: _Gpu) -> dict[str, float]:
+        """GPM metrics between the previous tick's GPM sample and this one's.
+        The first tick only takes a sample, so its metrics are absent."""
+        if not gpu.gpm_samples:
+            return {}
+        nvml = self._nvml
+        previous, current = gpu.gpm_samples
+        if nvml.call("nvmlGpmSampleGet", gpu.handle, current) is None:
+            gpu.gpm_have_previous = False  # no valid pair until two samples in a row
+            return {}
+        gpu.gpm_samples.reverse()  # this tick's sample is the next tick's "previous"
+        if not gpu.gpm_have_previous:
+            gpu.gpm_have_previous = True
+            return {}
+        return self._gpm_metrics(previous, current)
+
+    def _gpm_metrics(self, previous: Any, current: Any) -> dict[str, float]:
+        nvml = self._nvml
+        struct_type = nvml.const("c_nvmlGpmMetricsGet_t")
+        if struct_type is None:
+            return {}
+        ids = {name: nvml.const(const) for name, (const, _) in _GPM_METRICS.items()}
+        ids = {name: metric_id for name, metric_id in ids.items() if metric_id is not None}
+        request = struct_type()
+        request.version = nvml.const("NVML_GPM_METRICS_GET_VERSION", 1)
+        request.numMetrics = len(ids)
+        request.sample1, request.sample2 = previous, current
+        for slot, metric_id in enumerate(ids.values()):
+            request.metrics[slot].metricId = metric_id
+        if nvml.call("nvmlGpmMetricsGet", request) is None:
+            return {}
+        ok = nvml.const("NVML_SUCCESS", 0)
+        values = {}
+        for slot, name in enumerate(ids):
+            metric = request.metrics[slot]
+            if metric.nvmlReturn == ok:  # each metric reports its own support
+                values[name] = metric.value * _GPM_METRICS[name][1]
+        return values
