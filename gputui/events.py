@@ -21,6 +21,11 @@ OUTPUT = "output"  # one line of the child's output (progress redraws are skippe
 OOM = "oom"  # the workload reported running out of memory
 OUTCOME = "outcome"  # how the run ended
 STOPPING = "stopping"  # gputui was asked to stop (key, signal, duration)
+# A diagnosis finding opened, changed or closed.  Fields: id (stable for one finding),
+# kind ("input_bound", "thermal", ...), state ("open" or "closed"), severity ("info",
+# "warning", "critical"), title (one line), since, until (t, seconds), evidence (a dict
+# of numbers), advice (a list of strings).
+FINDING = "finding"
 
 
 @dataclass
