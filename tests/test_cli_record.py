@@ -123,11 +123,15 @@ def test_sigkill_of_the_recorder_leaves_no_child_and_a_readable_file(tmp_path):
 def test_sigterm_stops_the_run_and_finishes_the_recording(tmp_path):
     out = tmp_path / "r.jsonl"
     proc = start_gputui(["--presets", str(slow_presets(tmp_path)), "--record", str(out), "--preset", "slow", "--interval", "0.1"], tmp_path)
-    wait_for(lambda: (rec := try_read(out)) is not None and rec.events_of(ev.THROUGHPUT))
-    tree = [p.pid for p in psutil.Process(proc.pid).children(recursive=True)]
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=20) == 130
-    assert gone(tree)
+    try:
+        wait_for(lambda: (rec := try_read(out)) is not None and rec.events_of(ev.THROUGHPUT))
+        tree = [p.pid for p in psutil.Process(proc.pid).children(recursive=True)]
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 130
+        assert gone(tree)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
     rec = read_recording(out)
     assert rec.cut is None
     assert rec.summary["outcome"]["kind"] == "stopped"
