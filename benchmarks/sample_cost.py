@@ -1,0 +1,72 @@
+"""How long one telemetry tick costs: GPU (NVML, per call and per sample) and host (psutil).
+
+    python benchmarks/sample_cost.py [--ticks 200]
+
+Prints a table of milliseconds per tick (median and p95) and the slowest NVML calls.
+Run it on the GPU machine while something runs on the GPU; numbers go in docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from gputui.stats import spread
+from gputui.telemetry.gpu import GpuTelemetry
+from gputui.telemetry.host import HostTelemetry
+
+
+class TimedModule:
+    """Wraps pynvml so every call is timed by name."""
+
+    def __init__(self, module):
+        self._module = module
+        self.times: dict[str, list[float]] = {}
+
+    def __getattr__(self, name):
+        value = getattr(self._module, name)
+        if not callable(value) or not name.startswith("nvml") or isinstance(value, type):
+            return value
+
+        def timed(*args, **kwargs):
+            began = time.perf_counter()
+            try:
+                return value(*args, **kwargs)
+            finally:
+                self.times.setdefault(name, []).append((time.perf_counter() - began) * 1e3)
+
+        return timed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--ticks", type=int, default=200)
+    args = parser.parse_args()
+    import pynvml
+
+    timed = TimedModule(pynvml)
+    gpu = GpuTelemetry(nvml_module=timed)
+    gpu.open()
+    host = HostTelemetry()
+    gpu_ms, host_ms = [], []
+    for _ in range(args.ticks):
+        began = time.perf_counter()
+        gpu.sample()
+        gpu_ms.append((time.perf_counter() - began) * 1e3)
+        began = time.perf_counter()
+        host.sample([])
+        host_ms.append((time.perf_counter() - began) * 1e3)
+        time.sleep(0.01)
+    gpu.close()
+    print(f"GPUs: {len(gpu.infos)} ({', '.join(i.name for i in gpu.infos) or gpu.unavailable_reason})")
+    for label, values in (("GPU sample (all GPUs)", gpu_ms), ("host sample", host_ms)):
+        s = spread(values)
+        print(f"{label:<24} median {s['median']:.3f} ms  p95 {s['p95']:.3f} ms  max {s['max']:.3f} ms")
+    per_call = sorted(((spread(v)["median"], name, len(v)) for name, v in timed.times.items()), reverse=True)
+    print("slowest NVML calls (median ms per call):")
+    for median, name, count in per_call[:8]:
+        print(f"  {name:<44} {median:.4f}  ({count} calls)")
+
+
+if __name__ == "__main__":
+    main()
