@@ -148,10 +148,10 @@ def _check_tree(tmp_path, method: str) -> None:
         # Busy workers share two cores with whatever else runs: compare, don't hard-code.
         main = by_role["main"][0]
         idle = [main.cpu_percent, sleeps[0].cpu_percent]
-        assert None not in idle and max(idle) < 5, (main, sleeps)
+        assert None not in idle and max(idle) < 2, (main, sleeps)
         for w in workers:
-            assert w.cpu_percent is not None and w.cpu_percent > 10, workers
-        assert sum(w.cpu_percent for w in workers) > 40, workers
+            assert w.cpu_percent is not None and w.cpu_percent > 3 * max(idle, default=0) + 2, workers
+        assert sum(w.cpu_percent for w in workers) > 15, workers
         for p in sample.processes:
             assert p.rss is not None and p.rss > 0
             assert p.threads is not None and p.threads >= 1
