@@ -120,7 +120,11 @@ class HostInfo:
     cpu_model: str | None = None
     cpu_logical: int | None = None
     cpu_physical: int | None = None
+    # Cores this process may use: CPU affinity, capped by a cgroup CPU quota.  Rented
+    # containers often see the host's 128 cores but may use 8.
+    cpu_available: float | None = None
     memory_total: int | None = None  # bytes
+    memory_limit: int | None = None  # a cgroup memory limit below memory_total
     python: str | None = None
 
 

@@ -4,7 +4,9 @@ A preset is either a built-in *workload* (``framework`` + ``model`` and their kn
 run by ``python -m gputui.workloads``) or any program (``command = [argv...]``).
 Files are merged by preset name, later files replacing earlier presets whole:
 built-in defaults, ``$XDG_CONFIG_HOME/gputui/presets.toml``, ``./presets.toml``,
-then ``--presets FILE``.
+then ``--presets FILE``.  A file may also hold a ``[diagnosis]`` table (thresholds
+and hold times, merged key by key across files) and a preset its own ``diagnosis``
+table, which wins over the files' for that preset.
 
 Every problem becomes a :class:`UserError` whose one-line message names the file and
 the line and column (syntax) or ``[presets.NAME].key`` (schema) and what was expected.
@@ -13,6 +15,7 @@ the line and column (syntax) or ``[presets.NAME].key`` (schema) and what was exp
 from __future__ import annotations
 
 import os
+import dataclasses
 import re
 import shlex
 import sys
@@ -20,8 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from gputui.diagnosis.settings import KEYS as DIAGNOSIS_KEYS
+from gputui.diagnosis.settings import check_value as check_diagnosis_value
 from gputui.errors import UserError
-from gputui.workloads.catalog import FRAMEWORKS, METHODS, MODELS, PIPELINES
+from gputui.workloads.catalog import AUGMENT_LEVELS, COMPILE_MODES, DEVICES, FRAMEWORKS, METHODS, PIPELINES
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -53,12 +58,16 @@ class Preset:
     precision: str | None = None
     pipeline: str | None = None
     workers: int | None = None
+    augment: str | None = None
     image_size: int | None = None
     seq_len: int | None = None
     channels_last: bool | None = None
     compile: bool | None = None
+    compile_mode: str | None = None
     xla: bool | None = None
+    device: str | None = None
     method: str | None = None
+    epochs: int | None = None
     find_max_batch: bool | None = None
     # ... or any program.
     command: tuple[str, ...] | None = None
@@ -69,6 +78,9 @@ class Preset:
     gpus: str | None = None  # becomes CUDA_VISIBLE_DEVICES
     batch_size_hint: int | None = None  # for throughput formats that count steps
     reference: tuple[Reference, ...] = ()
+    diagnosis: dict[str, Any] = field(default_factory=dict)  # this preset's own [diagnosis] keys
+    # The [diagnosis] tables of every presets file, merged (set by load_presets)
+    diagnosis_base: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def is_workload(self) -> bool:
@@ -100,6 +112,10 @@ class Preset:
     def throughput_batch_hint(self) -> int | None:
         """Batch size used to turn steps/s (tqdm, Keras) into samples/s."""
         return self.batch_size_hint if self.batch_size_hint is not None else self.batch_size
+
+    def diagnosis_settings(self) -> dict[str, Any]:
+        """The [diagnosis] keys in force for this preset: the files', then its own."""
+        return {**self.diagnosis_base, **self.diagnosis}
 
     def describe(self) -> dict[str, Any]:
         """The preset as written in a recording's header and by ``presets show``."""
@@ -225,12 +241,16 @@ WORKLOAD_CHECKS: dict[str, Callable[[Any], Any]] = {
     "precision": _string,  # checked against the framework below
     "pipeline": _one_of(PIPELINES),
     "workers": _non_negative_int,
+    "augment": _one_of(AUGMENT_LEVELS),
     "image_size": _positive_int,
     "seq_len": _positive_int,
     "channels_last": _boolean,
     "compile": _boolean,
+    "compile_mode": _one_of(COMPILE_MODES),
     "xla": _boolean,
+    "device": _one_of(DEVICES),
     "method": _one_of(METHODS),
+    "epochs": _positive_int,
     "find_max_batch": _boolean,
 }
 COMMON_CHECKS: dict[str, Callable[[Any], Any]] = {
@@ -242,10 +262,27 @@ COMMON_CHECKS: dict[str, Callable[[Any], Any]] = {
     "gpus": _gpus,
     "batch_size_hint": _positive_int,
     "reference": _references,
+    "diagnosis": dict,  # checked key by key in _diagnosis_table
 }
 WORKLOAD_KEYS = tuple(WORKLOAD_CHECKS)
 ALL_KEYS = tuple(COMMON_CHECKS) + WORKLOAD_KEYS
-TOP_LEVEL_TABLES = ("presets",)
+TOP_LEVEL_TABLES = ("presets", "diagnosis")
+
+
+def _diagnosis_table(table: Any, where: str) -> dict[str, Any]:
+    """A [diagnosis] table checked key by key; ``where`` is "file: [diagnosis]" or
+    "file: [presets.NAME].diagnosis"."""
+    if not isinstance(table, dict):
+        raise UserError(f"{where}: expected a table of diagnosis settings")
+    values = {}
+    for key, raw in table.items():
+        try:
+            values[key] = check_diagnosis_value(key, raw)
+        except KeyError:
+            raise UserError(f"{where}.{key}: unknown key (expected one of: {', '.join(DIAGNOSIS_KEYS)})") from None
+        except ValueError as bad:
+            raise UserError(f"{where}.{key}: expected {bad}") from None
+    return values
 
 
 def _parse_preset(name: str, table: Any, path: Path) -> Preset:
@@ -257,6 +294,9 @@ def _parse_preset(name: str, table: Any, path: Path) -> Preset:
     for key, raw in table.items():
         if key not in checks:
             raise UserError(f"{where}.{key}: unknown key (expected one of: {', '.join(ALL_KEYS)})")
+        if key == "diagnosis":
+            values[key] = _diagnosis_table(raw, f"{where}.diagnosis")
+            continue
         try:
             values[key] = checks[key](raw)
         except _Bad as bad:
@@ -292,6 +332,15 @@ def _syntax_error_message(path: Path, exc: tomllib.TOMLDecodeError) -> str:
 
 def load_file(path: Path) -> dict[str, Preset]:
     """The presets of one file, validated.  Raises UserError naming file and place."""
+    return _load_document(path)[0]
+
+
+def load_diagnosis_file(path: Path) -> dict[str, Any]:
+    """The [diagnosis] table of one file, validated ({} when it has none)."""
+    return _load_document(path)[1]
+
+
+def _load_document(path: Path) -> tuple[dict[str, Preset], dict[str, Any]]:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -304,11 +353,12 @@ def load_file(path: Path) -> dict[str, Preset]:
         raise UserError(_syntax_error_message(path, exc)) from None
     for key in data:
         if key not in TOP_LEVEL_TABLES:
-            raise UserError(f"{path}: [{key}]: unknown table (expected [presets.NAME])")
+            raise UserError(f"{path}: [{key}]: unknown table (expected [presets.NAME] or [diagnosis])")
     presets = data.get("presets", {})
     if not isinstance(presets, dict):
         raise UserError(f"{path}: presets: expected tables [presets.NAME]")
-    return {name: _parse_preset(name, table, path) for name, table in presets.items()}
+    diagnosis = _diagnosis_table(data["diagnosis"], f"{path}: [diagnosis]") if "diagnosis" in data else {}
+    return {name: _parse_preset(name, table, path) for name, table in presets.items()}, diagnosis
 
 
 # --- Where presets come from ----------------------------------------------------------
@@ -344,10 +394,23 @@ def search_path(extra: Path | None = None, cwd: Path | None = None) -> list[Path
 
 
 def load_presets(extra: Path | None = None, cwd: Path | None = None) -> dict[str, Preset]:
-    """All presets, merged by name in search order."""
+    """All presets, merged by name in search order.  Each carries the files' merged
+    [diagnosis] table as ``diagnosis_base``."""
     merged: dict[str, Preset] = {}
+    diagnosis: dict[str, Any] = {}
     for path in search_path(extra, cwd):
-        merged.update(load_file(path))
+        presets, table = _load_document(path)
+        merged.update(presets)
+        diagnosis.update(table)
+    return {name: dataclasses.replace(p, diagnosis_base=dict(diagnosis)) for name, p in merged.items()}
+
+
+def load_diagnosis(extra: Path | None = None, cwd: Path | None = None) -> dict[str, Any]:
+    """The [diagnosis] tables of every presets file, merged key by key in search
+    order (later files win); defaults fill the rest (gputui.diagnosis.Settings)."""
+    merged: dict[str, Any] = {}
+    for path in search_path(extra, cwd):
+        merged.update(load_diagnosis_file(path))
     return merged
 
 

@@ -23,6 +23,7 @@ class ProgressPrinter(Observer):
         self._rate: float | None = None
         self._phase: str | None = None
         self._notes: list[str] = []
+        self._findings: dict[str, dict[str, Any]] = {}  # open findings by id
 
     def _print(self, text: str) -> None:
         if self._stream is None:
@@ -51,16 +52,40 @@ class ProgressPrinter(Observer):
             self._print(f"gputui: {event.kind}: {event.data.get('message') or event.data.get('reason')}")
         elif event.kind == ev.OOM:
             self._print(f"gputui: out of memory: {event.data.get('message', '')}")
+        elif event.kind == ev.FINDING:
+            self._on_finding(event.data)
+
+    def _on_finding(self, data: dict[str, Any]) -> None:
+        """Say when a finding opens, changes severity or closes; the final updates at
+        the end of a run repeat nothing."""
+        fid = data.get("id")
+        known = self._findings.get(fid)
+        if data.get("state") == "closed":
+            self._findings.pop(fid, None)
+            self._print(f"gputui: finding cleared: {data.get('title')} ({fmt.duration(data.get('until', 0) - data.get('since', 0))})")
+        elif known is None or known.get("severity") != data.get("severity"):
+            self._findings[fid] = data
+            self._print(f"gputui: finding [{data.get('severity')}]: {data.get('title')}")
+        else:
+            self._findings[fid] = data
 
     def on_sample(self, sample: Sample) -> None:
-        self._print(progress_line(sample, self._phase, self._rate, self._summary))
+        self._print(progress_line(sample, self._phase, self._rate, self._summary, list(self._findings.values())))
 
     def on_summary(self, summary: dict[str, Any]) -> None:
         for line in summary_table(summary):
             self._print(line)
 
 
-def progress_line(sample: Sample, phase: str | None, current: float | None, summary: SummaryBuilder) -> str:
+def finding_label(data: dict[str, Any]) -> str:
+    """A finding in a few characters: its kind, and its GPU where it has one."""
+    label = str(data.get("kind", "?")).replace("_", "-")
+    gpu = (data.get("evidence") or {}).get("gpu")
+    return f"{label} GPU{gpu}" if gpu is not None else label
+
+
+def progress_line(sample: Sample, phase: str | None, current: float | None, summary: SummaryBuilder,
+                  findings: list[dict[str, Any]] | None = None) -> str:
     parts = [f"{sample.t:7.1f}s"]
     if current is not None:
         median = summary.recent_median()
@@ -87,6 +112,8 @@ def progress_line(sample: Sample, phase: str | None, current: float | None, summ
             if workers:
                 text += f" ({len(workers)} workers)"
         parts.append(text)
+    if findings:
+        parts.append("! " + ", ".join(finding_label(f) for f in findings))
     return " | ".join(parts)
 
 
@@ -116,5 +143,8 @@ def summary_table(summary: dict[str, Any]) -> list[str]:
     if outcome:
         rows.append(("outcome", outcome.get("message") or outcome.get("kind")))
     rows.append(("duration", fmt.duration(summary.get("duration_s"))))
+    for finding in summary.get("findings") or []:
+        span = f"{fmt.duration(finding.get('since'))}-{fmt.duration(finding.get('until'))}"
+        rows.append((f"finding ({finding.get('severity')})", f"{finding.get('title')} [{span}]"))
     width = max(len(label) for label, _ in rows)
     return ["", "gputui summary"] + [f"  {label:<{width}}  {value}" for label, value in rows]

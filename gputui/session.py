@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 from gputui import __version__
 from gputui import events as ev
+from gputui.diagnosis import Diagnoser, Settings as DiagnosisSettings
 from gputui.events import Event, Observer
 from gputui.model import Sample, to_dict
 from gputui.presets import Preset
@@ -44,6 +45,14 @@ class SessionConfig:
     interval: float = 1.0
     duration: float | None = None  # stop after this many seconds (watch mode, or a cap)
     attach_pid: int | None = None  # watch this process tree (a job started elsewhere)
+    # The files' merged [diagnosis] table (presets.load_diagnosis); None: the preset's
+    # diagnosis_base.  The preset's own diagnosis table wins over either.
+    diagnosis: dict[str, Any] | None = None
+
+    def diagnosis_settings(self) -> DiagnosisSettings:
+        preset = self.preset
+        base = self.diagnosis if self.diagnosis is not None else (preset.diagnosis_base if preset else {})
+        return DiagnosisSettings.from_tables(base, preset.diagnosis if preset else {})
 
 
 class Session:
@@ -71,6 +80,7 @@ class Session:
         self._speaks_protocol = False
         self.summary_builder = SummaryBuilder()
         self.outcome: Outcome | None = None
+        self.diagnoser = Diagnoser(config.diagnosis_settings())
         preset = config.preset
         self._parser = ThroughputParser(batch_size_hint=preset.throughput_batch_hint() if preset else None)
 
@@ -109,7 +119,9 @@ class Session:
             self._drain()  # lines and samples that arrived while stopping
             if self.outcome is not None:
                 self._emit_event(ev.OUTCOME, _outcome_data(self.outcome))
+            self._emit_findings(self.diagnoser.finish())
             summary = self.summary_builder.build()
+            summary["findings"] = self.diagnoser.findings()
             for observer in self._observers:  # the builder itself has nothing to add
                 observer.on_summary(summary)
             self.gpu.close()
@@ -173,6 +185,7 @@ class Session:
         if kind == "sample":
             for observer in self._receivers():
                 observer.on_sample(payload)
+            self._emit_findings(self.diagnoser.on_sample(payload))
         elif kind == "line":
             self._handle_line(payload)
 
@@ -237,9 +250,16 @@ class Session:
         event = Event(t=self.elapsed, kind=kind, data=data)
         for observer in self._receivers():
             observer.on_event(event)
+        if kind != ev.FINDING:
+            self._emit_findings(self.diagnoser.on_event(event))
+
+    def _emit_findings(self, payloads: list[dict[str, Any]]) -> None:
+        for payload in payloads:
+            self._emit_event(ev.FINDING, payload)
 
     def _emit_header(self) -> None:
         header = self.build_header()
+        self.diagnoser.on_header(header)
         for observer in self._receivers():
             observer.on_header(header)
 
@@ -261,6 +281,7 @@ class Session:
             "cwd": (preset.cwd or os.getcwd()) if preset else None,
             "attach_pid": self.config.attach_pid,
             "python": sys.version.split()[0],
+            "diagnosis": self.diagnoser.settings.to_dict(),
         }
 
 

@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# Everything that needs a real GPU, in one call (device time is scarce):
-#   scripts/gpu-check.sh quick   GPU tests + one headless recording of a PyTorch loop
-#   scripts/gpu-check.sh full    also the workload benchmarks (docs/benchmarks.md)
+# Everything that needs a real GPU, in named steps (device time is scarce: group them):
+#   scripts/gpu-check.sh tests core twins tuned input maxbatch tui
+#     tests     pytest -m gpu
+#     core      a headless recording of a PyTorch loop + the telemetry tick cost
+#     twins     the PyTorch twins of the seed table (fp32)
+#     tuned     the tuned ResNet-50 and BERT-large presets
+#     input     the input-bound pair and the synthetic twin, with their findings
+#     maxbatch  --find-max-batch for EfficientNet-B7 at 600 px
+#     tui       the dashboard headless against real NVML: screenshot and cost
 # Results go to $OUT (or ./gpu-check-out). Never changes the card's settings.
 set -uo pipefail
-mode=${1:-quick}
 out=${OUT:-$PWD/gpu-check-out}
 mkdir -p "$out"
 cd "$(dirname "$0")/.."
@@ -13,20 +18,30 @@ if [ -d .whl ]; then  # the device has no network: pure-Python deps travel as wh
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
   export PYTHONPATH=/tmp/site:$PWD
 fi
-export PYTHONUNBUFFERED=1 XDG_CONFIG_HOME=/tmp/gputui-xdg
+export PYTHONUNBUFFERED=1 XDG_CONFIG_HOME=/tmp/gputui-xdg GPUTUI_CACHE_DIR=/tmp/gputui-cache
 
 {
   date -u; nvidia-smi --query-gpu=name,driver_version,power.limit,temperature.gpu,clocks.max.sm --format=csv
-  python3 -c 'import torch, pynvml, psutil; print("torch", torch.__version__, "nvml-py", pynvml.__version__ if hasattr(pynvml, "__version__") else "?", "psutil", psutil.__version__)'
+  python3 -c 'import torch, torchvision, transformers, psutil; print("torch", torch.__version__, "torchvision", torchvision.__version__, "transformers", transformers.__version__, "psutil", psutil.__version__)'
   nproc; free -g | head -2
 } > "$out/machine.txt" 2>&1
 
-python3 -m pytest -m gpu -q -rs tests 2>&1 | tee "$out/pytest-gpu.txt" | tail -15
-
-python3 -m gputui --presets benchmarks/gpu-presets.toml --record "$out/gpu-loop.jsonl" --preset gpu-loop --interval 0.5 \
-  2> "$out/gpu-loop.stderr" ; echo "gpu-loop exit $?"
-tail -25 "$out/gpu-loop.stderr"
-
-if [ "$mode" = full ] && [ -x benchmarks/run-workloads.sh ]; then
-  benchmarks/run-workloads.sh "$out"
-fi
+for step in "$@"; do
+  echo "##### $step $(date -u +%T)"
+  case $step in
+    tests) python3 -m pytest -m gpu -q -rs tests 2>&1 | tee "$out/pytest-gpu.txt" | tail -25 ;;
+    core)
+      python3 -m gputui --presets benchmarks/gpu-presets.toml --record "$out/gpu-loop.jsonl" --preset gpu-loop \
+        --interval 0.5 2> "$out/gpu-loop.stderr"; echo "gpu-loop exit $?"; tail -12 "$out/gpu-loop.stderr"
+      (python3 benchmarks/gpu_loop.py 4000 > /dev/null &) ; sleep 5
+      python3 benchmarks/sample_cost.py --ticks 300 | tee "$out/sample-cost.txt"; wait ;;
+    twins) benchmarks/run-workloads.sh "$out/twins" torch-resnet50 torch-mobilenetv2 torch-distilbert torch-bert-large \
+             torch-efficientnet-b0 torch-efficientnet-b3 torch-efficientnet-b7 ;;
+    tuned) benchmarks/run-workloads.sh "$out/tuned" torch-resnet50-tuned torch-bert-large-tuned ;;
+    input) benchmarks/run-workloads.sh "$out/input" torch-resnet50-input-bound torch-resnet50-input-fed torch-resnet50
+           cat "$out/input/diagnosis.txt" ;;
+    maxbatch) benchmarks/run-workloads.sh "$out/maxbatch" torch-efficientnet-b7-max-batch ;;
+    tui) if [ -x benchmarks/tui-gpu.sh ]; then benchmarks/tui-gpu.sh "$out/tui"; else echo "no benchmarks/tui-gpu.sh"; fi ;;
+    *) echo "unknown step $step" ;;
+  esac
+done

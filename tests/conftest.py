@@ -3,8 +3,27 @@
 from __future__ import annotations
 
 import functools
+import os
+import runpy
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
+
+TORCHVISION_SHIM = Path(__file__).parent / "shims" / "torchvision_cpu"
+
+
+def _enable_torchvision_shim_if_needed() -> None:
+    """CPU-only CI pairs torch's CPU wheel with a CUDA torchvision wheel: see the shim."""
+    probe = subprocess.run([sys.executable, "-c", "import torchvision"], capture_output=True, text=True)
+    if probe.returncode == 0 or "operator torchvision::" not in probe.stderr:
+        return  # works, or fails for another reason that tests should report
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TORCHVISION_SHIM), os.environ.get("PYTHONPATH")]))
+    runpy.run_path(str(TORCHVISION_SHIM / "sitecustomize.py"))  # and for imports in this process
+
+
+_enable_torchvision_shim_if_needed()
 
 
 @functools.lru_cache(maxsize=1)

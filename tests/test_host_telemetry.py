@@ -317,3 +317,21 @@ def test_classify_role_rule():
     assert classify_role(["python", "train.py"], "python", root) == "child"
     assert classify_role(None, "python", None) == "child"
     assert classify_role([], "python", []) == "child"
+
+
+def test_cgroup_cpu_quota_and_memory_limit_are_read(tmp_path, monkeypatch):
+    """A rented container: the host has many cores and much memory, the cgroup allows less."""
+    from gputui.telemetry import host
+
+    (tmp_path / "cpu.max").write_text("150000 100000\n")  # 1.5 cores
+    (tmp_path / "memory.max").write_text(str(2 * 1024**3) + "\n")
+    monkeypatch.setattr(host, "CGROUP_ROOT", tmp_path)
+    monkeypatch.setattr(host.os, "sched_getaffinity", lambda pid: set(range(64)))
+    assert host._cpu_available() == 1.5
+    assert host._cgroup_memory_limit(64 * 1024**3) == 2 * 1024**3
+    assert host._cgroup_memory_limit(1024**3) is None  # a limit above RAM is no limit
+
+    (tmp_path / "cpu.max").write_text("max 100000\n")
+    (tmp_path / "memory.max").write_text("max\n")
+    assert host._cpu_available() == 64.0
+    assert host._cgroup_memory_limit(64 * 1024**3) is None

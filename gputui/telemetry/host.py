@@ -14,6 +14,7 @@ zombies or deny access while they are being read are skipped or reported with
 from __future__ import annotations
 
 import os
+from pathlib import Path
 import platform
 import socket
 import sys
@@ -124,6 +125,52 @@ def _os_string() -> str:
     return platform.platform()
 
 
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+def _cgroup_file(name_v2: str, name_v1: str) -> str | None:
+    """The text of a cgroup control file for this process (v2, else v1), or None."""
+    for path in (CGROUP_ROOT / name_v2, CGROUP_ROOT / name_v1):
+        try:
+            return path.read_text().strip()
+        except OSError:
+            continue
+    return None
+
+
+def _cpu_available() -> float | None:
+    """Cores we may use: affinity, capped by a cgroup quota (v2 cpu.max, v1 cfs quota)."""
+    try:
+        cores: float | None = float(len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        cores = float(os.cpu_count() or 0) or None
+    quota = _cgroup_file("cpu.max", "cpu/cpu.cfs_quota_us")
+    period = None
+    if quota and " " in quota:  # v2: "max 100000" or "800000 100000"
+        quota, period = quota.split()[:2]
+    elif quota:
+        period = _cgroup_file("cpu.max", "cpu/cpu.cfs_period_us")
+    try:
+        limit = int(quota) / int(period) if quota and period and quota != "max" and int(quota) > 0 else None
+    except ValueError:
+        limit = None
+    if limit is not None and (cores is None or limit < cores):
+        return round(limit, 2)
+    return cores
+
+
+def _cgroup_memory_limit(memory_total: int | None) -> int | None:
+    """A cgroup memory limit below physical memory: what gets a rented instance OOM-killed."""
+    text = _cgroup_file("memory.max", "memory/memory.limit_in_bytes")
+    try:
+        limit = int(text) if text and text != "max" else None
+    except ValueError:
+        return None
+    if limit is None or (memory_total is not None and limit >= memory_total):
+        return None
+    return limit
+
+
 def host_info() -> HostInfo:
     """What does not change during a run: hostname, OS, CPU model, cores, memory, Python."""
     try:
@@ -140,7 +187,9 @@ def host_info() -> HostInfo:
         cpu_model=_cpu_model(),
         cpu_logical=psutil.cpu_count(logical=True) or os.cpu_count(),
         cpu_physical=physical,
+        cpu_available=_cpu_available(),
         memory_total=memory_total,
+        memory_limit=_cgroup_memory_limit(memory_total),
         python=f"{platform.python_implementation()} {platform.python_version()}",
     )
 

@@ -16,18 +16,23 @@ class ModelSpec:
     title: str
     image_size: int | None = None  # input side in pixels for CNNs
     seq_len: int | None = None  # default sequence length for transformers
+    # Training FLOPs (forward + backward) of one sample at the default image_size /
+    # seq_len, as the PyTorch workload counts them (FlopCounterMode on the meta device,
+    # matmul/conv/attention only; see torch_workload.count_train_flops, which also
+    # counts other sizes at run time).  tests/test_workloads_torch.py checks the table.
+    train_flops: float | None = None
 
 
 MODELS: dict[str, ModelSpec] = {
     spec.name: spec
     for spec in (
-        ModelSpec("resnet50", "cnn", "ResNet-50", image_size=224),
-        ModelSpec("mobilenetv2", "cnn", "MobileNetV2", image_size=224),
-        ModelSpec("efficientnet_b0", "cnn", "EfficientNet-B0", image_size=224),
-        ModelSpec("efficientnet_b3", "cnn", "EfficientNet-B3", image_size=300),
-        ModelSpec("efficientnet_b7", "cnn", "EfficientNet-B7", image_size=600),
-        ModelSpec("distilbert", "transformer", "DistilBERT (base, uncased)", seq_len=128),
-        ModelSpec("bert_large", "transformer", "BERT-large (uncased)", seq_len=128),
+        ModelSpec("resnet50", "cnn", "ResNet-50", image_size=224, train_flops=24.2991e9),
+        ModelSpec("mobilenetv2", "cnn", "MobileNetV2", image_size=224, train_flops=1.78297e9),
+        ModelSpec("efficientnet_b0", "cnn", "EfficientNet-B0", image_size=224, train_flops=2.29321e9),
+        ModelSpec("efficientnet_b3", "cnn", "EfficientNet-B3", image_size=300, train_flops=10.9142e9),
+        ModelSpec("efficientnet_b7", "cnn", "EfficientNet-B7", image_size=600, train_flops=226.164e9),
+        ModelSpec("distilbert", "transformer", "DistilBERT (base, uncased)", seq_len=128, train_flops=33.5244e9),
+        ModelSpec("bert_large", "transformer", "BERT-large (uncased)", seq_len=128, train_flops=236.766e9),
         ModelSpec("spin", "cpu", "Pure-Python CPU loop (smoke test, no ML framework)"),
     )
 }
@@ -47,3 +52,6 @@ FRAMEWORKS: dict[str, dict[str, tuple[str, ...]]] = {
 
 PIPELINES = ("synthetic", "host")
 METHODS = ("steps", "tf-metal")  # gputui's step timing, or tf-metal-experiments' epochs
+AUGMENT_LEVELS = ("light", "heavy")  # host pipeline: per-image CPU work
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")  # torch.compile
+DEVICES = ("auto", "cuda", "cpu")  # auto: cuda when available, else cpu

@@ -1,0 +1,81 @@
+"""Re-diagnose a recording: ``python -m gputui.diagnosis RECORDING.jsonl [--set KEY=VALUE ...] [--json]``.
+
+Uses the settings the recording's header names (else the defaults), changed by
+``--set``; prints each finding's final state, or every finding event with ``--json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from gputui.diagnosis.engine import replay
+from gputui.diagnosis.settings import KEYS, Settings, check_value
+from gputui.errors import UserError
+from gputui.record import read_recording
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+def _value(raw: str):
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m gputui.diagnosis", description="Re-diagnose a gputui recording.")
+    parser.add_argument("recording", type=Path)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="change one [diagnosis] setting")
+    parser.add_argument("--json", action="store_true", help="every finding event as JSON Lines")
+    args = parser.parse_args(argv)
+    try:
+        rec = read_recording(args.recording)
+        table = {k: v for k, v in (rec.header.get("diagnosis") or {}).items() if k in KEYS}
+        for item in args.set:
+            key, sep, raw = item.partition("=")
+            key = key.strip()
+            if not sep:
+                raise UserError(f"--set {item}: expected KEY=VALUE")
+            try:
+                table[key] = check_value(key, _value(raw))
+            except KeyError:
+                raise UserError(f"--set {key}: unknown key (expected one of: {', '.join(KEYS)})") from None
+            except ValueError as exc:
+                raise UserError(f"--set {key}: expected {exc}") from None
+        events = replay(rec.header, rec.samples, rec.events, Settings.from_tables(table))
+    except UserError as exc:
+        print(f"gputui: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    if args.json:
+        for event in events:
+            print(json.dumps({"t": round(event.t, 3), **event.data}))
+        return 0
+    final: dict[str, dict] = {}
+    opened: dict[str, float] = {}
+    for event in events:
+        final[event.data["id"]] = event.data
+        opened.setdefault(event.data["id"], event.t)
+    measure = next((e.t for e in rec.events if e.kind == "phase" and e.data.get("phase") == "measure"), None)
+    if measure is not None:
+        print(f"measured phase from {measure:.1f} s")
+    if not final:
+        print("no findings")
+    for fid, data in sorted(final.items(), key=lambda item: item[1]["since"]):
+        when = f"opened at {opened[fid]:.1f} s"
+        if measure is not None:
+            when += f" ({opened[fid] - measure:+.1f} s from the measured phase)"
+        print(f"[{data['severity']}] {data['title']}")
+        print(f"    {data['kind']}: {when}; active {data['since']:.1f}-{data['until']:.1f} s; {data['state']} at the end")
+        print("    evidence: " + ", ".join(f"{k}={v}" for k, v in data["evidence"].items()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

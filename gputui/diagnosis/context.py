@@ -1,0 +1,185 @@
+"""What the rules read: the run as known so far (header, phase, throughput) and the
+current sample with the figures several rules share, plus :class:`Accum`, the
+bounded per-finding series that evidence is computed from."""
+
+from __future__ import annotations
+
+import math
+from array import array
+from bisect import bisect_left, bisect_right
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from gputui.diagnosis.settings import Settings
+from gputui.model import GpuInfo, GpuSample, ProcessSample, Sample, from_dict
+from gputui.stats import median
+
+RATE_KEEP_S = 300.0  # throughput readings kept for baselines
+RATE_RECENT_S = 10.0  # "current" throughput: median of this many seconds of readings
+BASELINE_S = 60.0  # throughput before a finding: median of this many seconds before it began
+SWAP_WINDOW_S = 30.0
+
+
+@dataclass
+class Derived:
+    """Figures of one sample that several rules use."""
+
+    procs: list[ProcessSample] = field(default_factory=list)  # the run's, with a CPU reading
+    workers: list[ProcessSample] = field(default_factory=list)
+    main: ProcessSample | None = None
+    run_cpu: float | None = None  # % of one core, whole tree
+    run_rss: float | None = None
+    run_read_bps: float | None = None
+    run_gpus: list[GpuSample] = field(default_factory=list)
+
+
+class Context:
+    def __init__(self, settings: Settings) -> None:
+        self.s = settings
+        self.gpu_info: dict[int, GpuInfo] = {}
+        self.cores: int | None = None
+        self.n_gpus = 0
+        self.preset: dict[str, Any] = {}
+        self.workload: dict[str, Any] = {}
+        self.expects_phases = False
+        self.phase: str | None = None
+        self.first_t: float | None = None
+        self.t = 0.0
+        self.ended = False
+        self.sample: Sample | None = None
+        self.d = Derived()
+        self.rates: deque[tuple[float, float]] = deque()
+        self.swap: deque[tuple[float, float]] = deque()
+        self.last_memory_used_pct: float | None = None
+
+    # --- the run -------------------------------------------------------------------
+    def on_header(self, header: dict[str, Any]) -> None:
+        for raw in header.get("gpus") or []:
+            info = from_dict(GpuInfo, raw)
+            self.gpu_info[info.index] = info
+        self.n_gpus = len(self.gpu_info)
+        host = header.get("host") or {}
+        # cpu_available: cores the run may use (affinity, cgroup quota) where recorded
+        self.cores = host.get("cpu_available") or host.get("cpu_logical")
+        self.preset = header.get("preset") or {}
+        self.expects_phases = "framework" in self.preset  # gputui's own workloads announce phases
+
+    def setting(self, key: str) -> Any:
+        """What the run itself says (workload line, else preset), e.g. pipeline, workers."""
+        value = self.workload.get(key)
+        return self.preset.get(key) if value is None else value
+
+    @property
+    def framework(self) -> str | None:
+        return self.setting("framework")
+
+    @property
+    def run_uses_gpu(self) -> bool:
+        """False for runs that say they run on the CPU (the smoke workload, device "cpu"):
+        the machine's idle GPUs say nothing about them."""
+        return self.framework != "smoke" and self.setting("device") != "cpu"
+
+    def add_rate(self, t: float, rate: float) -> None:
+        self.rates.append((t, rate))
+        while self.rates and self.rates[0][0] < t - RATE_KEEP_S:
+            self.rates.popleft()
+
+    def rates_between(self, t0: float, t1: float) -> list[float]:
+        return [r for (t, r) in self.rates if t0 <= t <= t1]
+
+    def recent_rate(self) -> float | None:
+        return median(self.rates_between(self.t - RATE_RECENT_S, self.t))
+
+    # --- one sample ------------------------------------------------------------------
+    def on_sample(self, sample: Sample) -> None:
+        self.sample = sample
+        self.t = sample.t
+        if self.first_t is None:
+            self.first_t = sample.t
+        d = Derived()
+        host = sample.host
+        if host is not None and host.processes:
+            d.procs = [p for p in host.processes if p.cpu_percent is not None]
+            d.workers = [p for p in d.procs if p.role == "worker"]
+            d.main = next((p for p in d.procs if p.role == "main"), None)
+            if d.procs:
+                d.run_cpu = sum(p.cpu_percent or 0.0 for p in d.procs)
+            d.run_rss = float(sum(p.rss or 0 for p in host.processes))
+            reads = [p.read_bps for p in host.processes if p.read_bps is not None]
+            d.run_read_bps = sum(reads) if reads else None
+        gpus = [g for g in sample.gpus if not g.lost]
+        pids = {p.pid for p in host.processes} if host is not None else set()
+        mine = [g for g in gpus if g.processes and any(p.pid in pids for p in g.processes)]
+        d.run_gpus = mine or gpus  # containers report other PIDs: then every GPU
+        self.d = d
+        if host is not None:
+            if host.swap_used is not None:
+                self.swap.append((sample.t, float(host.swap_used)))
+                while self.swap and self.swap[0][0] < sample.t - SWAP_WINDOW_S:
+                    self.swap.popleft()
+            if host.memory_total and host.memory_available is not None:
+                self.last_memory_used_pct = 100.0 * (1 - host.memory_available / host.memory_total)
+
+    def swap_growth(self) -> float | None:
+        """Bytes the swap grew within the last SWAP_WINDOW_S seconds."""
+        if len(self.swap) < 2:
+            return None
+        low = min(v for _, v in self.swap)
+        return max(0.0, self.swap[-1][1] - low)
+
+
+# --- per-finding series ----------------------------------------------------------------
+
+ACCUM_CAP = 20_000  # values per series; beyond it every other one is dropped
+
+
+class Accum:
+    """Named series of one finding, aligned on time, bounded in memory: when full,
+    every other value is dropped and only every second new one kept (and so on), so
+    a day-long finding still has an even spread of its samples."""
+
+    def __init__(self) -> None:
+        self.t = array("d")
+        self.series: dict[str, array] = {}
+        self._stride = 1
+        self._skip = 0
+
+    def add(self, t: float, obs: dict[str, float | None] | None) -> None:
+        self._skip += 1
+        if self._skip < self._stride:
+            return
+        self._skip = 0
+        n = len(self.t)
+        self.t.append(t)
+        for key, value in (obs or {}).items():
+            values = self.series.get(key)
+            if values is None:
+                values = self.series[key] = array("d", [math.nan] * n)
+            values.append(math.nan if value is None else float(value))
+        for values in self.series.values():
+            if len(values) == n:
+                values.append(math.nan)
+        if len(self.t) >= ACCUM_CAP:
+            self.t = self.t[::2]
+            self.series = {k: v[::2] for k, v in self.series.items()}
+            self._stride *= 2
+
+    def values(self, key: str, until: float | None = None, since: float | None = None) -> list[float]:
+        values = self.series.get(key)
+        if values is None:
+            return []
+        lo = bisect_left(self.t, since) if since is not None else 0
+        hi = bisect_right(self.t, until) if until is not None else len(self.t)
+        return [v for v in values[lo:hi] if not math.isnan(v)]
+
+
+def med(values: Iterable[float]) -> float | None:
+    return median(list(values))
+
+
+def rnd(value: float | None, digits: int = 1) -> float | None:
+    if value is None:
+        return None
+    value = round(value, digits)
+    return int(value) if digits == 0 else value

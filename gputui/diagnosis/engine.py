@@ -1,0 +1,243 @@
+"""The Diagnoser: fed a session's header, samples and events; returns findings as
+``finding`` event payloads (see gputui/events.py for the fields)."""
+
+from __future__ import annotations
+
+import heapq
+import logging
+from typing import Any, Iterable
+
+from gputui import events as ev
+from gputui.diagnosis.context import BASELINE_S, Context, med
+from gputui.diagnosis.hold import CLOSE, OPEN, RAISE, Hold
+from gputui.diagnosis.rules import SEVERITIES, Finding, Rule, make_rules
+from gputui.diagnosis.settings import Settings
+from gputui.events import Event
+from gputui.model import Sample
+from gputui.workloads.protocol import MEASURE, WARMUP
+
+log = logging.getLogger(__name__)
+
+MIN_BASELINE_READINGS = 5  # fewer throughput readings before a finding: no "before" figure
+
+
+class Diagnoser:
+    """One per session.  Every ``on_*`` method returns the payloads of the finding
+    events it caused (usually none); the caller emits them."""
+
+    def __init__(self, settings: Settings | None = None, rules: list[Rule] | None = None) -> None:
+        self.settings = settings or Settings()
+        self.ctx = Context(self.settings)
+        self.rules = make_rules() if rules is None else rules
+        self._holds: dict[tuple[str, int | None], Hold] = {}
+        self._open: dict[tuple[str, int | None], Finding] = {}
+        self._all: list[Finding] = []
+        self._numbers: dict[str, int] = {}
+        self._finished = False
+
+    # --- feeding -------------------------------------------------------------------
+    def on_header(self, header: dict[str, Any]) -> None:
+        self.ctx.on_header(header)
+
+    def judging(self) -> bool:
+        """Whether sample rules are judged now: the measured phase, or for runs that
+        announce no phases, after the start grace period."""
+        ctx = self.ctx
+        if ctx.ended:
+            return False
+        if ctx.phase == MEASURE:
+            return True
+        if ctx.phase == WARMUP or ctx.expects_phases or ctx.first_t is None:
+            return False
+        return ctx.t - ctx.first_t >= self.settings.start_grace_s
+
+    def on_sample(self, sample: Sample) -> list[dict[str, Any]]:
+        if not self.settings.enabled or self._finished:
+            return []
+        ctx = self.ctx
+        try:
+            ctx.on_sample(sample)
+        except Exception:  # a diagnosis bug must never end a run
+            log.exception("diagnosis could not read a sample; diagnosis is off for this run")
+            self._finished = True
+            return []
+        if ctx.ended:
+            return []
+        judging = self.judging()
+        out: list[dict[str, Any]] = []
+        for rule in list(self.rules):
+            if rule.event_only or not (judging or rule.during_warmup):
+                continue
+            targets = [(g.index, g) for g in sample.gpus if not g.lost] if rule.scope == "gpu" else [(None, None)]
+            try:
+                for index, gpu in targets:
+                    level, obs = rule.observe(ctx, gpu)
+                    out += self._update(rule, index, sample.t, level, obs)
+            except Exception:
+                self._drop(rule)
+        return out
+
+    def _drop(self, rule: Rule) -> None:
+        """A rule that raised is logged once and leaves the run; the others go on."""
+        log.exception("diagnosis rule %s failed; it is off for the rest of this run", rule.kind)
+        self.rules = [r for r in self.rules if r is not rule]
+        for key in [k for k in self._open if k[0] == rule.kind]:
+            del self._open[key]
+
+    def _update(self, rule: Rule, index: int | None, t: float, level: int | None, obs: dict) -> list[dict[str, Any]]:
+        key = (rule.kind, index)
+        hold = self._holds.get(key)
+        if hold is None:
+            hold = self._holds[key] = rule.hold(self.settings)
+        change = hold.update(t, level, obs)
+        if change == OPEN:
+            return [self._open_finding(rule, key, hold, t)]
+        finding = self._open.get(key)
+        if finding is None or level is None:
+            return []
+        finding.acc.add(t, obs)
+        finding.until = hold.last_active_t if hold.last_active_t is not None else t
+        if change == RAISE:
+            finding.level = hold.level
+            finding.severity = SEVERITIES[hold.level]
+            return [self._describe(rule, finding)]
+        if change == CLOSE:
+            finding.state = "closed"
+            del self._open[key]
+            return [self._describe(rule, finding)]
+        return []
+
+    def _new(self, rule: Rule, index: int | None, since: float, t: float, level: int) -> Finding:
+        scope = f"gpu{index}" if index is not None else "run"
+        number = self._numbers[f"{rule.kind}-{scope}"] = self._numbers.get(f"{rule.kind}-{scope}", 0) + 1
+        finding = Finding(id=f"{rule.kind}-{scope}-{number}", kind=rule.kind, gpu=index, severity=SEVERITIES[level],
+                          since=since, until=t, opened_t=t, level=level)
+        before = self.ctx.rates_between(since - BASELINE_S, since - 1e-9)
+        finding.baseline_rate = med(before) if len(before) >= MIN_BASELINE_READINGS else None
+        for rt, rate in self.ctx.rates:
+            if rt >= since:
+                finding.rates.add(rt, {"rate": rate})
+        self._all.append(finding)
+        return finding
+
+    def _open_finding(self, rule: Rule, key: tuple[str, int | None], hold: Hold, t: float) -> dict[str, Any]:
+        assert hold.since is not None
+        finding = self._new(rule, key[1], hold.since, t, hold.level)
+        finding.until = hold.last_active_t if hold.last_active_t is not None else t
+        for st, _level, obs in hold.window(hold.since):
+            finding.acc.add(st, obs)
+        self._open[key] = finding
+        return self._describe(rule, finding)
+
+    def _describe(self, rule: Rule, finding: Finding) -> dict[str, Any]:
+        try:
+            finding.title, finding.evidence, finding.advice = rule.describe(finding, self.ctx)
+        except Exception:  # say it with what we have rather than not at all
+            log.exception("diagnosis rule %s could not describe its finding", rule.kind)
+            finding.title = finding.title or finding.kind.replace("_", " ")
+        return finding.payload()
+
+    def on_event(self, event: Event) -> list[dict[str, Any]]:
+        if not self.settings.enabled or self._finished:
+            return []
+        ctx, data = self.ctx, event.data
+        if event.kind == ev.PHASE:
+            ctx.phase = data.get("phase")
+        elif event.kind == ev.WORKLOAD:
+            ctx.workload = dict(data)
+            ctx.expects_phases = True
+        elif event.kind == ev.THROUGHPUT:
+            rate = data.get("samples_per_sec")
+            if not data.get("final") and data.get("phase") in (None, MEASURE) and isinstance(rate, (int, float)):
+                ctx.add_rate(event.t, float(rate))
+                for finding in self._open.values():
+                    finding.rates.add(event.t, {"rate": float(rate)})
+        elif event.kind == ev.OOM:
+            return self._safe_oom(event.t, data)
+        elif event.kind == ev.OUTCOME:
+            ctx.ended = True
+            if data.get("kind") == "oom":
+                return self._safe_oom(event.t, data, from_outcome=True)
+            pressure = ctx.last_memory_used_pct is not None and ctx.last_memory_used_pct >= self.settings.host_memory_pct
+            if data.get("kind") == "signaled" and data.get("signal") == "SIGKILL" and (pressure or ("host_memory", None) in self._open):
+                return self._safe_oom(event.t, {**data, "killed": "SIGKILL"})
+        return []
+
+    def _safe_oom(self, t: float, data: dict[str, Any], from_outcome: bool = False) -> list[dict[str, Any]]:
+        try:
+            return self._oom(t, data, from_outcome)
+        except Exception:
+            log.exception("diagnosis could not record an out-of-memory event")
+            return []
+
+    def _oom(self, t: float, data: dict[str, Any], from_outcome: bool = False) -> list[dict[str, Any]]:
+        rule = next((r for r in self.rules if r.kind == "oom"), None)
+        if rule is None:
+            return []
+        key = ("oom", None)
+        finding = self._open.get(key)
+        if finding is not None:
+            if from_outcome:
+                return []  # the outcome repeats the workload's own oom line
+            finding.count += 1
+            finding.until = t
+            finding.data.update({k: v for k, v in data.items() if v is not None})
+            return []  # counted; the final update carries it
+        searching = bool(self.ctx.setting("find_max_batch"))
+        finding = self._new(rule, None, t, t, 1 if searching and "killed" not in data else 3)
+        finding.data = dict(data)
+        sample = self.ctx.sample
+        if sample is not None:
+            pcts = [100.0 * g.memory_used / g.memory_total for g in sample.gpus
+                    if not g.lost and g.memory_used is not None and g.memory_total]
+            if pcts:
+                finding.data["gpu_memory_used_pct"] = max(pcts)
+        self._open[key] = finding
+        return [self._describe(rule, finding)]
+
+    def finish(self) -> list[dict[str, Any]]:
+        """The run ended: the final state of every finding still open (state "open",
+        evidence over its whole length).  Call once, after the last sample and event."""
+        if self._finished:
+            return []
+        self._finished = True
+        out = []
+        rules = {r.kind: r for r in self.rules}
+        for finding in self._open.values():
+            out.append(self._describe(rules[finding.kind], finding))
+        return out
+
+    # --- reading ----------------------------------------------------------------------
+    def findings(self) -> list[dict[str, Any]]:
+        """Every finding of the run, open and closed, in order of when each began."""
+        return [f.payload() for f in sorted(self._all, key=lambda f: (f.since, f.id))]
+
+    def open_findings(self) -> list[dict[str, Any]]:
+        return [f.payload() for f in self._open.values()]
+
+
+def replay(header: dict[str, Any], samples: Iterable[Sample], events: Iterable[Event],
+           settings: Settings | None = None) -> list[Event]:
+    """Diagnose a recorded run: samples and events merged by time (events first on
+    ties, as a phase change announced with a sample applies to it).  Returns the
+    ``finding`` events a live session would have emitted, the final updates last."""
+    diagnoser = Diagnoser(settings)
+    diagnoser.on_header(header)
+    out: list[Event] = []
+    tagged_events = ((e.t, 0, i, e) for i, e in enumerate(events) if e.kind != ev.FINDING)
+    tagged_samples = ((s.t, 1, i, s) for i, s in enumerate(samples))
+    t = 0.0
+    for t, which, _i, item in heapq.merge(tagged_events, tagged_samples, key=lambda x: (x[0], x[1], x[2])):
+        payloads = diagnoser.on_event(item) if which == 0 else diagnoser.on_sample(item)
+        out += [Event(t=t, kind=ev.FINDING, data=p) for p in payloads]
+    out += [Event(t=t, kind=ev.FINDING, data=p) for p in diagnoser.finish()]
+    return out
+
+
+def replay_recording(recording, settings: Settings | None = None) -> list[Event]:
+    """:func:`replay` over a :class:`gputui.record.Recording`; settings default to the
+    ones the recording's header says were used, else the defaults."""
+    if settings is None:
+        recorded = recording.header.get("diagnosis") or {}
+        settings = Settings.from_tables({k: v for k, v in recorded.items() if k in Settings.__dataclass_fields__})
+    return replay(recording.header, recording.samples, recording.events, settings)
