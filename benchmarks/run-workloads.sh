@@ -14,5 +14,5 @@ for preset in "$@"; do
 done
 python3 benchmarks/summarize.py "$out"/rec/*.jsonl > "$out/table.md"
 for f in "$out"/rec/*.jsonl; do echo "== $(basename "$f")"; python3 -m gputui.diagnosis "$f"; done > "$out/diagnosis.txt" 2>&1
-(cd "$out/rec" && tar czf ../recordings.tgz .)
+(cd "$out/rec" && tar czf ../recordings.tgz .) && rm -rf "$out/rec"  # few files may come back
 cat "$out/table.md"

@@ -20,12 +20,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"gputui {__version__}")
     parser.add_argument("--presets", type=Path, metavar="FILE", help="an extra presets file, merged last")
     parser.add_argument("--preset", metavar="NAME", help="run this preset")
-    parser.add_argument("--record", type=Path, metavar="FILE", help="record to FILE (JSON Lines); headless")
+    parser.add_argument("--record", type=Path, metavar="FILE",
+                        help="record to FILE (JSON Lines); on a terminal the dashboard shows it, else headless")
     parser.add_argument("--interval", type=float, default=1.0, metavar="S", help="sampling interval in seconds (0.1 or more; default 1)")
     parser.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
     parser.add_argument("--pid", type=int, metavar="PID", help="watch the process tree of a job started elsewhere")
     parser.add_argument("--headless", action="store_true", help="no dashboard, even on a terminal")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    parser.add_argument("--theme", metavar="NAME", help="dashboard colour theme (remembered), e.g. gputui-light")
 
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     presets = sub.add_parser("presets", help="list and show presets")
@@ -102,14 +104,22 @@ def _stop_on_signals(session) -> None:
         signal.signal(sig, handler)
 
 
+def _on_terminal() -> bool:
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.command == "presets":
             return cmd_presets(args)
-        if args.record is not None:
+        if args.record is not None and (args.headless or not _on_terminal()):
             return cmd_record(args)
-        raise UserError("the dashboard is not built yet: use --record FILE to record headless")
+        if args.headless:
+            raise UserError("--headless needs --record FILE")
+        from gputui.tui.launch import run_dashboard  # Textual loads only for the dashboard
+
+        return run_dashboard(args)
     except UserError as exc:
         print(f"gputui: error: {exc}", file=sys.stderr)
         return exc.exit_code

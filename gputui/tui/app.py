@@ -1,0 +1,368 @@
+"""The dashboard app and its one factory, :func:`make_app`, used by the CLI and tests.
+
+Threads: the Textual event loop draws; one thread worker runs the
+:class:`~gputui.tui.sessions.SessionSupervisor` loop, which runs one Session at a
+time.  News reaches the app only as :class:`~gputui.tui.bridge.SessionNews`
+messages; the app folds it into :class:`~gputui.tui.state.DashboardState` at once and
+redraws changed panels on a 0.5 s timer, so the redraw rate does not follow the
+sampling rate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Iterable
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.theme import Theme
+
+from gputui.errors import UserError
+from gputui.events import Observer
+from gputui.presets import Preset
+from gputui.tui import state as st
+from gputui.tui.bridge import SessionBridge, SessionNews
+from gputui.tui.screens.dashboard import DashboardScreen
+from gputui.tui.screens.findings import FindingsScreen
+from gputui.tui.screens.summary import SummaryScreen
+from gputui.tui.sessions import SessionFactory, SessionSupervisor, SessionTicket
+from gputui.tui.settings import load_settings, save_setting, settings_path as default_settings_path
+from gputui.tui.themes import DEFAULT_THEME, load_themes
+from gputui.tui.widgets.base import StateView
+from gputui.tui.widgets.gpu import GpuGrid
+
+if TYPE_CHECKING:  # the session side loads in the session thread, after the first frame
+    from gputui.record import Recorder
+    from gputui.session import Session, SessionConfig
+    from gputui.telemetry.gpu import GpuTelemetry
+    from gputui.telemetry.host import HostTelemetry
+
+REFRESH_S = 0.5  # redraw at most twice a second, whatever the sampling rate
+STOP_WAIT_S = 20.0  # the runner's TERM grace (5 s) and KILL, with room to spare
+EXIT_GRACE_S = 5.0  # what Textual gets to restore the terminal once the sessions are closed
+HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+
+
+class GpuTuiApp(App[int]):
+    CSS_PATH = "app.tcss"
+    TITLE = "gputui"
+    BINDINGS = [
+        Binding("q", "quit", "Quit", id="quit"),
+        Binding("ctrl+q", "quit", "Quit", id="quit_ctrl_q", show=False, priority=True),
+        # Textual turns Ctrl-C into a key (the terminal is raw): make it quit, as users expect.
+        Binding("ctrl+c", "quit", "Quit", id="quit_ctrl_c", show=False, priority=True),
+        Binding("t", "next_theme", "Theme", id="next_theme"),
+        Binding("ctrl+p", "command_palette", "Commands", id="command_palette", show=False, priority=True),
+    ]
+
+    def __init__(
+        self,
+        *,
+        presets: dict[str, Preset],
+        make_session: SessionFactory,
+        themes: dict[str, Theme],
+        theme_problems: list[str],
+        settings_file: Path,
+        theme: str | None,
+        start_preset: str | None,
+        record_path: Path | None,
+        interval: float,
+        duration: float | None,
+        attach_pid: int | None,
+        diagnosis: dict | None,
+        refresh_interval: float,
+        handle_signals: bool,
+    ) -> None:
+        super().__init__()
+        self.presets = presets
+        self.state = st.DashboardState()
+        self.supervisor = SessionSupervisor(make_session, self._observers_for, self._session_ended, interval=interval,
+                                            duration=duration, attach_pid=attach_pid, diagnosis=diagnosis)
+        self._themes = themes
+        self._startup_notes = list(theme_problems)
+        self._settings_file = settings_file
+        self._requested_theme = theme
+        self._start_preset = start_preset
+        self._record_path = record_path
+        self._recorder: Recorder | None = None
+        self.recorded = False  # a recording was started (and is finished once the app ends)
+        self._recorded_serial: int | None = None
+        self._refresh_interval = refresh_interval
+        self._handle_signals = handle_signals
+        self._bridges: dict[int, SessionBridge] = {}
+        self._last_preset: str | None = start_preset
+        self._quitting = False
+        self._watchdog_armed = False
+        self._seen_machine: tuple | None = None
+        self._saved_theme: str | None = None  # the theme settings.toml has (or needs not have)
+        self.exit_reason: str | None = None
+        self.dashboard = DashboardScreen(presets)
+
+    # -- Start and stop ---------------------------------------------------------------
+    def on_mount(self) -> None:
+        for theme in self._themes.values():
+            self.register_theme(theme)
+        self._apply_settings()
+        self.theme_changed_signal.subscribe(self, self._remember_theme)
+        self.push_screen(self.dashboard)
+        if self._start_preset:
+            self.start_preset(self._start_preset)
+        # Sessions start once the first frame is out: opening NVML and spawning the run
+        # would otherwise compete with it for the interpreter.
+        self.call_after_refresh(self.run_worker, self.supervisor.loop, name="sessions", thread=True, exit_on_error=False)
+        self.set_interval(self._refresh_interval, self.refresh_dashboard)
+        if self._handle_signals:
+            self._install_signal_handlers()
+        for note in self._startup_notes:
+            self.notify(note, severity="warning", timeout=8)
+
+    async def on_unmount(self) -> None:
+        # The benchmark's whole process group is stopped before the app is gone, and
+        # a recording gets its summary; the session thread says when both are done.
+        self.shutdown_sessions(self.exit_reason or "quit")
+        await asyncio.to_thread(self.supervisor.wait_closed, STOP_WAIT_S)
+        if self._recorder is not None:
+            self._recorder.close()
+        if self._handle_signals:
+            loop = asyncio.get_running_loop()
+            for sig in HANDLED_SIGNALS:
+                loop.remove_signal_handler(sig)
+
+    def shutdown_sessions(self, reason: str) -> None:
+        self._quitting = True
+        self.supervisor.shutdown(reason)
+
+    async def action_quit(self) -> None:
+        self.exit_reason = self.exit_reason or "quit"
+        self.shutdown_sessions(self.exit_reason)
+        self._arm_exit_watchdog(0)
+        self.exit(0)
+
+    def _arm_exit_watchdog(self, code: int) -> None:
+        """Leave even if Textual cannot: when the terminal is gone (a dropped SSH
+        link), Textual's writer thread dies on EIO and its shutdown then waits for it
+        forever.  Only for a real process (``handle_signals``), never inside tests."""
+        if not self._handle_signals or self._watchdog_armed:
+            return
+        self._watchdog_armed = True
+
+        def watch() -> None:
+            self.supervisor.wait_closed(STOP_WAIT_S)  # the benchmark group is gone first
+            time.sleep(EXIT_GRACE_S)
+            os._exit(code)
+
+        threading.Thread(target=watch, name="gputui-exit-watchdog", daemon=True).start()
+
+    def _install_signal_handlers(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in HANDLED_SIGNALS:
+            if sig == signal.SIGHUP and signal.getsignal(sig) == signal.SIG_IGN:
+                continue  # under nohup: keep going, as the user asked
+            loop.add_signal_handler(sig, self._on_signal, sig)
+
+    def _on_signal(self, sig: signal.Signals) -> None:
+        self.exit_reason = f"received {signal.Signals(sig).name}"
+        self.shutdown_sessions(self.exit_reason)
+        self._arm_exit_watchdog(128 + int(sig))
+        self.exit(128 + int(sig))
+
+    # -- Sessions (the observers run in the session thread) ----------------------------
+    def _observers_for(self, session: "Session", ticket: SessionTicket) -> list[Observer]:
+        bridge = SessionBridge(ticket, self.post_message, session.summary_builder.recent_median)
+        self._bridges[ticket.serial] = bridge
+        bridge.started()
+        observers: list[Observer] = [bridge]
+        if self._record_path is not None and not self.recorded and (ticket.is_run or ticket.attach_pid):
+            self.recorded = True
+            self._recorded_serial = ticket.serial
+            from gputui.record import Recorder
+
+            try:
+                self._recorder = Recorder(self._record_path)
+            except UserError as exc:
+                bridge.note(f"not recording: {exc}")
+            else:
+                observers.insert(0, self._recorder)
+                bridge.recording(str(self._record_path))
+        return observers
+
+    def _session_ended(self, ticket: SessionTicket, error: BaseException | None) -> None:
+        if self._recorder is not None and self._recorded_serial == ticket.serial:
+            self._recorder.close()  # idempotent; a failed session wrote no summary line
+        bridge = self._bridges.pop(ticket.serial, None)
+        if bridge is not None:
+            bridge.ended(error)
+
+    def on_session_news(self, message: SessionNews) -> None:
+        ended = self.state.apply(message.bridge.ticket, message.bridge.take())
+        for run in ended:
+            if not self._quitting and run is self.state.run:
+                self.push_screen(SummaryScreen(run, self.state.gpu_names()), self._after_summary)
+
+    def refresh_dashboard(self, force: bool = False) -> None:
+        """The redraw tick: panels whose sections changed redraw themselves."""
+        dashboard = self.dashboard
+        if not dashboard.is_mounted:
+            return
+        # GPU panels come and go with the machine's GPUs, not with every sample.
+        reason = (self.state.header or {}).get("gpu_unavailable_reason")
+        machine = (tuple(sorted(self.state.gpus)), reason, self.state.versions[st.HEADER])
+        if machine != self._seen_machine:
+            self._seen_machine = machine
+            dashboard.query_one(GpuGrid).sync_panels(self.state, reason)
+            dashboard.show_highlighted_preset()
+        for view in dashboard.query(StateView):
+            view.sync(force)
+
+    # -- Actions ----------------------------------------------------------------------
+    def start_preset(self, name: str) -> None:
+        preset = self.presets.get(name)
+        if preset is None:
+            self.notify(f"no preset named {name!r}", severity="error")
+            return
+        if self.supervisor.start_run(preset) is None:
+            self.notify("A run is going: press s to stop it first.", severity="warning")
+            return
+        self._last_preset = name
+
+    def action_stop_run(self) -> None:
+        if not self.supervisor.stop_run():
+            self.notify("Nothing is running.")
+
+    def action_run_again(self) -> None:
+        if self._last_preset is None:
+            self.notify("No run yet: pick a preset and press Enter.")
+            return
+        self.start_preset(self._last_preset)
+
+    def action_show_findings(self) -> None:
+        found = self.state.findings()
+        ordered = self.state.open_findings() + [f for f in found.values() if f.get("state", "open") != "open"]
+        self.push_screen(FindingsScreen(ordered))
+
+    def action_show_summary(self) -> None:
+        ended = [run for run in self.state.runs if run.ended]
+        if not ended:
+            self.notify("No run has ended yet.")
+            return
+        self.push_screen(SummaryScreen(ended[-1], self.state.gpu_names()), self._after_summary)
+
+    def _after_summary(self, choice: str | None) -> None:
+        if choice == "again":
+            self.action_run_again()
+
+    # -- Themes -----------------------------------------------------------------------
+    def _apply_settings(self) -> None:
+        settings, problem = load_settings(self._settings_file)
+        if problem:
+            self._startup_notes.append(problem)
+        if settings.keys:
+            self.set_keymap(settings.keys)  # [keys] in settings.toml: binding id = "key"
+        for name in (self._requested_theme, settings.theme, DEFAULT_THEME):
+            if name and name in self.available_themes:
+                self.theme = name
+                if name == self._requested_theme and name != settings.theme:
+                    self._save_theme(name)  # --theme is a choice too: remember it
+                # from here on, only changes are written (a first start writes no file)
+                self._saved_theme = name
+                return
+            if name:
+                self._startup_notes.append(f"unknown theme {name!r}; using {DEFAULT_THEME}")
+
+    def _remember_theme(self, theme: Theme) -> None:
+        for view in self.dashboard.query(StateView):
+            view.invalidate()  # their cached cells hold the old theme's colours
+        if theme.name != self._saved_theme:
+            self._save_theme(theme.name)
+            self._saved_theme = theme.name
+
+    def _save_theme(self, name: str) -> None:
+        try:
+            save_setting(self._settings_file, "theme", name)
+        except (OSError, ValueError) as exc:
+            self.notify(f"theme not saved: {exc}", severity="warning", timeout=8)
+
+    def gputui_themes(self) -> list[str]:
+        """The themes `t` cycles through: ours and the user's, the default first."""
+        names = sorted(self._themes, key=lambda n: (n != DEFAULT_THEME, n))
+        return names or [self.theme]
+
+    def action_next_theme(self) -> None:
+        names = self.gputui_themes()
+        index = names.index(self.theme) + 1 if self.theme in names else 0
+        self.theme = names[index % len(names)]
+        self.notify(f"theme: {self.theme}", timeout=2)
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Next theme", "Cycle through gputui's themes (t)", self.action_next_theme)
+        yield SystemCommand("Stop run", "Stop the running benchmark and its process group (s)", self.action_stop_run)
+        yield SystemCommand("Run again", "Run the last preset again (r)", self.action_run_again)
+        yield SystemCommand("Findings", "What holds the run back, with evidence and advice (f)", self.action_show_findings)
+
+
+def make_app(
+    presets: dict[str, Preset],
+    *,
+    gpu_factory: Callable[[], "GpuTelemetry"] | None = None,
+    host_factory: Callable[[], "HostTelemetry"] | None = None,
+    session_factory: SessionFactory | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    interval: float = 1.0,
+    duration: float | None = None,
+    attach_pid: int | None = None,
+    diagnosis: dict | None = None,
+    start_preset: str | None = None,
+    record_path: Path | None = None,
+    theme: str | None = None,
+    settings_file: Path | None = None,
+    user_themes_dir: Path | None = None,
+    refresh_interval: float = REFRESH_S,
+    handle_signals: bool = False,
+) -> GpuTuiApp:
+    """The dashboard, ready to ``run()`` or ``run_test()``.
+
+    Telemetry is injected as factories because each Session opens and closes its own
+    GpuTelemetry (NVML init/shutdown per session); tests pass one built on a fake
+    NVML, a fixed host sampler and clock, or a whole scripted ``session_factory``.
+    """
+    if session_factory is None:
+        def session_factory(config: "SessionConfig") -> "Session":
+            from gputui.session import Session
+            from gputui.telemetry.gpu import GpuTelemetry
+            from gputui.telemetry.host import HostTelemetry
+
+            return Session(config, gpu=(gpu_factory or GpuTelemetry)(), host=(host_factory or HostTelemetry)(), clock=clock)
+
+    themes, problems = load_themes(user_themes_dir)
+    if theme is not None and theme not in themes and theme not in _textual_theme_names():
+        known = ", ".join(sorted(themes))
+        raise UserError(f"--theme: no theme named {theme!r} (known: {known})")
+    return GpuTuiApp(
+        presets=presets,
+        make_session=session_factory,
+        themes=themes,
+        theme_problems=problems,
+        settings_file=settings_file or default_settings_path(),
+        theme=theme,
+        start_preset=start_preset,
+        record_path=record_path,
+        interval=interval,
+        duration=duration,
+        attach_pid=attach_pid,
+        diagnosis=diagnosis,
+        refresh_interval=refresh_interval,
+        handle_signals=handle_signals,
+    )
+
+
+def _textual_theme_names() -> set[str]:
+    from textual.theme import BUILTIN_THEMES
+
+    return set(BUILTIN_THEMES)

@@ -1,0 +1,89 @@
+"""The Observer that carries a Session's news to the app, as Textual Messages.
+
+The Session calls observers from its own thread.  The bridge appends what it hears to
+a list and posts one :class:`SessionNews` message when the list goes from empty to
+non-empty; the app takes the whole list when it handles the message.  So however fast
+a run prints, at most one message per session is in flight, and nothing is dropped.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable
+
+from textual.message import Message
+
+from gputui import events as ev
+from gputui.events import Event, Observer
+from gputui.model import Sample
+from gputui.tui.sessions import SessionTicket
+
+# One item: ("started",) | ("note", text) | ("recording", path) | ("header", dict) | ("sample", Sample) | ("event", Event, median) |
+# ("summary", dict) | ("ended", error text or None)
+Item = tuple[Any, ...]
+
+
+class SessionNews(Message):
+    """Something happened in a session: call ``bridge.take()`` for the items."""
+
+    def __init__(self, bridge: "SessionBridge") -> None:
+        super().__init__()
+        self.bridge = bridge
+
+
+class SessionBridge(Observer):
+    def __init__(
+        self,
+        ticket: SessionTicket,
+        post: Callable[[Message], Any],
+        running_median: Callable[[], float | None] = lambda: None,
+    ) -> None:
+        self.ticket = ticket
+        self._post = post
+        self._running_median = running_median
+        self._lock = threading.Lock()
+        self._items: list[Item] = []
+
+    def take(self) -> list[Item]:
+        with self._lock:
+            items, self._items = self._items, []
+        return items
+
+    def _put(self, item: Item) -> None:
+        with self._lock:
+            self._items.append(item)
+            first = len(self._items) == 1
+        if first:
+            try:
+                self._post(SessionNews(self))
+            except RuntimeError:  # the app's loop has closed: the session is ending too
+                pass
+
+    # -- From the supervisor's thread -------------------------------------------------
+    def started(self) -> None:
+        self._put(("started",))
+
+    def note(self, text: str) -> None:
+        self._put(("note", text))
+
+    def recording(self, path: str) -> None:
+        self._put(("recording", path))
+
+    # -- Observer (called from the session's thread) ---------------------------------
+    def on_header(self, header: dict[str, Any]) -> None:
+        self._put(("header", header))
+
+    def on_sample(self, sample: Sample) -> None:
+        self._put(("sample", sample))
+
+    def on_event(self, event: Event) -> None:
+        # The summary builder has already seen this reading (the Session calls it
+        # first), so its running median includes it.
+        median = self._running_median() if event.kind == ev.THROUGHPUT and not event.data.get("final") else None
+        self._put(("event", event, median))
+
+    def on_summary(self, summary: dict[str, Any]) -> None:
+        self._put(("summary", summary))
+
+    def ended(self, error: BaseException | None) -> None:
+        self._put(("ended", None if error is None else f"{type(error).__name__}: {error}"))

@@ -1,0 +1,46 @@
+"""From the command line to the dashboard: ``gputui`` [--preset NAME] [--record FILE] [--theme NAME]."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from gputui.errors import UserError
+from gputui.presets import get_preset, load_diagnosis, load_presets
+from gputui.session import MIN_INTERVAL_S
+
+
+def run_dashboard(args: argparse.Namespace) -> int:
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise UserError("the dashboard needs a terminal: use --record FILE to record headless")
+    if args.interval < MIN_INTERVAL_S:
+        raise UserError(f"--interval: expected {MIN_INTERVAL_S} s or more, got {args.interval}")
+    if args.duration is not None and args.duration <= 0:
+        raise UserError(f"--duration: expected a number of seconds greater than 0, got {args.duration}")
+    presets = load_presets(extra=args.presets)
+    if args.preset:
+        get_preset(presets, args.preset)  # a wrong name is a one-line error before the screen opens
+
+    from gputui.tui.app import make_app  # Textual loads only now
+
+    app = make_app(
+        presets,
+        interval=args.interval,
+        duration=args.duration,
+        attach_pid=args.pid,
+        diagnosis=load_diagnosis(extra=args.presets),  # runs carry theirs in the preset
+        start_preset=args.preset,
+        record_path=args.record,
+        theme=args.theme,
+        handle_signals=True,
+    )
+    try:
+        code = app.run()
+    finally:
+        # Normally done on unmount; here too in case Textual itself failed.
+        app.shutdown_sessions(app.exit_reason or "dashboard closed")
+        app.supervisor.wait_closed(30)
+    if args.record is not None:
+        note = f"recorded to {args.record}" if app.recorded else f"nothing recorded to {args.record}: no run was started"
+        print(f"gputui: {note}", file=sys.stderr)
+    return code if isinstance(code, int) else 0

@@ -1,0 +1,1 @@
+"""The dashboard screen and the modal views opened from it."""

@@ -1,0 +1,89 @@
+"""The main screen: presets and runs at the left; throughput, CPU, GPUs, findings and
+the log at the right.  Below 120×34 it switches to the ``-compact`` class: borders
+become single title rules and panels render their one-line forms, so an 80×24
+terminal shows every panel instead of the first few."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, OptionList
+
+from gputui.presets import Preset
+from gputui.tui.widgets.base import StateView
+from gputui.tui.widgets.cpu import CpuPanel
+from gputui.tui.widgets.findings import FindingsStrip
+from gputui.tui.widgets.gpu import GpuGrid
+from gputui.tui.widgets.header import MachineHeader
+from gputui.tui.widgets.log import LogPane
+from gputui.tui.widgets.presets import PresetDetails, PresetList
+from gputui.tui.widgets.runs import RunsList
+from gputui.tui.widgets.throughput import ThroughputChart
+
+WIDE_MIN = (120, 34)  # columns, rows
+
+
+class DashboardScreen(Screen):
+    BINDINGS = [
+        Binding("s", "app.stop_run", "Stop", id="stop_run"),
+        Binding("r", "app.run_again", "Run again", id="run_again"),
+        Binding("f", "app.show_findings", "Findings", id="show_findings"),
+        Binding("u", "app.show_summary", "Summary", id="show_summary"),
+    ]
+
+    def __init__(self, presets: dict[str, Preset]) -> None:
+        super().__init__(id="dashboard")
+        self.presets = presets
+
+    def compose(self) -> ComposeResult:
+        yield MachineHeader(id="machine")
+        with Horizontal(id="body"):
+            with Vertical(id="sidebar"):
+                yield PresetList(self.presets, id="presets")
+                yield PresetDetails(id="preset-details")
+                yield RunsList(id="runs")
+            with Vertical(id="main"):
+                with Horizontal(id="top"):
+                    yield ThroughputChart(id="throughput")
+                    yield CpuPanel(id="cpu")
+                yield GpuGrid(id="gpus")
+                yield FindingsStrip(id="findings")
+                yield LogPane(id="log")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        for widget_id, title in (("presets", "Presets"), ("runs", "Runs"), ("throughput", "Throughput (samples/s)"),
+                                 ("cpu", "CPU"), ("gpus", "GPUs"), ("log", "Output")):
+            self.query_one(f"#{widget_id}").border_title = title
+        self.fit_to(self.size.width, self.size.height)
+        self.query_one(PresetList).focus()
+        self.show_highlighted_preset()
+
+    def on_resize(self, event) -> None:
+        self.fit_to(event.size.width, event.size.height)
+
+    def fit_to(self, width: int, height: int) -> None:
+        compact = width < WIDE_MIN[0] or height < WIDE_MIN[1]
+        if compact != self.has_class("-compact"):
+            self.set_class(compact, "-compact")
+            self.refresh_panels()
+        self.query_one(GpuGrid).fit_columns()
+
+    def refresh_panels(self) -> None:
+        """Panels draw differently when compact: make them all redraw."""
+        for widget in self.query(StateView):
+            widget.invalidate()
+        self.show_highlighted_preset()
+
+    def show_highlighted_preset(self) -> None:
+        presets = self.query_one(PresetList)
+        self.query_one(PresetDetails).show(presets.selected_preset, self.app.state.gpu_names(), self.has_class("-compact"))
+
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        self.show_highlighted_preset()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        if event.option.id:
+            self.app.start_preset(event.option.id)  # type: ignore[attr-defined]

@@ -1,0 +1,63 @@
+"""A run's end: its summary table (the same lines ``--record`` prints) and how it
+compares with the preset's reference result."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from gputui import fmt
+from gputui.progress import summary_table
+from gputui.tui.state import RunView, pick_reference
+
+
+def summary_text(run: RunView, gpu_names: list[str]) -> Text:
+    text = Text()
+    text.append(f"Run #{run.number}: {run.preset.name} — {run.outcome_word}\n", "bold")
+    if run.error:
+        text.append(f"the session failed: {run.error}\n")
+    if run.summary:
+        text.append("\n".join(line for line in summary_table(run.summary) if line and line != "gputui summary"))
+    median = run.result
+    reference = pick_reference(run.preset, gpu_names)
+    if reference is not None:
+        ref, matched = reference
+        text.append(f"\n\n  reference {ref.gpu}: {fmt.rate(ref.samples_per_sec)} samples/s ({ref.source})")
+        if median and matched:
+            text.append(f"\n  this run: {median / ref.samples_per_sec:.0%} of it")
+        elif not matched:
+            text.append("\n  (no reference for this machine's GPU)")
+    return text
+
+
+class SummaryScreen(ModalScreen[str | None]):
+    BINDINGS = [
+        Binding("escape,enter,u", "dismiss(None)", "Close", id="close_summary"),
+        Binding("r", "dismiss('again')", "Run again", id="summary_run_again"),
+        Binding("q", "app.quit", "Quit", id="summary_quit"),  # a modal screen hides the app's keys
+    ]
+    DEFAULT_CSS = """
+    SummaryScreen { align: center middle; }
+    SummaryScreen > Vertical { width: 84; max-width: 100%; height: auto; max-height: 90%;
+                               border: round $primary; background: $surface; padding: 0 1; }
+    SummaryScreen VerticalScroll { height: auto; max-height: 100%; }
+    SummaryScreen #summary-keys { color: $text-muted; }
+    """
+
+    def __init__(self, run: RunView, gpu_names: list[str]) -> None:
+        super().__init__()
+        self.run = run
+        self.gpu_names = gpu_names
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            with VerticalScroll():
+                yield Static(summary_text(self.run, self.gpu_names), id="summary-text")
+            yield Static("Enter/Esc close · r run again · q quit", id="summary-keys")
+
+    def on_mount(self) -> None:
+        self.query_one(Vertical).border_title = "Run summary"

@@ -1,0 +1,180 @@
+"""One Session at a time for the dashboard: a watch session while idle, a preset's
+run on request, then watching again.
+
+The dashboard drives the same :class:`~gputui.session.Session` as ``--record``; this
+class only decides which one runs next.  :meth:`SessionSupervisor.loop` runs in one
+background thread (a Textual thread worker) and calls ``Session.run()`` there, so
+there is never more than one sampler.  Everything else is thread-safe and never
+blocks: the UI asks, the loop acts.  No Textual here, so it is testable on its own.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
+from gputui.events import Observer
+from gputui.presets import Preset
+
+if TYPE_CHECKING:  # imported when the first session starts, after the first frame
+    from gputui.session import Session, SessionConfig
+
+log = logging.getLogger(__name__)
+
+RETRY_AFTER_FAILURE_S = 2.0  # a session that crashed is not restarted in a tight loop
+
+
+@dataclass(frozen=True)
+class SessionTicket:
+    """Which session this is: ``run`` numbers the preset runs (1, 2, ...); watching has none."""
+
+    serial: int
+    run: int | None = None
+    preset: Preset | None = None
+    attach_pid: int | None = None
+
+    @property
+    def is_run(self) -> bool:
+        return self.preset is not None
+
+
+SessionFactory = Callable[["SessionConfig"], "Session"]
+ObserversFor = Callable[["Session", SessionTicket], "list[Observer]"]
+EndedCallback = Callable[[SessionTicket, "BaseException | None"], None]
+
+
+class SessionSupervisor:
+    def __init__(
+        self,
+        make_session: SessionFactory,
+        observers_for: ObserversFor,
+        on_ended: EndedCallback | None = None,
+        *,
+        interval: float = 1.0,
+        duration: float | None = None,
+        attach_pid: int | None = None,
+        diagnosis: dict | None = None,
+    ) -> None:
+        self._make_session = make_session
+        self._diagnosis = diagnosis  # the presets files' [diagnosis] table, for watching
+        self._observers_for = observers_for
+        self._on_ended = on_ended or (lambda ticket, error: None)
+        self._interval = interval
+        self._duration = duration  # a cap on each run (and on watching an attached job)
+        self._attach_pid = attach_pid  # watched once, until that job ends
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._closed = threading.Event()
+        self._closing = False
+        self._started = False
+        self._serial = 0
+        self._runs = 0
+        self._pending: SessionTicket | None = None
+        self._current: tuple[SessionTicket, Session] | None = None
+
+    # -- Asked from any thread ------------------------------------------------------
+    @property
+    def current(self) -> SessionTicket | None:
+        with self._lock:
+            return self._current[0] if self._current else None
+
+    @property
+    def busy(self) -> bool:
+        """A run is going or about to start."""
+        with self._lock:
+            return self._pending is not None or bool(self._current and self._current[0].is_run)
+
+    def start_run(self, preset: Preset) -> SessionTicket | None:
+        """Queue a run of ``preset``, ending the watch session; None when a run is
+        already going (stop it first) or the dashboard is closing."""
+        with self._lock:
+            if self._closing or self._pending is not None or (self._current and self._current[0].is_run):
+                return None
+            self._runs += 1
+            self._serial += 1
+            self._pending = SessionTicket(serial=self._serial, run=self._runs, preset=preset)
+            if self._current is not None:
+                self._current[1].stop(f"starting run #{self._runs}")
+            self._wake.set()
+            return self._pending
+
+    def stop_run(self, reason: str = "stopped from the dashboard") -> bool:
+        """Stop the run (its whole process group); False when there is none."""
+        with self._lock:
+            if self._pending is not None:
+                self._pending = None
+                return True
+            if self._current and self._current[0].is_run:
+                self._current[1].stop(reason)
+                return True
+            return False
+
+    def shutdown(self, reason: str = "quit") -> None:
+        """Stop whatever runs and end the loop; returns at once (see wait_closed)."""
+        with self._lock:
+            self._closing = True
+            self._pending = None
+            if self._current is not None:
+                self._current[1].stop(reason)
+            if not self._started:  # the loop never ran (quit before the first frame)
+                self._closed.set()
+            self._wake.set()
+
+    def wait_closed(self, timeout: float | None = None) -> bool:
+        return self._closed.wait(timeout)
+
+    # -- The loop (one thread) ------------------------------------------------------
+    def loop(self) -> None:
+        with self._lock:
+            self._started = True
+        try:
+            while True:
+                with self._lock:
+                    if self._closing:
+                        return
+                    ticket = self._next_ticket()
+                    session = self._make_session(self._config(ticket))
+                    self._current = (ticket, session)
+                    self._wake.clear()
+                self._run_one(ticket, session)
+        finally:
+            self._closed.set()
+
+    def _run_one(self, ticket: SessionTicket, session: Session) -> None:
+        error: BaseException | None = None
+        try:
+            for observer in self._observers_for(session, ticket):
+                session.add_observer(observer)
+            session.run()
+        except Exception as exc:  # keep the dashboard alive; it shows the error
+            log.exception("session %s failed", ticket)
+            error = exc
+        finally:
+            with self._lock:
+                self._current = None
+            self._on_ended(ticket, error)
+        if error is not None:
+            self._wake.wait(RETRY_AFTER_FAILURE_S)
+
+    def _next_ticket(self) -> SessionTicket:
+        if self._pending is not None:
+            ticket, self._pending = self._pending, None
+            return ticket
+        self._serial += 1
+        pid, self._attach_pid = self._attach_pid, None
+        return SessionTicket(serial=self._serial, attach_pid=pid)
+
+    def _config(self, ticket: SessionTicket) -> "SessionConfig":
+        from gputui.session import SessionConfig
+
+        capped = ticket.is_run or ticket.attach_pid is not None
+        extra = {"diagnosis": self._diagnosis} if self._diagnosis is not None else {}
+        return SessionConfig(
+            preset=ticket.preset,
+            interval=self._interval,
+            duration=self._duration if capped else None,
+            attach_pid=ticket.attach_pid,
+            **extra,
+        )

@@ -1,0 +1,93 @@
+"""Dashboard settings that outlive a session, in ``$XDG_CONFIG_HOME/gputui/settings.toml``.
+
+Read with tomllib; written with tomlkit so that a user's comments and keys we do not
+know survive, through a temporary file, fsync and ``os.replace``: a crash mid-write
+leaves the old file or the new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+def settings_path() -> Path:
+    config_home = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(config_home) / "gputui" / "settings.toml"
+
+
+@dataclass
+class Settings:
+    theme: str | None = None
+    keys: dict[str, str] = field(default_factory=dict)  # binding id -> key(s), e.g. stop_run = "x"
+
+
+def load_settings(path: Path) -> tuple[Settings, str | None]:
+    """The settings, and a problem to show when the file could not be used."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return Settings(), None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        return Settings(), f"{path}: ignored ({exc})"
+    theme = data.get("theme")
+    if theme is not None and not isinstance(theme, str):
+        return Settings(), f"{path}: theme: expected a string; ignored"
+    keys = data.get("keys", {})
+    if not isinstance(keys, dict) or not all(isinstance(v, str) for v in keys.values()):
+        return Settings(theme=theme), f"{path}: [keys]: expected binding_id = \"key\" strings; ignored"
+    return Settings(theme=theme, keys=dict(keys)), None
+
+
+def save_setting(path: Path, key: str, value: str) -> None:
+    """Set one key, keeping the rest of the file as it was.  Raises OSError, or
+    ValueError when the existing file is not TOML (we never overwrite it then)."""
+    import tomlkit  # only when something is saved: not on the way to the first frame
+
+    try:
+        document = tomlkit.parse(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        document = tomlkit.document()
+        document.add(tomlkit.comment("gputui settings (written by the dashboard; edits are kept)"))
+    except tomlkit.exceptions.ParseError as exc:
+        raise ValueError(f"{path} is not valid TOML ({exc}); not changing it") from None
+    if document.get(key) == value:
+        return
+    document[key] = value
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".settings.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(tomlkit.dumps(document))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make the rename itself durable (POSIX); harmless where unsupported."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

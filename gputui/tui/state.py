@@ -1,0 +1,346 @@
+"""What the dashboard knows, folded from session news; no Textual here.
+
+The app applies each batch of news as it arrives (cheap: appends and counters) and
+bumps a version per section; widgets redraw on the app's refresh timer only when
+their section's version moved.  History lives in bounded deques and a binned
+throughput series, so memory stays flat over a 24-hour run.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from gputui import events as ev
+from gputui.events import Event
+from gputui.model import GpuInfo, GpuSample, HostSample, Sample, from_dict
+from gputui.presets import Preset, Reference
+from gputui.tui.charts import Bin
+from gputui.tui.sessions import SessionTicket
+from gputui.workloads.protocol import WARMUP
+
+HISTORY = 240  # samples per sparkline series: 4 minutes at 1 s
+LOG_LINES = 500
+MAX_BINS = 1024  # throughput bins per run; pairs merge beyond this
+FIRST_BIN_S = 0.25
+
+# Sections the widgets watch.
+HEADER, GPUS, HOST, THROUGHPUT, RUNS, LOG, FINDINGS, STATUS = (
+    "header", "gpus", "host", "throughput", "runs", "log", "findings", "status")
+
+
+class GpuHistory:
+    """One GPU: its facts, latest sample and recent series for sparklines."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.info: GpuInfo | None = None
+        self.latest: GpuSample | None = None
+        self.util: deque[float | None] = deque(maxlen=HISTORY)  # SM active where GPM exists, else util
+        self.temp: deque[float | None] = deque(maxlen=HISTORY)
+        self.power: deque[float | None] = deque(maxlen=HISTORY)
+        self.memory: deque[float | None] = deque(maxlen=HISTORY)
+
+    def add(self, sample: GpuSample) -> None:
+        self.latest = sample
+        if sample.lost:
+            for series in (self.util, self.temp, self.power, self.memory):
+                series.append(None)
+            return
+        # SM activity is the honest number where GPM exists ("util" reads 100% on a GPU
+        # doing little); one series never mixes the two.
+        gpm = self.info is not None and self.info.gpm_supported
+        self.util.append(sample.sm_active if gpm else sample.util_gpu)
+        self.temp.append(sample.temp_c)
+        self.power.append(sample.power_w)
+        self.memory.append(sample.memory_used)
+
+
+class ThroughputSeries:
+    """Readings binned by time; bins double in width past MAX_BINS (flat memory)."""
+
+    def __init__(self, bin_s: float = FIRST_BIN_S, max_bins: int = MAX_BINS) -> None:
+        self.bin_s = bin_s
+        self.max_bins = max_bins
+        self._bins: dict[int, list[Any]] = {}  # index -> [sum, count, warm, median]
+        self.readings = 0
+        self.last_t = 0.0
+
+    def add(self, t: float, rate: float, warmup: bool, median: float | None) -> None:
+        self.readings += 1
+        self.last_t = max(self.last_t, t)
+        slot = self._bins.setdefault(int(t // self.bin_s), [0.0, 0, False, None])
+        slot[0] += rate
+        slot[1] += 1
+        slot[2] = slot[2] or warmup
+        if median is not None:
+            slot[3] = median
+        if len(self._bins) > self.max_bins:
+            self._merge()
+
+    def _merge(self) -> None:
+        merged: dict[int, list[Any]] = {}
+        for index in sorted(self._bins):
+            total, count, warm, median = self._bins[index]
+            slot = merged.setdefault(index // 2, [0.0, 0, False, None])
+            slot[0] += total
+            slot[1] += count
+            slot[2] = slot[2] or warm
+            slot[3] = median if median is not None else slot[3]
+        self._bins = merged
+        self.bin_s *= 2
+
+    def bins(self) -> list[Bin]:
+        return [Bin(i * self.bin_s, (i + 1) * self.bin_s, s[0] / s[1], s[2], s[3])
+                for i, s in sorted(self._bins.items())]
+
+
+@dataclass
+class RunView:
+    """One preset run of this dashboard session, live or ended."""
+
+    ticket: SessionTicket
+    series: ThroughputSeries = field(default_factory=ThroughputSeries)
+    phase: str | None = None
+    current: float | None = None  # latest reading, samples/s
+    median: float | None = None  # running median of the measured readings
+    reported: float | None = None  # the tool's own final figure
+    workload: dict[str, Any] | None = None
+    pid: int | None = None
+    last_t: float = 0.0
+    stopping: str | None = None
+    outcome: dict[str, Any] | None = None
+    summary: dict[str, Any] | None = None
+    error: str | None = None
+    ended: bool = False
+    findings: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def preset(self) -> Preset:
+        assert self.ticket.preset is not None
+        return self.ticket.preset
+
+    @property
+    def number(self) -> int:
+        return self.ticket.run or 0
+
+    @property
+    def result(self) -> float | None:
+        """The figure a run is remembered by: its summary's median, else the live one."""
+        throughput = (self.summary or {}).get("throughput") or {}
+        return throughput.get("median") or self.median or self.reported
+
+    @property
+    def outcome_word(self) -> str:
+        if not self.ended:
+            return "stopping" if self.stopping else "running"
+        if self.error:
+            return "error"
+        outcome = self.outcome or {}
+        kind = outcome.get("kind")
+        if outcome.get("ok"):
+            return "ok"
+        if kind == "exited":
+            return f"exit {outcome.get('exit_code')}"
+        return kind or "ended"
+
+
+def _normal(name: str) -> str:
+    name = name.lower()
+    for noise in ("nvidia", "geforce", "tesla", "quadro"):
+        name = name.replace(noise, "")
+    return re.sub(r"[^a-z0-9]", "", name)
+
+
+def pick_reference(preset: Preset | None, gpu_names: list[str]) -> tuple[Reference, bool] | None:
+    """The preset's reference for this machine's GPU (True), else its first (False)."""
+    if preset is None or not preset.reference:
+        return None
+    names = [_normal(n) for n in gpu_names]
+    best: Reference | None = None
+    for ref in preset.reference:
+        key = _normal(ref.gpu)
+        if not key:
+            continue
+        # "a10" must not match "a100": the match may not run on into more digits
+        if any(re.search(re.escape(key) + r"(?![0-9])", n) for n in names):
+            if best is None or len(key) > len(_normal(best.gpu)):
+                best = ref
+    return (best, True) if best is not None else (preset.reference[0], False)
+
+
+class DashboardState:
+    def __init__(self) -> None:
+        self.header: dict[str, Any] | None = None
+        self.gpus: dict[int, GpuHistory] = {}
+        self.host: HostSample | None = None
+        self.session: SessionTicket | None = None  # the session now running
+        self.runs: list[RunView] = []
+        self.log: deque[tuple[str, str]] = deque(maxlen=LOG_LINES)  # (stream, text)
+        self.log_count = 0  # lines ever logged, so views can tell where the deque starts
+        self.watch_findings: dict[str, dict[str, Any]] = {}
+        self.recording: str | None = None  # the recording's path, once one started
+        self.recording_state = ""  # "on", then "done" (summary written) or "cut"
+        self._recording_serial: int | None = None
+        self.versions: Counter[str] = Counter()
+
+    # -- Reading ------------------------------------------------------------------
+    @property
+    def run(self) -> RunView | None:
+        """The run on screen: the live one, else the latest."""
+        return self.runs[-1] if self.runs else None
+
+    @property
+    def live_run(self) -> RunView | None:
+        run = self.run
+        return run if run is not None and not run.ended else None
+
+    def gpu_names(self) -> list[str]:
+        return [g["name"] for g in (self.header or {}).get("gpus") or [] if g.get("name")]
+
+    def findings(self) -> dict[str, dict[str, Any]]:
+        """The live run's findings (the latest run's when idle), then watching's."""
+        own = self.run.findings if self.run else {}
+        return {**self.watch_findings, **own}
+
+    def open_findings(self) -> list[dict[str, Any]]:
+        rank = {"critical": 0, "warning": 1, "info": 2}
+        found = [f for f in self.findings().values() if f.get("state", "open") == "open"]
+        return sorted(found, key=lambda f: (rank.get(f.get("severity", "info"), 3), f.get("since") or 0))
+
+    def touch(self, *sections: str) -> None:
+        for section in sections:
+            self.versions[section] += 1
+
+    # -- Writing ------------------------------------------------------------------
+    def session_started(self, ticket: SessionTicket) -> RunView | None:
+        self.session = ticket
+        self.touch(STATUS)
+        if not ticket.is_run:
+            return None
+        run = RunView(ticket=ticket)
+        self.runs.append(run)
+        self.note(f"── run #{run.number}: {run.preset.name} ──")
+        self.touch(RUNS, THROUGHPUT, FINDINGS)
+        return run
+
+    def note(self, text: str) -> None:
+        self.log_line("note", text)
+
+    def log_line(self, stream: str, text: str) -> None:
+        self.log.append((stream, text))
+        self.log_count += 1
+        self.touch(LOG)
+
+    def apply(self, ticket: SessionTicket, items: list[tuple[Any, ...]]) -> list[RunView]:
+        """Fold a batch of news in; returns runs that ended in this batch."""
+        run = self._run_for(ticket)
+        ended: list[RunView] = []
+        for item in items:
+            kind = item[0]
+            if kind == "sample":
+                self._sample(item[1])
+            elif kind == "started":
+                run = self.session_started(ticket)
+            elif kind == "note":
+                self.note(item[1])
+            elif kind == "recording":
+                self.recording, self._recording_serial, self.recording_state = item[1], ticket.serial, "on"
+                self.touch(STATUS)
+            elif kind == "event":
+                self._event(ticket, run, item[1], item[2])
+            elif kind == "header":
+                self.header = item[1]
+                self._gpu_infos(item[1].get("gpus") or [])
+                self.touch(HEADER, GPUS)
+            elif kind == "summary" and run is not None:
+                run.summary = item[1]
+                self.touch(RUNS, THROUGHPUT)
+            elif kind == "ended":
+                if self.recording and ticket.serial == self._recording_serial:
+                    self.recording_state = "cut" if item[1] else "done"
+                    self._recording_serial = None
+                if self.session == ticket:
+                    self.session = None
+                    self.touch(STATUS)
+                if item[1]:
+                    self.note(f"session failed: {item[1]}")
+                if run is not None and not run.ended:
+                    run.ended, run.error = True, item[1]
+                    self.note(f"── run #{run.number} {run.preset.name}: {run.outcome_word} ──")
+                    self.touch(RUNS, THROUGHPUT, STATUS, FINDINGS)
+                    ended.append(run)
+        return ended
+
+    def _run_for(self, ticket: SessionTicket) -> RunView | None:
+        if not ticket.is_run:
+            return None
+        for run in reversed(self.runs):
+            if run.ticket == ticket:
+                return run
+        return None
+
+    def _gpu_infos(self, infos: list[dict[str, Any]]) -> None:
+        for data in infos:
+            info = from_dict(GpuInfo, data)
+            self.gpus.setdefault(info.index, GpuHistory(info.index)).info = info
+
+    def _sample(self, sample: Sample) -> None:
+        for gpu in sample.gpus:
+            self.gpus.setdefault(gpu.index, GpuHistory(gpu.index)).add(gpu)
+        if sample.host is not None:
+            self.host = sample.host
+        run = self.live_run
+        if run is not None and self.session == run.ticket:
+            run.last_t = max(run.last_t, sample.t)
+        self.touch(GPUS, HOST, STATUS)
+
+    def _event(self, ticket: SessionTicket, run: RunView | None, event: Event, median: float | None) -> None:
+        data = event.data
+        kind = event.kind
+        if kind == ev.FINDING:
+            findings = run.findings if run is not None else self.watch_findings
+            if "id" in data:
+                findings[str(data["id"])] = data
+                self.touch(FINDINGS)
+            return
+        if run is None:
+            return  # watching has no output, throughput or outcome to show
+        run.last_t = max(run.last_t, event.t)
+        if kind == ev.THROUGHPUT:
+            if data.get("final"):
+                run.reported = data.get("samples_per_sec")
+            else:
+                rate = float(data["samples_per_sec"])
+                run.current = rate
+                run.median = median if median is not None else run.median
+                phase = data.get("phase") or run.phase
+                run.series.add(event.t, rate, phase == WARMUP, run.median)
+            self.touch(THROUGHPUT)
+        elif kind == ev.OUTPUT:
+            self.log_line(data.get("stream", "stdout"), str(data.get("text", "")))
+        elif kind == ev.PHASE:
+            run.phase = data.get("phase")
+            self.touch(THROUGHPUT, STATUS)
+        elif kind == ev.STARTED:
+            run.pid = data.get("pid")
+            self.note("$ " + " ".join(data.get("command") or []))
+        elif kind == ev.WORKLOAD:
+            run.workload = data
+            self.touch(THROUGHPUT)
+        elif kind == ev.RESULT:
+            if data.get("samples_per_sec") is not None:
+                run.reported = data["samples_per_sec"]
+                self.touch(THROUGHPUT)
+        elif kind == ev.OOM:
+            self.note(f"out of memory: {data.get('message', '')}")
+        elif kind == ev.STOPPING:
+            run.stopping = data.get("reason") or "stopping"
+            self.touch(STATUS, RUNS)
+        elif kind == ev.OUTCOME:
+            run.outcome = data
+            if data.get("message"):
+                self.note(str(data["message"]))
+            self.touch(RUNS)

@@ -1,0 +1,109 @@
+"""Theme files: one TOML file per theme, mapping onto ``textual.theme.Theme``.
+
+::
+
+    name = "gputui-dark"          # optional: the file name without .toml otherwise
+    dark = true
+    primary = "#4EA1FF"           # the only required colour
+    secondary = "#7C8FA6"         # also: warning, error, success, accent, foreground,
+                                  # background, surface, panel, boost
+    ansi = false                  # true: use the terminal's own 16 colours
+    [variables]                   # Textual and gputui variables, e.g. chart colours
+    chart-bar = "#4EA1FF"
+
+Built-in themes ship in ``themes/`` (``gputui/themes`` in the wheel); users add theirs
+in ``$XDG_CONFIG_HOME/gputui/themes/``, where a theme of the same name wins.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from textual.theme import Theme
+
+from gputui.errors import UserError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+DEFAULT_THEME = "gputui-dark"
+
+_COLOURS = ("primary", "secondary", "warning", "error", "success", "accent",
+            "foreground", "background", "surface", "panel", "boost")
+_NUMBERS = ("luminosity_spread", "text_alpha")
+_FLAGS = ("dark", "ansi")
+
+
+def builtin_themes_path() -> Path:
+    """The themes shipped with gputui: inside the installed package, else the repo root."""
+    packaged = Path(__file__).resolve().parent.parent / "themes"
+    return packaged if packaged.is_dir() else Path(__file__).resolve().parents[2] / "themes"
+
+
+def user_themes_path() -> Path:
+    config_home = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(config_home) / "gputui" / "themes"
+
+
+def parse_theme(path: Path) -> Theme:
+    """One theme file; UserError naming the file and key when it does not fit."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{path}: TOML syntax error: {exc}") from None
+    fields: dict[str, Any] = {"name": path.stem}
+    for key, value in data.items():
+        if key == "name" or key in _COLOURS:
+            if not isinstance(value, str) or not value:
+                raise UserError(f"{path}: {key}: expected a colour string, e.g. \"#4EA1FF\" or \"ansi_blue\"")
+            fields[key] = value
+        elif key in _FLAGS:
+            if not isinstance(value, bool):
+                raise UserError(f"{path}: {key}: expected true or false")
+            fields[key] = value
+        elif key in _NUMBERS:
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise UserError(f"{path}: {key}: expected a number")
+            fields[key] = float(value)
+        elif key == "variables":
+            if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+                raise UserError(f"{path}: [variables]: expected name = \"value\" strings")
+            fields[key] = dict(value)
+        else:
+            known = ", ".join(("name", *_COLOURS, *_FLAGS, *_NUMBERS, "variables"))
+            raise UserError(f"{path}: {key}: unknown key (known: {known})")
+    if "primary" not in fields:
+        raise UserError(f"{path}: primary: missing (every theme needs a primary colour)")
+    return Theme(**fields)
+
+
+def load_themes(user_dir: Path | None = None) -> tuple[dict[str, Theme], list[str]]:
+    """Built-in then user themes by name, and one line per user file that was skipped.
+
+    A broken built-in theme is a bug and raises; a broken user theme only costs that
+    theme, so a typo in one file never keeps the dashboard from starting.
+    """
+    themes: dict[str, Theme] = {}
+    for path in sorted(builtin_themes_path().glob("*.toml")):
+        theme = parse_theme(path)
+        themes[theme.name] = theme
+    problems: list[str] = []
+    folder = user_dir if user_dir is not None else user_themes_path()
+    if folder.is_dir():
+        for path in sorted(folder.glob("*.toml")):
+            try:
+                theme = parse_theme(path)
+            except UserError as exc:
+                problems.append(str(exc))
+                continue
+            themes[theme.name] = theme
+    return themes, problems

@@ -1,0 +1,1 @@
+"""The dashboard's panels: each draws one part of :class:`~gputui.tui.state.DashboardState`."""

@@ -1,0 +1,134 @@
+"""The base of the dashboard's panels: drawn from the shared state, redrawn only when
+the sections they show have changed, and then only the cells that changed.
+
+Textual repaints every cell of a refreshed region, with its colour escapes; over SSH
+at 140×40 a whole-panel repaint each second is several KB/s.  So a panel keeps the
+cells it last drew, builds its new text on the app's timer, and marks dirty just the
+span of each line that differs: a chart gaining a column sends one cell per row.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, ClassVar
+
+from rich.style import Style
+from rich.text import Text
+from textual.geometry import Region, Size
+from textual.widget import Widget
+
+if TYPE_CHECKING:
+    from gputui.tui.state import DashboardState
+
+Cells = list[tuple[str, tuple]]  # one line: its characters and, per character, its styles
+
+
+def cells_of(text: Text) -> list[Cells]:
+    lines = []
+    for line in text.split("\n", allow_blank=True):
+        plain = line.plain
+        styles: list[tuple] = [()] * len(plain)
+        for span in line.spans:
+            for i in range(span.start, min(span.end, len(plain))):
+                styles[i] = styles[i] + (span.style,)
+        lines.append((plain, tuple(styles)))
+    return lines
+
+
+def changed_regions(old: list[Cells], new: list[Cells], width: int) -> list[Region]:
+    """One region per changed line, from its first to its last differing cell.
+    Assumes one cell per character, which holds for what the panels draw."""
+    regions = []
+    for y in range(max(len(old), len(new))):
+        if y >= len(old) or y >= len(new):
+            regions.append(Region(0, y, width, 1))
+            continue
+        (a_text, a_styles), (b_text, b_styles) = old[y], new[y]
+        if a_text == b_text and a_styles == b_styles:
+            continue
+        n = max(len(a_text), len(b_text))
+        diffs = [x for x in range(n)
+                 if x >= len(a_text) or x >= len(b_text) or a_text[x] != b_text[x] or a_styles[x] != b_styles[x]]
+        x0, x1 = min(diffs[0], width), min(diffs[-1] + 1, width)
+        if x1 > x0:
+            regions.append(Region(x0, y, x1 - x0, 1))
+    return regions
+
+
+class StateView(Widget):
+    # Panels crop long lines (with an ellipsis) rather than wrap them: a wrapped
+    # line would push the rest of the panel out of its box.
+    DEFAULT_CSS = """
+    StateView { text-wrap: nowrap; text-overflow: ellipsis; }
+    """
+    SECTIONS: ClassVar[tuple[str, ...]] = ()
+    MIN_REDRAW_S: ClassVar[float] = 0.0  # charts ask for less than the app's timer gives
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._seen: tuple[int, ...] | None = None
+        self._drawn_at = float("-inf")
+        self._text: Text | None = None
+        self._cells: list[Cells] = []
+        self._built_for = Size(0, 0)
+
+    @property
+    def state(self) -> "DashboardState":
+        return self.app.state  # type: ignore[attr-defined]
+
+    @property
+    def compact(self) -> bool:
+        return self.screen.has_class("-compact")
+
+    def build(self) -> Text:
+        """What the panel shows now; subclasses draw here."""
+        raise NotImplementedError
+
+    def render(self) -> Text:
+        # Textual asks on its own (resize, layout): rebuild only when the size changed.
+        if self._text is None or self.content_size != self._built_for:
+            self._remember(self.build())
+        assert self._text is not None
+        return self._text
+
+    def _remember(self, text: Text) -> None:
+        self._text, self._cells, self._built_for = text, cells_of(text), self.content_size
+
+    def invalidate(self) -> None:
+        """Forget what was drawn (the theme or the layout changed): redraw it all."""
+        self._text = None
+        self.refresh(layout=self._auto_height or self._auto_width)
+
+    @property
+    def _auto_height(self) -> bool:
+        return self.styles.height is not None and self.styles.height.is_auto
+
+    @property
+    def _auto_width(self) -> bool:
+        return self.styles.width is not None and self.styles.width.is_auto
+
+    def sync(self, force: bool = False) -> None:
+        """Called by the app's refresh timer: redraw what changed in our sections."""
+        versions = tuple(self.state.versions[s] for s in self.SECTIONS)
+        if versions == self._seen:
+            return
+        now = time.monotonic()
+        if not force and now - self._drawn_at < self.MIN_REDRAW_S:
+            return
+        self._seen, self._drawn_at = versions, now
+        if self._text is None or self.content_size != self._built_for:
+            self.invalidate()
+            return
+        old = self._cells
+        self._remember(self.build())
+        resized = (self._auto_height and len(old) != len(self._cells)) or (
+            self._auto_width and max((len(t) for t, _ in old), default=0) != max((len(t) for t, _ in self._cells), default=0))
+        if resized:
+            self.refresh(layout=True)
+            return
+        regions = changed_regions(old, self._cells, self.content_size.width)
+        if regions:
+            self.refresh(*regions)
+
+    def style_of(self, component: str) -> Style:
+        return self.get_component_rich_style(component, partial=True)

@@ -1,0 +1,200 @@
+"""One panel per GPU: utilization / SM activity, VRAM, temperature against its
+slowdown threshold and the 80 °C line, power against its limit, SM clock against its
+maximum, active throttle reasons as badges, and sparklines of recent history.
+On small screens each GPU collapses to one line."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.containers import Grid
+from textual.widgets import Static
+
+from gputui import fmt
+from gputui.model import GpuInfo, GpuSample
+from gputui.tui import charts
+from gputui.tui import state as st
+from gputui.tui.widgets.base import StateView
+
+HOT_LINE_C = 80.0  # GPUs above this throttle themselves: Dettmers' rule of thumb
+LABEL = 6
+VALUE = 17
+
+# Short names for badges on one-line panels.
+SHORT_REASON = {
+    "GpuIdle": "idle", "ApplicationsClocksSetting": "AppClk", "SwPowerCap": "PwrCap",
+    "HwSlowdown": "HwSlow", "SyncBoost": "Sync", "SwThermalSlowdown": "SwTherm",
+    "HwThermalSlowdown": "HwTherm", "HwPowerBrakeSlowdown": "PwrBrake", "DisplayClockSetting": "Disp",
+}
+SEVERE_REASONS = {"HwSlowdown", "HwThermalSlowdown", "HwPowerBrakeSlowdown", "SwThermalSlowdown"}
+
+
+def short_name(name: str) -> str:
+    for noise in ("NVIDIA ", "GeForce ", "Tesla "):
+        name = name.replace(noise, "")
+    return name
+
+
+class GpuPanel(StateView):
+    MIN_REDRAW_S = 2.0  # every other sample at 1 s: numbers stay fresh, the link stays quiet
+    SECTIONS = (st.GPUS, st.HEADER)
+    COMPONENT_CLASSES = {"gpu--label", "gpu--spark", "gpu--ok", "gpu--warn", "gpu--hot", "gpu--dim",
+                         "gpu--badge", "gpu--badge-severe", "gpu--gauge"}
+    DEFAULT_CSS = """
+    GpuPanel .gpu--label { color: $text-muted; }
+    GpuPanel .gpu--spark { color: $primary; }
+    GpuPanel .gpu--gauge { color: $secondary; }
+    GpuPanel .gpu--ok { color: $success; }
+    GpuPanel .gpu--warn { color: $warning; }
+    GpuPanel .gpu--hot { color: $error; text-style: bold; }
+    GpuPanel .gpu--dim { color: $text-muted; }
+    GpuPanel .gpu--badge { background: $warning; color: $background; }
+    GpuPanel .gpu--badge-severe { background: $error; color: $background; text-style: bold; }
+    """
+
+    def __init__(self, index: int) -> None:
+        super().__init__(id=f"gpu-{index}", classes="gpu-panel")
+        self.index = index
+
+    @property
+    def history(self) -> st.GpuHistory:
+        return self.state.gpus[self.index]
+
+    def build(self) -> Text:
+        history = self.history
+        info = history.info or GpuInfo(index=self.index, name=f"GPU {self.index}")
+        title = f"GPU{self.index} {short_name(info.name)}"
+        if self.border_title != title:
+            self.border_title = title
+        sample = history.latest
+        if sample is None:
+            return Text("waiting for the first sample…", self.style_of("gpu--dim"))
+        if sample.lost:
+            return Text(f"GPU{self.index} LOST: NVML no longer reaches it", self.style_of("gpu--hot"))
+        if self.compact:
+            return self._one_line(info, sample)
+        width = self.content_size.width or 48
+        rows = [self._util(sample, history, width), self._memory(sample, width), self._temperature(info, sample, history, width),
+                self._power(sample, history, width), self._clock(info, sample, width), self._badges(sample, width)]
+        return Text("\n").join(rows)
+
+    # -- rows ---------------------------------------------------------------------
+    def _start(self, label: str, value: str) -> Text:
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append(f"{label:<{LABEL}}", self.style_of("gpu--label"))
+        text.append(f"{value:<{VALUE}}")
+        return text
+
+    def _util(self, s: GpuSample, h: st.GpuHistory, width: int) -> Text:
+        value = f"{fmt.pct(s.util_gpu):>4}"
+        if s.sm_active is not None:
+            value += f"  SM {fmt.pct(s.sm_active):>4}"
+        text = self._start("util", value)
+        text.append(charts.sparkline(h.util, width - text.cell_len, 0, 100), self.style_of("gpu--spark"))
+        return text
+
+    def _memory(self, s: GpuSample, width: int) -> Text:
+        text = self._start("VRAM", f"{fmt.gib(s.memory_used)}/{fmt.gib(s.memory_total)} GiB")
+        share = s.memory_used / s.memory_total if s.memory_used is not None and s.memory_total else None
+        bar = width - text.cell_len - 5
+        text.append(charts.gauge(share, bar), self.style_of("gpu--gauge"))
+        text.append(f" {fmt.pct(None if share is None else share * 100):>4}")
+        return text
+
+    def _temp_style(self, temp: float | None, slowdown: float | None) -> str:
+        if temp is None:
+            return "gpu--dim"
+        if slowdown is not None and temp >= slowdown:
+            return "gpu--hot"
+        return "gpu--warn" if temp >= HOT_LINE_C else "gpu--ok"
+
+    def _temperature(self, info: GpuInfo, s: GpuSample, h: st.GpuHistory, width: int) -> Text:
+        slowdown = info.temp_slowdown_c
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append(f"{'temp':<{LABEL}}", self.style_of("gpu--label"))
+        text.append(f"{fmt.num(s.temp_c, '°C'):<6}", self.style_of(self._temp_style(s.temp_c, slowdown)))
+        # the 80 °C line and this GPU's own slowdown threshold, in words where there is room
+        limits = f"hot 80 slow {fmt.num(slowdown)}" if width >= 64 else f"80|{fmt.num(slowdown)}"
+        text.append(f"{limits:<{VALUE - 6}} ", self.style_of("gpu--dim"))
+        top = max(slowdown or 0.0, HOT_LINE_C + 10.0)
+        spark = charts.sparkline(h.temp, width - text.cell_len, 0, top)
+        values = list(h.temp)[-len(spark):]
+        values = [None] * (len(spark) - len(values)) + values
+        for chars, role in charts.runs_of([(c, self._temp_style(v, slowdown)) for c, v in zip(spark, values)]):
+            text.append(chars, self.style_of(role))
+        return text
+
+    def _power(self, s: GpuSample, h: st.GpuHistory, width: int) -> Text:
+        limit = s.power_limit_w
+        text = self._start("power", f"{fmt.num(s.power_w)}/{fmt.num(limit, ' W')}")
+        text.append(charts.sparkline(h.power, width - text.cell_len, 0, limit), self.style_of("gpu--spark"))
+        return text
+
+    def _clock(self, info: GpuInfo, s: GpuSample, width: int) -> Text:
+        top = info.sm_clock_max_mhz
+        text = self._start("clock", f"{fmt.num(s.sm_clock_mhz)}/{fmt.num(top, ' MHz')}")
+        share = s.sm_clock_mhz / top if s.sm_clock_mhz is not None and top else None
+        extra = f" P{s.pstate}" if s.pstate is not None else ""
+        text.append(charts.gauge(share, width - text.cell_len - len(extra)), self.style_of("gpu--gauge"))
+        text.append(extra, self.style_of("gpu--dim"))
+        return text
+
+    def _badges(self, s: GpuSample, width: int, short: bool = False) -> Text:
+        text = Text(no_wrap=True, overflow="ellipsis")
+        reasons = s.throttle_reasons or []
+        if not reasons:
+            text.append("no clock throttling" if not short else "", self.style_of("gpu--dim"))
+            return text
+        for i, reason in enumerate(reasons):
+            if i:
+                text.append(" ")
+            label = SHORT_REASON.get(reason, reason) if short else reason
+            if reason == "GpuIdle":
+                text.append(f"[{label}]", self.style_of("gpu--dim"))
+            else:
+                severe = reason in SEVERE_REASONS
+                padded = label if short else f" {label} "  # one-line panels have no room to spare
+                text.append(padded, self.style_of("gpu--badge-severe" if severe else "gpu--badge"))
+        return text
+
+    def _one_line(self, info: GpuInfo, s: GpuSample) -> Text:
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append(f"{self.index} ", self.style_of("gpu--label"))
+        text.append(f"{fmt.pct(s.util_gpu):>4}")
+        if s.sm_active is not None:
+            text.append(" SM", self.style_of("gpu--label"))
+            text.append(f"{fmt.pct(s.sm_active):>4}")
+        text.append(f" {fmt.num(s.temp_c, '°C'):>5}", self.style_of(self._temp_style(s.temp_c, info.temp_slowdown_c)))
+        text.append(f" {fmt.num(s.power_w, 'W'):>5}")
+        text.append(f" {fmt.gib(s.memory_used)}/{fmt.gib(s.memory_total)}G ")
+        text.append_text(self._badges(s, 0, short=True))
+        return text
+
+
+class GpuGrid(Grid):
+    """The GPU panels, as many columns as fit; one column of one-liners when compact."""
+
+    PANEL_WIDTH = 52
+
+    def sync_panels(self, state: st.DashboardState, reason: str | None) -> None:
+        indices = sorted(state.gpus)
+        existing = {panel.index for panel in self.query(GpuPanel)}
+        note = self.query("#no-gpu")
+        if not indices:
+            message = f"No GPU: {reason or 'waiting for NVML…'}"
+            if not note:
+                self.mount(Static(message, id="no-gpu"))
+            elif str(note.first(Static).content) != message:
+                note.first(Static).update(message)
+            return
+        note.remove()
+        new = [GpuPanel(i) for i in indices if i not in existing]
+        if new:
+            self.mount_all(new)
+        self.fit_columns()
+
+    def fit_columns(self) -> None:
+        count = len(self.query(GpuPanel)) or 1
+        compact = self.screen.has_class("-compact")
+        columns = 1 if compact else max(1, min(count, (self.size.width or 120) // self.PANEL_WIDTH))
+        if self.styles.grid_size_columns != columns:
+            self.styles.grid_size_columns = columns

@@ -1,0 +1,118 @@
+"""The top line: which machine this is, and what the dashboard is doing."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+
+from gputui import fmt
+from gputui.tui import state as st
+from gputui.tui.widgets.base import StateView
+from gputui.tui.widgets.gpu import short_name
+
+
+def gpu_summary(names: list[str]) -> str:
+    if not names:
+        return ""
+    counts = Counter(names)
+    return ", ".join(f"{n}× {name}" for name, n in counts.items())
+
+
+class MachineInfo(StateView):
+    """Host, GPUs, driver and CUDA: as much as fits beside the run's status."""
+
+    SECTIONS = (st.HEADER,)
+    COMPONENT_CLASSES = {"header--brand", "header--dim"}
+    DEFAULT_CSS = """
+    MachineInfo { width: 1fr; height: 1; }
+    MachineInfo .header--brand { text-style: bold; color: $primary; }
+    MachineInfo .header--dim { color: $text-muted; }
+    """
+
+    def build(self) -> Text:
+        width = self.content_size.width or 60
+        text = Text()
+        for parts in self._machine_variants():  # most to least detailed: the first that fits
+            text = Text(no_wrap=True, overflow="ellipsis")
+            text.append(" gputui ", self.style_of("header--brand"))
+            for label, value in parts:
+                text.append("│ ", self.style_of("header--dim"))
+                if label:
+                    text.append(label + " ", self.style_of("header--dim"))
+                text.append(value + " ")
+            if text.cell_len <= width:
+                break
+        return text
+
+    def _machine_variants(self) -> list[list[tuple[str, str]]]:
+        """What to say about the machine, in ever shorter forms: the run's status
+        (at the end) matters more than the driver version."""
+        header = self.state.header
+        if header is None:
+            return [[("", "starting…")]]
+        host = (header.get("host") or {}).get("hostname") or "?"
+        names = self.state.gpu_names()
+        if not names:
+            return [[("host", host), ("", "no GPU")], [("", host), ("", "no GPU")], []]
+        driver, cuda = header.get("driver_version") or "?", header.get("cuda_version") or "?"
+        full = [("host", host), ("", gpu_summary(names)), ("driver", driver), ("CUDA", cuda)]
+        short = [("", host), ("", gpu_summary([short_name(n) for n in names])), ("drv", driver), ("CUDA", cuda)]
+        return [full, short, short[:2] + short[3:], short[:2], short[1:2], []]
+
+
+class RunStatus(StateView):
+    """What the dashboard is doing: watching, or a run with its phase and time.  Its
+    own widget so that the clock ticking each second repaints a few cells, not the
+    whole top line."""
+
+    SECTIONS = (st.STATUS,)
+    COMPONENT_CLASSES = {"header--dim", "header--live", "header--stopping", "header--rec"}
+    DEFAULT_CSS = """
+    RunStatus { width: auto; max-width: 75%; height: 1; }
+    RunStatus .header--dim { color: $text-muted; }
+    RunStatus .header--live { text-style: bold; color: $success; }
+    RunStatus .header--stopping { text-style: bold; color: $warning; }
+    RunStatus .header--rec { color: $error; }
+    """
+
+    def build(self) -> Text:
+        text = Text("│ ", self.style_of("header--dim"), no_wrap=True)
+        text.append_text(self._status())
+        text.append(" ")
+        return text
+
+    def _status(self) -> Text:
+        state = self.state
+        text = Text()
+        run = state.live_run
+        if run is not None:
+            style = "header--stopping" if run.stopping else "header--live"
+            word = "stopping" if run.stopping else "●"
+            text.append(f"{word} #{run.number} {run.preset.name}", self.style_of(style))
+            if run.phase:
+                text.append(f" {run.phase}", self.style_of("header--dim"))
+            text.append(f" {fmt.duration(run.last_t)}")
+        elif state.session is not None:
+            pid = state.session.attach_pid
+            text.append(f"○ watching{f' pid {pid}' if pid else ''}", self.style_of("header--dim"))
+        else:
+            text.append("…", self.style_of("header--dim"))
+        if state.recording:
+            # plain marks: emoji-capable ones (a record button) are two cells wide in some terminals
+            mark = {"on": "REC", "done": "✓ saved", "cut": "✗ cut"}.get(state.recording_state, "REC")
+            text.append(f" │ {mark} {Path(state.recording).name}", self.style_of("header--rec"))
+        return text
+
+
+class MachineHeader(Horizontal):
+    DEFAULT_CSS = """
+    MachineHeader { height: 1; background: $panel; color: $foreground; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield MachineInfo(id="machine-info")
+        yield RunStatus(id="run-status")

@@ -1,0 +1,62 @@
+"""The preset list (Enter runs the highlighted preset) and the highlighted one's details."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
+
+from gputui import fmt
+from gputui.presets import Preset
+from gputui.tui.state import pick_reference
+
+
+class PresetList(OptionList):
+    # Shown in the footer as "Run": OptionList's own Enter binding is hidden.
+    BINDINGS = [Binding("enter", "select", "Run", id="run_preset")]
+
+    def __init__(self, presets: dict[str, Preset], **kwargs) -> None:
+        super().__init__(*(Option(name, id=name) for name in sorted(presets)), **kwargs)
+        self.presets = presets
+
+    @property
+    def selected_preset(self) -> Preset | None:
+        option = self.highlighted_option
+        return self.presets.get(option.id) if option is not None and option.id else None
+
+    def select_name(self, name: str) -> None:
+        for index, option in enumerate(self.options):
+            if option.id == name:
+                self.highlighted = index
+                return
+
+
+def describe_preset(preset: Preset | None, gpu_names: list[str], compact: bool) -> Text:
+    if preset is None:
+        return Text("No presets. Add one to presets.toml (see docs/presets.md).")
+    text = Text()
+    text.append(preset.name + "\n", "bold")
+    if preset.description:
+        text.append(preset.description + "\n")
+    if not compact:
+        what = f"{preset.framework} {preset.model or ''}".strip() if preset.is_workload else " ".join(preset.command or ())
+        text.append(what + "\n", "dim")
+    if preset.reference:
+        text.append("reference:\n", "dim")
+        picked = pick_reference(preset, gpu_names)
+        for ref in preset.reference:
+            mark = "▸ " if picked and picked[1] and picked[0] is ref else "  "  # this machine's GPU
+            text.append(f"{mark}{ref.gpu} {fmt.rate(ref.samples_per_sec)}/s", "")
+            text.append(f" ({ref.source})\n" if not compact else "\n", "dim")
+    else:
+        text.append("no reference result\n", "dim")
+    text.rstrip()
+    return text
+
+
+class PresetDetails(Static):
+    """Description, command and reference results of the highlighted preset."""
+
+    def show(self, preset: Preset | None, gpu_names: list[str], compact: bool) -> None:
+        self.update(describe_preset(preset, gpu_names, compact))

@@ -1,0 +1,131 @@
+"""samples/sec over time: bars (warm-up in its own colour), the running median and
+the preset's reference result as lines, with the figures in one line above."""
+
+from __future__ import annotations
+
+import time
+
+from rich.style import Style
+from rich.text import Text
+
+from gputui import fmt
+from gputui.tui import charts
+from gputui.tui import state as st
+from gputui.tui.widgets.base import StateView
+
+GUTTER = 6  # y-axis labels
+
+
+PLOT_EVERY_S = 4.0
+
+
+class ThroughputChart(StateView):
+    """The figures line follows every second; the plot below it every PLOT_EVERY_S.
+    A new column touches every row of the plot, and Textual repaints each touched
+    row whole: at 140×40 a plot redrawn each second is about 1.5 KB/s on the link."""
+
+    SECTIONS = (st.THROUGHPUT, st.HEADER)
+    MIN_REDRAW_S = 1.0
+    COMPONENT_CLASSES = {"chart--bar", "chart--warmup", "chart--median", "chart--reference", "chart--axis", "chart--value", "chart--dim"}
+    DEFAULT_CSS = """
+    ThroughputChart .chart--bar { color: $primary; }
+    ThroughputChart .chart--warmup { color: $secondary; }
+    ThroughputChart .chart--median { color: $accent; text-style: bold; }
+    ThroughputChart .chart--reference { color: $success; }
+    ThroughputChart .chart--axis { color: $text-muted; }
+    ThroughputChart .chart--value { text-style: bold; }
+    ThroughputChart .chart--dim { color: $text-muted; }
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._plot: list[Text] = []
+        self._plot_key: tuple | None = None
+        self._plotted_at = float("-inf")
+
+    def sync(self, force: bool = False) -> None:
+        if force:
+            self._plotted_at = float("-inf")
+        super().sync(force)
+
+    def invalidate(self) -> None:
+        self._plot_key = None  # the theme may have changed: the plot's colours too
+        super().invalidate()
+
+    def build(self) -> Text:
+        run = self.state.run
+        width, height = self.content_size.width or 40, self.content_size.height or 8
+        if run is None:
+            return Text("No run yet: pick a preset and press Enter.", self.style_of("chart--dim"))
+        reference = st.pick_reference(run.preset, self.state.gpu_names())
+        text = self._legend(run, reference)
+        key = (run.ticket.serial, run.ended, width, height, reference)
+        now = time.monotonic()
+        if key != self._plot_key or now - self._plotted_at >= PLOT_EVERY_S:
+            self._plot, self._plot_key, self._plotted_at = self._draw_plot(run, reference, width, height), key, now
+        for line in self._plot:
+            text.append("\n")
+            text.append_text(line)
+        return text
+
+    def _draw_plot(self, run: st.RunView, reference, width: int, height: int) -> list[Text]:
+        plot_height = height - 1 - (1 if height >= 5 else 0)
+        if plot_height < 1:
+            return []
+        plot = charts.plot_throughput(run.series.bins(), max(1, width - GUTTER), plot_height,
+                                      reference[0].samples_per_sec if reference else None)
+        styles = self._role_styles()
+        lines = []
+        for r, row in enumerate(plot.rows):
+            text = Text()
+            label = ""
+            if r == 0:
+                label = charts.compact_number(plot.y_max)
+            elif r == len(plot.rows) - 1 and plot_height > 2:
+                label = "0"
+            text.append(f"{label:>{GUTTER - 1}}┤" if label else " " * (GUTTER - 1) + "│", self.style_of("chart--axis"))
+            for chars, role in charts.runs_of(row):  # one span per run of a role: fewer escapes
+                text.append(chars, styles.get(role))
+            lines.append(text)
+        if height >= 5:
+            axis = Text(" " * GUTTER)
+            axis.append(charts.time_axis(width - GUTTER, plot.x_span, plot.warmup_columns), self.style_of("chart--axis"))
+            lines.append(axis)
+        return lines
+
+    def _legend(self, run: st.RunView, reference) -> Text:
+        text = Text(no_wrap=True, overflow="ellipsis")
+        if run.current is None and run.result is None:
+            text.append("waiting for the first reading…" if not run.ended else "no throughput was read",
+                        self.style_of("chart--dim"))
+            return text
+        now = run.current if not run.ended else run.result
+        text.append(f"{fmt.rate(now)}/s", self.style_of("chart--value"))
+        text.append(" now" if not run.ended else " median", self.style_of("chart--dim"))
+        if run.median is not None and not run.ended:
+            text.append(" · ", self.style_of("chart--dim"))
+            text.append("─ median ", self.style_of("chart--median"))
+            text.append(fmt.rate(run.median))
+        if reference is not None:
+            ref, matched = reference
+            text.append(" · ", self.style_of("chart--dim"))
+            text.append(f"╌ {ref.gpu} ", self.style_of("chart--reference"))
+            text.append(fmt.rate(ref.samples_per_sec))
+            best = run.result or run.median
+            if best and matched:
+                text.append(f" ({best / ref.samples_per_sec:.0%})", self.style_of("chart--value"))
+        if run.phase and not run.ended:
+            text.append(f" · {run.phase}", self.style_of("chart--dim"))
+        return text
+
+    def _role_styles(self) -> dict[str, Style]:
+        bar = self.style_of("chart--bar")
+        warm = self.style_of("chart--warmup")
+        median = self.style_of("chart--median")
+        reference = self.style_of("chart--reference")
+        styles = {charts.BAR: bar, charts.WARMUP: warm, charts.MEDIAN: median, charts.REFERENCE: reference}
+        for name, line in ((charts.MEDIAN, median), (charts.REFERENCE, reference)):
+            # a line over a full bar cell: the bar's colour becomes the background
+            styles[name + charts.ON_BAR] = line + Style(bgcolor=bar.color)
+            styles[name + charts.ON_BAR + "w"] = line + Style(bgcolor=warm.color)
+        return styles

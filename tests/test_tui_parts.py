@@ -1,0 +1,281 @@
+"""The dashboard's parts that need no screen: charts, state, themes, settings, the
+session supervisor and the bridge."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from gputui import events as ev
+from gputui.errors import UserError
+from gputui.events import Event
+from gputui.model import GpuSample, Sample
+from gputui.presets import Preset, Reference
+from gputui.session import SessionConfig
+from gputui.tui import charts
+from gputui.tui.bridge import SessionBridge, SessionNews
+from gputui.tui.sessions import SessionSupervisor, SessionTicket
+from gputui.tui.settings import load_settings, save_setting
+from gputui.tui.state import DashboardState, ThroughputSeries, pick_reference
+from gputui.tui.themes import DEFAULT_THEME, builtin_themes_path, load_themes, parse_theme
+
+
+# --- charts ------------------------------------------------------------------------
+
+def test_sparkline_keeps_the_newest_values_at_the_right_and_blanks_gaps():
+    assert charts.sparkline([0, 50, 100], 5, 0, 100) == "  ▁▄█"
+    assert charts.sparkline([100, None, 100], 3, 0, 100) == "█ █"
+    assert charts.sparkline(range(100), 4, 0, 99) == charts.sparkline([96, 97, 98, 99], 4, 0, 99)
+
+
+def test_gauge_fills_in_eighths_and_keeps_its_width():
+    assert charts.gauge(0.5, 4) == "██  "
+    assert charts.gauge(0.5, 1) == "▌" and charts.gauge(0.01, 2) == "  "
+    assert charts.gauge(None, 3) == "   "
+    assert all(len(charts.gauge(f / 10, 7)) == 7 for f in range(11))
+
+
+def test_nice_numbers_for_axes():
+    assert charts.nice_ceiling(3150) == 5000
+    assert charts.nice_ceiling(2000) == 2000
+    assert charts.nice_span(2.8) == 5 and charts.nice_span(31) == 60 and charts.nice_span(90000) == 172800
+    assert charts.compact_number(12345) == "12k" and charts.compact_number(1500) == "1.5k"
+
+
+def test_plot_marks_warmup_median_and_reference():
+    bins = [charts.Bin(t, t + 1, 1000.0 if t < 3 else 2000.0, t < 3, None if t < 3 else 1900.0) for t in range(10)]
+    plot = charts.plot_throughput(bins, 10, 8, reference=2500.0)
+    roles = {role for row in plot.rows for _, role in row}
+    assert {charts.BAR, charts.WARMUP, charts.REFERENCE}.issubset(roles)
+    assert any(role.startswith(charts.MEDIAN) for role in roles)
+    assert plot.warmup_columns == (0, 2)
+    assert all(len(row) == 10 for row in plot.rows) and len(plot.rows) == 8
+    # the reference line sits above the bars, the median line just under their tops
+    ref_row = next(r for r, row in enumerate(plot.rows) if row[9][1] == charts.REFERENCE)
+    median_row = next(r for r, row in enumerate(plot.rows) if row[9][1].startswith(charts.MEDIAN))
+    assert ref_row < median_row
+
+
+def test_time_axis_brackets_warmup():
+    axis = charts.time_axis(30, 60, (2, 12))
+    assert "└warm-up" in axis and axis.endswith("1m") and len(axis) == 30
+
+
+# --- state ---------------------------------------------------------------------------
+
+def test_throughput_series_merges_bins_so_memory_stays_flat():
+    series = ThroughputSeries(bin_s=0.25, max_bins=64)
+    for i in range(100_000):  # a day of readings at ~1 Hz
+        series.add(i * 0.9, 100.0 + i % 7, i < 50, 103.0)
+    bins = series.bins()
+    assert len(bins) <= 64 and series.readings == 100_000
+    assert bins[0].warmup and not bins[-1].warmup
+    assert bins[-1].t1 >= 99_999 * 0.9
+
+
+def _preset(*refs: tuple[str, float]) -> Preset:
+    return Preset(name="p", source=Path("x"), reference=tuple(Reference(gpu=g, samples_per_sec=v, source="s") for g, v in refs))
+
+
+def test_reference_matches_this_gpu_and_a10_is_not_a100():
+    preset = _preset(("A10", 100.0), ("A100", 300.0), ("H200", 900.0))
+    assert pick_reference(preset, ["NVIDIA A100-SXM4-80GB"])[0].gpu == "A100"
+    assert pick_reference(preset, ["NVIDIA A10"])[0].gpu == "A10"
+    ref, matched = pick_reference(preset, ["Tesla T4"])
+    assert ref.gpu == "A10" and not matched
+    assert pick_reference(_preset(), ["NVIDIA H200"]) is None
+
+
+def test_state_folds_a_run_and_reports_its_end():
+    state = DashboardState()
+    ticket = SessionTicket(serial=1, run=1, preset=_preset())
+    state.apply(ticket, [("started",), ("header", {"gpus": [{"index": 0, "name": "NVIDIA H200", "gpm_supported": True}]})])
+    state.apply(ticket, [
+        ("sample", Sample(t=1.0, gpus=[GpuSample(index=0, util_gpu=100.0, sm_active=40.0)])),
+        ("event", Event(1.0, ev.PHASE, {"phase": "warmup"}), None),
+        ("event", Event(1.5, ev.THROUGHPUT, {"samples_per_sec": 10.0, "phase": "warmup"}), None),
+        ("event", Event(2.0, ev.THROUGHPUT, {"samples_per_sec": 20.0, "phase": "measure"}), 20.0),
+        ("event", Event(2.1, ev.OUTPUT, {"stream": "stderr", "text": "hello"}), None),
+        ("event", Event(2.2, ev.FINDING, {"id": "a", "state": "open", "severity": "warning", "title": "T"}), None),
+    ])
+    run = state.run
+    assert run.current == 20.0 and run.median == 20.0 and run.series.readings == 2
+    assert list(state.gpus[0].util) == [40.0]  # SM activity where GPM exists
+    assert ("stderr", "hello") in state.log
+    assert [f["title"] for f in state.open_findings()] == ["T"]
+    ended = state.apply(ticket, [("event", Event(3.0, ev.OUTCOME, {"kind": "exited", "ok": True}), None),
+                                 ("summary", {"throughput": {"median": 19.0}}), ("ended", None)])
+    assert ended == [run] and run.outcome_word == "ok" and run.result == 19.0
+    assert state.live_run is None
+
+
+# --- themes and settings -------------------------------------------------------------
+
+def test_builtin_themes_dark_light_and_high_contrast():
+    themes, problems = load_themes(Path("/nonexistent"))
+    assert problems == []
+    assert {DEFAULT_THEME, "gputui-light", "gputui-high-contrast"} <= set(themes)
+    assert themes["gputui-high-contrast"].ansi and not themes["gputui-light"].dark
+    assert builtin_themes_path().is_dir()
+
+
+def test_user_theme_overrides_and_broken_one_is_skipped_with_a_reason(tmp_path):
+    (tmp_path / "mine.toml").write_text('primary = "#ff0000"\n[variables]\nfooter-key-foreground = "#00ff00"\n')
+    (tmp_path / "broken.toml").write_text('primary = 3\n')
+    themes, problems = load_themes(tmp_path)
+    assert themes["mine"].primary == "#ff0000" and themes["mine"].variables["footer-key-foreground"] == "#00ff00"
+    assert len(problems) == 1 and "broken.toml: primary: expected a colour" in problems[0]
+
+
+@pytest.mark.parametrize("body, message", [
+    ('dark = true\n', "primary: missing"),
+    ('primary = "#fff"\ncolour = "red"\n', "colour: unknown key"),
+    ('primary = "#fff"\ndark = "yes"\n', "dark: expected true or false"),
+    ('primary = \n', "TOML syntax error"),
+])
+def test_theme_errors_name_file_and_key(tmp_path, body, message):
+    path = tmp_path / "t.toml"
+    path.write_text(body)
+    with pytest.raises(UserError, match=message):
+        parse_theme(path)
+
+
+def test_settings_are_written_atomically_and_keep_comments_and_other_keys(tmp_path):
+    path = tmp_path / "gputui" / "settings.toml"
+    save_setting(path, "theme", "gputui-light")
+    assert load_settings(path)[0].theme == "gputui-light"
+    path.write_text("# mine\ntheme = \"gputui-light\"  # chosen\nother = 1\n")
+    save_setting(path, "theme", "gputui-dark")
+    text = path.read_text()
+    assert "# mine" in text and "other = 1" in text and 'theme = "gputui-dark"' in text
+    assert [p.name for p in path.parent.iterdir()] == ["settings.toml"]  # no temp file left
+
+
+def test_a_malformed_settings_file_is_ignored_and_never_overwritten(tmp_path):
+    path = tmp_path / "settings.toml"
+    path.write_text("theme = = \n")
+    settings, problem = load_settings(path)
+    assert settings.theme is None and "ignored" in problem
+    with pytest.raises(ValueError):
+        save_setting(path, "theme", "gputui-dark")
+    assert path.read_text() == "theme = = \n"
+
+
+# --- supervisor and bridge -------------------------------------------------------------
+
+class FakeSession:
+    live = 0  # sessions running at once, across all instances
+    most = 0
+    lock = threading.Lock()
+
+    def __init__(self, config: SessionConfig) -> None:
+        self.config = config
+        self._stop = threading.Event()
+        self.reason = None
+        self.summary_builder = None
+        self.observers = []
+
+    def add_observer(self, observer) -> None:
+        self.observers.append(observer)
+
+    def stop(self, reason: str = "stopped") -> None:
+        self.reason = self.reason or reason
+        self._stop.set()
+
+    def run(self) -> dict:
+        with FakeSession.lock:
+            FakeSession.live += 1
+            FakeSession.most = max(FakeSession.most, FakeSession.live)
+        try:
+            self._stop.wait(2.0 if self.config.preset is not None else 30.0)  # a run ends by itself
+        finally:
+            with FakeSession.lock:
+                FakeSession.live -= 1
+        return {}
+
+
+def _wait(predicate, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.01)
+    raise AssertionError("timed out")
+
+
+def test_supervisor_runs_one_session_at_a_time_and_watches_between_runs():
+    sessions: list[FakeSession] = []
+    tickets: list[SessionTicket] = []
+    ended: list[SessionTicket] = []
+
+    def make(config):
+        sessions.append(FakeSession(config))
+        return sessions[-1]
+
+    def observers_for(session, ticket):
+        tickets.append(ticket)
+        return []
+
+    sup = SessionSupervisor(make, observers_for, lambda t, e: ended.append(t), interval=0.5, duration=99.0)
+    thread = threading.Thread(target=sup.loop)
+    thread.start()
+    try:
+        _wait(lambda: sup.current is not None and not sup.current.is_run)
+        assert sessions[0].config.duration is None  # watching is not capped
+        preset = Preset(name="p", source=Path("x"))
+        first = sup.start_run(preset)
+        assert first is not None and first.run == 1
+        assert sup.start_run(preset) is None  # one run at a time
+        _wait(lambda: sup.current == first)
+        assert sessions[0].reason == "starting run #1" and sessions[1].config.duration == 99.0
+        assert sup.stop_run() and sessions[1].reason == "stopped from the dashboard"
+        _wait(lambda: sup.current is not None and not sup.current.is_run)
+        assert not sup.stop_run()  # nothing to stop while watching
+    finally:
+        sup.shutdown("quit")
+        assert sup.wait_closed(10)
+        thread.join(5)
+    assert FakeSession.most == 1
+    assert [t.is_run for t in tickets] == [False, True, False]
+    assert len(ended) == 3 and sessions[-1].reason == "quit"
+
+
+def test_bridge_posts_one_message_until_the_app_takes_the_items():
+    posted = []
+    bridge = SessionBridge(SessionTicket(serial=1), posted.append, lambda: 42.0)
+    bridge.on_event(Event(0.0, ev.THROUGHPUT, {"samples_per_sec": 1.0}))
+    bridge.on_sample(Sample(t=0.0))
+    assert len(posted) == 1 and isinstance(posted[0], SessionNews)
+    items = bridge.take()
+    assert [i[0] for i in items] == ["event", "sample"] and items[0][2] == 42.0
+    bridge.ended(None)
+    assert len(posted) == 2 and bridge.take() == [("ended", None)]
+
+
+def test_bridge_survives_an_app_that_has_closed():
+    def closed(message):
+        raise RuntimeError("Event loop is closed")
+
+    bridge = SessionBridge(SessionTicket(serial=1), closed)
+    bridge.on_summary({})  # no exception: the session must still finish cleanly
+
+
+def test_shutdown_before_the_loop_ever_ran_does_not_wait():
+    sup = SessionSupervisor(FakeSession, lambda s, t: [])
+    sup.shutdown("quit before the first frame")
+    assert sup.wait_closed(0.1)
+
+
+def test_the_dashboard_logic_needs_no_textual():
+    import subprocess
+    import sys
+
+    from tests.helpers import REPO
+
+    code = ("import sys\nimport gputui.tui.sessions, gputui.tui.state, gputui.tui.charts, gputui.tui.settings\n"
+            "print(any(m == 'textual' or m.startswith('textual.') for m in sys.modules))\n")
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"

@@ -1,0 +1,71 @@
+"""SVG snapshots of the dashboard at 80×24 and 160×48 (and 80×24 in the
+high-contrast theme), fed by deterministic sessions: fixed times, GPU samples from
+the real GpuTelemetry reading tests/fake_nvml.py, a fixed host sample.
+
+Each snapshot is stored twice in tests/snapshots/: the SVG (what it looks like) and
+the screen's text (what a diff can show).  After an intended change, regenerate with
+``GPUTUI_UPDATE_SNAPSHOTS=1 python -m pytest tests/test_tui_snapshots.py`` and look at
+the SVGs before committing them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from pathlib import Path
+
+import pytest
+
+from gputui.tui.app import make_app
+from tests.test_tui_support import demo_preset, run_async, scripted_factory, shown, wait_until
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+UPDATE = os.environ.get("GPUTUI_UPDATE_SNAPSHOTS") == "1"
+
+FINDING = {"id": "input-1", "kind": "input_bound", "state": "open", "severity": "warning",
+           "title": "Input pipeline is CPU-bound", "since": 8.0,
+           "evidence": {"busiest_worker_cpu": 97.0}, "advice": ["Raise num_workers"]}
+
+
+def render(size: tuple[int, int], tmp_path: Path, theme: str | None) -> tuple[str, str]:
+    preset = demo_preset()
+
+    async def scenario():
+        app = make_app({preset.name: preset}, session_factory=scripted_factory(findings=[FINDING]),
+                       start_preset=preset.name, theme=theme, clock=lambda: 1000.0,
+                       settings_file=tmp_path / "settings.toml", user_themes_dir=tmp_path / "no-themes")
+        async with app.run_test(size=size) as pilot:
+            await wait_until(pilot, lambda: app.state.run is not None and app.state.run.series.readings == 96
+                             and app.state.open_findings() and len(app.state.gpus[1].util) == 24, what="script played")
+            text = await shown(pilot)
+            text = await shown(pilot)  # panels mounted by the first pass draw in the second
+            return text, app.export_screenshot(title="gputui")
+
+    return run_async(scenario())
+
+
+@pytest.mark.parametrize("size, theme", [((80, 24), None), ((160, 48), None), ((80, 24), "gputui-high-contrast")],
+                         ids=["80x24", "160x48", "80x24-high-contrast"])
+def test_dashboard_snapshot(size, theme, tmp_path):
+    name = f"dashboard_{size[0]}x{size[1]}" + (f"_{theme}" if theme else "")
+    text, svg = render(size, tmp_path, theme)
+    text_file, svg_file = SNAPSHOTS / f"{name}.txt", SNAPSHOTS / f"{name}.svg"
+    if UPDATE or not svg_file.exists():
+        SNAPSHOTS.mkdir(exist_ok=True)
+        text_file.write_text(text, encoding="utf-8")
+        svg_file.write_text(svg, encoding="utf-8")
+        if not UPDATE:
+            pytest.fail(f"new snapshot written to {svg_file}: look at it, then run again")
+        return
+    expected_text = text_file.read_text(encoding="utf-8")
+    if text != expected_text:
+        (tmp_path / f"{name}.svg").write_text(svg, encoding="utf-8")
+        diff = "\n".join(difflib.unified_diff(expected_text.splitlines(), text.splitlines(), "snapshot", "now", lineterm=""))
+        pytest.fail(f"screen differs from {text_file} (new SVG: {tmp_path / name}.svg):\n{diff}")
+    assert svg == svg_file.read_text(encoding="utf-8"), f"same text, different colours or styles than {svg_file}"
+
+
+def test_snapshots_are_deterministic(tmp_path):
+    first = render((80, 24), tmp_path / "a", None)
+    second = render((80, 24), tmp_path / "b", None)
+    assert first == second
