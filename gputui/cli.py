@@ -30,11 +30,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--theme", metavar="NAME", help="dashboard colour theme (remembered), e.g. gputui-light")
 
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    presets = sub.add_parser("presets", help="list and show presets")
+    presets = sub.add_parser("presets", help="list, show, check and edit presets")
     presets_sub = presets.add_subparsers(dest="presets_command", metavar="ACTION", required=True)
     presets_sub.add_parser("list", help="the presets, one a line")
     show = presets_sub.add_parser("show", help="one preset in full, with the command it runs")
     show.add_argument("name")
+    from gputui.preset_cli import add_commands
+
+    add_commands(presets_sub)  # validate, new, edit, rm, path
     return parser
 
 
@@ -47,6 +50,10 @@ def _load(args: argparse.Namespace):
 def cmd_presets(args: argparse.Namespace) -> int:
     from gputui.presets import get_preset
 
+    if args.presets_command not in ("list", "show"):
+        from gputui.preset_cli import run
+
+        return run(args)
     presets = _load(args)
     if args.presets_command == "list":
         width = max((len(n) for n in presets), default=0)

@@ -342,13 +342,26 @@ def load_diagnosis_file(path: Path) -> dict[str, Any]:
 
 def _load_document(path: Path) -> tuple[dict[str, Preset], dict[str, Any]]:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise UserError(f"{path}: no such presets file") from None
     except UnicodeDecodeError as exc:
         raise UserError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:
         raise UserError(f"{path}: cannot read ({exc.strerror})") from None
+    return parse_text(text, path)
+
+
+def check_preset(name: str, table: Any, path: Path) -> Preset:
+    """One preset's table, validated as a file would be (for editors): raises UserError."""
+    return _parse_preset(name, table, path)
+
+
+def parse_text(text: str, path: Path) -> tuple[dict[str, Preset], dict[str, Any]]:
+    """The presets and [diagnosis] table of ``text``, validated as if read from ``path``
+    (errors name ``path``).  Raises UserError."""
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise UserError(_syntax_error_message(path, exc)) from None
     for key in data:

@@ -9,7 +9,8 @@ from tests.helpers import REPO
 
 CORE_MODULES = [
     "gputui.cli", "gputui.session", "gputui.record", "gputui.summary", "gputui.presets",
-    "gputui.runner", "gputui.throughput", "gputui.progress",
+    "gputui.runner", "gputui.throughput", "gputui.progress", "gputui.preset_store", "gputui.preset_cli",
+    "gputui.safe_write",
     "gputui.telemetry.gpu", "gputui.telemetry.host", "gputui.workloads.protocol", "gputui.workloads.smoke",
 ]
 

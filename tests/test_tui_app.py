@@ -253,9 +253,10 @@ def test_keys_are_remapped_by_binding_id_from_settings(tmp_path, monkeypatch):
 
 def _all_bindings():
     from gputui.tui.screens.findings import FindingsScreen as F
+    from gputui.tui.screens.editor import ConflictScreen, NameScreen, PresetEditorScreen
     from gputui.tui.screens.summary import SummaryScreen as S
 
-    for owner in (GpuTuiApp, DashboardScreen, PresetList, S, F):
+    for owner in (GpuTuiApp, DashboardScreen, PresetList, S, F, PresetEditorScreen, NameScreen, ConflictScreen):
         for binding in owner.BINDINGS:
             yield owner.__name__, binding
 

@@ -55,3 +55,19 @@ METHODS = ("steps", "tf-metal")  # gputui's step timing, or tf-metal-experiments
 AUGMENT_LEVELS = ("light", "heavy")  # host pipeline: per-image CPU work
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")  # torch.compile
 DEVICES = ("auto", "cuda", "cpu")  # auto: cuda when available, else cpu
+
+# The transformers' hyperparameters, spelled out from bert-large-uncased's and
+# distilbert-base-uncased's config.json (weights and configs cannot be downloaded).
+# Both frameworks build their models from these; each adds its own pad_token_id.
+TRANSFORMER_CONFIGS: dict[str, dict] = {
+    "bert_large": dict(
+        vocab_size=30522, hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096,
+        hidden_act="gelu", hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1, max_position_embeddings=512,
+        type_vocab_size=2, initializer_range=0.02, layer_norm_eps=1e-12, position_embedding_type="absolute",
+    ),
+    "distilbert": dict(
+        vocab_size=30522, max_position_embeddings=512, sinusoidal_pos_embds=False, n_layers=6, n_heads=12, dim=768,
+        hidden_dim=3072, dropout=0.1, attention_dropout=0.1, activation="gelu", initializer_range=0.02,
+        qa_dropout=0.1, seq_classif_dropout=0.2,
+    ),
+}  # fmt: skip

@@ -85,7 +85,7 @@ import time
 from typing import Any
 
 from gputui.workloads import images
-from gputui.workloads.catalog import MODELS
+from gputui.workloads.catalog import MODELS, TRANSFORMER_CONFIGS
 from gputui.workloads.measure import MissingFramework, OutOfMemory, Window, measure, summarize
 from gputui.workloads.protocol import MEASURE, WARMUP, Emitter
 
@@ -101,19 +101,6 @@ APPLICATIONS = {
     "efficientnet_b7": "EfficientNetB7",
 }
 
-# bert-large-uncased's config.json, spelled out (no download).
-BERT_LARGE_UNCASED = dict(
-    vocab_size=30522, hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096,
-    hidden_act="gelu", hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1, max_position_embeddings=512,
-    type_vocab_size=2, initializer_range=0.02, layer_norm_eps=1e-12, pad_token_id=0,
-    position_embedding_type="absolute",
-)  # fmt: skip
-# distilbert-base-uncased's config.json.
-DISTILBERT_BASE_UNCASED = dict(
-    vocab_size=30522, max_position_embeddings=512, sinusoidal_pos_embds=False, n_layers=6, n_heads=12, dim=768,
-    hidden_dim=3072, dropout=0.1, attention_dropout=0.1, activation="gelu", initializer_range=0.02,
-    qa_dropout=0.1, seq_classif_dropout=0.2, pad_token_id=0,
-)  # fmt: skip
 
 PRECISIONS = {"fp32": "float32", "mixed_float16": "mixed_float16", "mixed_bfloat16": "mixed_bfloat16"}
 
@@ -313,9 +300,9 @@ def build_cnn(keras, name: str, image_size: int):
 
 def transformer_config(transformers, name: str):
     if name == "bert_large":
-        return transformers.BertConfig(**BERT_LARGE_UNCASED, num_labels=NUM_LABELS)
+        return transformers.BertConfig(**TRANSFORMER_CONFIGS["bert_large"], pad_token_id=0, num_labels=NUM_LABELS)
     if name == "distilbert":
-        return transformers.DistilBertConfig(**DISTILBERT_BASE_UNCASED, num_labels=NUM_LABELS)
+        return transformers.DistilBertConfig(**TRANSFORMER_CONFIGS["distilbert"], pad_token_id=0, num_labels=NUM_LABELS)
     raise ValueError(f"no TensorFlow builder for {name!r}")
 
 

@@ -47,7 +47,7 @@ import warnings
 from typing import Any
 
 from gputui.workloads import images
-from gputui.workloads.catalog import MODELS
+from gputui.workloads.catalog import MODELS, TRANSFORMER_CONFIGS
 from gputui.workloads.measure import MissingFramework, OutOfMemory, measure
 from gputui.workloads.protocol import Emitter
 
@@ -63,18 +63,6 @@ TORCHVISION_BUILDERS = {
     "efficientnet_b7": "efficientnet_b7",
 }
 
-# bert-large-uncased's config.json, spelled out (no download).
-BERT_LARGE_UNCASED = dict(
-    vocab_size=30522, hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096,
-    hidden_act="gelu", hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1, max_position_embeddings=512,
-    type_vocab_size=2, initializer_range=0.02, layer_norm_eps=1e-12, position_embedding_type="absolute",
-)  # fmt: skip
-# distilbert-base-uncased's config.json.
-DISTILBERT_BASE_UNCASED = dict(
-    vocab_size=30522, max_position_embeddings=512, sinusoidal_pos_embds=False, n_layers=6, n_heads=12, dim=768,
-    hidden_dim=3072, dropout=0.1, attention_dropout=0.1, activation="gelu", initializer_range=0.02,
-    qa_dropout=0.1, seq_classif_dropout=0.2,
-)  # fmt: skip
 
 
 # --- imports -------------------------------------------------------------------------
@@ -182,9 +170,9 @@ def build_model(mods: dict[str, Any], name: str, *, attn: str = "sdpa"):
         return getattr(mods["torchvision"].models, TORCHVISION_BUILDERS[name])(weights=None, num_classes=NUM_CLASSES)
     tf = mods["transformers"]
     if name == "bert_large":
-        config_cls, model_cls, params = tf.BertConfig, tf.BertForSequenceClassification, BERT_LARGE_UNCASED
+        config_cls, model_cls, params = tf.BertConfig, tf.BertForSequenceClassification, TRANSFORMER_CONFIGS["bert_large"]
     elif name == "distilbert":
-        config_cls, model_cls, params = tf.DistilBertConfig, tf.DistilBertForSequenceClassification, DISTILBERT_BASE_UNCASED
+        config_cls, model_cls, params = tf.DistilBertConfig, tf.DistilBertForSequenceClassification, TRANSFORMER_CONFIGS["distilbert"]
     else:
         raise ValueError(f"no PyTorch builder for {name!r}")
     # pad_token_id=None: without it, every eager forward without an attention mask

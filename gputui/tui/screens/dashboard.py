@@ -12,6 +12,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, OptionList
 
 from gputui.presets import Preset
+from gputui.tui.compositor import crop_updates
 from gputui.tui.widgets.base import StateView
 from gputui.tui.widgets.cpu import CpuPanel
 from gputui.tui.widgets.findings import FindingsStrip
@@ -31,11 +32,15 @@ class DashboardScreen(Screen):
         Binding("r", "app.run_again", "Run again", id="run_again"),
         Binding("f", "app.show_findings", "Findings", id="show_findings"),
         Binding("u", "app.show_summary", "Summary", id="show_summary"),
+        # Not in the footer: at 80 columns it would push out q Quit (docs/dashboard.md lists them).
+        Binding("e", "edit_preset", "Edit preset", id="edit_preset", show=False),
+        Binding("n", "new_preset", "New preset", id="new_preset", show=False),
     ]
 
     def __init__(self, presets: dict[str, Preset]) -> None:
         super().__init__(id="dashboard")
         self.presets = presets
+        crop_updates(self)  # partial updates send the changed cells, not whole panel rows
 
     def compose(self) -> ComposeResult:
         yield MachineHeader(id="machine")
@@ -87,3 +92,22 @@ class DashboardScreen(Screen):
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         if event.option.id:
             self.app.start_preset(event.option.id)  # type: ignore[attr-defined]
+
+    def action_edit_preset(self) -> None:
+        self._open_editor(self.query_one(PresetList).selected_preset, new=False)
+
+    def action_new_preset(self) -> None:
+        """A new preset from a template, saved to the user's presets file."""
+        self._open_editor(None, new=True)
+
+    def _open_editor(self, preset: Preset | None, new: bool) -> None:
+        from gputui.errors import UserError
+        from gputui.tui.screens.editor import PresetEditorScreen
+
+        if preset is None and not new:
+            self.notify("No preset to edit: press n for a new one.")
+            return
+        try:
+            self.app.push_screen(PresetEditorScreen(preset, new=new))
+        except UserError as exc:  # the file to save to cannot be read
+            self.notify(str(exc), severity="error", timeout=8)

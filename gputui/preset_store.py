@@ -1,0 +1,216 @@
+"""Changing presets files safely: the CLI's ``presets new|edit|rm`` and the dashboard's
+editor both go through :class:`PresetFile`.
+
+- Edits go through tomlkit and touch only the keys that changed, so comments, key
+  order and formatting elsewhere survive.
+- Nothing invalid is written: the new text is validated exactly as loading validates
+  it (:func:`gputui.presets.parse_text`) before the file is touched.
+- A file changed on disk since it was loaded is detected (a SHA-256 of its bytes,
+  taken at load) and raises :class:`ConflictError` unless the caller forces the save.
+- The write is atomic (:func:`gputui.safe_write.write_atomic`) and the previous
+  version is kept next to the file as ``presets.toml.bak``.
+
+No Textual here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+from typing import Any
+
+from gputui.errors import UserError
+from gputui.presets import Preset, builtin_presets_path, parse_text, user_presets_path
+from gputui.safe_write import write_atomic
+
+NAME_RE = re.compile(r"[A-Za-z0-9_.-]+")
+HEADER_COMMENT = "gputui presets (see docs/presets.md); gputui keeps comments and formatting when it edits this file"
+TEMPLATE: dict[str, Any] = {
+    "description": "a new preset: the smoke workload until you pick a framework and model",
+    "framework": "smoke",
+    "batch_size": 256,
+    "steps": 40,
+    "warmup_steps": 5,
+}
+
+
+class ConflictError(UserError):
+    """The file changed on disk since it was loaded."""
+
+
+def is_builtin(path: Path) -> bool:
+    return path.resolve() == builtin_presets_path().resolve()
+
+
+def check_name(name: str) -> str:
+    if not NAME_RE.fullmatch(name):
+        raise UserError(f"{name!r}: a preset name is letters, digits, '-', '_' or '.'")
+    return name
+
+
+def backup_path(path: Path) -> Path:
+    return path.with_name(path.name + ".bak")
+
+
+def _digest(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except FileNotFoundError:
+        return None
+
+
+def _plain(value: Any) -> Any:
+    """A tomlkit item as plain Python (dict, list, str, int, ...)."""
+    return value.unwrap() if hasattr(value, "unwrap") else value
+
+
+def _item(value: Any) -> Any:
+    """A value as a tomlkit item that writes on one line (tables inline)."""
+    import tomlkit
+
+    if isinstance(value, dict):
+        table = tomlkit.inline_table()
+        table.update({k: _item(v) for k, v in value.items()})
+        return table
+    if isinstance(value, (list, tuple)):
+        array = tomlkit.array()
+        array.extend(_item(v) for v in value)
+        return array
+    return value
+
+
+class PresetFile:
+    """One presets file as loaded, with the edits made since; :meth:`save` writes them."""
+
+    def __init__(self, path: Path, text: str, digest: str | None) -> None:
+        import tomlkit
+
+        self.path = path
+        self.original_text = text
+        self.digest = digest
+        try:
+            self.document = tomlkit.parse(text)
+        except tomlkit.exceptions.ParseError as exc:
+            parse_text(text, path)  # the same one-line error as loading gives
+            raise UserError(f"{path}: cannot edit this file ({exc})") from None
+        if not text:
+            self.document.add(tomlkit.comment(HEADER_COMMENT))
+
+    @classmethod
+    def load(cls, path: Path) -> "PresetFile":
+        """The file as it is now ({} when absent, e.g. a first user file)."""
+        digest = _digest(path)
+        try:
+            text = path.read_bytes().decode("utf-8") if digest is not None else ""
+        except UnicodeDecodeError as exc:
+            raise UserError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+        except OSError as exc:
+            raise UserError(f"{path}: cannot read ({exc.strerror})") from None
+        return cls(path, text, digest)
+
+    @classmethod
+    def user(cls) -> "PresetFile":
+        return cls.load(user_presets_path())
+
+    # -- Reading -----------------------------------------------------------------------
+    def _presets_table(self, create: bool = False):
+        import tomlkit
+
+        table = self.document.get("presets")
+        if table is None and create:
+            table = tomlkit.table(is_super_table=True)
+            self.document["presets"] = table
+        return table
+
+    def names(self) -> list[str]:
+        table = self._presets_table()
+        return list(table) if table is not None else []
+
+    def table(self, name: str) -> dict[str, Any] | None:
+        """One preset's keys as plain values, or None."""
+        table = self._presets_table()
+        return _plain(table[name]) if table is not None and name in table else None
+
+    def text(self) -> str:
+        import tomlkit
+
+        return tomlkit.dumps(self.document)
+
+    def validate(self, text: str | None = None) -> dict[str, Preset]:
+        """The presets of the edited text (or ``text``), or UserError naming the key."""
+        return parse_text(self.text() if text is None else text, self.path)[0]
+
+    # -- Editing -----------------------------------------------------------------------
+    def set_preset(self, name: str, values: dict[str, Any]) -> None:
+        """Make preset ``name`` hold exactly ``values``, changing only keys that differ."""
+        import tomlkit
+
+        check_name(name)
+        presets = self._presets_table(create=True)
+        if name not in presets:
+            table = tomlkit.table()
+            for key, value in values.items():
+                table[key] = _item(value)
+            presets[name] = table
+            return
+        _merge(presets[name], values)
+
+    def remove_preset(self, name: str) -> None:
+        presets = self._presets_table()
+        if presets is None or name not in presets:
+            raise UserError(f"{self.path}: no preset named {name!r} in this file")
+        del presets[name]
+
+    def rename_preset(self, old: str, new: str, values: dict[str, Any]) -> None:
+        if new != old and new in self.names():
+            raise UserError(f"{self.path}: a preset named {new!r} exists already")
+        self.set_preset(new, values)
+        if new != old and old in self.names():
+            self.remove_preset(old)
+
+    # -- Writing -----------------------------------------------------------------------
+    def changed_on_disk(self) -> bool:
+        return _digest(self.path) != self.digest
+
+    def save(self, text: str | None = None, *, force: bool = False) -> dict[str, Preset]:
+        """Validate, check for a conflicting change on disk, back up, replace.  Writes
+        the edited document, or ``text`` (a whole file a user edited).  Returns the
+        file's presets.  Raises UserError (invalid; nothing written), ConflictError
+        (changed on disk; nothing written) or UserError for an OS error."""
+        if is_builtin(self.path):
+            raise UserError(f"{self.path}: built-in presets are read-only; save a copy in {user_presets_path()}")
+        text = self.text() if text is None else text
+        presets = self.validate(text)
+        if not force and self.changed_on_disk():
+            raise ConflictError(f"{self.path}: changed on disk since it was loaded; reload it, or save again to overwrite")
+        try:
+            write_atomic(self.path, text, backup=backup_path(self.path))
+        except OSError as exc:
+            raise UserError(f"{self.path}: cannot write ({exc.strerror or exc})") from None
+        self.original_text = text
+        self.digest = _digest(self.path)
+        return presets
+
+
+def _merge(table: Any, values: dict[str, Any]) -> None:
+    """Set ``table`` (a tomlkit table) to ``values`` touching only what differs."""
+    for key in [k for k in table if k not in values]:
+        del table[key]
+    for key, value in values.items():
+        if key in table:
+            current = table[key]
+            if _plain(current) == value:
+                continue
+            if isinstance(value, dict) and hasattr(current, "items") and not isinstance(current, list):
+                _merge(current, value)
+                continue
+        table[key] = _item(value)
+
+
+def source_table(preset: Preset) -> dict[str, Any]:
+    """The keys of ``preset`` as written in its file (plain values)."""
+    from gputui.presets import tomllib
+
+    data = tomllib.loads(preset.source.read_text(encoding="utf-8"))
+    return dict(data.get("presets", {}).get(preset.name, {}))

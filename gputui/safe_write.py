@@ -1,0 +1,54 @@
+"""Writing a file so that a crash leaves the old version or the new one, never half of one.
+
+The text goes to a temporary file in the same directory (so the rename stays on one
+file system), is flushed and fsynced, then ``os.replace``s the target; the directory
+is fsynced so the rename itself survives a power cut.  Used for settings.toml and
+presets files.  No Textual here.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def write_atomic(path: Path, text: str, *, backup: Path | None = None) -> None:
+    """Replace ``path`` with ``text`` atomically.  With ``backup``, the previous
+    version (if any) is first copied there (itself atomically).  Raises OSError."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if backup is not None and path.exists():
+        previous = path.read_bytes()
+        _replace_with(backup, lambda handle: handle.write(previous), binary=True)
+    _replace_with(path, lambda handle: handle.write(text))
+
+
+def _replace_with(path: Path, fill, binary: bool = False) -> None:
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as handle:
+            fill(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make the rename itself durable (POSIX); harmless where unsupported."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

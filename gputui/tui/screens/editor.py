@@ -1,0 +1,438 @@
+"""The preset editor: a form for the common keys and the raw TOML of the preset,
+validated as you type by the same checkers that load presets files
+(:func:`gputui.presets.check_preset`), saved through
+:class:`gputui.preset_store.PresetFile` (only changed keys, atomic, backed up,
+conflict-checked).  Built-in presets are read-only: "Save as" makes an editable copy
+in the user's presets file."""
+
+from __future__ import annotations
+
+import dataclasses
+import shlex
+from pathlib import Path
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Footer, Input, Label, Select, Static, TabbedContent, TabPane, TextArea
+from textual.widgets.option_list import Option
+
+from gputui.errors import UserError
+from gputui.preset_store import TEMPLATE, ConflictError, PresetFile, check_name, is_builtin, source_table
+from gputui.presets import Preset, check_preset, parse_text, user_presets_path
+from gputui.workloads.catalog import FRAMEWORKS, PIPELINES
+
+# The form's fields: (key, label, kind); kind is "text", "int", "words", "env" or "select".
+FIELDS = (
+    ("description", "description", "text"),
+    ("command", "command", "words"),
+    ("framework", "framework", "select"),
+    ("model", "model", "select"),
+    ("batch_size", "batch size", "int"),
+    ("steps", "steps", "int"),
+    ("precision", "precision", "select"),
+    ("pipeline", "pipeline", "select"),
+    ("workers", "workers", "int"),
+    ("env", "env", "env"),
+)
+TOML_TAB = Path("<TOML tab>")
+
+
+def _select_options(key: str, framework: str | None) -> list[tuple[str, str]]:
+    if key == "framework":
+        names: tuple[str, ...] = tuple(FRAMEWORKS)
+    elif key == "pipeline":
+        names = PIPELINES
+    elif framework in FRAMEWORKS:
+        names = FRAMEWORKS[framework]["models" if key == "model" else "precisions"]
+    else:
+        names = ()
+    return [(name, name) for name in names]
+
+
+def _field_text(kind: str, value: Any) -> str:
+    if value is None:
+        return ""
+    if kind == "words":
+        return shlex.join(value) if isinstance(value, list) else str(value)
+    if kind == "env":
+        return " ".join(f"{k}={shlex.quote(str(v))}" for k, v in value.items()) if isinstance(value, dict) else str(value)
+    return str(value)
+
+
+def _field_value(kind: str, text: str) -> Any:
+    """What a field's text means as a TOML value; None drops the key.  Text that does
+    not convert stays text, so the schema's checker says what was expected."""
+    text = text.strip()
+    if not text:
+        return None
+    if kind == "int":
+        return int(text) if text.lstrip("-").isdigit() else text
+    try:
+        words = shlex.split(text)
+    except ValueError:
+        return text
+    if kind == "words":
+        return words
+    if kind == "env":
+        if not all("=" in w and not w.startswith("=") for w in words):
+            return text
+        return dict(w.split("=", 1) for w in words)
+    return text
+
+
+def preset_toml(name: str, values: dict[str, Any]) -> str:
+    import tomlkit
+
+    document = tomlkit.document()
+    presets = tomlkit.table(is_super_table=True)
+    document["presets"] = presets
+    table = tomlkit.table()
+    for key, value in values.items():
+        table[key] = value
+    presets[name] = table
+    return tomlkit.dumps(document).lstrip("\n")
+
+
+class PresetEditorScreen(Screen):
+    BINDINGS = [
+        Binding("ctrl+s", "save", "Save", id="editor_save", priority=True),
+        Binding("ctrl+o", "save_as", "Save as", id="editor_save_as", priority=True),
+        Binding("ctrl+r", "run", "Run", id="editor_run", priority=True),
+        Binding("escape", "close", "Close", id="editor_close"),
+    ]
+    DEFAULT_CSS = """
+    PresetEditorScreen { layout: vertical; }
+    PresetEditorScreen #editor-source { height: auto; padding: 0 1; color: $text-muted; }
+    PresetEditorScreen #editor-tabs { height: 1fr; }
+    PresetEditorScreen #editor-tabs TabPane { height: 1fr; padding: 0 1; }
+    PresetEditorScreen #editor-tabs VerticalScroll { height: 1fr; }
+    PresetEditorScreen #editor-status { height: auto; padding: 0 1; }
+    PresetEditorScreen #editor-status.-invalid { color: $error; }
+    PresetEditorScreen .row { height: 1; margin-bottom: 0; }
+    PresetEditorScreen .row Label { width: 13; padding-right: 1; }
+    PresetEditorScreen .row Input, PresetEditorScreen .row Select { width: 1fr; }
+    PresetEditorScreen TextArea { height: 1fr; }
+    """
+
+    def __init__(self, preset: Preset | None, new: bool = False) -> None:
+        super().__init__(id="preset-editor")
+        self.original_name = preset.name if preset is not None and not new else None
+        if preset is None:
+            values, name = dict(TEMPLATE), "new-preset"
+        else:
+            values, name = source_table(preset), preset.name if not new else preset.name + "-copy"
+        self.read_only = preset is not None and not new and is_builtin(preset.source)
+        writable = preset is not None and not new and not self.read_only
+        self.path = preset.source if writable else user_presets_path()
+        self.source_path = preset.source if preset is not None else None
+        self.store = PresetFile.load(self.path)
+        self.base = values  # keys the form does not show are kept as they are
+        self.saved = (self.original_name, dict(values))
+        self._initial = (name, values)
+        self._filling = False
+
+    # -- Layout ------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        name, values = self._initial
+        framework = values.get("framework")
+        yield Static(self._source_line(), id="editor-source")
+        with TabbedContent(id="editor-tabs"):
+            with TabPane("Form", id="tab-form"):
+                with VerticalScroll():
+                    with Horizontal(classes="row"):
+                        yield Label("name")
+                        yield Input(name, id="field-name", compact=True)
+                    for key, label, kind in FIELDS:
+                        with Horizontal(classes="row"):
+                            yield Label(label)
+                            if kind == "select":
+                                options = _select_options(key, framework)
+                                value = values.get(key)
+                                yield Select(options, id=f"field-{key}", compact=True, allow_blank=True,
+                                             value=value if (value, value) in options else Select.NULL)
+                            else:
+                                yield Input(_field_text(kind, values.get(key)), id=f"field-{key}", compact=True)
+            with TabPane("TOML", id="tab-toml"):
+                yield TextArea(preset_toml(name, values), language="toml", id="editor-toml")
+        yield Static("", id="editor-status")
+        yield Footer()
+
+    def _source_line(self) -> str:
+        if self.source_path is None:
+            return f"New preset: saved to {self.path}"
+        if self.read_only:
+            return (f"From {self.source_path} (built-in, read-only): "
+                    f"ctrl+o saves an editable copy to {user_presets_path()}")
+        if self.original_name is None:
+            return f"A copy, saved to {self.path}"
+        return f"From {self.source_path}"
+
+    def on_mount(self) -> None:
+        self.query_one("#field-name", Input).focus()
+        self.validate()
+
+    # -- Reading the form --------------------------------------------------------------
+    def form_values(self) -> tuple[str, dict[str, Any]]:
+        values = dict(self.base)
+        for key, _label, kind in FIELDS:
+            widget = self.query_one(f"#field-{key}")
+            if kind == "select":
+                value = widget.value if widget.value != Select.NULL else None
+            else:
+                value = _field_value(kind, widget.value)
+            if value is None:
+                values.pop(key, None)
+            else:
+                values[key] = value
+        # keep the file's key order: keys the form adds go last
+        ordered = {k: values[k] for k in self.base if k in values}
+        ordered.update({k: v for k, v in values.items() if k not in ordered})
+        return self.query_one("#field-name", Input).value.strip(), ordered
+
+    def toml_values(self) -> tuple[str, dict[str, Any]]:
+        """The TOML tab's one preset (its syntax checked here; its keys by :meth:`current`)."""
+        from gputui.presets import tomllib
+
+        text = self.query_one("#editor-toml", TextArea).text
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError:
+            parse_text(text, TOML_TAB)  # raises the one-line error, with the tab's line and column
+            raise
+        presets = data.get("presets")
+        if set(data) != {"presets"} or not isinstance(presets, dict) or len(presets) != 1:
+            raise UserError(f"{TOML_TAB}: expected exactly one [presets.NAME] table and nothing else")
+        name, values = next(iter(presets.items()))
+        if not isinstance(values, dict):
+            raise UserError(f"{TOML_TAB}: [presets.{name}]: expected a table of settings")
+        return name, dict(values)
+
+    def current(self) -> tuple[str, dict[str, Any]]:
+        """The preset as edited (form or TOML tab, whichever shows), checked: UserError if not valid."""
+        tabs = self.query_one("#editor-tabs", TabbedContent)
+        name, values = self.toml_values() if tabs.active == "tab-toml" else self.form_values()
+        check_name(name)
+        check_preset(name, values, self.path)
+        return name, values
+
+    def validate(self) -> bool:
+        status = self.query_one("#editor-status", Static)
+        try:
+            self.current()
+        except UserError as exc:
+            status.update(str(exc))
+            status.add_class("-invalid")
+            return False
+        status.update("✓ valid" + ("" if not self.read_only else " (read-only: ctrl+o to save a copy)"))
+        status.remove_class("-invalid")
+        return True
+
+    def fill_form(self, name: str, values: dict[str, Any]) -> None:
+        self._filling = True
+        self.base = dict(values)
+        self.query_one("#field-name", Input).value = name
+        for key, _label, kind in FIELDS:
+            widget = self.query_one(f"#field-{key}")
+            if kind == "select":
+                options = _select_options(key, values.get("framework"))
+                widget.set_options(options)
+                value = values.get(key)
+                widget.value = value if (value, value) in options else Select.NULL
+            else:
+                widget.value = _field_text(kind, values.get(key))
+        self._filling = False
+
+    # -- Events ------------------------------------------------------------------------
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.validate()
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        if event.select.id == "field-framework" and not self._filling:
+            framework = event.value if event.value != Select.NULL else None
+            for key in ("model", "precision"):
+                select = self.query_one(f"#field-{key}", Select)
+                keep = select.value
+                options = _select_options(key, framework)
+                select.set_options(options)
+                if (keep, keep) in options:
+                    select.value = keep
+        self.validate()
+
+    def on_text_area_changed(self, event: TextArea.Changed) -> None:
+        self.validate()
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        if event.pane.id == "tab-toml":
+            name, values = self.form_values()
+            self.query_one("#editor-toml", TextArea).text = preset_toml(name, values)
+        else:
+            try:
+                name, values = self.toml_values()
+            except UserError as exc:
+                self.notify(f"the TOML tab is not valid, the form keeps its values: {exc}", severity="warning")
+            else:
+                self.fill_form(name, values)
+        self.validate()
+
+    # -- Actions -----------------------------------------------------------------------
+    def action_save(self) -> None:
+        if self.read_only:
+            self.notify("Built-in presets are read-only: ctrl+o saves an editable copy.", severity="warning")
+            return
+        self.save(self.original_name)
+
+    def _checked(self) -> tuple[str, dict[str, Any]] | None:
+        """The edited preset, or None (and the error shown) when it is not valid."""
+        try:
+            return self.current()
+        except UserError as exc:
+            self.notify(str(exc), severity="error", timeout=8)
+            return None
+
+    def action_save_as(self) -> None:
+        checked = self._checked()
+        if checked is None:
+            return
+        name = checked[0]
+        default = name if name != self.original_name or self.read_only else name + "-copy"
+        self.app.push_screen(NameScreen(default), self._save_as_named)
+
+    def _save_as_named(self, name: str | None) -> None:
+        if not name:
+            return
+        self.query_one("#field-name", Input).value = name
+        if self.query_one("#editor-tabs", TabbedContent).active == "tab-toml":
+            _old, values = self.form_values()
+            self.query_one("#editor-toml", TextArea).text = preset_toml(name, values)
+        self.path = user_presets_path()
+        self.store = PresetFile.load(self.path)
+        self.read_only = False
+        self.original_name = None
+        self.source_path = self.path
+        self.query_one("#editor-source", Static).update(self._source_line())
+        self.save(None)
+
+    def save(self, old_name: str | None, force: bool = False) -> bool:
+        """Write the edited preset (renaming ``old_name``); True when saved."""
+        try:
+            name, values = self.current()
+            if name != old_name and name in self.store.names():
+                raise UserError(f"{self.path}: a preset named {name!r} exists already")
+            work = PresetFile(self.store.path, self.store.original_text, self.store.digest)
+            work.rename_preset(old_name or name, name, values)
+            saved = work.save(force=force)
+        except ConflictError as exc:
+            self.app.push_screen(ConflictScreen(str(exc)), lambda choice: self._after_conflict(choice, old_name))
+            return False
+        except UserError as exc:
+            self.notify(str(exc), severity="error", timeout=8)
+            return False
+        self.store = work
+        self.original_name = name
+        self.saved = (name, dict(values))
+        self.base = dict(values)
+        self.source_path = self.path
+        self.query_one("#editor-source", Static).update(self._source_line())
+        apply_saved(self.app, saved, removed=old_name if old_name not in (None, name) else None, select=name)
+        self.notify(f"saved {name} to {self.path}", timeout=4)
+        return True
+
+    def _after_conflict(self, choice: str | None, old_name: str | None) -> None:
+        if choice == "overwrite":
+            self.save(old_name, force=True)
+        elif choice == "reload":
+            self.store = PresetFile.load(self.path)
+            table = self.store.table(old_name) if old_name else None
+            if table is None:
+                self.notify(f"{old_name} is no longer in {self.path}; the form keeps your values", severity="warning")
+                return
+            self.fill_form(old_name, table)
+            if self.query_one("#editor-tabs", TabbedContent).active == "tab-toml":
+                self.query_one("#editor-toml", TextArea).text = preset_toml(old_name, table)
+            self.validate()
+            self.notify(f"reloaded {old_name} from {self.path}")
+
+    def action_run(self) -> None:
+        checked = self._checked()
+        if checked is None:
+            return
+        name, values = checked
+        if (name, values) != self.saved:
+            if self.read_only:
+                self.notify("Built-in presets are read-only: ctrl+o saves a copy you can run.", severity="warning")
+                return
+            if not self.save(self.original_name):
+                return
+        self.dismiss()
+        self.app.start_preset(name)  # type: ignore[attr-defined]
+
+    def action_close(self) -> None:
+        self.dismiss()
+
+
+def apply_saved(app, saved: dict[str, Preset], removed: str | None, select: str) -> None:
+    """Make the app's presets (and the dashboard's list) show a file's saved presets."""
+    presets: dict[str, Preset] = app.presets
+    base = next(iter(presets.values())).diagnosis_base if presets else {}
+    if removed is not None:
+        presets.pop(removed, None)
+    for name, preset in saved.items():
+        presets[name] = dataclasses.replace(preset, diagnosis_base=dict(base))
+    from gputui.tui.widgets.presets import PresetList
+
+    for plist in app.dashboard.query(PresetList):
+        plist.clear_options()
+        plist.add_options([Option(name, id=name) for name in sorted(presets)])
+        plist.select_name(select)
+    app.dashboard.show_highlighted_preset()
+
+
+class _Dialog(ModalScreen[str | None]):
+    """A small box in the middle of the screen: ``parts()`` yields its widgets."""
+
+    DEFAULT_CSS = """
+    _Dialog { align: center middle; }
+    _Dialog > Vertical { width: 80; max-width: 100%; height: auto; border: round $primary; background: $surface; padding: 0 1; }
+    """
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield from self.parts()
+
+    def parts(self) -> ComposeResult:
+        yield Static(self.text)
+
+
+class NameScreen(_Dialog):
+    """Asks for the name of the copy "Save as" makes (``text``: the name offered)."""
+
+    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", id="name_cancel")]
+
+    def parts(self) -> ComposeResult:
+        yield Label(f"Save as (in {user_presets_path()}):")
+        yield Input(self.text, id="save-as-name")
+        yield Label("Enter save · Esc cancel")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value.strip() or None)
+
+
+class ConflictScreen(_Dialog):
+    """The file changed on disk since the editor loaded it: overwrite it, or reload it."""
+
+    BINDINGS = [
+        Binding("o", "dismiss('overwrite')", "Overwrite", id="conflict_overwrite"),
+        Binding("r", "dismiss('reload')", "Reload", id="conflict_reload"),
+        Binding("escape", "dismiss(None)", "Cancel", id="conflict_cancel"),
+    ]
+
+    def parts(self) -> ComposeResult:
+        yield Static(self.text)
+        yield Static("o overwrite it with your version · r reload it (your changes are lost) · Esc cancel")
