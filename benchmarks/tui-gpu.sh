@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The dashboard against real NVML with a GPU preset running: its CPU and terminal-bytes
 # cost at 140x40 and a screenshot at 160x48 (run by scripts/gpu-check.sh tui).
+#   gpu-loop: a command printing ~7 output lines a second (the chatty case)
+#   torch-resnet50: a workload preset, speaking gputui's protocol (the quiet case)
 set -uo pipefail
 out=$1; mkdir -p "$out"
 python3 benchmarks/tui_cost.py --preset gpu-loop --presets benchmarks/gpu-presets.toml --seconds 12 --warmup 3 \
-  --json "$out/tui-cost-h200.json" 2>&1 | tail -15
-python3 -m gputui.tui.screenshot "$out/dashboard-h200.svg" --presets benchmarks/gpu-presets.toml --preset gpu-loop \
-  --after 15 --size 160x48 2>&1 | tail -5
-python3 -m pytest -q -p no:cacheprovider tests/test_tui_app.py tests/test_tui_snapshots.py 2>&1 | tail -3
+  --json "$out/tui-cost-gpu-loop.json" 2>&1 | tail -6
+python3 benchmarks/tui_cost.py --preset torch-resnet50 --seconds 12 --warmup 20 \
+  --json "$out/tui-cost-torch-resnet50.json" 2>&1 | tail -6
+python3 -m gputui.tui.screenshot "$out/dashboard-h200.svg" --preset torch-resnet50-input-bound \
+  --after 45 --size 160x48 2>&1 | tail -3

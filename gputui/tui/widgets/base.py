@@ -4,7 +4,8 @@ the sections they show have changed, and then only the cells that changed.
 Textual repaints every cell of a refreshed region, with its colour escapes; over SSH
 at 140×40 a whole-panel repaint each second is several KB/s.  So a panel keeps the
 cells it last drew, builds its new text on the app's timer, and marks dirty just the
-span of each line that differs: a chart gaining a column sends one cell per row.
+spans of each line that differ; the dashboard's screen then sends just those spans
+(gputui.tui.compositor), so a chart gaining a column sends one cell per row.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, ClassVar
 
+from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 from textual.geometry import Region, Size
@@ -35,23 +37,47 @@ def cells_of(text: Text) -> list[Cells]:
     return lines
 
 
+_BLANK: Cells = ("", ())
+# Skipping unchanged cells between two changes on a line costs a cursor move and the
+# colours of the next change, about this many bytes; sending them again costs a byte
+# a cell and a colour escape (~20 bytes) wherever the style changes among them.
+SPLIT_COST = 28
+STYLE_SWITCH_COST = 20
+
+
 def changed_regions(old: list[Cells], new: list[Cells], width: int) -> list[Region]:
-    """One region per changed line, from its first to its last differing cell.
-    Assumes one cell per character, which holds for what the panels draw."""
+    """The changed cells, as regions of one line each: from a line's first to its
+    last differing cell, split where skipping an unchanged stretch is cheaper than
+    sending it again (the partial update writes just these regions: see
+    gputui.tui.compositor).  A missing line is a blank one (the panel's background),
+    so a line written under the last one costs its text, not the panel's width.
+    Lines with wide or zero-width characters (output can hold anything) are sent
+    whole: their characters are not their cells."""
     regions = []
     for y in range(max(len(old), len(new))):
-        if y >= len(old) or y >= len(new):
-            regions.append(Region(0, y, width, 1))
-            continue
-        (a_text, a_styles), (b_text, b_styles) = old[y], new[y]
+        a_text, a_styles = old[y] if y < len(old) else _BLANK
+        b_text, b_styles = new[y] if y < len(new) else _BLANK
         if a_text == b_text and a_styles == b_styles:
             continue
-        n = max(len(a_text), len(b_text))
-        diffs = [x for x in range(n)
-                 if x >= len(a_text) or x >= len(b_text) or a_text[x] != b_text[x] or a_styles[x] != b_styles[x]]
-        x0, x1 = min(diffs[0], width), min(diffs[-1] + 1, width)
-        if x1 > x0:
-            regions.append(Region(x0, y, x1 - x0, 1))
+        if cell_len(a_text) != len(a_text) or cell_len(b_text) != len(b_text):
+            regions.append(Region(0, y, width, 1))
+            continue
+        la, lb = len(a_text), len(b_text)
+        diffs = [x for x in range(max(la, lb))
+                 if x >= la or x >= lb or a_text[x] != b_text[x] or a_styles[x] != b_styles[x]]
+        runs = [[diffs[0], diffs[0] + 1]]
+        for x in diffs[1:]:
+            end = runs[-1][1]
+            if x > end:  # an unchanged stretch [end, x), its styles as they are now
+                switches = sum(1 for i in range(end, min(x, lb)) if b_styles[i] != b_styles[i - 1])
+                if (x - end) + STYLE_SWITCH_COST * switches > SPLIT_COST:
+                    runs.append([x, x + 1])
+                    continue
+            runs[-1][1] = x + 1
+        for x0, x1 in runs:
+            x0, x1 = min(x0, width), min(x1, width)
+            if x1 > x0:
+                regions.append(Region(x0, y, x1 - x0, 1))
     return regions
 
 

@@ -5,6 +5,9 @@ On small screens each GPU collapses to one line."""
 
 from __future__ import annotations
 
+import time
+from typing import Callable
+
 from rich.text import Text
 from textual.containers import Grid
 from textual.widgets import Static
@@ -18,6 +21,10 @@ from gputui.tui.widgets.base import StateView
 HOT_LINE_C = 80.0  # GPUs above this throttle themselves: Dettmers' rule of thumb
 LABEL = 6
 VALUE = 17
+# The sparklines move on slower than the numbers beside them: each redraw shifts
+# every bar of a line one place per sample, so a noisy series (SM activity flickering
+# between two heights) rewrites its whole line each time.
+SPARK_EVERY_S = 6.0
 
 # Short names for badges on one-line panels.
 SHORT_REASON = {
@@ -54,6 +61,18 @@ class GpuPanel(StateView):
     def __init__(self, index: int) -> None:
         super().__init__(id=f"gpu-{index}", classes="gpu-panel")
         self.index = index
+        self._sparks: dict[tuple[str, int], Text] = {}  # the sparklines last drawn, by row and width
+        self._sparks_key: tuple | None = None
+        self._sparks_at = float("-inf")
+
+    def sync(self, force: bool = False) -> None:
+        if force:
+            self._sparks_at = float("-inf")
+        super().sync(force)
+
+    def invalidate(self) -> None:
+        self._sparks_key = None  # the theme may have changed: the sparklines' colours too
+        super().invalidate()
 
     @property
     def history(self) -> st.GpuHistory:
@@ -73,6 +92,10 @@ class GpuPanel(StateView):
         if self.compact:
             return self._one_line(info, sample)
         width = self.content_size.width or 48
+        key = (width, history.info)
+        now = time.monotonic()
+        if key != self._sparks_key or now - self._sparks_at >= SPARK_EVERY_S:
+            self._sparks, self._sparks_key, self._sparks_at = {}, key, now
         rows = [self._util(sample, history, width), self._memory(sample, width), self._temperature(info, sample, history, width),
                 self._power(sample, history, width), self._clock(info, sample, width), self._badges(sample, width)]
         return Text("\n").join(rows)
@@ -89,7 +112,9 @@ class GpuPanel(StateView):
         if s.sm_active is not None:
             value += f"  SM {fmt.pct(s.sm_active):>4}"
         text = self._start("util", value)
-        text.append(charts.sparkline(h.util, width - text.cell_len, 0, 100), self.style_of("gpu--spark"))
+        room = width - text.cell_len
+        text.append_text(self._spark("util", room, lambda: Text(charts.sparkline(h.util, room, 0, 100),
+                                                                  self.style_of("gpu--spark"))))
         return text
 
     def _memory(self, s: GpuSample, width: int) -> Text:
@@ -116,18 +141,36 @@ class GpuPanel(StateView):
         limits = f"hot 80 slow {fmt.num(slowdown)}" if width >= 64 else f"80|{fmt.num(slowdown)}"
         text.append(f"{limits:<{VALUE - 6}} ", self.style_of("gpu--dim"))
         top = max(slowdown or 0.0, HOT_LINE_C + 10.0)
-        spark = charts.sparkline(h.temp, width - text.cell_len, 0, top)
-        values = list(h.temp)[-len(spark):]
-        values = [None] * (len(spark) - len(values)) + values
-        for chars, role in charts.runs_of([(c, self._temp_style(v, slowdown)) for c, v in zip(spark, values)]):
-            text.append(chars, self.style_of(role))
+        room = width - text.cell_len
+
+        def spark() -> Text:
+            line = charts.sparkline(h.temp, room, 0, top)
+            values = list(h.temp)[-len(line):]
+            values = [None] * (len(line) - len(values)) + values
+            out = Text()
+            for chars, role in charts.runs_of([(c, self._temp_style(v, slowdown)) for c, v in zip(line, values)]):
+                out.append(chars, self.style_of(role))
+            return out
+
+        text.append_text(self._spark("temp", room, spark))
         return text
 
     def _power(self, s: GpuSample, h: st.GpuHistory, width: int) -> Text:
         limit = s.power_limit_w
         text = self._start("power", f"{fmt.num(s.power_w)}/{fmt.num(limit, ' W')}")
-        text.append(charts.sparkline(h.power, width - text.cell_len, 0, limit), self.style_of("gpu--spark"))
+        room = width - text.cell_len
+        text.append_text(self._spark("power", room, lambda: Text(charts.sparkline(h.power, room, 0, limit),
+                                                                   self.style_of("gpu--spark"))))
         return text
+
+    def _spark(self, row: str, room: int, draw: Callable[[], Text]) -> Text:
+        """A row's sparkline as last drawn, drawn again every SPARK_EVERY_S (see
+        build) or when the room for it changed (a longer value beside it)."""
+        key = (row, room)
+        spark = self._sparks.get(key)
+        if spark is None:
+            spark = self._sparks[key] = draw()
+        return spark
 
     def _clock(self, info: GpuInfo, s: GpuSample, width: int) -> Text:
         top = info.sm_clock_max_mhz

@@ -21,8 +21,9 @@ PLOT_EVERY_S = 4.0
 
 class ThroughputChart(StateView):
     """The figures line follows every second; the plot below it every PLOT_EVERY_S.
-    A new column touches every row of the plot, and Textual repaints each touched
-    row whole: at 140×40 a plot redrawn each second is about 1.5 KB/s on the link."""
+    A new column touches every row of the plot (a cell each, see
+    gputui.tui.compositor), and a step of the time axis or of the y scale redraws
+    every column: the plot moving on less often keeps those rare and the link quiet."""
 
     SECTIONS = (st.THROUGHPUT, st.HEADER)
     MIN_REDRAW_S = 1.0

@@ -1,0 +1,248 @@
+"""What the dashboard writes to the terminal between full frames: the partial updates.
+
+The dashboard's screen sends each changed span from its first changed cell
+(gputui.tui.compositor), and its panels mark dirty only the cells that changed
+(gputui.tui.widgets.base.changed_regions).  Both would leave stale cells on the
+user's screen if they were wrong, so these tests replay every update the app writes
+on a small terminal emulator and compare it, cell by cell and colour by colour,
+with the screen as Textual composes it; and they pin what typical updates cost.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import re
+
+from rich.cells import get_character_cell_size
+from rich.console import Console
+from rich.control import Control
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual._compositor import ChopsUpdate, CompositorUpdate
+from textual.geometry import Region
+from textual.strip import Strip
+
+from gputui import events as ev
+from gputui.events import Event
+from gputui.model import Sample
+from gputui.tui.app import make_app
+from gputui.tui.compositor import SUPPORTED, CroppedChopsUpdate, CroppingCompositor
+from gputui.tui.widgets.base import cells_of, changed_regions
+from tests.test_tui_support import demo_preset, fixed_host, run_async, scripted_factory, shown, wait_until
+
+CSI = re.compile(r"\x1b\[([0-9;]*)([A-Za-z])")
+
+
+class Terminal:
+    """Just enough of a terminal for what Textual writes: cursor moves, SGR colours
+    and text (wide characters take two cells)."""
+
+    def __init__(self, width: int, height: int) -> None:
+        self.width, self.height = width, height
+        self.cells = [[(" ", "")] * width for _ in range(height)]
+        self.x = self.y = 0
+        self.sgr = ""
+
+    def feed(self, data: str) -> None:
+        pos = 0
+        for match in CSI.finditer(data):
+            self._text(data[pos:match.start()])
+            params, command = match.groups()
+            if command == "H":
+                row, col = (params.split(";") + ["1", "1"])[:2]
+                self.y, self.x = int(row or 1) - 1, int(col or 1) - 1
+            elif command == "m":
+                self.sgr = "" if params in ("", "0") else params
+            pos = match.end()
+        self._text(data[pos:])
+
+    def _text(self, text: str) -> None:
+        for char in text:
+            if char in "\r\n":
+                continue
+            width = get_character_cell_size(char)
+            if width == 0 or self.x >= self.width:
+                continue
+            self.cells[self.y][self.x] = (char, self.sgr)
+            if width == 2 and self.x + 1 < self.width:
+                self.cells[self.y][self.x + 1] = ("", self.sgr)
+            self.x += width
+
+    def lines(self) -> list[str]:
+        return ["".join(char for char, _ in row) for row in self.cells]
+
+
+def console_for(width: int, height: int) -> Console:
+    # Truecolor, as Textual's own consoles in this process: Rich caches a style's
+    # escape codes on the style, whichever colour system first asked for them.
+    return Console(file=io.StringIO(), width=width, height=height, color_system="truecolor", force_terminal=True,
+                   legacy_windows=False)
+
+
+def composed(app, console: Console) -> Terminal:
+    """The screen as Textual composes it, written out whole."""
+    width, height = app.size
+    term = Terminal(width, height)
+    for y, strip in enumerate(app.screen._compositor.render_strips()):
+        term.feed(Control.move_to(0, y).segment.text + strip.render(console))
+    return term
+
+
+class Recorder:
+    """Captures what the app would write to the terminal, and replays it."""
+
+    def __init__(self, app, width: int, height: int) -> None:
+        self.console = console_for(width, height)
+        self.term = Terminal(width, height)
+        self.writes: list[tuple[str, str]] = []  # (kind, data)
+        original = app._display
+
+        def display(screen, renderable):
+            if isinstance(renderable, CompositorUpdate):
+                data = renderable.render_segments(self.console)
+                self.writes.append(("partial" if isinstance(renderable, ChopsUpdate) else "full", data))
+                self.term.feed(data)
+            return original(screen, renderable)
+
+        app._display = display
+
+    def take(self) -> list[tuple[str, str]]:
+        writes, self.writes = self.writes, []
+        return writes
+
+
+def _looks(cell: tuple[str, str]) -> tuple[str, str]:
+    """A cell as it looks: a blank's foreground colour and boldness do not show."""
+    char, sgr = cell
+    if char != " " or not sgr:
+        return cell
+    params, kept = sgr.split(";"), []
+    i = 0
+    while i < len(params):
+        p = params[i]
+        n = 3 if p in ("38", "48") and i + 1 < len(params) and params[i + 1] == "5" else \
+            5 if p in ("38", "48") and i + 1 < len(params) and params[i + 1] == "2" else 1
+        group = params[i:i + n]
+        if p in ("7", "4", "9", "53") or p.startswith("48") or "7" in params:
+            kept += group
+        i += n
+    return char, ";".join(kept)
+
+
+def assert_same(term: Terminal, reference: Terminal, what: str) -> None:
+    for y, (row, ref) in enumerate(zip(term.cells, reference.cells)):
+        row, ref = [_looks(c) for c in row], [_looks(c) for c in ref]
+        if row != ref:
+            x = next(i for i, (a, b) in enumerate(zip(row, ref)) if a != b)
+            raise AssertionError(f"{what}: line {y} differs from column {x}:\n"
+                                 f"  shown:    {''.join(c for c, _ in row)!r}\n  composed: {''.join(c for c, _ in ref)!r}\n"
+                                 f"  cells:    {row[x:x + 4]} vs {ref[x:x + 4]}")
+
+
+def test_the_dashboard_uses_the_cropping_compositor():
+    assert SUPPORTED, "Textual's compositor changed: gputui.tui.compositor no longer applies"
+
+
+def test_every_partial_update_leaves_the_screen_as_composed(tmp_path):
+    """Log lines (wide characters too), GPU and host samples, throughput readings and
+    the ticking clock, each followed by a redraw: after every one, the replayed
+    terminal matches the composed screen exactly."""
+    preset = demo_preset()
+    size = (140, 40)
+
+    async def scenario():
+        app = make_app({preset.name: preset}, session_factory=scripted_factory(), start_preset=preset.name,
+                       clock=lambda: 1000.0, settings_file=tmp_path / "settings.toml",
+                       user_themes_dir=tmp_path / "no-themes")
+        recorder = Recorder(app, *size)
+        async with app.run_test(size=size) as pilot:
+            await wait_until(pilot, lambda: app.state.run is not None and app.state.run.series.readings == 96,
+                             what="script played")
+            await shown(pilot)
+            await shown(pilot)
+            assert_same(recorder.term, composed(app, recorder.console), "after the script")
+            state, run = app.state, app.state.run
+            ticket = run.ticket
+            recorder.take()
+
+            # One line of output under the last: about its text goes out, not the pane's width.
+            line = "step 50: 1401234.5 samples/sec"
+            state.apply(ticket, [("event", Event(t=29.0, kind=ev.OUTPUT, data={"stream": "stdout", "text": line}), None)])
+            app.refresh_dashboard(force=True)
+            await pilot.pause()
+            sent = "".join(data for kind, data in recorder.take())
+            assert line in sent and len(sent) < len(line) + 60, repr(sent)
+            assert_same(recorder.term, composed(app, recorder.console), "after one line")
+
+            partial = 0
+            lines = ["step 50: 1401234.5 samples/sec", "epoch 1 損失 0.25 ✓ done", "tab\there", "🎉 party", "x" * 300, ""]
+            for i in range(40):
+                t = 30.0 + i
+                state.apply(ticket, [("event", Event(t=t, kind=ev.OUTPUT, data={"stream": "stderr" if i % 7 == 3 else "stdout",
+                                                                                  "text": lines[i % len(lines)] + f" #{i}"}), None)])
+                state.apply(ticket, [("event", Event(t=t, kind=ev.THROUGHPUT, data={"samples_per_sec": 2700.0 + 90 * (i % 5),
+                                                                                     "phase": "measure"}), 2800.0 + i)])
+                if i % 3 == 0:
+                    gpus = [dataclasses.replace(g.latest, util_gpu=50 + 7 * ((i + n) % 7), power_w=300.0 + 11 * (i % 9),
+                                                temp_c=70.0 + (i % 20), sm_clock_mhz=1500 + 15 * (i % 30))
+                            for n, g in sorted(state.gpus.items())]
+                    host = dataclasses.replace(fixed_host(True), cpu_percent=float(10 + 9 * (i % 10)))
+                    state.apply(ticket, [("sample", Sample(t=t, gpus=gpus, host=host))])
+                app.refresh_dashboard(force=i % 4 == 0)
+                await pilot.pause()
+                writes = recorder.take()
+                partial += sum(kind == "partial" for kind, _ in writes)
+                assert_same(recorder.term, composed(app, recorder.console), f"after step {i}")
+            assert partial >= 20  # the checks above were of partial updates, not full frames
+
+    run_async(scenario())
+
+
+def test_a_new_output_line_costs_about_its_text():
+    """Appending a line under the last one sends that line, not the pane's width;
+    changing a few cells at the end of a wide line sends those cells."""
+    old = cells_of(Text("first line"))
+    new = cells_of(Text("first line\nsecond line"))
+    assert changed_regions(old, new, 120) == [Region(0, 1, len("second line"), 1)]
+    assert changed_regions(new, old, 120) == [Region(0, 1, len("second line"), 1)]
+    a = cells_of(Text("util  97%  SM  44%" + " " * 60 + "▁▂▃▄"))
+    b = cells_of(Text("util  98%  SM  44%" + " " * 60 + "▂▃▄▅"))
+    assert changed_regions(a, b, 120) == [Region(7, 0, 1, 1), Region(78, 0, 4, 1)]  # two spans, not one
+    c = cells_of(Text("wide 損失 x"))
+    d = cells_of(Text("wide 損失 y"))
+    assert changed_regions(c, d, 40) == [Region(0, 0, 40, 1)]  # characters are not cells: the whole line
+
+
+def test_cropped_spans_start_at_the_change_and_keep_wide_characters_whole():
+    console = console_for(40, 3)
+    red = Style(color="red")
+    strip = Strip([Segment("│ ", red), Segment("ab損cd", None), Segment(" efgh", red)])
+    chops = [{0: strip}]
+    ends = [[strip.cell_length]]
+
+    def written(x1: int, x2: int) -> str:
+        term = Terminal(40, 1)
+        term.feed(CroppedChopsUpdate(chops, [(0, x1, x2)], ends).render_segments(console))
+        return term.lines()[0].rstrip()
+
+    assert written(3, 4) == "   b"
+    assert written(5, 6) == "    損"  # the right half of 損 starts the span: all of it is sent
+    assert written(2, 5) == "  ab損"  # ends inside 損: all of it is sent
+    full = Terminal(40, 1)
+    full.feed(ChopsUpdate(chops, [(0, 3, 4)], ends).render_segments(console))
+    assert full.lines()[0].rstrip() == "│ ab"  # Textual's own: from the widget's edge
+
+
+def test_the_compositor_is_only_swapped_for_textual_s_own():
+    from textual.screen import Screen
+
+    from gputui.tui.compositor import crop_updates
+
+    class Odd(Screen):
+        pass
+
+    screen = Odd()
+    assert crop_updates(screen) and isinstance(screen._compositor, CroppingCompositor)
+    assert not crop_updates(screen)  # already done
