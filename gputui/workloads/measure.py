@@ -40,6 +40,7 @@ mean rate / 1e12) and ``peak_memory_bytes`` (the framework's own peak counter).
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -300,3 +301,15 @@ def measure(
     result = {k: v for k, v in result.items() if _finite(v) is not None}
     emitter.result(**result)
     return result
+
+
+def peak_rss_bytes() -> int | None:
+    """This process's peak resident memory: the CPU-side stand-in for a framework's
+    device-memory peak (``ru_maxrss`` is KiB on Linux, bytes on macOS)."""
+    try:
+        import resource
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    except (ImportError, OSError):
+        return None
+    return int(peak * (1 if sys.platform == "darwin" else 1024))

@@ -86,7 +86,7 @@ from typing import Any
 
 from gputui.workloads import images
 from gputui.workloads.catalog import MODELS, TRANSFORMER_CONFIGS
-from gputui.workloads.measure import MissingFramework, OutOfMemory, Window, measure, summarize
+from gputui.workloads.measure import MissingFramework, OutOfMemory, Window, measure, peak_rss_bytes, summarize
 from gputui.workloads.protocol import MEASURE, WARMUP, Emitter
 
 EXTRA = "tf"  # pip install 'gputui[tf]'
@@ -271,16 +271,7 @@ def peak_memory_fn(tf, device: str):
 
         return gpu_peak, "tf.config.experimental.get_memory_info('GPU:0')['peak']"
 
-    def rss() -> int | None:
-        try:
-            import resource
-
-            kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        except (ImportError, OSError):
-            return None
-        return int(kib * (1 if sys.platform == "darwin" else 1024))
-
-    return rss, "ru_maxrss"
+    return peak_rss_bytes, "ru_maxrss"
 
 
 # --- models --------------------------------------------------------------------------

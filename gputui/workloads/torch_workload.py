@@ -48,7 +48,7 @@ from typing import Any
 
 from gputui.workloads import images
 from gputui.workloads.catalog import MODELS, TRANSFORMER_CONFIGS
-from gputui.workloads.measure import MissingFramework, OutOfMemory, measure
+from gputui.workloads.measure import MissingFramework, OutOfMemory, measure, peak_rss_bytes
 from gputui.workloads.protocol import Emitter
 
 EXTRA = "torch"  # pip install 'gputui[torch]'
@@ -342,16 +342,7 @@ def _peak_memory_fn(torch, device):
     if device.type == "cuda":
         return lambda: int(torch.cuda.max_memory_allocated(device)), "torch.cuda.max_memory_allocated"
 
-    def rss() -> int | None:
-        try:
-            import resource
-
-            kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        except (ImportError, OSError):
-            return None
-        return int(kib * (1 if sys.platform == "darwin" else 1024))
-
-    return rss, "ru_maxrss"
+    return peak_rss_bytes, "ru_maxrss"
 
 
 def run(args, emitter: Emitter, *, mark=None) -> dict[str, Any]:
