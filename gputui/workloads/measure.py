@@ -313,3 +313,13 @@ def peak_rss_bytes() -> int | None:
     except (ImportError, OSError):
         return None
     return int(peak * (1 if sys.platform == "darwin" else 1024))
+
+
+def exception_chain(exc: BaseException | None):
+    """``exc`` and every exception it was raised from or during, each once: frameworks
+    wrap their out-of-memory errors, and the telling message may sit deeper."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__

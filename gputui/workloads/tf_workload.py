@@ -86,7 +86,7 @@ from typing import Any
 
 from gputui.workloads import images
 from gputui.workloads.catalog import MODELS, TRANSFORMER_CONFIGS
-from gputui.workloads.measure import MissingFramework, OutOfMemory, Window, measure, peak_rss_bytes, summarize
+from gputui.workloads.measure import MissingFramework, OutOfMemory, Window, exception_chain, measure, peak_rss_bytes, summarize
 from gputui.workloads.protocol import MEASURE, WARMUP, Emitter
 
 EXTRA = "tf"  # pip install 'gputui[tf]'
@@ -203,14 +203,6 @@ def import_frameworks(kind: str) -> dict[str, Any]:
 _OOM_MARKS = ("OOM when allocating", "RESOURCE_EXHAUSTED", "out of memory", "Out of memory")
 
 
-def _chain(exc: BaseException):
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        yield exc
-        exc = exc.__cause__ or exc.__context__
-
-
 def _is_oom_one(tf, e: BaseException) -> bool:
     if isinstance(e, tf.errors.ResourceExhaustedError):
         return True
@@ -230,7 +222,7 @@ def _oom_message(e: BaseException) -> str:
 
 
 def as_oom(tf, exc: BaseException, *, batch_size: int, **fields: Any) -> OutOfMemory | None:
-    culprit = next((e for e in _chain(exc) if _is_oom_one(tf, e)), None)
+    culprit = next((e for e in exception_chain(exc) if _is_oom_one(tf, e)), None)
     if culprit is None:
         return None
     return OutOfMemory(_oom_message(culprit), batch_size=batch_size, **fields)

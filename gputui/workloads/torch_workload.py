@@ -48,7 +48,7 @@ from typing import Any
 
 from gputui.workloads import images
 from gputui.workloads.catalog import MODELS, TRANSFORMER_CONFIGS
-from gputui.workloads.measure import MissingFramework, OutOfMemory, measure, peak_rss_bytes
+from gputui.workloads.measure import MissingFramework, OutOfMemory, exception_chain, measure, peak_rss_bytes
 from gputui.workloads.protocol import Emitter
 
 EXTRA = "torch"  # pip install 'gputui[torch]'
@@ -92,14 +92,6 @@ def import_frameworks(kind: str) -> dict[str, Any]:
 # --- out of memory -------------------------------------------------------------------
 
 
-def _chain(exc: BaseException):
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        yield exc
-        exc = exc.__cause__ or exc.__context__
-
-
 def _is_oom_one(e: BaseException) -> bool:
     torch = sys.modules.get("torch")
     oom_type = getattr(torch, "OutOfMemoryError", None) if torch is not None else None
@@ -115,12 +107,12 @@ def is_oom(exc: BaseException) -> bool:
     """torch.OutOfMemoryError, or a RuntimeError saying "out of memory" (cuBLAS/cuDNN
     allocation failures, errors wrapped by torch.compile) or "can't allocate memory"
     (the CPU allocator), anywhere in the chain of causes."""
-    return any(_is_oom_one(e) for e in _chain(exc))
+    return any(_is_oom_one(e) for e in exception_chain(exc))
 
 
 def _first_line(exc: BaseException) -> str:
     """The first line of the out-of-memory error's own message."""
-    culprit = next((e for e in _chain(exc) if _is_oom_one(e)), exc)
+    culprit = next((e for e in exception_chain(exc) if _is_oom_one(e)), exc)
     text = str(culprit).strip()
     return text.splitlines()[0].strip() if text else type(culprit).__name__
 
