@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import signal
 import sys
@@ -38,7 +39,17 @@ def build_parser() -> argparse.ArgumentParser:
     from gputui.preset_cli import add_commands
 
     add_commands(presets_sub)  # validate, new, edit, rm, path
+    for name, (module, summary) in SUBCOMMANDS.items():
+        command = sub.add_parser(name, help=summary, description=summary)
+        importlib.import_module(module).add_arguments(command)
     return parser
+
+
+# Subcommands that live in their own module.  Each module stays cheap to import (its
+# heavy imports happen inside run) and offers add_arguments(parser) and run(args) -> int.
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "check": ("gputui.check.cli", "is this machine healthy and as fast as it should be for its GPU?"),
+}
 
 
 def _load(args: argparse.Namespace):
@@ -120,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "presets":
             return cmd_presets(args)
+        if args.command in SUBCOMMANDS:
+            return importlib.import_module(SUBCOMMANDS[args.command][0]).run(args)
         if args.record is not None and (args.headless or not _on_terminal()):
             return cmd_record(args)
         if args.headless:

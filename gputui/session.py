@@ -48,6 +48,9 @@ class SessionConfig:
     # The files' merged [diagnosis] table (presets.load_diagnosis); None: the preset's
     # diagnosis_base.  The preset's own diagnosis table wins over either.
     diagnosis: dict[str, Any] | None = None
+    # Extra header fields from whoever drives the session (``gputui check`` writes its
+    # options here, so the recording says what kind of session it was).
+    header_extra: dict[str, Any] | None = None
 
     def diagnosis_settings(self) -> DiagnosisSettings:
         preset = self.preset
@@ -78,6 +81,8 @@ class Session:
         self._t0 = 0.0
         self._phase: str | None = None
         self._speaks_protocol = False
+        self._watch_pids: list[int] = []
+        self.summary_extra: dict[str, Any] = {}  # merged into the summary (set before run() ends)
         self.summary_builder = SummaryBuilder()
         self.outcome: Outcome | None = None
         self.diagnoser = Diagnoser(config.diagnosis_settings())
@@ -93,6 +98,16 @@ class Session:
             self._stop_reason = reason
         self._stop.set()
         self._queue.put(("wake", None))
+
+    def post_event(self, kind: str, data: dict[str, Any]) -> None:
+        """Emit an event from another thread (a driver such as ``gputui check``): it is
+        written in order with the samples, from the session's own thread."""
+        self._queue.put(("event", (kind, data)))
+
+    def watch(self, pids: list[int]) -> None:
+        """Follow these processes' trees in the host samples (runs the session did not
+        start itself); thread-safe."""
+        self._watch_pids = list(pids)
 
     @property
     def elapsed(self) -> float:
@@ -122,6 +137,7 @@ class Session:
             self._emit_findings(self.diagnoser.finish())
             summary = self.summary_builder.build()
             summary["findings"] = self.diagnoser.findings()
+            summary.update(self.summary_extra)
             for observer in self._observers:  # the builder itself has nothing to add
                 observer.on_summary(summary)
             self.gpu.close()
@@ -188,6 +204,8 @@ class Session:
             self._emit_findings(self.diagnoser.on_sample(payload))
         elif kind == "line":
             self._handle_line(payload)
+        elif kind == "event":
+            self._emit_event(*payload)
 
     # -- Output lines -----------------------------------------------------------------
     def _handle_line(self, line: OutputLine) -> None:
@@ -238,7 +256,7 @@ class Session:
 
     def _take_sample(self) -> Sample:
         root = self._runner.pid if self._runner is not None else self.config.attach_pid
-        roots = [root] if root else []
+        roots = [root] if root else list(self._watch_pids)
         return Sample(t=round(self.elapsed, 4), gpus=self.gpu.sample(), host=self.host.sample(roots))
 
     # -- Emitting -----------------------------------------------------------------------
@@ -282,6 +300,7 @@ class Session:
             "attach_pid": self.config.attach_pid,
             "python": sys.version.split()[0],
             "diagnosis": self.diagnoser.settings.to_dict(),
+            **(self.config.header_extra or {}),
         }
 
 

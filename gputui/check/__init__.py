@@ -1,0 +1,8 @@
+"""``gputui check``: is this rented machine healthy, and as fast as it should be for its GPU?
+
+Stages, in order: preflight (no load, seconds), micro-benchmarks (PyTorch, about a
+minute), standard workloads (short runs of the tuned presets and the host image
+pipeline), each producing :class:`~gputui.check.model.CheckResult` values graded
+against :mod:`~gputui.check.expectations` with the thresholds in
+:mod:`~gputui.check.thresholds`.  Nothing here imports Textual.
+"""

@@ -1,0 +1,63 @@
+"""``gputui check [--quick] [--price USD_PER_HOUR] [--json] [--markdown FILE] [--record FILE]``."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+from gputui.errors import UserError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--quick", action="store_true",
+                        help="preflight and short micro-benchmarks only, under a minute (no training workloads)")
+    parser.add_argument("--price", type=float, metavar="USD_PER_HOUR",
+                        help="what this instance costs per hour: adds the cost per million samples and per PFLOP-hour")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout (progress stays on stderr)")
+    parser.add_argument("--markdown", type=Path, metavar="FILE", help="also write the verdict table as Markdown to FILE")
+    parser.add_argument("--gpus", metavar="LIST", help="check only these GPU indices, e.g. 0,1 (default: all)")
+    parser.add_argument("--skip", metavar="STAGES", default="",
+                        help="leave out stages: any of preflight, micro, workload (comma-separated)")
+    parser.add_argument("--workdir", type=Path, metavar="DIR",
+                        help="directory whose disk is checked (default: the current one)")
+
+
+def parse_gpus(text: str | None) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        indices = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise UserError(f"--gpus: expected GPU indices such as 0,1, got {text!r}") from None
+    if not indices or any(i < 0 for i in indices):
+        raise UserError(f"--gpus: expected GPU indices such as 0,1, got {text!r}")
+    return indices
+
+
+STAGES = ("preflight", "micro", "workload")
+
+
+def parse_skip(text: str) -> set[str]:
+    skip = {part.strip() for part in text.split(",") if part.strip()}
+    unknown = skip - set(STAGES)
+    if unknown:
+        raise UserError(f"--skip: expected any of {', '.join(STAGES)}, got {', '.join(sorted(unknown))}")
+    return skip
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.price is not None and not (math.isfinite(args.price) and args.price > 0):
+        raise UserError(f"--price: expected a price per hour greater than 0, got {args.price}")
+    from gputui.check.runner import CheckOptions, run_check_cli
+
+    options = CheckOptions(
+        quick=args.quick,
+        price_per_hour=args.price,
+        gpus=parse_gpus(args.gpus),
+        skip=parse_skip(args.skip),
+        workdir=args.workdir or Path.cwd(),
+        interval=args.interval,
+        presets_file=args.presets,
+    )
+    return run_check_cli(options, record=args.record, as_json=args.json, markdown=args.markdown, quiet=args.quiet)

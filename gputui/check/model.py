@@ -1,0 +1,97 @@
+"""One check's result: what was measured, what was expected and why, and the verdict."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+OK = "ok"
+WARN = "warn"
+FAIL = "fail"
+SKIPPED = "skipped"  # could not be measured here; ``cause`` says why
+INFO = "info"  # a fact worth showing that has no expectation (versions, a GPU not in the table)
+STATUSES = (OK, WARN, FAIL, SKIPPED, INFO)
+
+# Groups, in the order a check runs them.
+PREFLIGHT = "preflight"
+MICRO = "micro"
+WORKLOAD = "workload"
+UNDER_LOAD = "under-load"  # watched throughout the loaded stages: throttling, heat, XIDs
+COST = "cost"
+GROUPS = (PREFLIGHT, MICRO, WORKLOAD, UNDER_LOAD, COST)
+
+
+@dataclass
+class CheckResult:
+    """One line of the verdict table; also one ``check`` event in the recording.
+
+    ``id`` is stable across machines (``gpu0.power_limit``, ``host.shm``,
+    ``micro.gpu0.matmul_bf16``) so that two machines' checks line up row by row.
+    """
+
+    id: str
+    group: str
+    name: str
+    status: str
+    value: float | str | None = None
+    unit: str = ""
+    expected: float | str | None = None
+    expected_source: str | None = None  # where the expectation comes from
+    gpu: int | None = None
+    detail: str | None = None  # what was measured, in words (e.g. "Gen5 x16 while loaded")
+    cause: str | None = None  # the likely cause when not ok; the reason when skipped
+    advice: str | None = None  # what to do when not ok
+    data: dict[str, Any] = field(default_factory=dict)  # extra numbers (datasheet share, ...)
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"unknown check status {self.status!r}")
+
+    @property
+    def ratio(self) -> float | None:
+        """measured / expected, when both are numbers."""
+        if isinstance(self.value, (int, float)) and isinstance(self.expected, (int, float)) and self.expected:
+            return self.value / self.expected
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "group": self.group, "name": self.name, "status": self.status}
+        for key in ("value", "unit", "expected", "expected_source", "gpu", "detail", "cause", "advice"):
+            value = getattr(self, key)
+            if value not in (None, ""):
+                out[key] = value
+        ratio = self.ratio
+        if ratio is not None:
+            out["ratio"] = round(ratio, 4)
+        if self.data:
+            out["data"] = self.data
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "CheckResult":
+        """Read back a ``check`` event; unknown keys (newer writers) are ignored."""
+        known = {k: data[k] for k in ("id", "group", "name", "status", "value", "unit", "expected",
+                                      "expected_source", "gpu", "detail", "cause", "advice", "data") if k in data}
+        known.setdefault("group", PREFLIGHT)
+        known.setdefault("name", known.get("id", "?"))
+        if known.get("status") not in STATUSES:
+            known["status"] = SKIPPED
+        return cls(**known)  # type: ignore[arg-type]
+
+
+def skipped(id: str, group: str, name: str, reason: str, *, gpu: int | None = None) -> CheckResult:
+    return CheckResult(id=id, group=group, name=name, status=SKIPPED, gpu=gpu, cause=reason)
+
+
+def worst(statuses: list[str]) -> str:
+    """The verdict of several checks: fail over warn over ok; only skipped/info is ok."""
+    if FAIL in statuses:
+        return FAIL
+    if WARN in statuses:
+        return WARN
+    return OK
+
+
+def exit_code(results: list[CheckResult]) -> int:
+    """0 when every check is ok or warn (or skipped/info), 1 when one fails."""
+    return 1 if any(r.status == FAIL for r in results) else 0

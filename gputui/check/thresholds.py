@@ -1,0 +1,90 @@
+"""Every number that turns a measurement into ok / warn / fail, in one place.
+
+docs/check.md explains each; change them here and nowhere else.
+
+Ratios compare a measurement with its expectation (``measured / expected``, or the
+inverse for "lower is better").  An expectation is either a baseline measured on the
+same GPU model with gputui's own check, or a datasheet peak times the share of it
+that real code reaches (``ACHIEVABLE``): datasheet peaks are never reached, so a
+healthy card judged against its raw peak would always warn.
+"""
+
+from __future__ import annotations
+
+from gputui.check.model import FAIL, OK, WARN
+
+OK_RATIO = 0.90  # ok at >= 90 % of expected
+WARN_RATIO = 0.75  # warn at >= 75 %, fail below
+
+# Share of a datasheet peak that a healthy card reaches in our micro-benchmarks,
+# used only where no measured baseline exists for the GPU model.  Sources: on an H200
+# an 8192^3 bf16 matmul reaches 769-798 of 989 TFLOP/s (0.78-0.81: the card runs at its
+# 700 W cap); a device-to-device copy 4.3 of 4.8 TB/s (0.90); pinned PCIe copies reach
+# 80-90 % of the link's rate after 128b/130b encoding (NVIDIA's bandwidthTest figures).
+ACHIEVABLE = {
+    "matmul": 0.80,
+    "memory_bandwidth": 0.85,
+    "pcie": 0.80,
+}
+
+# PCIe payload rate per lane and direction, GB/s, after line encoding (8b/10b up to
+# Gen2, 128b/130b from Gen3): 2.5, 5, 8, 16, 32, 64 GT/s.
+PCIE_LANE_GBS = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
+
+# Host: the 4-8 CPU cores per GPU of seed 004 (AutoDL's guide).
+CORES_PER_GPU_OK = 4.0
+CORES_PER_GPU_FAIL = 1.0  # below one core per GPU the input pipeline cannot keep up at all
+# Host RAM per GPU against that GPU's memory: a data pipeline, pinned buffers and a
+# checkpoint in RAM need about as much host memory as the GPU has.
+RAM_PER_VRAM_OK = 1.0
+RAM_PER_VRAM_FAIL = 0.5
+# /dev/shm carries every batch from DataLoader workers to the trainer: Docker's default
+# 64 MB crashes workers ("bus error").  A 256-image 224 px float batch is 154 MB, and
+# workers x prefetch batches are in flight at once.
+SHM_FAIL_BYTES = 1 * 1024**3
+SHM_WARN_BYTES = 4 * 1024**3
+# Free disk in the working directory: checkpoints and datasets.
+DISK_FREE_FAIL_BYTES = 5 * 1024**3
+DISK_FREE_WARN_BYTES = 20 * 1024**3
+# Sequential read of the working directory, MB/s: streaming ImageNet-size JPEGs
+# (~110 KB) at 3,000 images/s needs ~330 MB/s.
+DISK_READ_EXPECTED_MBS = 500.0
+# cgroup CPU throttling: share of scheduler periods in which the quota ran out.
+CPU_THROTTLED_WARN_SHARE = 0.05
+CPU_THROTTLED_FAIL_SHARE = 0.25
+# Steal time (a hypervisor giving our vCPUs to others), percent of CPU time.
+STEAL_WARN_PCT = 5.0
+STEAL_FAIL_PCT = 20.0
+# Temperature under load: seed 003's 80 °C line (warn); the GPU's own slowdown
+# threshold or thermal-slowdown flags (fail).
+THERMAL_WARN_C = 80.0
+# Under load, share of samples with a throttle reason other than power capping
+# (thermal, hardware slowdown, power brake) before it is a fault.
+THROTTLE_FAULT_SHARE = 0.05
+
+
+def grade_ratio(ratio: float | None) -> str | None:
+    """ok / warn / fail for ``measured / expected`` (higher is better); None if unknown."""
+    if ratio is None:
+        return None
+    if ratio >= OK_RATIO:
+        return OK
+    if ratio >= WARN_RATIO:
+        return WARN
+    return FAIL
+
+
+def grade_floor(value: float, *, ok_at: float, fail_below: float) -> str:
+    """ok at ``ok_at`` or more, fail below ``fail_below``, warn between."""
+    if value >= ok_at:
+        return OK
+    if value < fail_below:
+        return FAIL
+    return WARN
+
+
+def pcie_gbs(gen: int | None, width: int | None) -> float | None:
+    """What a link of this generation and width carries per direction, GB/s."""
+    if not gen or not width or gen not in PCIE_LANE_GBS:
+        return None
+    return PCIE_LANE_GBS[gen] * width
