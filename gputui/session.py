@@ -167,6 +167,7 @@ class Session:
         deadline = self._t0 + self.config.duration if self.config.duration else None
         while True:
             if self._stop.is_set():
+                self._drain(limit=self._queue.qsize())  # what arrived before the stop comes first
                 self._emit_event(ev.STOPPING, {"reason": self._stop_reason})
                 return
             if deadline is not None and self._clock() >= deadline:
@@ -186,8 +187,11 @@ class Session:
                 return
             self._handle(kind, payload)
 
-    def _drain(self) -> None:
-        while True:
+    def _drain(self, limit: int | None = None) -> None:
+        """Handle what is queued (at most ``limit`` items: a flooding child never empties it)."""
+        handled = 0
+        while limit is None or handled < limit:
+            handled += 1
             try:
                 kind, payload = self._queue.get_nowait()
             except queue.Empty:

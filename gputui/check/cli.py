@@ -14,6 +14,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="preflight and short micro-benchmarks only, under a minute (no training workloads)")
     parser.add_argument("--price", type=float, metavar="USD_PER_HOUR",
                         help="what this instance costs per hour: adds the cost per million samples and per PFLOP-hour")
+    # Also accepted before the subcommand (gputui --record FILE check): SUPPRESS keeps that value.
+    parser.add_argument("--record", type=Path, metavar="FILE", default=argparse.SUPPRESS,
+                        help="save the whole check as a recording (header, samples, one event per check, summary)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout (progress stays on stderr)")
     parser.add_argument("--markdown", type=Path, metavar="FILE", help="also write the verdict table as Markdown to FILE")
     parser.add_argument("--gpus", metavar="LIST", help="check only these GPU indices, e.g. 0,1 (default: all)")
@@ -49,7 +52,10 @@ def parse_skip(text: str) -> set[str]:
 def run(args: argparse.Namespace) -> int:
     if args.price is not None and not (math.isfinite(args.price) and args.price > 0):
         raise UserError(f"--price: expected a price per hour greater than 0, got {args.price}")
-    from gputui.check.runner import CheckOptions, run_check_cli
+    if args.markdown is not None and not args.markdown.parent.is_dir():
+        raise UserError(f"--markdown: {args.markdown.parent} is not a directory")
+    from gputui.check.context import CheckOptions
+    from gputui.check.runner import run_check_cli
 
     options = CheckOptions(
         quick=args.quick,

@@ -1,0 +1,108 @@
+"""The check's faces in text: one progress line per check, the verdict table (terminal
+and Markdown), and JSON for machines."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from gputui.check.model import FAIL, OK, SKIPPED, WARN, CheckResult
+
+MARK = {"ok": "ok", "warn": "WARN", "fail": "FAIL", "skipped": "skip", "info": "info"}
+
+
+def value_text(value: Any, unit: str = "") -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        text = f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}" if abs(value) < 1 else f"{value:.1f}"
+    else:
+        text = str(value)
+    if unit == "share" and isinstance(value, (int, float)):
+        return f"{value:.0%}"
+    return f"{text} {unit}".strip()
+
+
+def progress_line(result: CheckResult) -> str:
+    """``[ ok ] gpu0 Power limit: 700 W (expected 700 W)``: one line per check, headless."""
+    where = f"gpu{result.gpu} " if result.gpu is not None else ""
+    line = f"[{MARK[result.status]:>4}] {where}{result.name}"
+    if result.status == SKIPPED:
+        return f"{line}: skipped, {result.cause}"
+    line += f": {value_text(result.value, result.unit)}"
+    if result.expected is not None:
+        line += f" (expected {value_text(result.expected, result.unit)})"
+    if result.detail:
+        line += f"; {result.detail}"
+    if result.status in (WARN, FAIL) and result.cause:
+        line += f". Cause: {result.cause}"
+    return line
+
+
+def verdict_line(results: list[CheckResult]) -> str:
+    summary = verdict_summary(results)
+    parts = ", ".join(f"{n} {s}" for s, n in summary["counts"].items() if n)
+    return f"verdict: {summary['verdict'].upper()} ({parts})"
+
+
+def _expected_text(result: CheckResult) -> str:
+    if result.expected is None:
+        return "-"
+    text = value_text(result.expected, result.unit)
+    ratio = result.ratio
+    return f"{text} ({ratio:.0%})" if ratio is not None and result.unit != "share" else text
+
+
+def _note(result: CheckResult) -> str:
+    if result.status == SKIPPED:
+        return result.cause or ""
+    parts = [p for p in (result.detail, result.cause, result.advice) if p]
+    if result.status in (OK,) or not (result.cause or result.advice):
+        parts = [p for p in (result.detail,) if p]
+    return " — ".join(parts)
+
+
+def table_rows(results: list[CheckResult]) -> list[list[str]]:
+    return [[MARK[r.status], f"gpu{r.gpu}" if r.gpu is not None else "host", r.name,
+             value_text(r.value, r.unit), _expected_text(r), _note(r)] for r in results]
+
+
+TABLE_HEADER = ["status", "where", "check", "measured", "expected (measured/expected)", "notes"]
+
+
+def markdown(results: list[CheckResult], header: dict[str, Any]) -> str:
+    """The whole check as a Markdown document: machine, verdict, table, sources."""
+    lines = ["# gputui check", ""]
+    host = header.get("host") or {}
+    gpus = header.get("gpus") or []
+    lines.append(f"- Machine: {host.get('hostname', '?')}, {host.get('cpu_model') or '?'}, "
+                 f"{host.get('cpu_available') or host.get('cpu_logical') or '?'} cores available")
+    gpu_names = ", ".join(f"{g.get('index')}: {g.get('name')}" for g in gpus) or header.get("gpu_unavailable_reason") or "none"
+    lines.append(f"- GPUs: {gpu_names}")
+    lines.append(f"- Driver {header.get('driver_version') or '-'}, CUDA {header.get('cuda_version') or '-'}, "
+                 f"gputui {header.get('gputui', '?')}, started {header.get('started_at', '?')}")
+    options = header.get("check") or {}
+    if options:
+        lines.append("- Options: " + ", ".join(f"{k}={v}" for k, v in options.items() if v not in (None, [], False)))
+    lines += ["", f"**{verdict_line(results)}**", ""]
+    lines.append("| " + " | ".join(TABLE_HEADER) + " |")
+    lines.append("|" + "---|" * len(TABLE_HEADER))
+    for row in table_rows(results):
+        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |")
+    sources = sorted({r.expected_source for r in results if r.expected_source})
+    if sources:
+        lines += ["", "Expectations come from:", ""] + [f"- {s}" for s in sources]
+    return "\n".join(lines) + "\n"
+
+
+def to_json(results: list[CheckResult], header: dict[str, Any], summary: dict[str, Any]) -> str:
+    return json.dumps({"header": header, "verdict": summary, "checks": [r.to_dict() for r in results]},
+                      indent=2, allow_nan=False, default=str)
+
+
+def verdict_summary(results: list[CheckResult]) -> dict[str, Any]:
+    counts = {s: sum(r.status == s for r in results) for s in ("ok", "warn", "fail", "skipped", "info")}
+    verdict = FAIL if counts["fail"] else WARN if counts["warn"] else OK
+    return {"verdict": verdict, "counts": counts}

@@ -1,0 +1,227 @@
+"""One ``gputui check`` from start to verdict.
+
+A Session samples telemetry (and diagnoses it) the whole time, in its own thread, as
+for any run; the stages run one after another in the calling thread and report each
+check, which the Session writes in order with the samples.  So a check is an ordinary
+recording: header (with ``check`` options), samples, one ``check`` event per result,
+and a summary whose ``check`` field holds the verdict.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import signal
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from gputui.check.context import CHECK_EVENT, STAGE_EVENT, CheckOptions, StageContext, gpus_under_test
+from gputui.check.cost import cost_results
+from gputui.check.model import CheckResult, exit_code
+from gputui.check import render
+from gputui.check.under_load import LoadWatcher, load_results
+from gputui.errors import UserError
+from gputui.events import Observer
+from gputui.session import Session, SessionConfig
+from gputui.telemetry.nvml import Nvml
+
+# name -> (module, function); loaded lazily so a stage's imports cost nothing until it runs
+STAGES: dict[str, tuple[str, str]] = {
+    "preflight": ("gputui.check.preflight", "run_preflight_stage"),
+    "micro": ("gputui.check.micro_stage", "run_micro_stage"),
+    "workload": ("gputui.check.workload_stage", "run_workload_stage"),
+}
+LOADED_STAGES = ("micro", "workload")  # the GPUs are under load: heat, throttling, XIDs count
+
+
+@dataclass
+class CheckReport:
+    results: list[CheckResult]
+    header: dict[str, Any]
+    summary: dict[str, Any]
+    stopped: bool = False
+
+    @property
+    def exit_code(self) -> int:
+        return exit_code(self.results)
+
+
+class CheckListener:
+    """What a face (the headless lines, the dashboard's Check screen) hears; called
+    from the thread that runs the check."""
+
+    def on_stage(self, stage: str, state: str) -> None:
+        pass
+
+    def on_result(self, result: CheckResult) -> None:
+        pass
+
+
+class CheckRun:
+    def __init__(self, options: CheckOptions, *, observers: list[Observer] = (), listener: CheckListener | None = None,
+                 gpu=None, host=None, nvml_module: Any = None, stages: dict[str, Callable[[StageContext], None]] | None = None):
+        self.options = options
+        self.listener = listener or CheckListener()
+        self.session = Session(SessionConfig(interval=options.interval, header_extra={"check": _options_dict(options)}),
+                               gpu=gpu, host=host)
+        for observer in observers:
+            self.session.add_observer(observer)
+        self.load = LoadWatcher()
+        self.session.add_observer(self.load)
+        self._header = _HeaderKeeper()
+        self.session.add_observer(self._header)
+        self._nvml_module = nvml_module
+        self._stages = stages
+        self._ctx: StageContext | None = None
+        self._stop_requested = threading.Event()
+
+    def stop(self) -> None:
+        """Thread-safe, and safe from a signal handler: the running stage ends early."""
+        self._stop_requested.set()
+        if self._ctx is not None:
+            self._ctx.stop()
+
+    def run(self) -> CheckReport:
+        session = self.session
+        session.gpu.open()  # the GPUs must be known before the stages are planned
+        nvml = Nvml(self._nvml_module)
+        nvml_ok = session.gpu.available and nvml.init() is None
+        gpus = gpus_under_test(session.gpu.infos, self.options.gpus)
+        ctx = StageContext(self.options, gpus, report=self._report, post_event=session.post_event,
+                           watch=session.watch, gpu_unavailable_reason=self._gpu_reason(gpus),
+                           nvml=nvml if nvml_ok else None)
+        self._ctx = ctx
+        if self._stop_requested.is_set():
+            ctx.stop()
+        sampler = threading.Thread(target=session.run, name="gputui-check-session", daemon=True)
+        sampler.start()
+        try:
+            self._run_stages(ctx)
+        finally:
+            results = list(ctx.results)
+            summary = render.verdict_summary(results)
+            session.summary_extra = {"check": {**summary, "stopped": ctx.stopped.is_set()}}
+            session.stop("check finished")
+            sampler.join(timeout=60)
+            if nvml_ok:
+                nvml.shutdown()
+        return CheckReport(results=results, header=self._header.header, summary=summary, stopped=ctx.stopped.is_set())
+
+    def _gpu_reason(self, gpus) -> str | None:
+        if not self.session.gpu.available:
+            return self.session.gpu.unavailable_reason
+        if not gpus:
+            wanted = ",".join(map(str, self.options.gpus or []))
+            return f"none of the GPUs asked for ({wanted}) exists" if self.options.gpus else "NVML found no GPU"
+        return None
+
+    def _run_stages(self, ctx: StageContext) -> None:
+        xid = None
+        for name in self._planned_stages():
+            if ctx.stopped.is_set():
+                break
+            if name in LOADED_STAGES and xid is None:
+                xid = self._start_xid(ctx)
+                self.load.begin()
+            self._stage_event(name, "start")
+            self._stage_function(name)(ctx)
+            self._stage_event(name, "end")
+        self.load.end()
+        if xid is not None:
+            from gputui.check.xid import xid_results
+
+            for result in xid_results(xid.stop(), ctx.gpus):
+                ctx.report(result)
+        if ctx.gpus and any(name in LOADED_STAGES for name in self._planned_stages()):
+            for result in load_results(self.load, ctx.gpus):
+                ctx.report(result)
+        for result in cost_results(ctx.results, self.options.price_per_hour):
+            ctx.report(result)
+
+    def _planned_stages(self) -> list[str]:
+        names = list(self._stages) if self._stages is not None else list(STAGES)
+        return [n for n in names if n not in self.options.skip and not (n == "workload" and self.options.quick)]
+
+    def _stage_function(self, name: str) -> Callable[[StageContext], None]:
+        if self._stages is not None:
+            return self._stages[name]
+        module, function = STAGES[name]
+        return getattr(importlib.import_module(module), function)
+
+    def _start_xid(self, ctx: StageContext):
+        if not ctx.gpus or ctx.nvml is None:
+            return None
+        from gputui.check.xid import XidWatcher
+
+        watcher = XidWatcher([g.index for g in ctx.gpus], nvml_module=self._nvml_module)
+        watcher.start()
+        return watcher
+
+    def _stage_event(self, stage: str, state: str) -> None:
+        self.session.post_event(STAGE_EVENT, {"stage": stage, "state": state})
+        self.listener.on_stage(stage, state)
+
+    def _report(self, result: CheckResult) -> None:
+        self.session.post_event(CHECK_EVENT, result.to_dict())
+        self.listener.on_result(result)
+
+
+def _options_dict(options: CheckOptions) -> dict[str, Any]:
+    out = dataclasses.asdict(options)
+    out["skip"] = sorted(options.skip)
+    out["workdir"] = str(options.workdir)
+    out["presets_file"] = str(options.presets_file) if options.presets_file else None
+    return out
+
+
+class _HeaderKeeper(Observer):
+    def __init__(self) -> None:
+        self.header: dict[str, Any] = {}
+
+    def on_header(self, header: dict[str, Any]) -> None:
+        self.header = header
+
+
+class _ProgressLines(CheckListener):
+    def __init__(self, stream) -> None:
+        self.stream = stream
+
+    def on_stage(self, stage: str, state: str) -> None:
+        if state == "start":
+            print(f"gputui check: {stage}", file=self.stream, flush=True)
+
+    def on_result(self, result: CheckResult) -> None:
+        print("  " + render.progress_line(result), file=self.stream, flush=True)
+
+
+def run_check_cli(options: CheckOptions, *, record: Path | None, as_json: bool, markdown: Path | None,
+                  quiet: bool = False) -> int:
+    """The headless face: a line per check as it completes, then the verdict (or JSON)."""
+    from gputui.record import Recorder
+    from gputui.safe_write import write_atomic
+
+    recorder = Recorder(record) if record is not None else None
+    # Progress goes to stderr with --json (stdout is for the machine), else to stdout.
+    listener = CheckListener() if quiet else _ProgressLines(sys.stderr if as_json else sys.stdout)
+    check = CheckRun(options, observers=[recorder] if recorder else [], listener=listener)
+    previous = {sig: signal.signal(sig, lambda *_: check.stop()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        report = check.run()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if recorder is not None:
+            recorder.close()
+    if markdown is not None:
+        try:
+            write_atomic(markdown, render.markdown(report.results, report.header))
+        except OSError as exc:
+            raise UserError(f"{markdown}: cannot write the Markdown report ({exc.strerror})") from None
+    if as_json:
+        print(render.to_json(report.results, report.header, report.summary))
+    else:
+        print(render.verdict_line(report.results) + (" (stopped early)" if report.stopped else ""))
+    return 130 if report.stopped else report.exit_code

@@ -1,0 +1,195 @@
+"""The check's orchestrator, under-load grading, cost and rendering, with a test double
+of NVML and stages replaced by functions that report fixed results."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gputui.check.context import CheckOptions, GpuUnderTest, StageContext
+from gputui.check.cost import cost_per_million, cost_per_pflop_hour, cost_results
+from gputui.check.expectations import find_model
+from gputui.check.model import FAIL, INFO, MICRO, OK, PREFLIGHT, SKIPPED, WARN, WORKLOAD, CheckResult
+from gputui.check.render import markdown, progress_line, verdict_line
+from gputui.check.runner import CheckListener, CheckRun
+from gputui.check.under_load import LoadWatcher, load_results
+from gputui.model import GpuInfo, GpuSample, Sample
+from gputui.record import read_recording
+from gputui.telemetry.gpu import GpuTelemetry
+from tests.fake_nvml import FakeGpu, FakeNvml
+
+
+def _h200(index: int = 0) -> GpuUnderTest:
+    info = GpuInfo(index=index, name="NVIDIA H200", memory_total=150754820096, temp_slowdown_c=89.0)
+    return GpuUnderTest(info=info, model=find_model(info.name, info.memory_total))
+
+
+class _Collect(CheckListener):
+    def __init__(self) -> None:
+        self.stages: list[tuple[str, str]] = []
+        self.results: list[CheckResult] = []
+
+    def on_stage(self, stage, state):
+        self.stages.append((stage, state))
+
+    def on_result(self, result):
+        self.results.append(result)
+
+
+def _stage(*results: CheckResult):
+    def run(ctx: StageContext) -> None:
+        for result in results:
+            ctx.report(result)
+    return run
+
+
+def test_a_check_is_a_recording_with_one_event_per_result_and_the_verdict(tmp_path):
+    from gputui.record import Recorder
+
+    path = tmp_path / "check.jsonl"
+    listener = _Collect()
+    stages = {
+        "preflight": _stage(CheckResult(id="host.shm", group=PREFLIGHT, name="/dev/shm", status=FAIL, value=64, unit="MB")),
+        "micro": _stage(CheckResult(id="micro.gpu0.matmul_bf16", group=MICRO, name="matmul", status=OK, value=790.0,
+                                    unit="TFLOP/s", gpu=0)),
+    }
+    check = CheckRun(CheckOptions(interval=0.1, price_per_hour=2.0), observers=[Recorder(path)], listener=listener,
+                     gpu=GpuTelemetry(FakeNvml([FakeGpu()])), nvml_module=FakeNvml([FakeGpu()]), stages=stages)
+    report = check.run()
+    assert report.exit_code == 1  # one check failed
+    assert listener.stages == [("preflight", "start"), ("preflight", "end"), ("micro", "start"), ("micro", "end")]
+    recording = read_recording(path)
+    assert recording.cut is None
+    assert recording.header["check"]["price_per_hour"] == 2.0
+    checks = [e.data for e in recording.events if e.kind == "check"]
+    ids = [c["id"] for c in checks]
+    assert ids[:2] == ["host.shm", "micro.gpu0.matmul_bf16"]
+    assert "gpu0.throttle_under_load" in ids  # graded from the samples taken while loaded
+    assert "cost.pflop_hour_bf16" in ids  # a price turns the matmul into a cost
+    assert [c["id"] for c in (CheckResult.from_dict(c).to_dict() for c in checks)] == ids  # round trip
+    assert recording.summary["check"]["verdict"] == "fail"
+    assert recording.summary["check"]["counts"]["fail"] == 1
+
+
+def test_quick_leaves_out_the_workloads_and_skip_leaves_out_named_stages():
+    ran = []
+
+    def mark(name):
+        return lambda ctx: ran.append(name)
+
+    stages = {name: mark(name) for name in ("preflight", "micro", "workload")}
+    CheckRun(CheckOptions(quick=True, skip={"micro"}, interval=0.1), gpu=GpuTelemetry(FakeNvml([])),
+             nvml_module=FakeNvml([]), stages=stages).run()
+    assert ran == ["preflight"]
+
+
+def test_no_gpu_gives_the_stages_one_clear_reason():
+    seen = {}
+
+    def preflight(ctx):
+        seen["gpus"], seen["reason"] = ctx.gpus, ctx.gpu_unavailable_reason
+
+    import pynvml
+
+    CheckRun(CheckOptions(interval=0.1), gpu=GpuTelemetry(FakeNvml(init_error=pynvml.NVMLError_LibraryNotFound)),
+             stages={"preflight": preflight}).run()
+    assert seen["gpus"] == []
+    assert "NVML library not found" in seen["reason"]
+
+
+def _loaded(watcher: LoadWatcher, **fields) -> None:
+    watcher.begin()
+    for t in range(20):
+        watcher.on_sample(Sample(t=float(t), gpus=[GpuSample(index=0, **fields)]))
+    watcher.end()
+
+
+def test_thermal_slowdown_under_load_fails_and_power_capping_alone_does_not():
+    hot = LoadWatcher()
+    _loaded(hot, temp_c=91.0, throttle_reasons=["SwThermalSlowdown", "SwPowerCap"], power_w=690.0, power_limit_w=700.0)
+    by_id = {r.id: r for r in load_results(hot, [_h200()])}
+    assert by_id["gpu0.temp_under_load"].status == FAIL
+    assert by_id["gpu0.throttle_under_load"].status == FAIL
+    assert "SwThermalSlowdown" in by_id["gpu0.throttle_under_load"].cause
+
+    capped = LoadWatcher()
+    _loaded(capped, temp_c=60.0, throttle_reasons=["SwPowerCap"], power_w=699.0, power_limit_w=700.0)
+    by_id = {r.id: r for r in load_results(capped, [_h200()])}
+    assert by_id["gpu0.temp_under_load"].status == OK
+    assert by_id["gpu0.throttle_under_load"].status == OK
+    assert by_id["gpu0.power_under_load"].status == INFO
+    assert "100%" in by_id["gpu0.power_under_load"].detail
+
+
+def test_80_degrees_warns():
+    warm = LoadWatcher()
+    _loaded(warm, temp_c=82.0, throttle_reasons=[])
+    assert {r.id: r for r in load_results(warm, [_h200()])}["gpu0.temp_under_load"].status == WARN
+
+
+def test_samples_outside_the_loaded_stages_do_not_count():
+    watcher = LoadWatcher()
+    watcher.on_sample(Sample(t=0.0, gpus=[GpuSample(index=0, temp_c=95.0)]))
+    assert load_results(watcher, [_h200()])[0].status == SKIPPED
+
+
+def test_cost_per_million_samples_and_per_pflop_hour():
+    assert cost_per_million(3.6, 1000.0) == pytest.approx(1.0)  # 3.6 M samples an hour for 3.6 USD
+    assert cost_per_pflop_hour(2.0, 500.0) == pytest.approx(4.0)  # 0.5 PFLOP/s: two hours for one PFLOP-hour
+    results = [CheckResult(id="workload.gpu0.resnet50_tuned", group=WORKLOAD, name="ResNet-50", status=OK,
+                           value=7200.0, unit="images/s", gpu=0)]
+    (cost,) = cost_results(results, 2.0)
+    assert cost.id == "cost.resnet50_tuned"
+    assert cost.value == pytest.approx(2.0 / (7200 * 3600) * 1e6, rel=1e-3)
+    assert cost_results(results, None)[0].status == SKIPPED
+
+
+def test_rendering_names_the_cause_and_the_expectation_source():
+    result = CheckResult(id="gpu0.power_limit", group=PREFLIGHT, name="Power limit", status=FAIL, gpu=0, value=420.0,
+                         unit="W", expected=700.0, expected_source="the default power limit",
+                         cause="power-limited to 420 W of its 700 W default", advice="ask the provider")
+    line = progress_line(result)
+    assert line.startswith("[FAIL] gpu0 Power limit: 420 W (expected 700 W)")
+    assert "power-limited to 420 W" in line
+    text = markdown([result], {"host": {"hostname": "box"}, "gpus": [{"index": 0, "name": "NVIDIA H200"}]})
+    assert "| FAIL | gpu0 | Power limit | 420 W | 700 W (60%) |" in text
+    assert "- the default power limit" in text
+    assert verdict_line([result]) == "verdict: FAIL (1 fail)"
+
+
+def _gputui(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "gputui", *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--price", "-1"], "--price: expected a price per hour greater than 0"),
+    (["--gpus", "x"], "--gpus: expected GPU indices"),
+    (["--skip", "gpu"], "--skip: expected any of preflight, micro, workload"),
+    (["--markdown", "/nonexistent/dir/x.md"], "--markdown: /nonexistent/dir is not a directory"),
+])
+def test_bad_arguments_are_one_line_and_exit_2(tmp_path, args, expected):
+    proc = _gputui("check", *args, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert expected in proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_quick_json_runs_on_a_machine_without_a_gpu(tmp_path):
+    """What CI runs: host checks, one line about the GPU, JSON on stdout, exit 0 or 1."""
+    record = tmp_path / "check.jsonl"
+    proc = _gputui("check", "--quick", "--json", "--record", str(record), "--markdown", str(tmp_path / "c.md"),
+                   cwd=tmp_path)
+    assert proc.returncode in (0, 1), proc.stderr
+    result = json.loads(proc.stdout)
+    ids = [c["id"] for c in result["checks"]]
+    assert any(i.startswith("host.") for i in ids)
+    statuses = {c["status"] for c in result["checks"]}
+    assert statuses <= {OK, WARN, FAIL, SKIPPED, INFO}
+    assert result["verdict"]["verdict"] in ("ok", "warn", "fail")
+    assert proc.returncode == (1 if result["verdict"]["verdict"] == "fail" else 0)
+    assert read_recording(record).summary["check"]["verdict"] == result["verdict"]["verdict"]
+    assert (tmp_path / "c.md").read_text().startswith("# gputui check")
