@@ -38,6 +38,9 @@ from gputui.tui.widgets.base import StateView
 from gputui.tui.widgets.gpu import GpuGrid
 
 if TYPE_CHECKING:  # the session side loads in the session thread, after the first frame
+    from gputui.check.context import CheckOptions
+    from gputui.check.runner import CheckListener, CheckRun
+    from gputui.tui.screens.check import CheckFactory
     from gputui.record import Recorder
     from gputui.session import Session, SessionConfig
     from gputui.telemetry.gpu import GpuTelemetry
@@ -58,6 +61,7 @@ class GpuTuiApp(App[int]):
         # Textual turns Ctrl-C into a key (the terminal is raw): make it quit, as users expect.
         Binding("ctrl+c", "quit", "Quit", id="quit_ctrl_c", show=False, priority=True),
         Binding("t", "next_theme", "Theme", id="next_theme"),
+        Binding("k", "check", "Check", id="check"),
         Binding("ctrl+p", "command_palette", "Commands", id="command_palette", show=False, priority=True),
     ]
 
@@ -78,8 +82,10 @@ class GpuTuiApp(App[int]):
         diagnosis: dict | None,
         refresh_interval: float,
         handle_signals: bool,
+        make_check: "CheckFactory",
     ) -> None:
         super().__init__()
+        self.make_check = make_check
         self.presets = presets
         self.state = st.DashboardState()
         self.supervisor = SessionSupervisor(make_session, self._observers_for, self._session_ended, interval=interval,
@@ -257,6 +263,14 @@ class GpuTuiApp(App[int]):
         if choice == "again":
             self.action_run_again()
 
+    def action_check(self) -> None:
+        from gputui.tui.screens.check import CheckScreen
+
+        def busy() -> str | None:
+            return "A run is going: stop it (s) before checking the machine." if self.state.live_run else None
+
+        self.push_screen(CheckScreen(self.make_check, busy_reason=busy))
+
     # -- Themes -----------------------------------------------------------------------
     def _apply_settings(self) -> None:
         settings, problem = load_settings(self._settings_file)
@@ -305,6 +319,8 @@ class GpuTuiApp(App[int]):
         yield SystemCommand("Stop run", "Stop the running benchmark and its process group (s)", self.action_stop_run)
         yield SystemCommand("Run again", "Run the last preset again (r)", self.action_run_again)
         yield SystemCommand("Findings", "What holds the run back, with evidence and advice (f)", self.action_show_findings)
+        yield SystemCommand("Check this machine", "Is it healthy and as fast as it should be for its GPU? (k)",
+                            self.action_check)
 
 
 def make_app(
@@ -325,6 +341,7 @@ def make_app(
     user_themes_dir: Path | None = None,
     refresh_interval: float = REFRESH_S,
     handle_signals: bool = False,
+    check_factory: "CheckFactory | None" = None,
 ) -> GpuTuiApp:
     """The dashboard, ready to ``run()`` or ``run_test()``.
 
@@ -339,6 +356,16 @@ def make_app(
             from gputui.telemetry.host import HostTelemetry
 
             return Session(config, gpu=(gpu_factory or GpuTelemetry)(), host=(host_factory or HostTelemetry)(), clock=clock)
+
+    if check_factory is None:
+        def check_factory(options: "CheckOptions", listener: "CheckListener") -> "CheckRun":
+            from gputui.check.runner import CheckRun
+            from gputui.telemetry.gpu import GpuTelemetry
+            from gputui.telemetry.host import HostTelemetry
+
+            options.interval = interval
+            return CheckRun(options, listener=listener, gpu=(gpu_factory or GpuTelemetry)(),
+                            host=(host_factory or HostTelemetry)())
 
     themes, problems = load_themes(user_themes_dir)
     if theme is not None and theme not in themes and theme not in _textual_theme_names():
@@ -359,6 +386,7 @@ def make_app(
         diagnosis=diagnosis,
         refresh_interval=refresh_interval,
         handle_signals=handle_signals,
+        make_check=check_factory,
     )
 
 

@@ -1,0 +1,121 @@
+"""The Check screen: ``gputui check`` inside the dashboard, its table filling in live.
+
+The check runs in a thread worker (it blocks for minutes); its listener hands each
+stage and result to the screen with ``call_from_thread``, so widgets are only touched
+from the event loop.  Esc stops a running check (its child is stopped) and closes.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Static
+
+from gputui.check.context import CheckOptions
+from gputui.check.model import CheckResult
+from gputui.check.render import TABLE_HEADER, table_rows, verdict_line
+from gputui.check.runner import CheckListener, CheckReport, CheckRun
+
+CheckFactory = Callable[[CheckOptions, CheckListener], CheckRun]
+STATUS_STYLE = {"ok": "green", "WARN": "yellow", "FAIL": "bold red", "skip": "dim", "info": "cyan"}
+IDLE_HINT = "Enter: full check (about 5 minutes) · u: quick check (under a minute) · Esc: close"
+
+
+class _ToScreen(CheckListener):
+    def __init__(self, screen: "CheckScreen") -> None:
+        self.screen = screen
+
+    def on_stage(self, stage: str, state: str) -> None:
+        self.screen.app.call_from_thread(self.screen.stage_changed, stage, state)
+
+    def on_result(self, result: CheckResult) -> None:
+        self.screen.app.call_from_thread(self.screen.add_result, result)
+
+
+class CheckScreen(ModalScreen[None]):
+    BINDINGS = [
+        Binding("enter", "start(False)", "Full check", id="check_full", priority=True),  # the table would take Enter
+        Binding("u", "start(True)", "Quick check", id="check_quick"),
+        Binding("escape", "close", "Stop and close", id="check_close"),
+    ]
+    DEFAULT_CSS = """
+    CheckScreen { align: center middle; }
+    CheckScreen > Vertical { width: 96%; height: 90%; border: round $primary; background: $surface; }
+    CheckScreen #check-status { height: auto; padding: 0 1; }
+    CheckScreen DataTable { height: 1fr; }
+    """
+
+    def __init__(self, make_check: CheckFactory, *, busy_reason: Callable[[], str | None] = lambda: None) -> None:
+        super().__init__()
+        self._make_check = make_check
+        self._busy_reason = busy_reason
+        self._check: CheckRun | None = None
+        self.results: list[CheckResult] = []
+        self.verdict: str | None = None
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(IDLE_HINT, id="check-status")
+            yield DataTable(id="check-table", cursor_type="row", zebra_stripes=True)
+
+    def on_mount(self) -> None:
+        self.query_one(Vertical).border_title = "Check this machine"
+        self.query_one(DataTable).add_columns(*TABLE_HEADER)
+
+    def _status(self, text: str) -> None:
+        self.query_one("#check-status", Static).update(text)
+
+    def action_start(self, quick: bool) -> None:
+        if self._check is not None:
+            self.notify("A check is running: Esc stops it.")
+            return
+        busy = self._busy_reason()
+        if busy:
+            self.notify(busy, severity="warning")
+            return
+        self.results.clear()
+        self.verdict = None
+        self.query_one(DataTable).clear()
+        self._check = self._make_check(CheckOptions(quick=quick), _ToScreen(self))
+        self._status(f"{'Quick' if quick else 'Full'} check starting…")
+        self.run_worker(self._run, thread=True, exit_on_error=False, name="check")
+
+    def _run(self) -> None:
+        check = self._check
+        assert check is not None
+        try:
+            report = check.run()
+        except Exception as exc:  # a bug in a stage must not take the dashboard down
+            self.app.call_from_thread(self._status, f"The check failed: {exc}")
+            report = None
+        self.app.call_from_thread(self.finished, report)
+
+    def stage_changed(self, stage: str, state: str) -> None:
+        if state == "start" and self.is_mounted:
+            self._status(f"Running: {stage} · {len(self.results)} checks so far · Esc stops")
+
+    def add_result(self, result: CheckResult) -> None:
+        self.results.append(result)
+        if not self.is_mounted:  # closed while the check was stopping
+            return
+        row = table_rows([result])[0]
+        row[0] = Text(row[0], style=STATUS_STYLE.get(row[0], ""))  # type: ignore[call-overload]
+        self.query_one(DataTable).add_row(*row)
+
+    def finished(self, report: CheckReport | None) -> None:
+        self._check = None
+        if report is None or not self.is_mounted:
+            return
+        self.verdict = report.summary["verdict"]
+        stopped = " (stopped early)" if report.stopped else ""
+        self._status(f"{verdict_line(report.results)}{stopped} · {IDLE_HINT}")
+
+    def action_close(self) -> None:
+        if self._check is not None:
+            self._check.stop()
+        self.dismiss(None)

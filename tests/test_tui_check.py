@@ -1,0 +1,76 @@
+"""The Check screen: reached by key and by the command palette, its table filling in as
+the check reports, the verdict shown at the end, Esc stopping a running check."""
+
+from __future__ import annotations
+
+import threading
+
+from gputui.check.model import FAIL, OK, PREFLIGHT, CheckResult
+from gputui.check.runner import CheckRun
+from gputui.presets import load_presets
+from gputui.telemetry.gpu import GpuTelemetry
+from gputui.tui.app import make_app
+from gputui.tui.screens.check import CheckScreen
+from tests.fake_nvml import FakeGpu, FakeNvml
+from tests.test_tui_support import run_async, wait_until
+
+
+def _factory(stages):
+    def make(options, listener):
+        return CheckRun(options, listener=listener, gpu=GpuTelemetry(FakeNvml([FakeGpu()])),
+                        nvml_module=FakeNvml([FakeGpu()]), stages=stages)
+    return make
+
+
+def _app(tmp_path, monkeypatch, stages):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    return make_app(load_presets(cwd=tmp_path), settings_file=tmp_path / "settings.toml", interval=0.25,
+                    gpu_factory=lambda: GpuTelemetry(FakeNvml([FakeGpu()])), check_factory=_factory(stages))
+
+
+def test_k_opens_the_check_and_enter_runs_it_to_a_verdict(tmp_path, monkeypatch):
+    def preflight(ctx):
+        ctx.report(CheckResult(id="gpu0.power_limit", group=PREFLIGHT, name="Power limit", status=FAIL, gpu=0,
+                               value=420.0, unit="W", expected=700.0, cause="power-limited"))
+        ctx.report(CheckResult(id="host.shm", group=PREFLIGHT, name="/dev/shm", status=OK, value=16.0, unit="GiB"))
+
+    app = _app(tmp_path, monkeypatch, {"preflight": preflight})
+
+    async def scenario():
+        async with app.run_test(size=(140, 40)) as pilot:
+            await pilot.press("k")
+            screen = await wait_until(pilot, lambda: isinstance(app.screen, CheckScreen) and app.screen, what="check screen")
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: screen.verdict is not None, what="verdict")
+            table = screen.query_one("#check-table")
+            assert table.row_count >= 3  # two results, the under-load and cost rows follow
+            status = str(screen.query_one("#check-status").render())
+            assert "verdict: FAIL" in status
+            first_row = [str(c) for c in table.get_row_at(0)]
+            assert first_row[:4] == ["FAIL", "gpu0", "Power limit", "420 W"]
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: not isinstance(app.screen, CheckScreen), what="closed")
+
+    run_async(scenario())
+
+
+def test_escape_stops_a_running_check(tmp_path, monkeypatch):
+    release = threading.Event()
+
+    def slow(ctx):
+        ctx.report(CheckResult(id="host.cores", group=PREFLIGHT, name="Cores", status=OK, value=8))
+        ctx.stopped.wait(30)  # a stage that ends when the check is stopped
+        release.set()
+
+    app = _app(tmp_path, monkeypatch, {"preflight": slow})
+
+    async def scenario():
+        async with app.run_test(size=(120, 30)) as pilot:
+            app.action_check()
+            screen = await wait_until(pilot, lambda: isinstance(app.screen, CheckScreen) and app.screen, what="screen")
+            await pilot.press("u")
+            await wait_until(pilot, lambda: len(screen.results) == 1, what="first result")
+            await pilot.press("escape")
+            await wait_until(pilot, release.is_set, what="the stage saw the stop")
+
+    run_async(scenario())
