@@ -8,10 +8,16 @@
 #     input     the input-bound pair and the synthetic twin, with their findings
 #     maxbatch  --find-max-batch for EfficientNet-B7 at 600 px
 #     tui       the dashboard headless against real NVML: screenshot and cost
+#     checktests  pytest -m gpu for the check's own tests only (quicker than tests)
+#     quickcheck  gputui check --quick (under a minute)
+#     check     gputui check --price $PRICE (about 5 minutes): Markdown, JSON, recording
+#     lookback  record the seed-twin and tuned ResNet-50 presets (for report/compare)
+# Everything is written to a temporary folder and packed into $OUT/results.tgz (few files come back).
 # Results go to $OUT (or ./gpu-check-out). Never changes the card's settings.
 set -uo pipefail
-out=${OUT:-$PWD/gpu-check-out}
-mkdir -p "$out"
+final=${OUT:-$PWD/gpu-check-out}
+out=$(mktemp -d /tmp/gpu-check.XXXX)  # everything goes here, and comes back packed in one file
+mkdir -p "$final"
 cd "$(dirname "$0")/.."
 
 if [ -d .whl ]; then  # the device has no network: pure-Python deps travel as wheels
@@ -42,6 +48,18 @@ for step in "$@"; do
            cat "$out/input/diagnosis.txt" ;;
     maxbatch) benchmarks/run-workloads.sh "$out/maxbatch" torch-efficientnet-b7-max-batch ;;
     tui) if [ -x benchmarks/tui-gpu.sh ]; then benchmarks/tui-gpu.sh "$out/tui"; else echo "no benchmarks/tui-gpu.sh"; fi ;;
+    checktests) python3 -m pytest -m gpu -q -rs tests/test_check_*.py 2>&1 | tee "$out/pytest-gpu-check.txt" | tail -25 ;;
+    quickcheck) python3 -m gputui check --quick --price "${PRICE:-3.0}" --record "$out/quickcheck.jsonl" \
+                  --markdown "$out/quickcheck.md" --json > "$out/quickcheck.json" 2> "$out/quickcheck.log"
+                echo "quick check exit $?"; cat "$out/quickcheck.log" ;;
+    check) python3 -m gputui check --price "${PRICE:-3.0}" --record "$out/check.jsonl" --markdown "$out/check.md" \
+             --json > "$out/check.json" 2> "$out/check.log"
+           echo "check exit $?"; cat "$out/check.log" ;;
+    lookback) for preset in torch-resnet50 torch-resnet50-tuned; do
+                python3 -m gputui --headless --record "$out/$preset.jsonl" --preset "$preset" --interval 0.5 \
+                  2> "$out/$preset.stderr"; echo "$preset exit $?"; tail -n 14 "$out/$preset.stderr"
+              done ;;
     *) echo "unknown step $step" ;;
   esac
 done
+(cd "$out" && tar czf "$final/results.tgz" .) && echo "results: $final/results.tgz ($(du -h "$final/results.tgz" | cut -f1))"
