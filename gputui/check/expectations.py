@@ -95,7 +95,7 @@ def expect(model: GpuModel | None, metric: str) -> Expectation | None:
     if metric in model.baselines:
         when = model.baselines.get("measured", "")
         return Expectation(float(model.baselines[metric]),
-                           f"baseline measured by gputui check on {model.model}" + (f" ({when})" if when else ""))
+                           f"baseline measured by gputui on {model.model}" + (f" ({when})" if when else ""))
     if metric in _DATASHEET_METRICS:
         key, share_key = _DATASHEET_METRICS[metric]
         peak = model.spec(key)
