@@ -10,12 +10,14 @@ import sys
 import pytest
 
 from gputui.check.context import CheckOptions, GpuUnderTest, StageContext, gpus_under_test
-from gputui.check.micro import match_devices
+from gputui.check.micro import LinkWatcher, match_devices, nvml_identities
 from gputui.check.micro_stage import grade_micro, run_micro_stage
 from gputui.check.model import FAIL, INFO, MICRO, OK, SKIPPED, WARN, CheckResult
 from gputui.model import GpuInfo
 from gputui.runner import Outcome
+from gputui.telemetry.nvml import Nvml
 from gputui.workloads import protocol
+from tests.fake_nvml import FakeGpu, FakeNvml
 from tests.helpers import REPO
 
 GIB = 1024**3
@@ -174,6 +176,28 @@ def test_torch_devices_are_matched_to_nvml_by_uuid_then_pci():
     assert {t: n["index"] for t, n in matched.items()} == {0: 1, 1: 2}
 
 
+def test_nvml_identities_and_the_loaded_link_come_through_the_nvml_wrapper():
+    fake = FakeNvml([FakeGpu(uuid="GPU-AAAA", pci=(0, 0x19, 0), pcie_gen=3, pcie_width=8),
+                     FakeGpu(uuid="GPU-BBBB", pci=(1, 0x3B, 0))])
+    nvml = Nvml(fake)
+    assert nvml.init() is None
+    ids = nvml_identities(nvml)
+    assert [(i["index"], i["uuid"], i["pci"]) for i in ids] == [(0, "aaaa", (0, 0x19, 0)), (1, "bbbb", (1, 0x3B, 0))]
+    # torch writes UUIDs without the GPU- prefix
+    assert match_devices([{"index": 0, "uuid": "bbbb", "pci": None}], ids)[0]["index"] == 1
+
+    link = LinkWatcher(nvml, ids[0]["handle"])
+    link.read()
+    fake.gpus[0].pcie_gen, fake.gpus[0].pcie_width = 1, 16  # a read while the link idles lower
+    link.read()
+    assert (link.gen, link.width) == (3, 16)  # the best seen while loaded
+
+    fake.gpus[1].unsupported = {"nvmlDeviceGetCurrPcieLinkGeneration", "nvmlDeviceGetCurrPcieLinkWidth"}
+    silent = LinkWatcher(nvml, ids[1]["handle"])
+    silent.read()
+    assert (silent.gen, silent.width) == (None, None)  # absent from the payload, not a guess
+
+
 # --- the child, a real process ----------------------------------------------------------
 
 
@@ -188,6 +212,15 @@ def payloads_of(stdout: str) -> list[dict]:
     payloads = [protocol.decode(line) for line in lines]
     assert all(p is not None for p in payloads), lines  # nothing but protocol lines on stdout
     return payloads
+
+
+def test_child_imports_only_the_protocol_and_the_nvml_wrapper_of_gputui():
+    code = ("import sys, gputui.check.micro, gputui.check.micro_allreduce\n"
+            "print(' '.join(sorted(m for m in sys.modules if m.startswith('gputui'))))\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120, check=True)
+    assert set(proc.stdout.split()) == {
+        "gputui", "gputui.check", "gputui.check.micro", "gputui.check.micro_allreduce",
+        "gputui.telemetry", "gputui.telemetry.nvml", "gputui.workloads", "gputui.workloads.protocol"}
 
 
 def test_cpu_mode_child_prints_parseable_measurements():

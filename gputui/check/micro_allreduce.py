@@ -74,8 +74,9 @@ def allreduce_busbw(devices: list[int], nbytes: int, seconds: float, timeout: fl
     deadline = time.monotonic() + timeout
     while not procs.join(timeout=1.0):  # raises when a worker failed
         if time.monotonic() > deadline:
-            for proc in procs.processes:
+            for proc in procs.processes:  # a hung collective never returns: end our workers
                 proc.kill()
+                proc.join(5)
             raise TimeoutError(f"the all-reduce over {len(devices)} GPUs did not finish within {timeout:.0f} s")
     if results.empty():
         raise RuntimeError("the all-reduce workers ended without a result")
