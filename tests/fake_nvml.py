@@ -59,6 +59,7 @@ class FakeGpu:
     pcie_width: int = 16
     pcie_max_gen: int = 5
     pcie_max_width: int = 16
+    pci: tuple[int, int, int] = (0, 0x19, 0)  # domain, bus, device
     processes: list[tuple[int, int | None]] = field(default_factory=lambda: [(4242, 2 * GIB), (4343, None)])
     gpm: dict[int, float] | None = field(default_factory=_h200_gpm)  # None: no GPM
     unsupported: set[str] = field(default_factory=set)  # raise NotSupported on this GPU
@@ -176,6 +177,11 @@ class FakeNvml:
 
     def nvmlDeviceGetMaxPcieLinkWidth(self, h):
         return self._gpu("nvmlDeviceGetMaxPcieLinkWidth", h).pcie_max_width
+
+    def nvmlDeviceGetPciInfo(self, h):
+        domain, bus, device = self._gpu("nvmlDeviceGetPciInfo", h).pci
+        bus_id = f"{domain:08X}:{bus:02X}:{device:02X}.0".encode()
+        return pynvml.nvmlPciInfo_t(busIdLegacy=bus_id, domain=domain, bus=bus, device=device, busId=bus_id)
 
     # --- per tick -------------------------------------------------------------------
 
