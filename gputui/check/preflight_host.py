@@ -100,15 +100,16 @@ class HostFacts:
         return self.memory_total
 
 
-def _disk_usage(path: Path) -> tuple[Any, str | None]:
+def _disk_usage(path: Path, disk_usage: Callable[[Path], Any] = shutil.disk_usage) -> tuple[Any, str | None]:
     try:
-        return shutil.disk_usage(path), None
+        return disk_usage(path), None
     except OSError as exc:
         return None, exc.strerror or str(exc)
 
 
 def read_host_facts(workdir: Path, *, cgroup_root: Path | None = None, shm_path: Path = SHM_PATH,
-                    virtual_memory: Callable[[], Any] = psutil.virtual_memory) -> HostFacts:
+                    virtual_memory: Callable[[], Any] = psutil.virtual_memory,
+                    disk_usage: Callable[[Path], Any] = shutil.disk_usage) -> HostFacts:
     facts = HostFacts(workdir=workdir, shm_path=shm_path)
     facts.cores = cpu_available(cgroup_root)
     facts.affinity_cores = _affinity_cores()
@@ -118,9 +119,9 @@ def read_host_facts(workdir: Path, *, cgroup_root: Path | None = None, shm_path:
     except Exception:  # noqa: BLE001 - psutil unsupported here: memory unknown
         facts.memory_total = None
     facts.memory_limit = cgroup_memory_limit(facts.memory_total, cgroup_root)
-    shm, facts.shm_error = _disk_usage(shm_path)
+    shm, facts.shm_error = _disk_usage(shm_path, disk_usage)
     facts.shm_bytes = shm.total if shm else None
-    disk, facts.disk_error = _disk_usage(workdir)
+    disk, facts.disk_error = _disk_usage(workdir, disk_usage)
     facts.disk_free = disk.free if disk else None
     return facts
 
@@ -245,14 +246,15 @@ def grade_cores(facts: HostFacts, gpu_count: int) -> CheckResult:
     if cores is None:
         return skipped("host.cores", PREFLIGHT, name, "the number of usable CPU cores is not known here")
     capped = facts.affinity_cores is not None and cores < facts.affinity_cores
-    detail = f"{cores:g} cores usable" + (f" (the cgroup quota caps {facts.affinity_cores})" if capped else "")
+    quota = f"; the cgroup CPU quota caps the {facts.affinity_cores} cores we may run on" if capped else ""
     if gpu_count == 0:
-        return _result("cores", "CPU cores", INFO, value=cores, unit="cores", detail=detail + "; no GPU to feed")
+        return _result("cores", "CPU cores", INFO, value=cores, unit="cores",
+                       detail=f"{cores:g} usable cores{quota}; no GPU to feed")
     per_gpu = cores / gpu_count
     status = t.grade_floor(per_gpu, ok_at=t.CORES_PER_GPU_OK, fail_below=t.CORES_PER_GPU_FAIL)
     result = _result("cores", name, status, value=round(per_gpu, 2), unit="cores", expected=t.CORES_PER_GPU_OK,
                      expected_source="4-8 cores per GPU keep a typical input pipeline ahead of the GPU",
-                     detail=f"{detail} for {gpu_count} GPU(s)")
+                     detail=f"{cores:g} usable cores for {gpu_count} GPU(s){quota}")
     if status != OK:
         quota = ", capped by the container's CPU quota" if capped else ""
         result.cause = (f"{cores:g} CPU cores for {gpu_count} GPU(s) ({per_gpu:.1f} per GPU{quota}): decoding and "
