@@ -360,14 +360,17 @@ class FakeNvml:
         event_set.registered[h.index] = event_set.registered.get(h.index, 0) | event_types
 
     def nvmlEventSetWait_v2(self, event_set, timeout_ms):
-        self._count("nvmlEventSetWait_v2")
+        return self._wait("nvmlEventSetWait_v2", event_set, timeout_ms)
+
+    def nvmlEventSetWait(self, event_set, timeout_ms):
+        return self._wait("nvmlEventSetWait", event_set, timeout_ms)
+
+    def _wait(self, fn: str, event_set: _EventSet, timeout_ms: int) -> Any:
+        self._count(fn)
         try:
             return event_set.pending.get(timeout=timeout_ms / 1000.0)
         except queue.Empty:
             raise pynvml.NVMLError_Timeout() from None
-
-    def nvmlEventSetWait(self, event_set, timeout_ms):
-        return self.nvmlEventSetWait_v2(event_set, timeout_ms)
 
     def nvmlEventSetFree(self, event_set):
         self._count("nvmlEventSetFree")

@@ -130,6 +130,8 @@ def grade_cuda_devices(cuda: CudaDevices, nvml_count: int | None) -> CheckResult
         result.detail = f"CUDA_VISIBLE_DEVICES={cuda.visible_devices!r}"
     if nvml_count is None or cuda.count >= nvml_count:
         result.status = OK if cuda.count == nvml_count else INFO
+        if nvml_count is not None and cuda.count > nvml_count:
+            result.detail = f"CUDA sees more devices than NVML's {nvml_count} GPUs (MIG instances?)"
         return result
     hidden_by_variable = (cuda.visible_devices is not None
                           and cuda.count >= min(nvml_count, _listed_devices(cuda.visible_devices)))
