@@ -461,8 +461,8 @@ def _temperature(facts: GpuFacts, g: _Grader) -> CheckResult:
     temp, slowdown, shutdown = facts.temp_c, facts.temp_slowdown_c, facts.temp_shutdown_c
     if temp is None:
         return g.not_reported("temperature", name)
-    limits = ", ".join(f"{label} at {value:.0f} °C" for label, value in (("slowdown", slowdown), ("shutdown", shutdown))
-                       if value is not None)
+    thresholds = (("slowdown", slowdown), ("shutdown", shutdown))
+    limits = ", ".join(f"{label} at {value:.0f} °C" for label, value in thresholds if value is not None)
     result = g.result("temperature", name, INFO, value=temp, unit="°C", expected=slowdown,
                       expected_source="the GPU's slowdown threshold (NVML)" if slowdown is not None else None,
                       detail=limits or "no slowdown threshold reported")
