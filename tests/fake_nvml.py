@@ -9,6 +9,7 @@ GPU, missing from the module, or make a GPU go lost between ticks.
 from __future__ import annotations
 
 import ctypes
+import queue
 from collections import Counter
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -62,6 +63,17 @@ class FakeGpu:
     pci: tuple[int, int, int] = (0, 0x19, 0)  # domain, bus, device
     processes: list[tuple[int, int | None]] = field(default_factory=lambda: [(4242, 2 * GIB), (4343, None)])
     gpm: dict[int, float] | None = field(default_factory=_h200_gpm)  # None: no GPM
+    # Preflight facts: modes are NVML's [current, pending] pairs; ECC counts are keyed
+    # (error type, counter type); retired pages by cause; remapped rows as NVML's
+    # (correctable, uncorrectable, pending, failure).
+    persistence_mode: int = 1
+    mig_mode: tuple[int, int] = (0, 0)
+    ecc_mode: tuple[int, int] = (1, 1)
+    ecc_errors: dict[tuple[int, int], int] = field(default_factory=dict)  # absent: 0
+    retired_pages: dict[int, list[int]] = field(default_factory=dict)  # absent: none
+    retired_pages_pending: int = 0
+    remapped_rows: tuple[int, int, int, int] = (0, 0, 0, 0)
+    event_types: int = pynvml.nvmlEventTypeAll  # what nvmlDeviceGetSupportedEventTypes reports
     unsupported: set[str] = field(default_factory=set)  # raise NotSupported on this GPU
     lost: bool = False  # every call on this GPU raises lost_error
     lost_error: type = pynvml.NVMLError_GpuIsLost
@@ -70,6 +82,15 @@ class FakeGpu:
 class _Handle:
     def __init__(self, index: int) -> None:
         self.index = index
+
+
+class _EventSet:
+    """Events registered per GPU; delivered through a thread-safe queue."""
+
+    def __init__(self) -> None:
+        self.registered: dict[int, int] = {}  # gpu index -> event type mask
+        self.pending: queue.Queue = queue.Queue()
+        self.freed = False
 
 
 class FakeNvml:
@@ -88,6 +109,7 @@ class FakeNvml:
         self._gpm_buffers: dict[int, ctypes.c_uint64] = {}  # address -> keeps it alive
         self._gpm_taken: dict[int, tuple[int, int]] = {}  # address -> (gpu index, seq)
         self._seq = 0
+        self.event_sets: list[_EventSet] = []
 
     # Constants, error classes and ctypes structs come from the real module; a
     # function listed in ``missing`` is absent, as in an older nvidia-ml-py.
@@ -295,3 +317,84 @@ class FakeNvml:
     @property
     def gpm_buffers_in_use(self) -> int:
         return len(self._gpm_buffers)
+
+    # --- preflight facts ------------------------------------------------------------
+
+    def nvmlDeviceGetIndex(self, h):
+        self._gpu("nvmlDeviceGetIndex", h)
+        return h.index
+
+    def nvmlDeviceGetPersistenceMode(self, h):
+        return self._gpu("nvmlDeviceGetPersistenceMode", h).persistence_mode
+
+    def nvmlDeviceGetMigMode(self, h):
+        return list(self._gpu("nvmlDeviceGetMigMode", h).mig_mode)
+
+    def nvmlDeviceGetEccMode(self, h):
+        return list(self._gpu("nvmlDeviceGetEccMode", h).ecc_mode)
+
+    def nvmlDeviceGetTotalEccErrors(self, h, error_type, counter_type):
+        gpu = self._gpu("nvmlDeviceGetTotalEccErrors", h)
+        if not gpu.ecc_mode[0]:
+            raise pynvml.NVMLError_NotSupported()  # as real NVML with ECC off
+        return gpu.ecc_errors.get((error_type, counter_type), 0)
+
+    def nvmlDeviceGetRetiredPages(self, h, cause):
+        return list(self._gpu("nvmlDeviceGetRetiredPages", h).retired_pages.get(cause, []))
+
+    def nvmlDeviceGetRetiredPagesPendingStatus(self, h):
+        return self._gpu("nvmlDeviceGetRetiredPagesPendingStatus", h).retired_pages_pending
+
+    def nvmlDeviceGetRemappedRows(self, h):
+        return tuple(self._gpu("nvmlDeviceGetRemappedRows", h).remapped_rows)
+
+    # --- events ---------------------------------------------------------------------
+
+    def nvmlEventSetCreate(self):
+        self._count("nvmlEventSetCreate")
+        event_set = _EventSet()
+        self.event_sets.append(event_set)
+        return event_set
+
+    def nvmlDeviceGetSupportedEventTypes(self, h):
+        return self._gpu("nvmlDeviceGetSupportedEventTypes", h).event_types
+
+    def nvmlDeviceRegisterEvents(self, h, event_types, event_set):
+        gpu = self._gpu("nvmlDeviceRegisterEvents", h)
+        if event_types & ~gpu.event_types:
+            raise pynvml.NVMLError_NotSupported()
+        event_set.registered[h.index] = event_set.registered.get(h.index, 0) | event_types
+
+    def nvmlEventSetWait_v2(self, event_set, timeout_ms):
+        return self._wait("nvmlEventSetWait_v2", event_set, timeout_ms)
+
+    def nvmlEventSetWait(self, event_set, timeout_ms):
+        return self._wait("nvmlEventSetWait", event_set, timeout_ms)
+
+    def _wait(self, fn: str, event_set: _EventSet, timeout_ms: int) -> Any:
+        self._count(fn)
+        try:
+            return event_set.pending.get(timeout=timeout_ms / 1000.0)
+        except queue.Empty:
+            raise pynvml.NVMLError_Timeout() from None
+
+    def nvmlEventSetFree(self, event_set):
+        self._count("nvmlEventSetFree")
+        event_set.freed = True
+
+    def emit_xid(self, index: int, xid: int) -> int:
+        """The driver reports XID ``xid`` on GPU ``index``: every event set registered for
+        XIDs on it receives the event.  Returns how many sets received it."""
+        kind = pynvml.nvmlEventTypeXidCriticalError
+        received = 0
+        for event_set in self.event_sets:
+            if not event_set.freed and event_set.registered.get(index, 0) & kind:
+                event_set.pending.put(SimpleNamespace(device=self._handles[index], eventType=kind,
+                                                      eventData=xid, gpuInstanceId=0xFFFFFFFF,
+                                                      computeInstanceId=0xFFFFFFFF))
+                received += 1
+        return received
+
+    @property
+    def event_sets_in_use(self) -> int:
+        return sum(not event_set.freed for event_set in self.event_sets)

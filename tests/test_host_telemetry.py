@@ -327,11 +327,11 @@ def test_cgroup_cpu_quota_and_memory_limit_are_read(tmp_path, monkeypatch):
     (tmp_path / "memory.max").write_text(str(2 * 1024**3) + "\n")
     monkeypatch.setattr(host, "CGROUP_ROOT", tmp_path)
     monkeypatch.setattr(host.os, "sched_getaffinity", lambda pid: set(range(64)))
-    assert host._cpu_available() == 1.5
-    assert host._cgroup_memory_limit(64 * 1024**3) == 2 * 1024**3
-    assert host._cgroup_memory_limit(1024**3) is None  # a limit above RAM is no limit
+    assert host.cpu_available() == 1.5
+    assert host.cgroup_memory_limit(64 * 1024**3) == 2 * 1024**3
+    assert host.cgroup_memory_limit(1024**3) is None  # a limit above RAM is no limit
 
     (tmp_path / "cpu.max").write_text("max 100000\n")
     (tmp_path / "memory.max").write_text("max\n")
-    assert host._cpu_available() == 64.0
-    assert host._cgroup_memory_limit(64 * 1024**3) is None
+    assert host.cpu_available() == 64.0
+    assert host.cgroup_memory_limit(64 * 1024**3) is None

@@ -12,6 +12,7 @@ CORE_MODULES = [
     "gputui.runner", "gputui.throughput", "gputui.progress", "gputui.preset_store", "gputui.preset_cli",
     "gputui.safe_write",
     "gputui.telemetry.gpu", "gputui.telemetry.host", "gputui.workloads.protocol", "gputui.workloads.smoke",
+    "gputui.check.preflight", "gputui.check.xid",
 ]
 
 

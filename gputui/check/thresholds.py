@@ -58,6 +58,10 @@ STEAL_FAIL_PCT = 20.0
 # Temperature under load: seed 003's 80 °C line (warn); the GPU's own slowdown
 # threshold or thermal-slowdown flags (fail).
 THERMAL_WARN_C = 80.0
+# Retired GPU memory pages (pre-Ampere dynamic page retirement): NVIDIA's field
+# guidance treats 60 retired pages (single- plus double-bit causes) as a board to
+# replace; fewer is the mechanism working as designed.
+RETIRED_PAGES_FAIL = 60
 # Under load, share of samples with a throttle reason other than power capping
 # (thermal, hardware slowdown, power brake) before it is a fault.
 THROTTLE_FAULT_SHARE = 0.05
@@ -81,6 +85,15 @@ def grade_floor(value: float, *, ok_at: float, fail_below: float) -> str:
     if value < fail_below:
         return FAIL
     return WARN
+
+
+def grade_ceiling(value: float, *, warn_at: float, fail_at: float) -> str:
+    """ok below ``warn_at``, fail at ``fail_at`` or more, warn between (lower is better)."""
+    if value >= fail_at:
+        return FAIL
+    if value >= warn_at:
+        return WARN
+    return OK
 
 
 def pcie_gbs(gen: int | None, width: int | None) -> float | None:

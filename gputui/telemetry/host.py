@@ -26,7 +26,8 @@ import psutil
 
 from gputui.model import HostInfo, HostSample, ProcessSample
 
-__all__ = ["HostTelemetry", "host_info", "classify_role", "WORKER_MARKERS", "MP_MARKERS"]
+__all__ = ["HostTelemetry", "host_info", "classify_role", "WORKER_MARKERS", "MP_MARKERS",
+           "cgroup_file", "cpu_available", "cgroup_memory_limit"]
 
 _GONE = (psutil.NoSuchProcess, psutil.ZombieProcess)
 _PROC_ERRORS = (psutil.Error, OSError)
@@ -128,9 +129,11 @@ def _os_string() -> str:
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 
-def _cgroup_file(name_v2: str, name_v1: str) -> str | None:
-    """The text of a cgroup control file for this process (v2, else v1), or None."""
-    for path in (CGROUP_ROOT / name_v2, CGROUP_ROOT / name_v1):
+def cgroup_file(name_v2: str, name_v1: str, root: Path | None = None) -> str | None:
+    """The text of a cgroup control file for this process (v2, else v1), or None.
+    ``root`` defaults to :data:`CGROUP_ROOT` (tests pass a folder of fake files)."""
+    root = CGROUP_ROOT if root is None else root
+    for path in (root / name_v2, root / name_v1):
         try:
             return path.read_text().strip()
         except OSError:
@@ -138,18 +141,18 @@ def _cgroup_file(name_v2: str, name_v1: str) -> str | None:
     return None
 
 
-def _cpu_available() -> float | None:
+def cpu_available(root: Path | None = None) -> float | None:
     """Cores we may use: affinity, capped by a cgroup quota (v2 cpu.max, v1 cfs quota)."""
     try:
         cores: float | None = float(len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         cores = float(os.cpu_count() or 0) or None
-    quota = _cgroup_file("cpu.max", "cpu/cpu.cfs_quota_us")
+    quota = cgroup_file("cpu.max", "cpu/cpu.cfs_quota_us", root)
     period = None
     if quota and " " in quota:  # v2: "max 100000" or "800000 100000"
         quota, period = quota.split()[:2]
     elif quota:
-        period = _cgroup_file("cpu.max", "cpu/cpu.cfs_period_us")
+        period = cgroup_file("cpu.max", "cpu/cpu.cfs_period_us", root)
     try:
         limit = int(quota) / int(period) if quota and period and quota != "max" and int(quota) > 0 else None
     except ValueError:
@@ -159,9 +162,9 @@ def _cpu_available() -> float | None:
     return cores
 
 
-def _cgroup_memory_limit(memory_total: int | None) -> int | None:
+def cgroup_memory_limit(memory_total: int | None, root: Path | None = None) -> int | None:
     """A cgroup memory limit below physical memory: what gets a rented instance OOM-killed."""
-    text = _cgroup_file("memory.max", "memory/memory.limit_in_bytes")
+    text = cgroup_file("memory.max", "memory/memory.limit_in_bytes", root)
     try:
         limit = int(text) if text and text != "max" else None
     except ValueError:
@@ -187,9 +190,9 @@ def host_info() -> HostInfo:
         cpu_model=_cpu_model(),
         cpu_logical=psutil.cpu_count(logical=True) or os.cpu_count(),
         cpu_physical=physical,
-        cpu_available=_cpu_available(),
+        cpu_available=cpu_available(),
         memory_total=memory_total,
-        memory_limit=_cgroup_memory_limit(memory_total),
+        memory_limit=cgroup_memory_limit(memory_total),
         python=f"{platform.python_implementation()} {platform.python_version()}",
     )
 

@@ -33,6 +33,9 @@ class GpuLost(Exception):
     """The GPU stopped answering (fell off the bus, needs a reset): stop asking it."""
 
 
+_FAILED = object()  # what _invoke returns for "unsupported or failing"
+
+
 class _NeverRaised(Exception):
     """Stands in for exception types a module does not define."""
 
@@ -108,10 +111,19 @@ class Nvml:
 
     def call(self, fn_name: str, *args: Any) -> Any:
         """``module.fn_name(*args)``; None when unsupported or failing, GpuLost when lost."""
+        value = self._invoke(fn_name, args)
+        return None if value is _FAILED else value
+
+    def call_ok(self, fn_name: str, *args: Any) -> bool:
+        """For functions that return nothing (``nvmlDeviceRegisterEvents``): did it work?
+        False when unsupported or failing, GpuLost when lost."""
+        return self._invoke(fn_name, args) is not _FAILED
+
+    def _invoke(self, fn_name: str, args: tuple[Any, ...]) -> Any:
         fn = getattr(self.module, fn_name, None)
         if fn is None:  # older nvidia-ml-py without this function
             self._log_once(fn_name, "missing from nvidia-ml-py; upgrade it to get this value", logging.INFO)
-            return None
+            return _FAILED
         try:
             value = fn(*args)
         except self._errors() as exc:
@@ -123,7 +135,7 @@ class Nvml:
                 raise GpuLost(f"{fn_name}: {exc} (after the GPU had answered)") from exc
             # NotSupported, FunctionNotFound, NoPermission, NoData, ...: absent, said once.
             self._log_once(fn_name, f"{exc or type(exc).__name__}; reported as absent", logging.DEBUG)
-            return None
+            return _FAILED
         if args and fn_name.startswith("nvmlDevice") and not fn_name.startswith("nvmlDeviceGetHandle"):
             self._answered.add(id(args[0]))
         return value

@@ -1,0 +1,105 @@
+"""The preflight stage of ``gputui check``: seconds, no load.
+
+Driver and GPU checks come first, then the host, then the disk read test (the one
+slow step); each result is reported the moment it is known.  A machine without a
+usable GPU still gets every host check, and one line saying why there is no GPU.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import psutil
+
+from gputui.check.context import GpuUnderTest, StageContext
+from gputui.check.model import FAIL, PREFLIGHT, CheckResult, skipped
+from gputui.check.preflight_gpu import (
+    RESET_ADVICE,
+    CudaDevices,
+    count_cuda_devices,
+    grade_gpu,
+    grade_system,
+    read_gpu_facts,
+    read_system_facts,
+)
+from gputui.check.preflight_host import (
+    READ_TEST_BYTES,
+    READ_TEST_QUICK_BYTES,
+    SHM_PATH,
+    STEAL_INTERVAL_S,
+    STEAL_QUICK_INTERVAL_S,
+    grade_disk_read,
+    grade_host,
+    grade_steal,
+    measure_read_throughput,
+    measure_steal,
+    read_host_facts,
+)
+from gputui.telemetry.nvml import GpuLost
+
+
+def no_gpu_result(reason: str | None) -> CheckResult:
+    """The one line a machine without a usable GPU gets in place of every GPU check."""
+    return skipped("gpu.none", PREFLIGHT, "GPU", f"no GPU to check: {reason or 'NVML found no GPU'}")
+
+
+def lost_gpu_result(gpu: GpuUnderTest, error: str) -> CheckResult:
+    return CheckResult(id=f"gpu{gpu.index}.answers", group=PREFLIGHT, name="GPU answers NVML", status=FAIL,
+                       gpu=gpu.index, detail=error,
+                       cause="the GPU stopped answering while its facts were read (fallen off the bus, or hung)",
+                       advice=RESET_ADVICE)
+
+
+def run_preflight_stage(
+    ctx: StageContext,
+    *,
+    cuda_devices: Callable[[], CudaDevices] = count_cuda_devices,
+    cgroup_root: Path | None = None,
+    shm_path: Path = SHM_PATH,
+    cpu_times: Callable[[], Any] = psutil.cpu_times,
+    read_test_bytes: int | None = None,
+) -> None:
+    """Report every preflight check through ``ctx.report``.  The keyword arguments let
+    tests point the readers at fakes; the defaults read this machine."""
+    _gpu_checks(ctx, cuda_devices)
+    if ctx.stopped.is_set():
+        return
+    for result in grade_host(read_host_facts(ctx.options.workdir, cgroup_root=cgroup_root, shm_path=shm_path),
+                             ctx.gpus):
+        ctx.report(result)
+    interval = STEAL_QUICK_INTERVAL_S if ctx.options.quick else STEAL_INTERVAL_S
+    ctx.report(grade_steal(measure_steal(interval, cpu_times=cpu_times, sleep=ctx.stopped.wait), interval))
+    if ctx.stopped.is_set():
+        return
+    if read_test_bytes is None:
+        read_test_bytes = READ_TEST_QUICK_BYTES if ctx.options.quick else READ_TEST_BYTES
+    ctx.report(grade_disk_read(measure_read_throughput(ctx.options.workdir, read_test_bytes)))
+
+
+def _gpu_checks(ctx: StageContext, cuda_devices: Callable[[], CudaDevices]) -> None:
+    nvml = ctx.nvml
+    if nvml is None or not ctx.gpus:
+        reason = ctx.gpu_unavailable_reason
+        if nvml is not None and reason is None:
+            reason = "none of the GPUs asked for (--gpus) exists"
+        ctx.report(no_gpu_result(reason))
+        return
+    for result in grade_system(read_system_facts(nvml), cuda_devices()):
+        ctx.report(result)
+    for gpu in ctx.gpus:
+        if ctx.stopped.is_set():
+            return
+        try:
+            handle = nvml.call("nvmlDeviceGetHandleByIndex", gpu.index)
+            if handle is None:
+                ctx.report(skipped(f"gpu{gpu.index}.answers", PREFLIGHT, "GPU answers NVML",
+                                   "NVML gives no handle for this GPU (no permission in this container?)",
+                                   gpu=gpu.index))
+                continue
+            facts = read_gpu_facts(nvml, handle)
+        except GpuLost as exc:
+            ctx.report(lost_gpu_result(gpu, str(exc)))
+            continue
+        for result in grade_gpu(facts, gpu):
+            ctx.report(result)
