@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -52,13 +53,20 @@ def test_a_check_is_a_recording_with_one_event_per_result_and_the_verdict(tmp_pa
 
     path = tmp_path / "check.jsonl"
     listener = _Collect()
+    def micro(ctx):
+        ctx.report(CheckResult(id="micro.gpu0.matmul_bf16", group=MICRO, name="matmul", status=OK, value=790.0,
+                               unit="TFLOP/s", gpu=0))
+        deadline = time.monotonic() + 20  # the load lasts until the sampler has seen it
+        while time.monotonic() < deadline and sum(t.samples for t in check.load.tallies.values()) < 2:
+            time.sleep(0.05)
+
     stages = {
         "preflight": _stage(CheckResult(id="host.shm", group=PREFLIGHT, name="/dev/shm", status=FAIL, value=64, unit="MB")),
-        "micro": _stage(CheckResult(id="micro.gpu0.matmul_bf16", group=MICRO, name="matmul", status=OK, value=790.0,
-                                    unit="TFLOP/s", gpu=0)),
+        "micro": micro,
     }
     check = CheckRun(CheckOptions(interval=0.1, price_per_hour=2.0), observers=[Recorder(path)], listener=listener,
-                     gpu=GpuTelemetry(FakeNvml([FakeGpu()])), nvml_module=FakeNvml([FakeGpu()]), stages=stages)
+                     gpu=GpuTelemetry(FakeNvml([FakeGpu(throttle_mask=0x4)])), nvml_module=FakeNvml([FakeGpu()]),
+                     stages=stages)
     report = check.run()
     assert report.exit_code == 1  # one check failed
     assert listener.stages == [("preflight", "start"), ("preflight", "end"), ("micro", "start"), ("micro", "end")]
