@@ -103,7 +103,7 @@ class MicroGrader:
         label = NAMES.get(metric, metric)
         if metric == "p2p" and gpu is not None and peer is not None:
             return f"{label} GPU {gpu} to GPU {peer}"
-        return f"GPU {gpu} {label}" if gpu is not None else label
+        return label  # the table's "where" column names the GPU
 
     def _gpu_name(self, gpu: int | None) -> str:
         gut = self._gpus.get(gpu) if gpu is not None else None
@@ -205,9 +205,9 @@ class MicroGrader:
             return []
         self._links_graded.add(gpu)
         gen, width, source = card_link(gut)
-        result = CheckResult(id=f"gpu{gpu}.pcie_link_loaded", group=MICRO, name=f"GPU {gpu} PCIe link under load",
+        result = CheckResult(id=f"gpu{gpu}.pcie_link_loaded", group=MICRO, name="PCIe link under load",
                              status=OK, value=link_text(loaded_gen, loaded_width), gpu=gpu,
-                             detail=f"{link_text(loaded_gen, loaded_width)} while {NAMES[str(p['metric'])]}s ran",
+                             detail=f"{link_text(loaded_gen, loaded_width)} during the {NAMES[str(p['metric'])]} test",
                              data={"gen": loaded_gen, "width": loaded_width, "card_gen": gen, "card_width": width})
         if not gen and not width:
             return [self._no_reference(result, "its PCIe generation and width are unknown")]

@@ -17,12 +17,14 @@ OK_RATIO = 0.90  # ok at >= 90 % of expected
 WARN_RATIO = 0.75  # warn at >= 75 %, fail below
 
 # Share of a datasheet peak that a healthy card reaches in our micro-benchmarks,
-# used only where no measured baseline exists for the GPU model.  Sources: on an H200
-# an 8192^3 bf16 matmul reaches 769-798 of 989 TFLOP/s (0.78-0.81: the card runs at its
-# 700 W cap); a device-to-device copy 4.3 of 4.8 TB/s (0.90); pinned PCIe copies reach
-# 80-90 % of the link's rate after 128b/130b encoding (NVIDIA's bandwidthTest figures).
+# used only where no measured baseline exists for the GPU model.  Measured here with
+# gputui check (docs/check.md): dense bf16/fp16 matmul reaches 0.67-0.73 of the
+# datasheet on an H100 SXM and 0.78-0.81 on an H200, both at their 700 W cap, so 0.70
+# keeps healthy Hopper cards ok; a device-to-device copy reaches 0.90 of the datasheet
+# bandwidth on both; pinned PCIe copies 0.84-0.86 of a Gen5 x16 link after 128b/130b
+# encoding.
 ACHIEVABLE = {
-    "matmul": 0.80,
+    "matmul": 0.70,
     "memory_bandwidth": 0.85,
     "pcie": 0.80,
 }
