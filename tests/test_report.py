@@ -247,3 +247,20 @@ def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, setup, message):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("gputui: error: "), result.stderr
     assert re.search(message, lines[0]), lines[0]
+
+
+def test_lookback_is_core_and_its_subcommands_are_cheap_to_import():
+    """No Textual anywhere in lookback; the CLI modules load no matplotlib, numpy or pyarrow."""
+    import subprocess
+    import sys
+
+    from tests.helpers import REPO
+
+    code = ("import sys\n"
+            "import gputui.cli, gputui.lookback.report_cli, gputui.lookback.compare_cli, gputui.lookback.export_cli\n"
+            "heavy = sorted(m for m in ('matplotlib', 'numpy', 'pyarrow', 'textual') if m in sys.modules)\n"
+            "import gputui.lookback.report, gputui.lookback.compare, gputui.lookback.export, gputui.lookback.plots\n"
+            "tui = [m for m in sys.modules if m == 'textual' or m.startswith('textual.')]\n"
+            "print(','.join(heavy) + '/' + ','.join(tui))\n")
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "/"
