@@ -264,3 +264,11 @@ def test_lookback_is_core_and_its_subcommands_are_cheap_to_import():
             "print(','.join(heavy) + '/' + ','.join(tui))\n")
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "/"
+
+
+def test_a_batch_size_search_shows_each_batch_tried():
+    text = markdown_report(load_recording(RECORDINGS / "torch-efficientnet-b7-max-batch.jsonl"))
+    assert "The tool's own figure: " in text and "(no readings over time)" in text
+    assert "Largest batch that fits: 76; fastest: batch 72 at 129 samples/s." in text
+    assert "| 72 | yes | 129 | 130.7 GiB |" in text
+    assert "| 77 | no (out of memory) | - |" in text

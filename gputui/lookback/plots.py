@@ -186,6 +186,8 @@ def _warmup_span(recording: Recording) -> tuple[float, float] | None:
 def _throughput(recording: Recording, summary: dict, unit: tuple[float, str]) -> "_Canvas | str":
     readings = [e for e in recording.events_of(ev.THROUGHPUT) if not e.data.get("final")]
     if not readings:
+        if recording.events_of(ev.THROUGHPUT):
+            return "the recording holds only the tool's final figure, no readings over time"
         return "no throughput readings in the recording"
     canvas = _Canvas("Throughput", "samples/s", *unit)
     span = _warmup_span(recording)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from gputui import events as ev
 from gputui import fmt
 from gputui.errors import UserError
 from gputui.lookback.document import Block, Bullets, Heading, Image, Note, Paragraph, Table, to_html, to_markdown
@@ -57,6 +58,10 @@ def _run_table(recording: Recording, facts: RunFacts, summary: dict[str, Any]) -
 def _throughput_blocks(facts: RunFacts) -> list[Block]:
     tp = facts.throughput
     if tp.get("median") is None:
+        reported = (tp.get("reported") or {}).get("samples_per_sec")
+        if reported is not None:
+            return [Heading(2, "Throughput"), Paragraph(f"The tool's own figure: {fmt.rate(reported)} samples/s "
+                                                        "(no readings over time).")]
         return [Heading(2, "Throughput"), Paragraph("No throughput readings: the run printed no rate gputui could parse.")]
     window = "measured phase, warm-up left out" if facts.window == "measure" else "every reading"
     rows = [
@@ -73,6 +78,20 @@ def _throughput_blocks(facts: RunFacts) -> list[Block]:
     else:
         rows.append(["Cost per million samples", "- (give --price USD_PER_HOUR)"])
     return [Heading(2, "Throughput"), Table(["", ""], rows)]
+
+
+def _batch_search_blocks(recording: Recording) -> list[Block]:
+    """A batch-size search (``--find-max-batch``): each batch size tried, from its result line."""
+    result = next((e.data for e in reversed(recording.events_of(ev.RESULT)) if e.data.get("curve")), None)
+    if result is None:
+        return []
+    rows = [[str(step.get("batch_size", "?")), "yes" if step.get("fits") else "no (out of memory)",
+             fmt.rate(step.get("samples_per_sec")), f"{fmt.gib(step.get('peak_memory_bytes'))} GiB"]
+            for step in result["curve"]]
+    return [Heading(2, "Batch-size search"),
+            Paragraph(f"Largest batch that fits: {result.get('max_batch_size', '-')}; fastest: batch "
+                      f"{result.get('best_batch_size', '-')} at {fmt.rate(result.get('best_samples_per_sec'))} samples/s."),
+            Table(["batch size", "fits", "samples/s", "peak memory"], rows)]
 
 
 def _memory_blocks(facts: RunFacts) -> list[Block]:
@@ -168,7 +187,7 @@ def report_blocks(recording: Recording, price_per_hour: float | None = None,
     if facts.check:
         blocks += _check_blocks(recording)
     else:
-        blocks += _throughput_blocks(facts) + _reference_blocks(facts)
+        blocks += _throughput_blocks(facts) + _reference_blocks(facts) + _batch_search_blocks(recording)
     blocks += _memory_blocks(facts) + _throttle_blocks(facts) + _finding_blocks(facts)
     if plots is not None:
         blocks += _plot_blocks(plots)
