@@ -49,6 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
 # heavy imports happen inside run) and offers add_arguments(parser) and run(args) -> int.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "check": ("gputui.check.cli", "is this machine healthy and as fast as it should be for its GPU?"),
+    "report": ("gputui.lookback.report_cli", "a recording as a readable report: Markdown, plots, HTML"),
+    "compare": ("gputui.lookback.compare_cli", "recordings side by side, and whether their differences are real"),
+    "export": ("gputui.lookback.export_cli", "a recording's samples as a flat table (CSV or Parquet)"),
 }
 
 

@@ -2,8 +2,8 @@
 
 The text goes to a temporary file in the same directory (so the rename stays on one
 file system), is flushed and fsynced, then ``os.replace``s the target; the directory
-is fsynced so the rename itself survives a power cut.  Used for settings.toml and
-presets files.  No Textual here.
+is fsynced so the rename itself survives a power cut.  Used for settings.toml,
+presets files, reports and exports.  No Textual here.
 """
 
 from __future__ import annotations
@@ -21,6 +21,13 @@ def write_atomic(path: Path, text: str, *, backup: Path | None = None) -> None:
         previous = path.read_bytes()
         _replace_with(backup, lambda handle: handle.write(previous), binary=True)
     _replace_with(path, lambda handle: handle.write(text))
+
+
+def write_atomic_with(path: Path, fill, *, binary: bool = False) -> None:
+    """Replace ``path`` atomically with what ``fill(handle)`` writes: for files too big
+    to build in memory first (an exported table) or binary ones (a PNG).  Raises OSError."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _replace_with(path, fill, binary=binary)
 
 
 def _replace_with(path: Path, fill, binary: bool = False) -> None:

@@ -1,0 +1,122 @@
+"""Recordings side by side: one column per run, one row per fact.
+
+Runs line up by preset: columns are grouped by preset (in the order presets first
+appear) and each run's throughput is compared with the first run of its preset, with
+a bootstrap interval saying whether the difference is real (gputui.lookback.noise).
+``gputui check`` recordings line up check by check instead: one row per check id,
+a column per machine.  ``compare_rows`` is the table; the CLI and the dashboard show it.
+"""
+
+from __future__ import annotations
+
+from gputui import fmt
+from gputui.errors import UserError
+from gputui.lookback.facts import RunFacts, findings_text, run_facts, throttle_text
+from gputui.lookback.load import check_results, is_check
+from gputui.lookback.noise import ratio_of_medians
+from gputui.lookback.report import ratio_text, usd, value_text
+from gputui.record import Recording
+
+
+def column_labels(recordings: list[Recording]) -> list[str]:
+    """File names without .jsonl; the same name twice gets its position added."""
+    stems = [r.path.name.removesuffix(".jsonl") for r in recordings]
+    return [f"{s} ({i + 1})" if stems.count(s) > 1 else s for i, s in enumerate(stems)]
+
+
+def _by_preset(recordings: list[Recording]) -> list[int]:
+    """Column order: runs grouped by preset, presets in order of first appearance."""
+    first_seen: dict[str | None, int] = {}
+    for i, rec in enumerate(recordings):
+        first_seen.setdefault((rec.header.get("preset") or {}).get("name"), i)
+    return sorted(range(len(recordings)),
+                  key=lambda i: (first_seen[(recordings[i].header.get("preset") or {}).get("name")], i))
+
+
+def noise_text(baseline: RunFacts, run: RunFacts) -> str:
+    """"×0.93 [0.91–0.95], real: slower" against the baseline run."""
+    interval = ratio_of_medians(baseline.rates, run.rates)
+    if interval is None:
+        return "- (no throughput to compare)"
+    if not interval.known:
+        return f"{ratio_text(interval.ratio)}, {interval.verdict()}"
+    return f"{ratio_text(interval.ratio)} [{interval.low:.2f}–{interval.high:.2f}], {interval.verdict()}"
+
+
+def _run_table(recordings: list[Recording], price_per_hour: float | None) -> tuple[list[str], list[list[str]]]:
+    order = _by_preset(recordings)
+    labels = column_labels(recordings)
+    facts = [run_facts(recordings[i], price_per_hour) for i in order]
+    baselines: dict[str | None, RunFacts] = {}
+    versus = []
+    for run in facts:
+        baseline = baselines.setdefault(run.preset, run)
+        versus.append("baseline" if baseline is run else noise_text(baseline, run))
+
+    def row(name: str, cell) -> list[str]:
+        return [name, *[cell(f) for f in facts]]
+
+    rows = [
+        row("machine", lambda f: f.machine),
+        row("GPU", lambda f: f.gpu),
+        row("preset", lambda f: f.preset or "-"),
+        row("outcome", lambda f: f.outcome + (" (cut)" if f.cut else "")),
+        row("throughput median (samples/s)", lambda f: fmt.rate(f.throughput.get("median"))),
+        row("p5–p95", lambda f: f"{fmt.rate(f.throughput.get('p5'))}–{fmt.rate(f.throughput.get('p95'))}"),
+        row("readings", lambda f: str(len(f.rates))),
+        row("energy per sample", lambda f: value_text(f.energy_per_sample_j, "J")),
+        row("cost per million samples", lambda f: usd(f.cost_per_million)),
+        row("throttling", throttle_text),
+        row("findings", findings_text),
+        ["vs first run of its preset", *versus],
+    ]
+    return ["", *[labels[i] for i in order]], rows
+
+
+def _check_cell(result, first) -> str:
+    text = f"{value_text(result.value, result.unit)} ({result.status})"
+    if first is not None and first is not result and isinstance(result.value, (int, float)) \
+            and isinstance(first.value, (int, float)) and first.value:
+        text += f" {ratio_text(result.value / first.value)}"
+    return text
+
+
+def _check_table(recordings: list[Recording]) -> tuple[list[str], list[list[str]]]:
+    labels = column_labels(recordings)
+    per_run = [{r.id: r for r in check_results(rec)} for rec in recordings]
+    ids: list[str] = []
+    for results in per_run:
+        ids += [i for i in results if i not in ids]
+    facts = [run_facts(rec) for rec in recordings]
+    rows = [["machine", *[f.machine for f in facts]], ["GPU", *[f.gpu for f in facts]],
+            ["verdict", *[((rec.summary or {}).get("check") or {}).get("verdict", "- (cut)" if rec.cut else "-")
+                          for rec in recordings]]]
+    for check_id in ids:
+        present = [results.get(check_id) for results in per_run]
+        first = next((r for r in present if r is not None), None)
+        name = f"{first.name} [{check_id}]" if first else check_id
+        rows.append([name, *["-" if r is None else _check_cell(r, first) for r in present]])
+    return ["check", *labels], rows
+
+
+def compare_rows(recordings: list[Recording], price_per_hour: float | None = None) -> tuple[list[str], list[list[str]]]:
+    """The comparison table: (header, rows), every cell a display string.  Runs: one
+    column per run grouped by preset; check recordings: one row per check id."""
+    if not recordings:
+        return [""], []
+    checks = [is_check(r) for r in recordings]
+    if all(checks):
+        return _check_table(recordings)
+    if any(checks):
+        odd = recordings[checks.index(True)].path
+        raise UserError(f"{odd}: a `gputui check` recording; compare check recordings with each other, "
+                        "and runs with runs")
+    return _run_table(recordings, price_per_hour)
+
+
+def text_table(header: list[str], rows: list[list[str]]) -> str:
+    """Columns padded to their widest cell, for a terminal."""
+    widths = [max(len(line[i]) for line in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in [header, *rows]]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)

@@ -1,0 +1,27 @@
+"""``gputui export FILE --csv OUT | --parquet OUT``."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", type=Path, metavar="FILE", help="a recording (.jsonl)")
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--csv", type=Path, metavar="OUT", help="write the samples as CSV to OUT")
+    target.add_argument("--parquet", type=Path, metavar="OUT",
+                        help="write the samples as Parquet to OUT (needs pyarrow: pip install 'gputui[parquet]')")
+
+
+def run(args: argparse.Namespace) -> int:
+    from gputui.lookback.export import write_csv, write_parquet
+    from gputui.lookback.load import load_recording
+
+    recording = load_recording(args.file)
+    if args.csv is not None:
+        count, out = write_csv(recording, args.csv), args.csv
+    else:
+        count, out = write_parquet(recording, args.parquet), args.parquet
+    print(f"{out}: {count} rows" + (f" (the recording was cut: {recording.cut})" if recording.cut else ""))
+    return 0

@@ -1,0 +1,45 @@
+"""``gputui report FILE [--out DIR] [--html] [--price USD_PER_HOUR]``."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+from gputui.errors import UserError
+
+
+def add_price_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--price", type=float, metavar="USD_PER_HOUR",
+                        help="what the instance costs per hour: adds the cost per million samples")
+
+
+def check_price(price: float | None) -> float | None:
+    if price is not None and not (math.isfinite(price) and price > 0):
+        raise UserError(f"--price: expected a price per hour greater than 0, got {price}")
+    return price
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", type=Path, metavar="FILE", help="a recording (.jsonl)")
+    parser.add_argument("--out", type=Path, metavar="DIR",
+                        help="write report.md and the plots (PNG) into DIR; without it the report is printed")
+    parser.add_argument("--html", action="store_true", help="also write DIR/report.html, images inlined")
+    add_price_argument(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    price = check_price(args.price)
+    if args.html and args.out is None:
+        raise UserError("--html: needs --out DIR (the page and its plots are written there)")
+    from gputui.lookback.load import load_recording
+    from gputui.lookback.report import markdown_report, write_report
+
+    recording = load_recording(args.file)
+    if args.out is None:
+        print(markdown_report(recording, price), end="")
+        return 0
+    written, _plots = write_report(recording, args.out, html=args.html, price_per_hour=price)
+    for path in written:
+        print(path)
+    return 0
