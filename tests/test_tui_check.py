@@ -3,7 +3,10 @@ the check reports, the verdict shown at the end, Esc stopping a running check.""
 
 from __future__ import annotations
 
+import os
 import threading
+
+import pytest
 
 from gputui.check.model import FAIL, OK, PREFLIGHT, CheckResult
 from gputui.check.runner import CheckRun
@@ -72,5 +75,29 @@ def test_escape_stops_a_running_check(tmp_path, monkeypatch):
             await wait_until(pilot, lambda: len(screen.results) == 1, what="first result")
             await pilot.press("escape")
             await wait_until(pilot, release.is_set, what="the stage saw the stop")
+
+    run_async(scenario())
+
+
+@pytest.mark.gpu
+def test_quick_check_in_the_app_on_a_real_gpu(tmp_path, monkeypatch):
+    """The Check screen with the real check behind it: real NVML, the real micro child."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    app = make_app(load_presets(cwd=tmp_path), settings_file=tmp_path / "settings.toml", interval=0.5)
+
+    async def scenario():
+        async with app.run_test(size=(160, 50)) as pilot:
+            await pilot.press("k")
+            screen = await wait_until(pilot, lambda: isinstance(app.screen, CheckScreen) and app.screen, what="screen")
+            await pilot.press("u")
+            await wait_until(pilot, lambda: screen.verdict is not None, timeout=240, what="verdict")
+            ids = {r.id for r in screen.results}
+            assert "gpu0.power_limit" in ids and "micro.gpu0.matmul_bf16" in ids
+            matmul = next(r for r in screen.results if r.id == "micro.gpu0.matmul_bf16")
+            assert matmul.value and matmul.value > 0
+            app.save_screenshot(str(tmp_path / "check.svg"))
+            out = os.environ.get("GPUTUI_SCREENSHOT_DIR")
+            if out:
+                app.save_screenshot("check-screen.svg", out)
 
     run_async(scenario())
