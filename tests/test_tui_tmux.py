@@ -42,7 +42,8 @@ class Tmux:
         # exec (and env's own exec): the pane's pid is gputui's
         command = " ".join(["exec", "env", f"TERM={term}", sys.executable, "-m", "gputui", *args])
         self.tmux("new-session", "-d", "-s", "t", "-x", str(size[0]), "-y", str(size[1]), "-c", str(self.tmp_path),
-                  "-e", f"XDG_CONFIG_HOME={env['XDG_CONFIG_HOME']}", "-e", f"PYTHONPATH={env['PYTHONPATH']}",
+                  "-e", f"XDG_CONFIG_HOME={env['XDG_CONFIG_HOME']}", "-e", f"XDG_STATE_HOME={env['XDG_STATE_HOME']}",
+                  "-e", f"PYTHONPATH={env['PYTHONPATH']}",
                   "-e", "COLORTERM=", command)
         return int(self.tmux("display-message", "-p", "-t", "t", "#{pane_pid}").strip())
 

@@ -174,6 +174,10 @@ class ReplayPlayer:
 
     def _fold(self) -> None:
         self.state.apply(self.ticket, self._bridge.take())
+        self.show_status()
+
+    def show_status(self) -> None:
+        """Tell the header: position, speed, playing or paused."""
         self.state.replay = self.status()
         self.state.touch(st.STATUS)
 
@@ -200,6 +204,7 @@ class ReplayApp(DashboardApp):
         self.player = ReplayPlayer(recording, speed)
         super().__init__(presets={self.player.preset.name: self.player.preset}, **kwargs)
         self.player.playing = not start_paused
+        self.player.show_status()
         self.state = self.player.state
         self.sub_title = f"replay {recording.path.name}"
         self._clock = time.monotonic
@@ -238,8 +243,7 @@ class ReplayApp(DashboardApp):
             player.seek(player.start_t)  # play again from the start
         player.playing = not player.playing
         self._last_tick = self._clock()
-        player.state.replay = player.status()
-        player.state.touch(st.STATUS)
+        player.show_status()
         self._show(force=True)
 
     def action_seek_measure(self) -> None:
@@ -257,8 +261,7 @@ class ReplayApp(DashboardApp):
 
     def action_speed(self, index: int) -> None:
         self.player.speed = SPEEDS[index]
-        self.player.state.replay = self.player.status()
-        self.player.state.touch(st.STATUS)
+        self.player.show_status()
         self.notify(f"speed {speed_label(self.player.speed)}", timeout=2)
         self._show(force=True)
 
