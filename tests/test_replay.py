@@ -64,6 +64,13 @@ def test_replay_errors_are_one_line_before_any_screen(tmp_path):
         assert "Traceback" not in result.stderr
 
 
+def test_speed_is_a_factor_or_max():
+    from gputui.lookback.replay_cli import parse_speed
+
+    assert parse_speed("max") is None and parse_speed("MAX") is None
+    assert parse_speed("10x") == 10.0 and parse_speed("60") == 60.0 and parse_speed("0.5") == 0.5
+
+
 def test_read_recording_refuses_a_newer_format_for_every_reader(tmp_path):
     path = tmp_path / "newer.jsonl"
     path.write_text('{"type":"header","schema":2}\n')
@@ -192,3 +199,87 @@ def test_replay_resolves_a_kept_runs_name(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert resolve(Path("20261121-072940-torch-resnet50-input-bound")) == runs / "20261121-072940-torch-resnet50-input-bound.jsonl"
     assert resolve(Path("elsewhere.jsonl")) == Path("elsewhere.jsonl")
+
+
+# -- The Runs list: past runs open, two marked compare ------------------------------------------
+
+def dashboard_with_history(tmp_path, monkeypatch):
+    from gputui.history import RunHistory
+    from gputui.tui.app import make_app
+    from tests.test_tui_support import demo_preset, scripted_factory
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    shutil.copy(INPUT_BOUND, folder / "20261121-072940-torch-resnet50-input-bound.jsonl")
+    shutil.copy(REPO / "docs" / "recordings" / "torch-resnet50.jsonl", folder / "20261121-080000-torch-resnet50.jsonl")
+    preset = demo_preset()
+    return make_app({preset.name: preset}, session_factory=scripted_factory(samples=2),
+                    settings_file=tmp_path / "s.toml", history=RunHistory(folder))
+
+
+def test_enter_on_a_kept_run_opens_its_summary_from_the_recording(tmp_path, monkeypatch):
+    from gputui.tui.widgets.runs import RunsList
+
+    async def scenario():
+        app = dashboard_with_history(tmp_path, monkeypatch)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_until(pilot, lambda: len(app.state.history) == 2, what="history listed")
+            text = await shown(pilot)
+            started = app.state.history[1].local_time()[5:]  # MM-DD HH:MM, in this machine's time zone
+            assert f"✓ {started} torch-res… 133/s" in text
+            await pilot.press("tab")
+            runs = app.dashboard.query_one(RunsList)
+            assert runs.has_focus
+            await pilot.press("down")  # the second entry: the older, input-bound run
+            assert runs.selected.path.name.endswith("input-bound.jsonl")
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: isinstance(app.screen, SummaryScreen), what="its summary")
+            text = await shown(pilot)
+            assert "torch-resnet50-input-bound — ok" in text and "throughput median" in text and "133" in text
+
+    run_async(scenario())
+
+
+def test_two_marked_runs_open_the_comparison_or_say_it_is_missing(tmp_path, monkeypatch):
+    import sys
+    import types
+
+    from gputui.tui.screens.compare import CompareScreen
+
+    async def mark_two(app, pilot):
+        await wait_until(pilot, lambda: len(app.state.history) == 2, what="history listed")
+        await pilot.press("tab", "c", "down", "c")
+
+    async def missing():
+        app = dashboard_with_history(tmp_path, monkeypatch)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await mark_two(app, pilot)
+            await wait_until(pilot, lambda: any("needs gputui.lookback.compare" in n.message
+                                                for n in app._notifications), what="the note")
+            assert not isinstance(app.screen, CompareScreen)
+
+    monkeypatch.setitem(sys.modules, "gputui.lookback.compare", None)  # not merged yet: ImportError
+    run_async(missing())
+
+    seen = []
+    fake = types.ModuleType("gputui.lookback.compare")
+
+    def compare_rows(recordings):
+        seen.extend(r.header["preset"]["name"] for r in recordings)
+        return ["", "A", "B"], [["median samples/s", "1,771", "133"]]
+
+    fake.compare_rows = compare_rows
+
+    async def present():
+        app = dashboard_with_history(tmp_path / "again", monkeypatch)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await mark_two(app, pilot)
+            await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen), what="the comparison")
+            text = await shown(pilot)
+            assert "median samples/s" in text and "1,771" in text
+
+    (tmp_path / "again").mkdir()
+    monkeypatch.setitem(sys.modules, "gputui.lookback.compare", fake)
+    run_async(present())
+    assert sorted(seen) == ["torch-resnet50", "torch-resnet50-input-bound"]

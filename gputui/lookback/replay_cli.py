@@ -21,9 +21,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def parse_speed(text: str) -> float | None:
     """A factor above 0, or None for as fast as possible."""
-    word = text.strip().lower().rstrip("x")
+    word = text.strip().lower()
     if word == "max":
         return None
+    word = word.removesuffix("x")  # 10x means 10
     try:
         value = float(word)
     except ValueError:

@@ -27,9 +27,9 @@ class CompareScreen(ModalScreen[None]):
     ]
     DEFAULT_CSS = """
     CompareScreen { align: center middle; }
-    CompareScreen > Vertical { width: auto; min-width: 60; max-width: 100%; height: auto; max-height: 90%;
+    CompareScreen > Vertical { width: 90%; max-width: 120; height: auto; max-height: 90%;
                                border: round $primary; background: $surface; padding: 0 1; }
-    CompareScreen VerticalScroll { height: auto; max-height: 100%; width: auto; }
+    CompareScreen VerticalScroll { height: auto; max-height: 100%; }
     CompareScreen #compare-keys { color: $text-muted; }
     """
 

@@ -33,7 +33,8 @@ class RunsList(StateView):
         Binding("up", "move(-1)", "Up", id="runs_up", show=False),
         Binding("down", "move(1)", "Down", id="runs_down", show=False),
         Binding("enter", "open", "Open", id="open_run"),
-        Binding("c", "mark", "Compare", id="compare_run"),
+        # Not in the footer: at 80 columns it would push out q Quit (docs/dashboard.md lists it).
+        Binding("c", "mark", "Compare", id="compare_run", show=False),
     ]
     COMPONENT_CLASSES = {"runs--ok", "runs--bad", "runs--live", "runs--dim", "runs--cursor", "runs--marked"}
     DEFAULT_CSS = """
