@@ -237,6 +237,10 @@ def test_enter_on_a_kept_run_opens_its_summary_from_the_recording(tmp_path, monk
             await wait_until(pilot, lambda: isinstance(app.screen, SummaryScreen), what="its summary")
             text = await shown(pilot)
             assert "torch-resnet50-input-bound — ok" in text and "throughput median" in text and "133" in text
+            await pilot.press("r")  # run again: that run's own preset, which this machine does not have
+            await wait_until(pilot, lambda: any("No preset named 'torch-resnet50-input-bound'" in n.message
+                                                for n in app._notifications), what="the note")
+            assert not any(run.ticket.is_run for run in app.state.runs)
 
     run_async(scenario())
 

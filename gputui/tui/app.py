@@ -142,11 +142,17 @@ class DashboardApp(App[int]):
         self.show_summary(ended[-1], self.state.gpu_names())
 
     def show_summary(self, run: st.RunView, gpu_names: list[str]) -> None:
-        self.push_screen(SummaryScreen(run, gpu_names), self._after_summary)
+        def after(choice: str | None) -> None:
+            if choice != "again":
+                return
+            if run.number:
+                self.action_run_again()
+            elif run.preset.name in self.presets:  # a kept run: its own preset, if it still exists
+                self.start_preset(run.preset.name)
+            else:
+                self.notify(f"No preset named {run.preset.name!r} here to run again.")
 
-    def _after_summary(self, choice: str | None) -> None:
-        if choice == "again":
-            self.action_run_again()
+        self.push_screen(SummaryScreen(run, gpu_names), after)
 
     # -- The Runs list: this session's runs and the kept ones ----------------------------
     def recording_of(self, run: st.RunView) -> Path | None:
