@@ -23,6 +23,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--preset", metavar="NAME", help="run this preset")
     parser.add_argument("--record", type=Path, metavar="FILE",
                         help="record to FILE (JSON Lines); on a terminal the dashboard shows it, else headless")
+    parser.add_argument("--force", action="store_true", help="let --record replace an existing FILE")
+    parser.add_argument("--no-history", action="store_true",
+                        help="keep no copy of this run in the run history (also: GPUTUI_NO_HISTORY=1)")
     parser.add_argument("--interval", type=float, default=1.0, metavar="S", help="sampling interval in seconds (0.1 or more; default 1)")
     parser.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
     parser.add_argument("--pid", type=int, metavar="PID", help="watch the process tree of a job started elsewhere")
@@ -52,6 +55,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "report": ("gputui.lookback.report_cli", "a recording as a readable report: Markdown, plots, HTML"),
     "compare": ("gputui.lookback.compare_cli", "recordings side by side, and whether their differences are real"),
     "export": ("gputui.lookback.export_cli", "a recording's samples as a flat table (CSV or Parquet)"),
+    "runs": ("gputui.lookback.runs_cli", "the kept run history: list it, prune it"),
+    "replay": ("gputui.lookback.replay_cli", "play a recording back in the dashboard"),
 }
 
 
@@ -80,11 +85,14 @@ def cmd_presets(args: argparse.Namespace) -> int:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
+    from gputui.history import RunHistory, label_for
     from gputui.presets import get_preset
     from gputui.progress import ProgressPrinter
-    from gputui.record import Recorder
+    from gputui.record import Recorder, check_record_target
     from gputui.session import MIN_INTERVAL_S, Session, SessionConfig
 
+    check_record_target(args.record, args.force)
+    history = RunHistory.from_environment(args.no_history)
     if args.interval < MIN_INTERVAL_S:
         raise UserError(f"--interval: expected {MIN_INTERVAL_S} s or more, got {args.interval}")
     if args.duration is not None and args.duration <= 0:
@@ -93,15 +101,20 @@ def cmd_record(args: argparse.Namespace) -> int:
     if preset is None and args.pid is None and args.duration is None and not sys.stdin.isatty():
         print("gputui: recording telemetry until interrupted (Ctrl-C or SIGTERM)", file=sys.stderr)
     session = Session(SessionConfig(preset=preset, interval=args.interval, duration=args.duration, attach_pid=args.pid))
-    recorder = Recorder(args.record)
-    session.add_observer(recorder)
+    recorders = [Recorder(args.record, overwrite=args.force)]
+    if history is not None:
+        kept = history.start_recording(label_for(preset.name if preset else None, args.pid), warn=lambda text: print(f"gputui: warning: {text}", file=sys.stderr))
+        recorders += [kept] if kept is not None else []
+    for recorder in recorders:
+        session.add_observer(recorder)
     if not args.quiet:
         session.add_observer(ProgressPrinter(session.summary_builder))
     _stop_on_signals(session)
     try:
         summary = session.run()
     finally:
-        recorder.close()
+        for recorder in recorders:
+            recorder.close()
     outcome = summary.get("outcome")
     if outcome is None:
         return 0

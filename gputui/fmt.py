@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 GIB = 1024**3
 
 
@@ -35,3 +37,15 @@ def duration(seconds: float | None) -> str:
     hours, rest = divmod(seconds, 3600)
     minutes, secs = divmod(rest, 60)
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def short_gpu_name(name: str) -> str:
+    """"NVIDIA H200" -> "H200": the brand says nothing on a GPU machine."""
+    for noise in ("NVIDIA ", "GeForce ", "Tesla "):
+        name = name.replace(noise, "")
+    return name
+
+
+def gpu_summary(names: list[str]) -> str:
+    """"2× H200" (or "1× H200, 1× A100"); empty for no GPU."""
+    return ", ".join(f"{n}× {name}" for name, n in Counter(names).items())

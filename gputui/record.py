@@ -12,6 +12,11 @@ import json
 import math
 import os
 import time
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not on Linux: recordings just are not marked live
+    fcntl = None  # type: ignore[assignment]
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -35,15 +40,38 @@ def _finite(obj: Any) -> Any:
     return obj
 
 
-class Recorder(Observer):
-    """Writes a session to a JSON Lines file."""
+def exists_message(path: Path) -> str:
+    return f"{path}: already exists; not overwriting it (add --force to replace it, or pick another file)"
 
-    def __init__(self, path: Path) -> None:
+
+def check_record_target(path: Path, force: bool) -> None:
+    """Refuse, before anything starts, to record over an existing file without --force."""
+    if not force and (path.exists() or path.is_symlink()):
+        raise UserError(exists_message(path))
+
+
+class Recorder(Observer):
+    """Writes a session to a JSON Lines file.
+
+    Without ``overwrite`` an existing file is never replaced (the file is created
+    exclusively, so a file appearing since the check is not clobbered either).  While
+    it writes, the recorder holds an advisory lock on the file (released by the
+    kernel even on SIGKILL), so readers can tell a live recording from a cut one.
+    """
+
+    def __init__(self, path: Path, *, overwrite: bool = True) -> None:
         self.path = path
         try:
-            self._file: IO[str] = open(path, "w", encoding="utf-8")
+            self._file: IO[str] = open(path, "w" if overwrite else "x", encoding="utf-8")
+        except FileExistsError:
+            raise UserError(exists_message(path)) from None
         except OSError as exc:
             raise UserError(f"{path}: cannot write the recording ({exc.strerror})") from None
+        if fcntl is not None:
+            try:
+                fcntl.flock(self._file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                pass  # someone is reading it right now: the mark is only a hint
         self._last_sync = 0.0
 
     def _write(self, record: dict[str, Any]) -> None:
@@ -89,6 +117,35 @@ class Recording:
         return [e for e in self.events if e.kind == kind]
 
 
+def check_schema(path: Path, header: dict[str, Any]) -> None:
+    """A header from a newer gputui is one clear line, not a misreading.  (A header
+    without a schema is read as the current format.)"""
+    schema = header.get("schema", SCHEMA_VERSION)
+    if isinstance(schema, bool) or not isinstance(schema, int):
+        raise UserError(f"{path}:1: not a gputui recording (the header's schema is not a version number)")
+    if schema > SCHEMA_VERSION:
+        raise UserError(f"{path}:1: recording format {schema} is newer than this gputui reads "
+                        f"(up to {SCHEMA_VERSION}): upgrade gputui")
+
+
+def is_live(path: Path) -> bool:
+    """A Recorder is writing this file now (it holds the file's lock)."""
+    if fcntl is None:
+        return False
+    try:
+        with open(path, "rb") as handle:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            except OSError:
+                return False
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    except OSError:
+        return False
+    return False
+
+
 def read_recording(path: Path) -> Recording:
     """Load a recording.  A file cut mid-run loads up to its last whole line."""
     try:
@@ -114,6 +171,7 @@ def read_recording(path: Path) -> Recording:
         if recording is None:
             if kind != "header":
                 raise UserError(f"{path}:{number}: not a gputui recording (expected a header line first)")
+            check_schema(path, record)
             recording = Recording(path=path, header=record)
         elif kind == "sample":
             recording.samples.append(from_dict(Sample, record))

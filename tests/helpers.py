@@ -14,9 +14,13 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def gputui_env(tmp_path: Path) -> dict[str, str]:
-    """An environment where only the built-in presets (and ones a test passes) exist."""
+    """An environment where only the built-in presets (and ones a test passes) exist,
+    and runs are kept under tmp_path."""
     env = dict(os.environ)
     env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
+    env["XDG_STATE_HOME"] = str(tmp_path / "state")  # the run history stays in the test's folder
+    env.pop("GPUTUI_NO_HISTORY", None)
+    env.pop("GPUTUI_HISTORY_MAX_MB", None)
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     return env
 

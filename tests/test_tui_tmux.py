@@ -42,7 +42,8 @@ class Tmux:
         # exec (and env's own exec): the pane's pid is gputui's
         command = " ".join(["exec", "env", f"TERM={term}", sys.executable, "-m", "gputui", *args])
         self.tmux("new-session", "-d", "-s", "t", "-x", str(size[0]), "-y", str(size[1]), "-c", str(self.tmp_path),
-                  "-e", f"XDG_CONFIG_HOME={env['XDG_CONFIG_HOME']}", "-e", f"PYTHONPATH={env['PYTHONPATH']}",
+                  "-e", f"XDG_CONFIG_HOME={env['XDG_CONFIG_HOME']}", "-e", f"XDG_STATE_HOME={env['XDG_STATE_HOME']}",
+                  "-e", f"PYTHONPATH={env['PYTHONPATH']}",
                   "-e", "COLORTERM=", command)
         return int(self.tmux("display-message", "-p", "-t", "t", "#{pane_pid}").strip())
 
@@ -188,3 +189,41 @@ def test_without_a_terminal_the_dashboard_says_how_to_record(tmp_path):
     assert result.returncode == 2 and "needs a terminal: use --record FILE" in result.stderr
     result = run_gputui(["--headless"], tmp_path, timeout=60)
     assert result.returncode == 2 and "--headless needs --record FILE" in result.stderr
+
+
+KEPT_RUN = "torch-resnet50-input-bound.jsonl"
+
+
+@needs_tmux
+def test_open_a_past_run_from_the_runs_list_by_keys(tmux, tmp_path):
+    from tests.helpers import REPO
+
+    runs = tmp_path / "state" / "gputui" / "runs"  # XDG_STATE_HOME of gputui_env
+    runs.mkdir(parents=True)
+    shutil.copy(REPO / "docs" / "recordings" / KEPT_RUN, runs / KEPT_RUN)
+    gputui = tmux.start([])
+    tmux.wait_for(r"○ watching")
+    tmux.wait_for(r"✓ 11-\d\d \d\d:\d\d to… 133/s")  # the kept run, in the Runs list
+    tmux.keys("Tab")  # from the presets to the runs
+    tmux.wait_for(r"⏎ Open .*q Quit")  # the footer: the Runs list has the focus
+    tmux.keys("Enter")
+    tmux.wait_for(r"torch-resnet50-input-bound — ok")
+    screen = tmux.wait_for(r"throughput median\s+133 samples/s").string
+    assert "Input-bound" in screen or "input_bound" in screen, screen
+    tmux.keys("Escape")
+    tmux.wait_until_gone(r"Enter/Esc close")
+    tmux.keys("q")
+    wait_gone([gputui])
+
+
+@needs_tmux
+def test_replay_plays_a_recording_to_its_end(tmux, tmp_path):
+    from tests.helpers import REPO
+
+    gputui = tmux.start(["replay", str(REPO / "docs" / "recordings" / KEPT_RUN), "--speed", "max"])
+    tmux.wait_for(r"REPLAY ❚❚ max 0:44/0:44 end")
+    tmux.wait_for(r"133/s median")
+    tmux.keys("m")  # back to the measured phase: the run is live again
+    tmux.wait_for(r"REPLAY ❚❚ max 0:14/0:44")
+    tmux.keys("q")
+    wait_gone([gputui])

@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # the session side loads in the session thread, after the fir
     from gputui.check.context import CheckOptions
     from gputui.check.runner import CheckListener, CheckRun
     from gputui.tui.screens.check import CheckFactory
+    from gputui.history import KeptRun, RunHistory
     from gputui.record import Recorder
     from gputui.session import Session, SessionConfig
     from gputui.telemetry.gpu import GpuTelemetry
@@ -52,7 +53,11 @@ EXIT_GRACE_S = 5.0  # what Textual gets to restore the terminal once the session
 HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
 
-class GpuTuiApp(App[int]):
+class DashboardApp(App[int]):
+    """What a live dashboard and a replay share: the state, the dashboard screen and its
+    widgets, the summary, findings and compare views, themes and settings.  Where the
+    news comes from (sessions, or a recording) is the subclass's business."""
+
     CSS_PATH = "app.tcss"
     TITLE = "gputui"
     BINDINGS = [
@@ -61,9 +66,207 @@ class GpuTuiApp(App[int]):
         # Textual turns Ctrl-C into a key (the terminal is raw): make it quit, as users expect.
         Binding("ctrl+c", "quit", "Quit", id="quit_ctrl_c", show=False, priority=True),
         Binding("t", "next_theme", "Theme", id="next_theme"),
-        Binding("k", "check", "Check", id="check"),
         Binding("ctrl+p", "command_palette", "Commands", id="command_palette", show=False, priority=True),
     ]
+
+    def __init__(
+        self,
+        *,
+        presets: dict[str, Preset],
+        themes: dict[str, Theme],
+        theme_problems: list[str],
+        settings_file: Path,
+        theme: str | None,
+        refresh_interval: float,
+    ) -> None:
+        super().__init__()
+        self.presets = presets
+        self.state = st.DashboardState()
+        self._themes = themes
+        self._startup_notes = list(theme_problems)
+        self._settings_file = settings_file
+        self._requested_theme = theme
+        self._refresh_interval = refresh_interval
+        self._seen_machine: tuple | None = None
+        self._saved_theme: str | None = None  # the theme settings.toml has (or needs not have)
+        self.exit_reason: str | None = None
+        self.dashboard = DashboardScreen(presets)
+
+    # -- Start -------------------------------------------------------------------------
+    def on_mount(self) -> None:
+        for theme in self._themes.values():
+            self.register_theme(theme)
+        self._apply_settings()
+        self.theme_changed_signal.subscribe(self, self._remember_theme)
+        self.push_screen(self.dashboard)
+        self.start_source()
+        self.set_interval(self._refresh_interval, self.refresh_dashboard)
+        for note in self._startup_notes:
+            self.notify(note, severity="warning", timeout=8)
+
+    def start_source(self) -> None:
+        """Start feeding the state: sessions, or a recording."""
+
+    def refresh_dashboard(self, force: bool = False) -> None:
+        """The redraw tick: panels whose sections changed redraw themselves."""
+        dashboard = self.dashboard
+        if not dashboard.is_mounted:
+            return
+        # GPU panels come and go with the machine's GPUs, not with every sample.
+        reason = (self.state.header or {}).get("gpu_unavailable_reason")
+        machine = (tuple(sorted(self.state.gpus)), reason, self.state.versions[st.HEADER])
+        if machine != self._seen_machine:
+            self._seen_machine = machine
+            dashboard.query_one(GpuGrid).sync_panels(self.state, reason)
+            dashboard.show_highlighted_preset()
+        for view in dashboard.query(StateView):
+            view.sync(force)
+
+    # -- What the dashboard's keys ask (a replay runs nothing) ---------------------------
+    def start_preset(self, name: str) -> None:
+        self.notify("A replay runs nothing.")
+
+    def action_stop_run(self) -> None:
+        self.notify("A replay runs nothing.")
+
+    def action_run_again(self) -> None:
+        self.notify("A replay runs nothing.")
+
+    def action_show_findings(self) -> None:
+        found = self.state.findings()
+        ordered = self.state.open_findings() + [f for f in found.values() if f.get("state", "open") != "open"]
+        self.push_screen(FindingsScreen(ordered))
+
+    def action_show_summary(self) -> None:
+        ended = [run for run in self.state.runs if run.ended]
+        if not ended:
+            self.notify("No run has ended yet.")
+            return
+        self.show_summary(ended[-1], self.state.gpu_names())
+
+    def show_summary(self, run: st.RunView, gpu_names: list[str]) -> None:
+        def after(choice: str | None) -> None:
+            if choice != "again":
+                return
+            if run.number:
+                self.action_run_again()
+            elif run.preset.name in self.presets:  # a kept run: its own preset, if it still exists
+                self.start_preset(run.preset.name)
+            else:
+                self.notify(f"No preset named {run.preset.name!r} here to run again.")
+
+        self.push_screen(SummaryScreen(run, gpu_names), after)
+
+    # -- The Runs list: this session's runs and the kept ones ----------------------------
+    def recording_of(self, run: st.RunView) -> Path | None:
+        """The file a run of this session was recorded to, if any."""
+        return run.kept_path
+
+    def open_run(self, entry: "st.RunView | KeptRun") -> None:
+        """Enter on the Runs list: the run's summary (a kept run's from its file)."""
+        if isinstance(entry, st.RunView):
+            if not entry.ended:
+                self.notify(f"{entry.label} has not ended yet.")
+                return
+            self.show_summary(entry, self.state.gpu_names())
+            return
+        self.run_worker(lambda: self._load_past_summary(entry.path), name="past-run", thread=True, exit_on_error=False)
+
+    def _load_past_summary(self, path: Path) -> None:
+        from gputui.record import read_recording
+        from gputui.tui.replay import ReplayPlayer
+
+        try:
+            player = ReplayPlayer(read_recording(path))
+        except UserError as exc:
+            self.call_from_thread(self.notify, str(exc), severity="error", timeout=8)
+            return
+        player.seek(player.end_t)
+        if player.state.run is None:
+            self.call_from_thread(self.notify, f"{path.name}: no run in this recording")
+            return
+        self.call_from_thread(self.show_summary, player.state.run, player.state.gpu_names())
+
+    def compare_runs(self, entries: list["st.RunView | KeptRun"]) -> None:
+        """Two runs marked with c on the Runs list: their comparison table."""
+        paths = []
+        for entry in entries:
+            path = self.recording_of(entry) if isinstance(entry, st.RunView) else entry.path
+            if path is None:
+                self.notify(f"{entry.label} has no recording to compare (the run history is off)", severity="warning")
+                return
+            paths.append(path)
+        self.run_worker(lambda: self._load_comparison(paths), name="compare", thread=True, exit_on_error=False)
+
+    def _load_comparison(self, paths: list[Path]) -> None:
+        from gputui.record import read_recording
+        from gputui.tui.screens.compare import CompareScreen
+
+        try:
+            from gputui.lookback.compare import compare_rows
+        except ImportError:
+            self.call_from_thread(self.notify, "Comparing runs needs gputui.lookback.compare, "
+                                  "which this build does not have.", severity="warning", timeout=8)
+            return
+        try:
+            header, rows = compare_rows([read_recording(p) for p in paths])
+        except UserError as exc:
+            self.call_from_thread(self.notify, str(exc), severity="error", timeout=8)
+            return
+        self.call_from_thread(self.push_screen, CompareScreen(header, rows, [p.name for p in paths]))
+
+    # -- Themes -----------------------------------------------------------------------
+    def _apply_settings(self) -> None:
+        settings, problem = load_settings(self._settings_file)
+        if problem:
+            self._startup_notes.append(problem)
+        if settings.keys:
+            self.set_keymap(settings.keys)  # [keys] in settings.toml: binding id = "key"
+        for name in (self._requested_theme, settings.theme, DEFAULT_THEME):
+            if name and name in self.available_themes:
+                self.theme = name
+                if name == self._requested_theme and name != settings.theme:
+                    self._save_theme(name)  # --theme is a choice too: remember it
+                # from here on, only changes are written (a first start writes no file)
+                self._saved_theme = name
+                return
+            if name:
+                self._startup_notes.append(f"unknown theme {name!r}; using {DEFAULT_THEME}")
+
+    def _remember_theme(self, theme: Theme) -> None:
+        for view in self.dashboard.query(StateView):
+            view.invalidate()  # their cached cells hold the old theme's colours
+        if theme.name != self._saved_theme:
+            self._save_theme(theme.name)
+            self._saved_theme = theme.name
+
+    def _save_theme(self, name: str) -> None:
+        try:
+            save_setting(self._settings_file, "theme", name)
+        except (OSError, ValueError) as exc:
+            self.notify(f"theme not saved: {exc}", severity="warning", timeout=8)
+
+    def gputui_themes(self) -> list[str]:
+        """The themes `t` cycles through: ours and the user's, the default first."""
+        names = sorted(self._themes, key=lambda n: (n != DEFAULT_THEME, n))
+        return names or [self.theme]
+
+    def action_next_theme(self) -> None:
+        names = self.gputui_themes()
+        index = names.index(self.theme) + 1 if self.theme in names else 0
+        self.theme = names[index % len(names)]
+        self.notify(f"theme: {self.theme}", timeout=2)
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Next theme", "Cycle through gputui's themes (t)", self.action_next_theme)
+        yield SystemCommand("Findings", "What holds the run back, with evidence and advice (f)", self.action_show_findings)
+
+
+class GpuTuiApp(DashboardApp):
+    """The live dashboard: sessions run presets (and watch) while it is open."""
+
+    BINDINGS = [Binding("k", "check", "Check", id="check")]
 
     def __init__(
         self,
@@ -82,59 +285,60 @@ class GpuTuiApp(App[int]):
         diagnosis: dict | None,
         refresh_interval: float,
         handle_signals: bool,
-        make_check: "CheckFactory",
+        record_force: bool = False,
+        history: "RunHistory | None" = None,
+        make_check: "CheckFactory | None" = None,
     ) -> None:
-        super().__init__()
         self.make_check = make_check
-        self.presets = presets
-        self.state = st.DashboardState()
+        super().__init__(presets=presets, themes=themes, theme_problems=theme_problems, settings_file=settings_file,
+                         theme=theme, refresh_interval=refresh_interval)
         self.supervisor = SessionSupervisor(make_session, self._observers_for, self._session_ended, interval=interval,
                                             duration=duration, attach_pid=attach_pid, diagnosis=diagnosis)
-        self._themes = themes
-        self._startup_notes = list(theme_problems)
-        self._settings_file = settings_file
-        self._requested_theme = theme
         self._start_preset = start_preset
         self._record_path = record_path
+        self._record_force = record_force
         self._recorder: Recorder | None = None
         self.recorded = False  # a recording was started (and is finished once the app ends)
         self._recorded_serial: int | None = None
-        self._refresh_interval = refresh_interval
+        self.history = history
+        self._kept: dict[int, Recorder] = {}  # history recorders by session serial
         self._handle_signals = handle_signals
         self._bridges: dict[int, SessionBridge] = {}
         self._last_preset: str | None = start_preset
         self._quitting = False
         self._watchdog_armed = False
-        self._seen_machine: tuple | None = None
-        self._saved_theme: str | None = None  # the theme settings.toml has (or needs not have)
-        self.exit_reason: str | None = None
-        self.dashboard = DashboardScreen(presets)
 
     # -- Start and stop ---------------------------------------------------------------
-    def on_mount(self) -> None:
-        for theme in self._themes.values():
-            self.register_theme(theme)
-        self._apply_settings()
-        self.theme_changed_signal.subscribe(self, self._remember_theme)
-        self.push_screen(self.dashboard)
+    def start_source(self) -> None:
         if self._start_preset:
             self.start_preset(self._start_preset)
         # Sessions start once the first frame is out: opening NVML and spawning the run
         # would otherwise compete with it for the interpreter.
         self.call_after_refresh(self.run_worker, self.supervisor.loop, name="sessions", thread=True, exit_on_error=False)
-        self.set_interval(self._refresh_interval, self.refresh_dashboard)
+        self.call_after_refresh(self.load_history)
         if self._handle_signals:
             self._install_signal_handlers()
-        for note in self._startup_notes:
-            self.notify(note, severity="warning", timeout=8)
+
+    def load_history(self) -> None:
+        """Read the kept runs for the Runs list, off the UI thread."""
+        history = self.history
+        if history is None:
+            return
+
+        def read() -> None:
+            runs = history.runs()
+            self.call_from_thread(self.state.set_history, runs)
+
+        self.run_worker(read, name="history", thread=True, exit_on_error=False, group="history", exclusive=True)
 
     async def on_unmount(self) -> None:
         # The benchmark's whole process group is stopped before the app is gone, and
         # a recording gets its summary; the session thread says when both are done.
         self.shutdown_sessions(self.exit_reason or "quit")
         await asyncio.to_thread(self.supervisor.wait_closed, STOP_WAIT_S)
-        if self._recorder is not None:
-            self._recorder.close()
+        for recorder in [self._recorder, *self._kept.values()]:
+            if recorder is not None:
+                recorder.close()
         if self._handle_signals:
             loop = asyncio.get_running_loop()
             for sig in HANDLED_SIGNALS:
@@ -184,47 +388,53 @@ class GpuTuiApp(App[int]):
         self._bridges[ticket.serial] = bridge
         bridge.started()
         observers: list[Observer] = [bridge]
-        if self._record_path is not None and not self.recorded and (ticket.is_run or ticket.attach_pid):
+        if not (ticket.is_run or ticket.attach_pid):
+            return observers  # watching an idle machine is neither recorded nor kept
+        if self._record_path is not None and not self.recorded:
             self.recorded = True
             self._recorded_serial = ticket.serial
             from gputui.record import Recorder
 
             try:
-                self._recorder = Recorder(self._record_path)
+                self._recorder = Recorder(self._record_path, overwrite=self._record_force)
             except UserError as exc:
                 bridge.note(f"not recording: {exc}")
             else:
                 observers.insert(0, self._recorder)
                 bridge.recording(str(self._record_path))
+        if self.history is not None:
+            from gputui.history import label_for
+
+            kept = self.history.start_recording(label_for(ticket.preset.name if ticket.preset else None, ticket.attach_pid),
+                                                warn=bridge.note)
+            if kept is not None:
+                self._kept[ticket.serial] = kept
+                observers.insert(0, kept)
+                bridge.kept(str(kept.path))
         return observers
 
     def _session_ended(self, ticket: SessionTicket, error: BaseException | None) -> None:
         if self._recorder is not None and self._recorded_serial == ticket.serial:
             self._recorder.close()  # idempotent; a failed session wrote no summary line
+        kept = self._kept.pop(ticket.serial, None)
+        if kept is not None:
+            kept.close()
         bridge = self._bridges.pop(ticket.serial, None)
         if bridge is not None:
             bridge.ended(error)
 
+    def recording_of(self, run: st.RunView) -> Path | None:
+        if run.kept_path is None and self._recorded_serial == run.ticket.serial:
+            return self._record_path
+        return run.kept_path
+
     def on_session_news(self, message: SessionNews) -> None:
         ended = self.state.apply(message.bridge.ticket, message.bridge.take())
         for run in ended:
+            if run.kept_path is not None:
+                self.load_history()
             if not self._quitting and run is self.state.run:
-                self.push_screen(SummaryScreen(run, self.state.gpu_names()), self._after_summary)
-
-    def refresh_dashboard(self, force: bool = False) -> None:
-        """The redraw tick: panels whose sections changed redraw themselves."""
-        dashboard = self.dashboard
-        if not dashboard.is_mounted:
-            return
-        # GPU panels come and go with the machine's GPUs, not with every sample.
-        reason = (self.state.header or {}).get("gpu_unavailable_reason")
-        machine = (tuple(sorted(self.state.gpus)), reason, self.state.versions[st.HEADER])
-        if machine != self._seen_machine:
-            self._seen_machine = machine
-            dashboard.query_one(GpuGrid).sync_panels(self.state, reason)
-            dashboard.show_highlighted_preset()
-        for view in dashboard.query(StateView):
-            view.sync(force)
+                self.show_summary(run, self.state.gpu_names())
 
     # -- Actions ----------------------------------------------------------------------
     def start_preset(self, name: str) -> None:
@@ -247,22 +457,6 @@ class GpuTuiApp(App[int]):
             return
         self.start_preset(self._last_preset)
 
-    def action_show_findings(self) -> None:
-        found = self.state.findings()
-        ordered = self.state.open_findings() + [f for f in found.values() if f.get("state", "open") != "open"]
-        self.push_screen(FindingsScreen(ordered))
-
-    def action_show_summary(self) -> None:
-        ended = [run for run in self.state.runs if run.ended]
-        if not ended:
-            self.notify("No run has ended yet.")
-            return
-        self.push_screen(SummaryScreen(ended[-1], self.state.gpu_names()), self._after_summary)
-
-    def _after_summary(self, choice: str | None) -> None:
-        if choice == "again":
-            self.action_run_again()
-
     def action_check(self) -> None:
         from gputui.tui.screens.check import CheckScreen
 
@@ -271,54 +465,10 @@ class GpuTuiApp(App[int]):
 
         self.push_screen(CheckScreen(self.make_check, busy_reason=busy))
 
-    # -- Themes -----------------------------------------------------------------------
-    def _apply_settings(self) -> None:
-        settings, problem = load_settings(self._settings_file)
-        if problem:
-            self._startup_notes.append(problem)
-        if settings.keys:
-            self.set_keymap(settings.keys)  # [keys] in settings.toml: binding id = "key"
-        for name in (self._requested_theme, settings.theme, DEFAULT_THEME):
-            if name and name in self.available_themes:
-                self.theme = name
-                if name == self._requested_theme and name != settings.theme:
-                    self._save_theme(name)  # --theme is a choice too: remember it
-                # from here on, only changes are written (a first start writes no file)
-                self._saved_theme = name
-                return
-            if name:
-                self._startup_notes.append(f"unknown theme {name!r}; using {DEFAULT_THEME}")
-
-    def _remember_theme(self, theme: Theme) -> None:
-        for view in self.dashboard.query(StateView):
-            view.invalidate()  # their cached cells hold the old theme's colours
-        if theme.name != self._saved_theme:
-            self._save_theme(theme.name)
-            self._saved_theme = theme.name
-
-    def _save_theme(self, name: str) -> None:
-        try:
-            save_setting(self._settings_file, "theme", name)
-        except (OSError, ValueError) as exc:
-            self.notify(f"theme not saved: {exc}", severity="warning", timeout=8)
-
-    def gputui_themes(self) -> list[str]:
-        """The themes `t` cycles through: ours and the user's, the default first."""
-        names = sorted(self._themes, key=lambda n: (n != DEFAULT_THEME, n))
-        return names or [self.theme]
-
-    def action_next_theme(self) -> None:
-        names = self.gputui_themes()
-        index = names.index(self.theme) + 1 if self.theme in names else 0
-        self.theme = names[index % len(names)]
-        self.notify(f"theme: {self.theme}", timeout=2)
-
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        yield SystemCommand("Next theme", "Cycle through gputui's themes (t)", self.action_next_theme)
         yield SystemCommand("Stop run", "Stop the running benchmark and its process group (s)", self.action_stop_run)
         yield SystemCommand("Run again", "Run the last preset again (r)", self.action_run_again)
-        yield SystemCommand("Findings", "What holds the run back, with evidence and advice (f)", self.action_show_findings)
         yield SystemCommand("Check this machine", "Is it healthy and as fast as it should be for its GPU? (k)",
                             self.action_check)
 
@@ -342,12 +492,16 @@ def make_app(
     refresh_interval: float = REFRESH_S,
     handle_signals: bool = False,
     check_factory: "CheckFactory | None" = None,
+    record_force: bool = False,
+    history: "RunHistory | None" = None,
 ) -> GpuTuiApp:
     """The dashboard, ready to ``run()`` or ``run_test()``.
 
     Telemetry is injected as factories because each Session opens and closes its own
     GpuTelemetry (NVML init/shutdown per session); tests pass one built on a fake
     NVML, a fixed host sampler and clock, or a whole scripted ``session_factory``.
+    ``history`` keeps every run (the CLI passes the user's; tests keep none unless
+    they ask).
     """
     if session_factory is None:
         def session_factory(config: "SessionConfig") -> "Session":
@@ -367,10 +521,7 @@ def make_app(
             return CheckRun(options, listener=listener, gpu=(gpu_factory or GpuTelemetry)(),
                             host=(host_factory or HostTelemetry)())
 
-    themes, problems = load_themes(user_themes_dir)
-    if theme is not None and theme not in themes and theme not in _textual_theme_names():
-        known = ", ".join(sorted(themes))
-        raise UserError(f"--theme: no theme named {theme!r} (known: {known})")
+    themes, problems = app_themes(theme, user_themes_dir)
     return GpuTuiApp(
         presets=presets,
         make_session=session_factory,
@@ -387,7 +538,18 @@ def make_app(
         refresh_interval=refresh_interval,
         handle_signals=handle_signals,
         make_check=check_factory,
+        record_force=record_force,
+        history=history,
     )
+
+
+def app_themes(theme: str | None, user_themes_dir: Path | None) -> tuple[dict[str, Theme], list[str]]:
+    """Our themes and the user's, and their problems; an unknown --theme is a UserError."""
+    themes, problems = load_themes(user_themes_dir)
+    if theme is not None and theme not in themes and theme not in _textual_theme_names():
+        known = ", ".join(sorted(themes))
+        raise UserError(f"--theme: no theme named {theme!r} (known: {known})")
+    return themes, problems
 
 
 def _textual_theme_names() -> set[str]:

@@ -18,7 +18,7 @@ from gputui.events import Event, Observer
 from gputui.model import Sample
 from gputui.tui.sessions import SessionTicket
 
-# One item: ("started",) | ("note", text) | ("recording", path) | ("header", dict) | ("sample", Sample) | ("event", Event, median) |
+# One item: ("started",) | ("note", text) | ("recording", path) | ("kept", path) | ("header", dict) | ("sample", Sample) | ("event", Event, median) |
 # ("summary", dict) | ("ended", error text or None)
 Item = tuple[Any, ...]
 
@@ -68,6 +68,10 @@ class SessionBridge(Observer):
 
     def recording(self, path: str) -> None:
         self._put(("recording", path))
+
+    def kept(self, path: str) -> None:
+        """The run's copy in the run history."""
+        self._put(("kept", path))
 
     # -- Observer (called from the session's thread) ---------------------------------
     def on_header(self, header: dict[str, Any]) -> None:

@@ -17,6 +17,12 @@ def run_dashboard(args: argparse.Namespace) -> int:
         raise UserError(f"--interval: expected {MIN_INTERVAL_S} s or more, got {args.interval}")
     if args.duration is not None and args.duration <= 0:
         raise UserError(f"--duration: expected a number of seconds greater than 0, got {args.duration}")
+    from gputui.history import RunHistory
+    from gputui.record import check_record_target
+
+    if args.record is not None:
+        check_record_target(args.record, args.force)  # before the screen opens, not at the first run
+    history = RunHistory.from_environment(args.no_history)
     presets = load_presets(extra=args.presets)
     if args.preset:
         get_preset(presets, args.preset)  # a wrong name is a one-line error before the screen opens
@@ -33,6 +39,8 @@ def run_dashboard(args: argparse.Namespace) -> int:
         record_path=args.record,
         theme=args.theme,
         handle_signals=True,
+        record_force=args.force,
+        history=history,
     )
     try:
         code = app.run()

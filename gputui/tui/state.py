@@ -11,15 +11,21 @@ from __future__ import annotations
 import re
 from collections import Counter, deque
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from gputui import events as ev
+from gputui import fmt
 from gputui.events import Event
+from gputui.history import outcome_word
 from gputui.model import GpuInfo, GpuSample, HostSample, Sample, from_dict
 from gputui.presets import Preset, Reference
 from gputui.tui.charts import Bin
 from gputui.tui.sessions import SessionTicket
 from gputui.workloads.protocol import WARMUP
+
+if TYPE_CHECKING:
+    from gputui.history import KeptRun
 
 HISTORY = 240  # samples per sparkline series: 4 minutes at 1 s
 LOG_LINES = 500
@@ -29,6 +35,7 @@ FIRST_BIN_S = 0.25
 # Sections the widgets watch.
 HEADER, GPUS, HOST, THROUGHPUT, RUNS, LOG, FINDINGS, STATUS = (
     "header", "gpus", "host", "throughput", "runs", "log", "findings", "status")
+SECTIONS = (HEADER, GPUS, HOST, THROUGHPUT, RUNS, LOG, FINDINGS, STATUS)
 
 
 class GpuHistory:
@@ -115,6 +122,8 @@ class RunView:
     summary: dict[str, Any] | None = None
     error: str | None = None
     ended: bool = False
+    cut: str | None = None  # a replayed recording that ends early: why
+    kept_path: Path | None = None  # its copy in the run history
     findings: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
@@ -125,6 +134,11 @@ class RunView:
     @property
     def number(self) -> int:
         return self.ticket.run or 0
+
+    @property
+    def label(self) -> str:
+        """"#2 resnet50" for this session's runs; a past run has no number."""
+        return f"#{self.number} {self.preset.name}" if self.number else self.preset.name
 
     @property
     def result(self) -> float | None:
@@ -138,13 +152,32 @@ class RunView:
             return "stopping" if self.stopping else "running"
         if self.error:
             return "error"
-        outcome = self.outcome or {}
-        kind = outcome.get("kind")
-        if outcome.get("ok"):
-            return "ok"
-        if kind == "exited":
-            return f"exit {outcome.get('exit_code')}"
-        return kind or "ended"
+        if self.cut:
+            return "cut"
+        return outcome_word(self.outcome)
+
+
+def speed_label(speed: float | None) -> str:
+    return "max" if speed is None else f"{speed:g}x"
+
+
+@dataclass
+class ReplayStatus:
+    """What the header shows of a replay."""
+
+    position: float  # the recording's t shown now
+    end: float
+    speed: float | None  # None: as fast as it draws
+    playing: bool
+    cut: str | None  # the recording ends early: why
+    at_end: bool = False
+
+    def text(self) -> str:
+        """REPLAY ▶ 10x 0:25/0:44"""
+        mark = "▶" if self.playing else "❚❚"
+        where = f"{fmt.duration(self.position)}/{fmt.duration(self.end)}"
+        end = (" cut here" if self.cut else " end") if self.at_end else ""
+        return f"REPLAY {mark} {speed_label(self.speed)} {where}{end}"
 
 
 def _normal(name: str) -> str:
@@ -184,6 +217,8 @@ class DashboardState:
         self.recording: str | None = None  # the recording's path, once one started
         self.recording_state = ""  # "on", then "done" (summary written) or "cut"
         self._recording_serial: int | None = None
+        self.history: list[KeptRun] = []  # kept runs of earlier sessions, newest first
+        self.replay: ReplayStatus | None = None  # set while replaying a recording
         self.versions: Counter[str] = Counter()
 
     # -- Reading ------------------------------------------------------------------
@@ -222,7 +257,7 @@ class DashboardState:
             return None
         run = RunView(ticket=ticket)
         self.runs.append(run)
-        self.note(f"── run #{run.number}: {run.preset.name} ──")
+        self.note(f"── run #{run.number}: {run.preset.name} ──" if run.number else f"── {run.preset.name} ──")
         self.touch(RUNS, THROUGHPUT, FINDINGS)
         return run
 
@@ -246,6 +281,8 @@ class DashboardState:
                 run = self.session_started(ticket)
             elif kind == "note":
                 self.note(item[1])
+            elif kind == "kept" and run is not None:
+                run.kept_path = Path(item[1])
             elif kind == "recording":
                 self.recording, self._recording_serial, self.recording_state = item[1], ticket.serial, "on"
                 self.touch(STATUS)
@@ -269,10 +306,24 @@ class DashboardState:
                     self.note(f"session failed: {item[1]}")
                 if run is not None and not run.ended:
                     run.ended, run.error = True, item[1]
-                    self.note(f"── run #{run.number} {run.preset.name}: {run.outcome_word} ──")
+                    self.note(f"── run {run.label}: {run.outcome_word} ──")
                     self.touch(RUNS, THROUGHPUT, STATUS, FINDINGS)
                     ended.append(run)
         return ended
+
+    def recording_cut(self, ticket: SessionTicket, reason: str) -> None:
+        """A replayed recording ends here, without its summary."""
+        run = self._run_for(ticket)
+        self.note(f"the recording ends here: {reason}")
+        if self.session == ticket:
+            self.session = None
+        if run is not None and not run.ended:
+            run.ended, run.cut = True, reason
+        self.touch(RUNS, THROUGHPUT, STATUS, FINDINGS)
+
+    def set_history(self, runs: list[KeptRun]) -> None:
+        self.history = runs
+        self.touch(RUNS)
 
     def _run_for(self, ticket: SessionTicket) -> RunView | None:
         if not ticket.is_run:

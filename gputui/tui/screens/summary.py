@@ -17,7 +17,10 @@ from gputui.tui.state import RunView, pick_reference
 
 def summary_text(run: RunView, gpu_names: list[str]) -> Text:
     text = Text()
-    text.append(f"Run #{run.number}: {run.preset.name} — {run.outcome_word}\n", "bold")
+    title = f"Run {run.label}" if run.number else run.preset.name
+    text.append(f"{title} — {run.outcome_word}\n", "bold")
+    if run.cut:
+        text.append(f"the recording ends early: {run.cut}\n")
     if run.error:
         text.append(f"the session failed: {run.error}\n")
     if run.summary:

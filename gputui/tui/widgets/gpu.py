@@ -35,10 +35,7 @@ SHORT_REASON = {
 SEVERE_REASONS = {"HwSlowdown", "HwThermalSlowdown", "HwPowerBrakeSlowdown", "SwThermalSlowdown"}
 
 
-def short_name(name: str) -> str:
-    for noise in ("NVIDIA ", "GeForce ", "Tesla "):
-        name = name.replace(noise, "")
-    return name
+short_name = fmt.short_gpu_name  # the name the panels and the header use
 
 
 class GpuPanel(StateView):

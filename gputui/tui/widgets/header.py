@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 
 from rich.text import Text
@@ -15,11 +14,7 @@ from gputui.tui.widgets.base import StateView
 from gputui.tui.widgets.gpu import short_name
 
 
-def gpu_summary(names: list[str]) -> str:
-    if not names:
-        return ""
-    counts = Counter(names)
-    return ", ".join(f"{n}× {name}" for name, n in counts.items())
+gpu_summary = fmt.gpu_summary
 
 
 class MachineInfo(StateView):
@@ -89,10 +84,16 @@ class RunStatus(StateView):
         state = self.state
         text = Text()
         run = state.live_run
+        if state.replay is not None:
+            text.append(state.replay.text(), self.style_of("header--rec"))
+            if run is None and state.run is not None:
+                text.append(f" │ {state.run.label} {state.run.outcome_word}", self.style_of("header--dim"))
+                return text
+            text.append(" │ ", self.style_of("header--dim"))
         if run is not None:
             style = "header--stopping" if run.stopping else "header--live"
             word = "stopping" if run.stopping else "●"
-            text.append(f"{word} #{run.number} {run.preset.name}", self.style_of(style))
+            text.append(f"{word} {run.label}", self.style_of(style))
             if run.phase:
                 text.append(f" {run.phase}", self.style_of("header--dim"))
             text.append(f" {fmt.duration(run.last_t)}")

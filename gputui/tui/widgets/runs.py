@@ -1,43 +1,140 @@
-"""Earlier runs of this dashboard session with their outcome and median throughput."""
+"""The Runs list: this dashboard session's runs with their outcome and median
+throughput, newest first, then the runs kept from earlier sessions (the run history).
+
+It takes the focus (Tab): ↑ ↓ choose, Enter opens a run's summary, c marks a run for
+comparison and, with two marked, opens the comparison.  The cursor shows only while
+the list has the focus.
+"""
 
 from __future__ import annotations
 
+from typing import Union
+
 from rich.text import Text
+from textual.binding import Binding
 
 from gputui import fmt
+from gputui.history import KeptRun
 from gputui.tui import state as st
 from gputui.tui.widgets.base import StateView
 
-_MARKS = {"ok": "✓", "running": "●", "stopping": "■", "stopped": "■"}
+_MARKS = {"ok": "✓", "running": "●", "stopping": "■", "stopped": "■", "watched": "○"}
+Entry = Union[st.RunView, KeptRun]
+
+
+def entry_key(entry: Entry) -> tuple[str, str]:
+    return ("run", str(entry.ticket.serial)) if isinstance(entry, st.RunView) else ("kept", str(entry.path))
 
 
 class RunsList(StateView):
+    can_focus = True
     SECTIONS = (st.RUNS, st.STATUS)
-    COMPONENT_CLASSES = {"runs--ok", "runs--bad", "runs--live", "runs--dim"}
+    BINDINGS = [
+        Binding("up", "move(-1)", "Up", id="runs_up", show=False),
+        Binding("down", "move(1)", "Down", id="runs_down", show=False),
+        Binding("enter", "open", "Open", id="open_run"),
+        # Not in the footer: at 80 columns it would push out q Quit (docs/dashboard.md lists it).
+        Binding("c", "mark", "Compare", id="compare_run", show=False),
+    ]
+    COMPONENT_CLASSES = {"runs--ok", "runs--bad", "runs--live", "runs--dim", "runs--cursor", "runs--marked"}
     DEFAULT_CSS = """
     RunsList .runs--ok { color: $success; }
     RunsList .runs--bad { color: $error; }
     RunsList .runs--live { color: $accent; text-style: bold; }
     RunsList .runs--dim { color: $text-muted; }
+    RunsList .runs--cursor { background: $primary 40%; }
+    RunsList .runs--marked { color: $accent; text-style: bold; }
     """
 
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.cursor = 0
+        self.marked: list[tuple[str, str]] = []  # entry keys, in the order they were marked
+
+    # -- What is listed ----------------------------------------------------------------
+    def entries(self) -> list[Entry]:
+        runs: list[Entry] = list(reversed(self.state.runs))  # newest first: it matters most
+        own = {r.kept_path for r in self.state.runs if r.kept_path is not None}
+        return runs + [k for k in self.state.history if k.path not in own]
+
+    @property
+    def selected(self) -> Entry | None:
+        entries = self.entries()
+        return entries[min(self.cursor, len(entries) - 1)] if entries else None
+
+    # -- Keys ----------------------------------------------------------------------------
+    def action_move(self, step: int) -> None:
+        count = len(self.entries())
+        self.cursor = max(0, min(count - 1, self.cursor + step))
+        self.invalidate()
+
+    def action_open(self) -> None:
+        entry = self.selected
+        if entry is None:
+            self.notify("No runs yet.")
+            return
+        self.app.open_run(entry)  # type: ignore[attr-defined]
+
+    def action_mark(self) -> None:
+        entry = self.selected
+        if entry is None:
+            return
+        key = entry_key(entry)
+        if key in self.marked:
+            self.marked.remove(key)
+        else:
+            self.marked.append(key)
+        if len(self.marked) == 2:
+            by_key = {entry_key(e): e for e in self.entries()}
+            chosen = [by_key[k] for k in self.marked if k in by_key]
+            self.marked = []
+            if len(chosen) == 2:
+                self.app.compare_runs(chosen)  # type: ignore[attr-defined]
+        elif self.marked:
+            self.notify("Marked for comparison: press c on another run.", timeout=3)
+        self.invalidate()
+
+    def on_focus(self) -> None:
+        self.invalidate()
+
+    def on_blur(self) -> None:
+        self.invalidate()
+
+    # -- Drawing -------------------------------------------------------------------------
     def build(self) -> Text:
-        runs = self.state.runs
-        if not runs:
+        entries = self.entries()
+        if not entries:
             return Text("No runs yet.", self.style_of("runs--dim"))
-        text = Text(no_wrap=True, overflow="ellipsis")
+        self.cursor = min(self.cursor, len(entries) - 1)
         width = self.content_size.width or 30
-        for i, run in enumerate(reversed(runs)):  # newest first: it matters most
-            word = run.outcome_word
-            style = "runs--ok" if word == "ok" else "runs--live" if word in ("running", "stopping") else "runs--bad"
-            if i:
+        height = max(1, self.content_size.height or len(entries))
+        top = max(0, min(self.cursor - height + 1, len(entries) - height)) if self.cursor >= height else 0
+        text = Text(no_wrap=True, overflow="ellipsis")
+        for i, entry in enumerate(entries[top:top + height], start=top):
+            if i > top:
                 text.append("\n")
-            text.append(f"{_MARKS.get(word, '✗')} ", self.style_of(style))
-            left = f"#{run.number} {run.preset.name}"
-            right = f"{fmt.rate(run.result)}/s" if run.result else ""
-            middle = "" if word == "ok" else f" {word}"
-            pad = max(1, width - 2 - len(left) - len(middle) - len(right))
-            text.append(left)
-            text.append(middle, self.style_of(style))
-            text.append(" " * pad + right)
+            line = self._line(entry, width)
+            if self.has_focus and i == self.cursor:
+                line.stylize(self.style_of("runs--cursor"))
+            text.append_text(line)
+        return text
+
+    def _line(self, entry: Entry, width: int) -> Text:
+        if isinstance(entry, st.RunView):
+            word, left, median = entry.outcome_word, entry.label, entry.result
+        else:
+            word, left, median = entry.outcome, f"{entry.local_time()[5:]} {entry.label}", entry.median
+        style = "runs--ok" if word in ("ok", "watched") else "runs--live" if word in ("running", "stopping") else "runs--bad"
+        marked = entry_key(entry) in self.marked
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append("◆ " if marked else f"{_MARKS.get(word, '✗')} ", self.style_of("runs--marked" if marked else style))
+        right = f"{fmt.rate(median)}/s" if median else ""
+        middle = "" if word in ("ok", "watched") else f" {word}"
+        room = width - 2 - len(middle) - len(right) - 1
+        if isinstance(entry, KeptRun) and len(left) > room:  # keep the figure in view
+            left = left[:max(1, room - 1)] + "…"
+        pad = max(1, width - 2 - len(left) - len(middle) - len(right))
+        text.append(left, self.style_of("runs--dim") if isinstance(entry, KeptRun) else None)
+        text.append(middle, self.style_of(style))
+        text.append(" " * pad + right)
         return text

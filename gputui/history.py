@@ -1,0 +1,299 @@
+"""Run history: every run the dashboard or ``--record`` makes is also kept as a
+recording in ``$XDG_STATE_HOME/gputui/runs/`` (``~/.local/state/gputui/runs/``).
+
+The history copy is written by a second :class:`~gputui.record.Recorder` as the run
+goes, so a killed run still leaves its file.  A size cap (500 MB unless
+``GPUTUI_HISTORY_MAX_MB`` says otherwise) prunes the oldest runs when a new one
+starts.  ``--no-history`` or ``GPUTUI_NO_HISTORY=1`` turns it off.  Listing reads
+only a file's first line (the header) and its last (the summary), so a long history
+lists fast.  No Textual here.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gputui.errors import UserError
+from gputui.fmt import gpu_summary, short_gpu_name
+from gputui.record import Recorder, check_schema, is_live
+
+NO_HISTORY_ENV = "GPUTUI_NO_HISTORY"
+MAX_MB_ENV = "GPUTUI_HISTORY_MAX_MB"
+DEFAULT_MAX_MB = 500.0
+MB = 1000**2
+SUFFIX = ".jsonl"
+TAIL_CHUNK = 64 * 1024  # a summary line is a few KB; read more only when it is longer
+
+
+def runs_dir(environ: Mapping[str, str] = os.environ) -> Path:
+    state_home = environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state_home) / "gputui" / "runs"
+
+
+def history_disabled(no_history_flag: bool, environ: Mapping[str, str] = os.environ) -> bool:
+    value = environ.get(NO_HISTORY_ENV, "").strip().lower()
+    return no_history_flag or value not in ("", "0", "false", "no", "off")
+
+
+def cap_bytes(environ: Mapping[str, str] = os.environ) -> int:
+    raw = environ.get(MAX_MB_ENV, "").strip()
+    if not raw:
+        return int(DEFAULT_MAX_MB * MB)
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise UserError(f"{MAX_MB_ENV}: expected a size in MB greater than 0, got {raw!r}")
+    return int(value * MB)
+
+
+def outcome_word(outcome: dict[str, Any] | None) -> str:
+    """How a finished run ended, in a word: ok, exit 3, stopped, oom, ..."""
+    outcome = outcome or {}
+    kind = outcome.get("kind")
+    if outcome.get("ok"):
+        return "ok"
+    if kind == "exited":
+        return f"exit {outcome.get('exit_code')}"
+    return kind or "ended"
+
+
+def label_for(preset_name: str | None, attach_pid: int | None) -> str:
+    """What a run is of: its preset's name, or what it watched."""
+    if preset_name:
+        return preset_name
+    return f"pid {attach_pid}" if attach_pid else "watch"
+
+
+def run_label(header: dict[str, Any]) -> str:
+    return label_for((header.get("preset") or {}).get("name"), header.get("attach_pid"))
+
+
+@dataclass
+class KeptRun:
+    """One kept recording, as far as its header and summary line tell."""
+
+    path: Path
+    size: int
+    started_at: str | None = None  # UTC, ISO 8601, from the header
+    label: str = "?"
+    gpus: list[str] = field(default_factory=list)
+    outcome: str = "?"  # outcome_word, or "cut", "running", "unreadable", "newer format"
+    median: float | None = None  # samples/s over the measured window
+    findings: int | None = None
+    cut: str | None = None  # why the file ends early
+    problem: str | None = None  # why it could not be read
+
+    @property
+    def started(self) -> dt.datetime | None:
+        if self.started_at:
+            try:
+                return dt.datetime.fromisoformat(self.started_at)
+            except ValueError:
+                pass
+        return None
+
+    def sort_key(self) -> float:
+        """Start time; a file without one sorts by when it was last written."""
+        started = self.started
+        if started is not None:
+            return started.timestamp()
+        try:
+            return self.path.stat().st_mtime
+        except OSError:
+            return 0.0
+
+    def local_time(self) -> str:
+        started = self.started
+        return started.astimezone().strftime("%Y-%m-%d %H:%M") if started else "?"
+
+    def gpu_text(self, short: bool = True) -> str:
+        names = [short_gpu_name(n) for n in self.gpus] if short else self.gpus
+        return gpu_summary(names) or "no GPU"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": str(self.path), "name": self.path.name, "started_at": self.started_at, "preset": self.label,
+                "gpus": self.gpus, "outcome": self.outcome, "median": self.median, "findings": self.findings,
+                "cut": self.cut, "problem": self.problem, "size_bytes": self.size}
+
+
+def _last_line(handle, size: int) -> tuple[bytes | None, bool]:
+    """(the last whole line, whether the file ends with a newline)."""
+    if size == 0:
+        return None, False
+    handle.seek(size - 1)
+    whole = handle.read(1) == b"\n"
+    chunk = TAIL_CHUNK
+    while True:
+        start = max(0, size - chunk)
+        handle.seek(start)
+        tail = handle.read(size - start)
+        body = tail[:-1] if whole else tail
+        cut_at = body.rfind(b"\n")
+        if cut_at >= 0 or start == 0:
+            return (body[cut_at + 1:] if whole else None), whole
+        chunk *= 4
+
+
+def read_kept_run(path: Path) -> KeptRun:
+    """What ``gputui runs`` shows of one file: its header and last line only."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as handle:
+            first = handle.readline()
+            last, whole = _last_line(handle, size)
+    except OSError as exc:
+        return KeptRun(path=path, size=0, outcome="unreadable", problem=exc.strerror or str(exc))
+    run = KeptRun(path=path, size=size)
+    try:
+        header = json.loads(first)
+        if not isinstance(header, dict) or header.get("type") != "header":
+            raise ValueError
+    except ValueError:
+        run.outcome, run.problem = "unreadable", "not a gputui recording"
+        return run
+    run.started_at = header.get("started_at")
+    run.label = run_label(header)
+    run.gpus = [g.get("name", "?") for g in header.get("gpus") or [] if isinstance(g, dict)]
+    try:
+        check_schema(path, header)
+    except UserError as exc:
+        run.outcome, run.problem = "newer format", str(exc)
+        return run
+    summary = None
+    if last is not None:
+        try:
+            record = json.loads(last)
+            if isinstance(record, dict) and record.get("type") == "summary":
+                summary = record
+        except ValueError:
+            pass
+    if summary is None:
+        live = is_live(path)
+        run.outcome = "running" if live else "cut"
+        if not live:
+            run.cut = "no summary: the recorder was stopped before it could finish" if whole else \
+                "the last line is incomplete: the file was cut while being written"
+        return run
+    run.outcome = outcome_word(summary.get("outcome")) if summary.get("outcome") else "watched"
+    run.median = ((summary.get("throughput") or {}).get("median"))
+    run.findings = len(summary.get("findings") or [])
+    return run
+
+
+def list_kept_runs(folder: Path) -> list[KeptRun]:
+    """Every recording in ``folder``, newest first; an absent folder has none."""
+    try:
+        paths = [p for p in folder.iterdir() if p.name.endswith(SUFFIX) and p.is_file()]
+    except OSError:
+        return []
+    runs = [read_kept_run(p) for p in paths]
+    runs.sort(key=lambda r: (r.sort_key(), r.path.name), reverse=True)
+    return runs
+
+
+def _safe_name(label: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", label).strip("-.")[:80] or "run"
+
+
+@dataclass
+class Pruned:
+    removed: list[KeptRun]
+    kept: list[KeptRun]
+
+    @property
+    def freed(self) -> int:
+        return sum(r.size for r in self.removed)
+
+
+class RunHistory:
+    """The runs folder: new history files, and pruning."""
+
+    def __init__(self, folder: Path, cap: int = int(DEFAULT_MAX_MB * MB)) -> None:
+        self.folder = folder
+        self.cap = cap
+        self._warned = False
+
+    @classmethod
+    def from_environment(cls, no_history_flag: bool = False,
+                         environ: Mapping[str, str] = os.environ) -> "RunHistory | None":
+        """The history the user asked for, or None when they opted out."""
+        if history_disabled(no_history_flag, environ):
+            return None
+        return cls(runs_dir(environ), cap_bytes(environ))
+
+    def runs(self) -> list[KeptRun]:
+        return list_kept_runs(self.folder)
+
+    def start_recording(self, label: str, warn: Callable[[str], None],
+                        now: Callable[[], float] = time.time) -> Recorder | None:
+        """A Recorder for a new run's history file, after pruning to the cap; None
+        (with one warning, the first time) when the folder cannot be written."""
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self.prune_to_cap()
+            stamp = dt.datetime.fromtimestamp(now()).strftime("%Y%m%d-%H%M%S")
+            base = f"{stamp}-{_safe_name(label)}"
+            for n in range(1, 1000):
+                path = self.folder / f"{base}{'' if n == 1 else f'-{n}'}{SUFFIX}"
+                try:
+                    return Recorder(path, overwrite=False)
+                except UserError:
+                    if not path.exists():
+                        raise
+            raise UserError(f"{self.folder}: too many runs named {base}")
+        except (OSError, UserError) as exc:
+            if not self._warned:
+                self._warned = True
+                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                warn(f"run history off: cannot write to {self.folder} ({reason})")
+            return None
+
+    def prune_to_cap(self) -> Pruned:
+        """Remove the oldest runs until the rest fit in the cap."""
+        runs = self.runs()
+        total = sum(r.size for r in runs)
+        doomed = []
+        for run in reversed(runs):  # oldest first
+            if total <= self.cap:
+                break
+            if run.outcome == "running":
+                continue
+            doomed.append(run)
+            total -= run.size
+        return self._remove(runs, doomed)
+
+    def prune(self, keep: int | None = None, older_than_days: float | None = None,
+              now: Callable[[], float] = time.time) -> Pruned:
+        """Remove all but the newest ``keep`` runs, and runs older than the days given."""
+        runs = self.runs()
+        cutoff = now() - older_than_days * 86400 if older_than_days is not None else None
+        doomed = []
+        for i, run in enumerate(runs):
+            if run.outcome == "running":
+                continue
+            if (keep is not None and i >= keep) or (cutoff is not None and run.sort_key() < cutoff):
+                doomed.append(run)
+        return self._remove(runs, doomed)
+
+    def _remove(self, runs: list[KeptRun], doomed: list[KeptRun]) -> Pruned:
+        removed = []
+        for run in doomed:
+            try:
+                run.path.unlink()
+            except FileNotFoundError:
+                pass
+            except OSError:
+                continue  # left for next time; a run starting must not fail on it
+            removed.append(run)
+        gone = {r.path for r in removed}
+        return Pruned(removed=removed, kept=[r for r in runs if r.path not in gone])
