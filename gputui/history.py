@@ -75,6 +75,8 @@ def label_for(preset_name: str | None, attach_pid: int | None) -> str:
 
 
 def run_label(header: dict[str, Any]) -> str:
+    if header.get("check") is not None:
+        return "check"  # a gputui check: its header carries the check's options
     return label_for((header.get("preset") or {}).get("name"), header.get("attach_pid"))
 
 
@@ -185,6 +187,8 @@ def read_kept_run(path: Path) -> KeptRun:
                 "the last line is incomplete: the file was cut while being written"
         return run
     run.outcome = outcome_word(summary.get("outcome")) if summary.get("outcome") else "watched"
+    if isinstance(summary.get("check"), dict):
+        run.outcome = f"check {summary['check'].get('verdict', '?')}"
     run.median = ((summary.get("throughput") or {}).get("median"))
     run.findings = len(summary.get("findings") or [])
     return run

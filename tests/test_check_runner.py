@@ -201,3 +201,23 @@ def test_quick_json_runs_on_a_machine_without_a_gpu(tmp_path):
     assert proc.returncode == (1 if result["verdict"]["verdict"] == "fail" else 0)
     assert read_recording(record).summary["check"]["verdict"] == result["verdict"]["verdict"]
     assert (tmp_path / "c.md").read_text().startswith("# gputui check")
+
+
+def test_a_check_never_records_over_a_file_and_is_kept_in_the_history(tmp_path):
+    import os
+
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    existing = tmp_path / "old.jsonl"
+    existing.write_text("precious\n")
+    proc = subprocess.run([sys.executable, "-m", "gputui", "check", "--quick", "--skip", "micro", "--record",
+                           str(existing)], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    assert proc.returncode == 2 and "already exists" in proc.stderr
+    assert existing.read_text() == "precious\n"
+
+    proc = subprocess.run([sys.executable, "-m", "gputui", "check", "--quick", "--skip", "micro"],
+                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    assert proc.returncode in (0, 1), proc.stderr
+    listing = subprocess.run([sys.executable, "-m", "gputui", "runs", "--json"], capture_output=True, text=True,
+                             cwd=tmp_path, env=env, timeout=60)
+    (kept,) = json.loads(listing.stdout)
+    assert kept["preset"] == "check" and kept["outcome"].startswith("check ")

@@ -17,6 +17,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     # Also accepted before the subcommand (gputui --record FILE check): SUPPRESS keeps that value.
     parser.add_argument("--record", type=Path, metavar="FILE", default=argparse.SUPPRESS,
                         help="save the whole check as a recording (header, samples, one event per check, summary)")
+    parser.add_argument("--force", action="store_true", default=argparse.SUPPRESS,
+                        help="let --record replace an existing FILE")
+    parser.add_argument("--no-history", action="store_true", default=argparse.SUPPRESS,
+                        help="keep no copy of this check in the run history (also: GPUTUI_NO_HISTORY=1)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout (progress stays on stderr)")
     parser.add_argument("--markdown", type=Path, metavar="FILE", help="also write the verdict table as Markdown to FILE")
     parser.add_argument("--gpus", metavar="LIST", help="check only these GPU indices, e.g. 0,1 (default: all)")
@@ -56,6 +60,10 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--markdown: {args.markdown.parent} is not a directory")
     from gputui.check.context import CheckOptions
     from gputui.check.runner import run_check_cli
+    from gputui.record import check_record_target
+
+    if args.record is not None:
+        check_record_target(args.record, args.force)  # before minutes of checking, not after
 
     options = CheckOptions(
         quick=args.quick,
@@ -66,4 +74,5 @@ def run(args: argparse.Namespace) -> int:
         interval=args.interval,
         presets_file=args.presets,
     )
-    return run_check_cli(options, record=args.record, as_json=args.json, markdown=args.markdown, quiet=args.quiet)
+    return run_check_cli(options, record=args.record, as_json=args.json, markdown=args.markdown, quiet=args.quiet,
+                         force=args.force, no_history=args.no_history)

@@ -198,22 +198,28 @@ class _ProgressLines(CheckListener):
 
 
 def run_check_cli(options: CheckOptions, *, record: Path | None, as_json: bool, markdown: Path | None,
-                  quiet: bool = False) -> int:
-    """The headless face: a line per check as it completes, then the verdict (or JSON)."""
+                  quiet: bool = False, force: bool = False, no_history: bool = False) -> int:
+    """The headless face: a line per check as it completes, then the verdict (or JSON).
+    The check is kept in the run history like any run, and in ``record`` if given."""
+    from gputui.history import RunHistory
     from gputui.record import Recorder
     from gputui.safe_write import write_atomic
 
-    recorder = Recorder(record) if record is not None else None
+    recorders = [Recorder(record, overwrite=force)] if record is not None else []
+    history = RunHistory.from_environment(no_history)
+    if history is not None:
+        kept = history.start_recording("check", warn=lambda text: print(f"gputui: warning: {text}", file=sys.stderr))
+        recorders += [kept] if kept is not None else []
     # Progress goes to stderr with --json (stdout is for the machine), else to stdout.
     listener = CheckListener() if quiet else _ProgressLines(sys.stderr if as_json else sys.stdout)
-    check = CheckRun(options, observers=[recorder] if recorder else [], listener=listener)
+    check = CheckRun(options, observers=list(recorders), listener=listener)
     previous = {sig: signal.signal(sig, lambda *_: check.stop()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         report = check.run()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        if recorder is not None:
+        for recorder in recorders:
             recorder.close()
     if markdown is not None:
         try:
