@@ -31,8 +31,12 @@ def write_atomic_with(path: Path, fill, *, binary: bool = False) -> None:
 
 
 def _replace_with(path: Path, fill, binary: bool = False) -> None:
+    if path.is_symlink():  # a dotfiles link: replace what it points to, keep the link
+        path = path.resolve()
+    mode = _mode_for(path)
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, mode)  # mkstemp makes 0600: keep the file's own mode, or the usual one
         with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as handle:
             fill(handle)
             handle.flush()
@@ -45,6 +49,16 @@ def _replace_with(path: Path, fill, binary: bool = False) -> None:
             pass
         raise
     _fsync_dir(path.parent)
+
+
+def _mode_for(path: Path) -> int:
+    """The mode the file has now, else what a plain open() would give it (0666 less umask)."""
+    try:
+        return path.stat().st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def _fsync_dir(folder: Path) -> None:
