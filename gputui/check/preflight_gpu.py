@@ -308,38 +308,35 @@ def _power_limit(facts: GpuFacts, g: _Grader) -> CheckResult:
 
 
 def _power_default(facts: GpuFacts, g: _Grader) -> CheckResult:
-    name = "Default power limit"
-    default = facts.power_default_w
-    if default is None:
-        return g.not_reported("power_default", name)
-    tdp = g.gpu.model.spec("tdp_w") if g.gpu.model else None
-    if not tdp:
-        return g.no_reference("power_default", name, default, "W")
-    model = g.gpu.model
-    result = g.result("power_default", name, grade_ratio(default / tdp) or INFO, value=default, unit="W",
-                      expected=float(tdp), expected_source=f"board power, {model.source}")
-    if result.status in (WARN, FAIL):
-        result.cause = (f"its default power limit is {default:.0f} W where the {model.model} datasheet says "
-                        f"{tdp} W: a lower-power variant, or a board configured lower")
-        result.advice = "Expect lower compute throughput; if you rented the full-power model, ask the provider."
-    return result
+    return _against_datasheet(
+        g, "power_default", "Default power limit", facts.power_default_w, "W", "tdp_w", "board power",
+        cause="its default power limit is {value:.0f} W where the {model} datasheet says {spec} W: "
+              "a lower-power variant, or a board configured lower",
+        advice="Expect lower compute throughput; if you rented the full-power model, ask the provider.")
 
 
 def _sm_clock(facts: GpuFacts, g: _Grader) -> CheckResult:
-    name = "Max SM clock"
-    clock = facts.sm_clock_max_mhz
-    if clock is None:
-        return g.not_reported("sm_clock_max", name)
-    boost = g.gpu.model.spec("boost_clock_mhz") if g.gpu.model else None
-    if not boost:
-        return g.no_reference("sm_clock_max", name, clock, "MHz")
+    return _against_datasheet(
+        g, "sm_clock_max", "Max SM clock", facts.sm_clock_max_mhz, "MHz", "boost_clock_mhz", "boost clock",
+        cause="its maximum SM clock is {value} MHz where the {model} datasheet says {spec} MHz: "
+              "a lower-clocked variant, or not the model its name suggests",
+        advice="Expect compute throughput lower by about as much; the micro-benchmarks below measure it.")
+
+
+def _against_datasheet(g: _Grader, key: str, name: str, value: float | None, unit: str, spec_key: str,
+                       spec_words: str, *, cause: str, advice: str) -> CheckResult:
+    """A reading graded against one datasheet figure: not reported, no reference, or a ratio."""
+    if value is None:
+        return g.not_reported(key, name)
     model = g.gpu.model
-    result = g.result("sm_clock_max", name, grade_ratio(clock / boost) or INFO, value=clock, unit="MHz",
-                      expected=float(boost), expected_source=f"boost clock, {model.source}")
+    spec = model.spec(spec_key) if model else None
+    if not spec or model is None:
+        return g.no_reference(key, name, value, unit)
+    result = g.result(key, name, grade_ratio(value / spec) or INFO, value=value, unit=unit,
+                      expected=float(spec), expected_source=f"{spec_words}, {model.source}")
     if result.status in (WARN, FAIL):
-        result.cause = (f"its maximum SM clock is {clock} MHz where the {model.model} datasheet says {boost} MHz: "
-                        "a lower-clocked variant, or not the model its name suggests")
-        result.advice = "Expect compute throughput lower by about as much; the micro-benchmarks below measure it."
+        result.cause = cause.format(value=value, model=model.model, spec=spec)
+        result.advice = advice
     return result
 
 
