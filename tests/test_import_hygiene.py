@@ -12,7 +12,9 @@ CORE_MODULES = [
     "gputui.runner", "gputui.throughput", "gputui.progress", "gputui.preset_store", "gputui.preset_cli",
     "gputui.safe_write", "gputui.history", "gputui.lookback.runs_cli", "gputui.lookback.replay_cli",
     "gputui.telemetry.gpu", "gputui.telemetry.host", "gputui.workloads.protocol", "gputui.workloads.smoke",
-    "gputui.check.preflight", "gputui.check.xid",
+    "gputui.check.preflight", "gputui.check.xid", "gputui.check.runner", "gputui.check.cli",
+    "gputui.check.micro_stage", "gputui.check.workload_stage", "gputui.check.pipeline",
+    "gputui.lookback.report", "gputui.lookback.compare", "gputui.lookback.export",
 ]
 
 
