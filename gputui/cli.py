@@ -77,7 +77,9 @@ def cmd_presets(args: argparse.Namespace) -> int:
     if args.presets_command == "list":
         width = max((len(n) for n in presets), default=0)
         for name in sorted(presets):
-            print(f"{name:<{width}}  {presets[name].description}")
+            preset = presets[name]
+            origin = f"  [from {preset.source}, overrides the built-in]" if preset.overrides else ""
+            print(f"{name:<{width}}  {preset.description}{origin}")
         return 0
     preset = get_preset(presets, args.name)
     print(json.dumps({**preset.describe(), "argv": preset.argv()}, indent=2))

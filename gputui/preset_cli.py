@@ -15,7 +15,9 @@ import tempfile
 from pathlib import Path
 
 from gputui.errors import UserError
-from gputui.preset_store import TEMPLATE, ConflictError, PresetFile, backup_path, check_name, is_builtin, source_table
+from gputui.preset_store import (TEMPLATE, ConflictError, PresetFile, backup_path, check_name, is_builtin, source_table,
+                                 user_file_path)
+from gputui.safe_write import write_atomic_with
 from gputui.presets import (builtin_presets_path, get_preset, load_diagnosis_file, load_file, load_presets,
                             search_path, user_presets_path)
 
@@ -80,23 +82,25 @@ def cmd_new(args: argparse.Namespace) -> int:
     if name in presets:
         raise UserError(f"a preset named {name!r} exists already (in {presets[name].source}): use `gputui presets edit {name}`")
     values = source_table(get_preset(presets, args.from_)) if args.from_ else dict(TEMPLATE)
-    store = PresetFile.user()
-    store.set_preset(name, values)
-    store.save()
+    with PresetFile.editing(user_file_path()) as store:  # locked: parallel `new`s all land
+        if name in store.names():  # added by another gputui since load_presets read the file
+            raise UserError(f"a preset named {name!r} exists already (in {store.path}): use `gputui presets edit {name}`")
+        store.set_preset(name, values)
+        store.save()
     print(f"added preset {name!r} to {store.path}" + (f" (a copy of {args.from_!r})" if args.from_ else ""))
     return 0
 
 
 def cmd_rm(args: argparse.Namespace) -> int:
-    store = PresetFile.user()
-    if args.name not in store.names():
-        presets = load_presets(extra=args.presets)
-        preset = get_preset(presets, args.name)
-        if is_builtin(preset.source):
-            raise UserError(f"{args.name!r} is a built-in preset: built-ins are read-only and cannot be removed")
-        raise UserError(f"{args.name!r} is not in your presets file {store.path}: it comes from {preset.source}; edit that file")
-    store.remove_preset(args.name)
-    store.save()
+    with PresetFile.editing(user_file_path()) as store:
+        if args.name not in store.names():
+            presets = load_presets(extra=args.presets)
+            preset = get_preset(presets, args.name)
+            if is_builtin(preset.source):
+                raise UserError(f"{args.name!r} is a built-in preset: built-ins are read-only and cannot be removed")
+            raise UserError(f"{args.name!r} is not in your presets file {store.path}: it comes from {preset.source}; edit that file")
+        store.remove_preset(args.name)
+        store.save()
     print(f"removed preset {args.name!r} from {store.path} (previous version: {backup_path(store.path)})")
     return 0
 
@@ -112,11 +116,22 @@ def cmd_edit(args: argparse.Namespace) -> int:
               file=sys.stderr)
     else:
         store = PresetFile.load(preset.source)
-    return edit_in_editor(store)
+    return edit_in_editor(store, args.name)
 
 
-def edit_in_editor(store: PresetFile) -> int:
-    """Open $EDITOR on a temporary copy of the file; save only a valid result."""
+def keep_edit(store: PresetFile, data: bytes) -> Path:
+    """Put an edit that cannot be saved next to the file, so it is not lost."""
+    keep = store.path.with_name(store.path.name + ".edited")
+    try:
+        write_atomic_with(keep, lambda handle: handle.write(data), binary=True)
+    except OSError as exc:
+        raise UserError(f"{keep}: cannot keep your edit there ({exc.strerror or exc}); {store.path} left as it was") from None
+    return keep
+
+
+def edit_in_editor(store: PresetFile, name: str) -> int:
+    """Open $EDITOR on a temporary copy of the file; save only a valid result that
+    still holds preset ``name``."""
     editor = shlex.split(os.environ.get("EDITOR") or "vi")
     text = store.text()
     fd, temp_name = tempfile.mkstemp(prefix="gputui-presets-", suffix=".toml")
@@ -128,15 +143,22 @@ def edit_in_editor(store: PresetFile) -> int:
             result = subprocess.run([*editor, str(temp)])
             if result.returncode != 0:
                 raise UserError(f"the editor ({shlex.join(editor)}) exited with code {result.returncode}; {store.path} left as it was")
-            edited = temp.read_text(encoding="utf-8")
+            try:
+                data = temp.read_bytes()
+            except OSError as exc:  # e.g. an editor that saves by rename and failed half-way
+                raise UserError(f"{temp}: the file being edited is gone ({exc.strerror}); {store.path} left as it was") from None
+            try:
+                edited = data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise UserError(f"{store.path}: your edit is not UTF-8 text (byte {exc.start}; save it as UTF-8); "
+                                f"not saved (your version is in {keep_edit(store, data)})") from None
             if edited == text:
                 print(f"no changes; {store.path} left as it was")
                 return 0
             try:
-                store.save(edited)
+                store.save(edited, keep=name)
             except ConflictError as exc:
-                keep = store.path.with_name(store.path.name + ".edited")
-                keep.write_text(edited, encoding="utf-8")
+                keep = keep_edit(store, data)
                 raise UserError(f"{exc.args[0].split('; ')[0]}; not saved (your version is in {keep})") from None
             except UserError as exc:
                 print(f"gputui: error: {exc}", file=sys.stderr)

@@ -9,12 +9,16 @@ editor both go through :class:`PresetFile`.
   taken at load) and raises :class:`ConflictError` unless the caller forces the save.
 - The write is atomic (:func:`gputui.safe_write.write_atomic`) and the previous
   version is kept next to the file as ``presets.toml.bak``.
+- Writers take an advisory lock (``fcntl.flock`` on ``.presets.toml.lock`` beside the
+  file) around check-and-write, and ``PresetFile.editing`` around a whole
+  read-modify-write, so parallel ``presets new`` runs all land.
 
 No Textual here.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 from pathlib import Path
@@ -60,6 +64,36 @@ def _digest(path: Path) -> str | None:
         return None
 
 
+def lock_path(path: Path) -> Path:
+    return path.with_name(f".{path.name}.lock")
+
+
+@contextlib.contextmanager
+def file_lock(path: Path):
+    """Hold the advisory lock of presets file ``path`` (every gputui writer takes it).
+    A sidecar file, because an atomic replace swaps the file's own inode."""
+    import fcntl
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(lock_path(path), "a")
+    except OSError as exc:
+        raise UserError(f"{path}: cannot write ({exc.strerror or exc})") from None
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the handle closes
+        yield
+
+
+def user_file_path() -> Path:
+    """The user's presets file, or UserError when its folder cannot be one (e.g.
+    XDG_CONFIG_HOME names a file)."""
+    path = user_presets_path()
+    for folder in (path.parent.parent, path.parent):
+        if folder.exists() and not folder.is_dir():
+            raise UserError(f"{folder}: not a directory, so {path} cannot be your presets file; check XDG_CONFIG_HOME")
+    return path
+
+
 def _plain(value: Any) -> Any:
     """A tomlkit item as plain Python (dict, list, str, int, ...)."""
     return value.unwrap() if hasattr(value, "unwrap") else value
@@ -89,19 +123,20 @@ class PresetFile:
         self.path = path
         self.original_text = text
         self.digest = digest
+        self._locked = False  # True inside PresetFile.editing, which holds the lock
         try:
             self.document = tomlkit.parse(text)
-        except tomlkit.exceptions.ParseError as exc:
+        except (tomlkit.exceptions.ParseError, RecursionError) as exc:
             parse_text(text, path)  # the same one-line error as loading gives
-            raise UserError(f"{path}: cannot edit this file ({exc})") from None
+            raise UserError(f"{path}: cannot edit this file ({type(exc).__name__})") from None
         if not text:
             self.document.add(tomlkit.comment(HEADER_COMMENT))
 
     @classmethod
     def load(cls, path: Path) -> "PresetFile":
         """The file as it is now ({} when absent, e.g. a first user file)."""
-        digest = _digest(path)
         try:
+            digest = _digest(path)
             text = path.read_bytes().decode("utf-8") if digest is not None else ""
         except UnicodeDecodeError as exc:
             raise UserError(f"{path}: not UTF-8 text (byte {exc.start})") from None
@@ -111,7 +146,20 @@ class PresetFile:
 
     @classmethod
     def user(cls) -> "PresetFile":
-        return cls.load(user_presets_path())
+        return cls.load(user_file_path())
+
+    @classmethod
+    @contextlib.contextmanager
+    def editing(cls, path: Path):
+        """The file loaded under its lock, held until the block ends: a read-modify-write
+        that no other gputui writer can interleave with."""
+        with file_lock(path):
+            store = cls.load(path)
+            store._locked = True
+            try:
+                yield store
+            finally:
+                store._locked = False
 
     # -- Reading -----------------------------------------------------------------------
     def _presets_table(self, create: bool = False):
@@ -173,23 +221,27 @@ class PresetFile:
     def changed_on_disk(self) -> bool:
         return _digest(self.path) != self.digest
 
-    def save(self, text: str | None = None, *, force: bool = False) -> dict[str, Preset]:
+    def save(self, text: str | None = None, *, force: bool = False, keep: str | None = None) -> dict[str, Preset]:
         """Validate, check for a conflicting change on disk, back up, replace.  Writes
-        the edited document, or ``text`` (a whole file a user edited).  Returns the
-        file's presets.  Raises UserError (invalid; nothing written), ConflictError
-        (changed on disk; nothing written) or UserError for an OS error."""
+        the edited document, or ``text`` (a whole file a user edited), which must still
+        hold preset ``keep`` when given.  Returns the file's presets.  Raises UserError
+        (invalid; nothing written), ConflictError (changed on disk; nothing written) or
+        UserError for an OS error."""
         if is_builtin(self.path):
             raise UserError(f"{self.path}: built-in presets are read-only; save a copy in {user_presets_path()}")
         text = self.text() if text is None else text
         presets = self.validate(text)
-        if not force and self.changed_on_disk():
-            raise ConflictError(f"{self.path}: changed on disk since it was loaded; reload it, or save again to overwrite")
-        try:
-            write_atomic(self.path, text, backup=backup_path(self.path))
-        except OSError as exc:
-            raise UserError(f"{self.path}: cannot write ({exc.strerror or exc})") from None
+        if keep is not None and keep not in presets:
+            raise UserError(f"{self.path}: the edit removes preset {keep!r}; not saved (to remove it: gputui presets rm {keep})")
+        with contextlib.nullcontext() if self._locked else file_lock(self.path):
+            if not force and self.changed_on_disk():
+                raise ConflictError(f"{self.path}: changed on disk since it was loaded; reload it, or save again to overwrite")
+            try:
+                write_atomic(self.path, text, backup=backup_path(self.path))
+            except OSError as exc:
+                raise UserError(f"{self.path}: cannot write ({exc.strerror or exc})") from None
+            self.digest = _digest(self.path)
         self.original_text = text
-        self.digest = _digest(self.path)
         return presets
 
 

@@ -14,8 +14,9 @@ the line and column (syntax) or ``[presets.NAME].key`` (schema) and what was exp
 
 from __future__ import annotations
 
-import os
 import dataclasses
+import errno
+import os
 import re
 import shlex
 import sys
@@ -81,6 +82,9 @@ class Preset:
     diagnosis: dict[str, Any] = field(default_factory=dict)  # this preset's own [diagnosis] keys
     # The [diagnosis] tables of every presets file, merged (set by load_presets)
     diagnosis_base: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    # The built-in file, when this preset replaces a built-in of the same name (set by
+    # load_presets): a ./presets.toml in a shared folder must not change `smoke` unseen.
+    overrides: Path | None = field(default=None, compare=False, repr=False)
 
     @property
     def is_workload(self) -> bool:
@@ -120,6 +124,8 @@ class Preset:
     def describe(self) -> dict[str, Any]:
         """The preset as written in a recording's header and by ``presets show``."""
         out: dict[str, Any] = {"name": self.name, "source": str(self.source)}
+        if self.overrides is not None:
+            out["overrides"] = str(self.overrides)
         for key in ALL_KEYS:
             value = getattr(self, key)
             if value in (None, {}, ()):
@@ -361,6 +367,13 @@ def parse_text(text: str, path: Path) -> tuple[dict[str, Preset], dict[str, Any]
     """The presets and [diagnosis] table of ``text``, validated as if read from ``path``
     (errors name ``path``).  Raises UserError."""
     try:
+        return _parse_data(text, path)
+    except RecursionError:  # tomllib (and str() of what it built) recurse per nesting level
+        raise UserError(f"{path}: nested too deeply to read (arrays or tables inside each other)") from None
+
+
+def _parse_data(text: str, path: Path) -> tuple[dict[str, Preset], dict[str, Any]]:
+    try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise UserError(_syntax_error_message(path, exc)) from None
@@ -394,16 +407,28 @@ def search_path(extra: Path | None = None, cwd: Path | None = None) -> list[Path
     files: list[Path] = []
     seen: set[Path] = set()
     for path in candidates:
-        resolved = path.resolve()
+        resolved = _real_path(path)
         if resolved in seen or (files and not path.is_file()):
             continue
         seen.add(resolved)
         files.append(path)
     if extra is not None:
-        if extra.resolve() in seen:
-            files = [f for f in files if f.resolve() != extra.resolve()]
+        resolved = _real_path(extra)
+        if resolved in seen:
+            files = [f for f in files if _real_path(f) != resolved]
         files.append(extra)
     return files
+
+
+def _real_path(path: Path) -> Path:
+    """Where ``path`` leads, to spot one file reached twice.  A symlink loop is an error
+    (is_file() would call it absent and hide it); a missing file is just absent."""
+    try:
+        return Path(os.path.realpath(path, strict=True))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UserError(f"{path}: cannot read (a symlink loop: {exc.strerror})") from None
+        return Path(os.path.realpath(path))
 
 
 def load_presets(extra: Path | None = None, cwd: Path | None = None) -> dict[str, Preset]:
@@ -411,11 +436,17 @@ def load_presets(extra: Path | None = None, cwd: Path | None = None) -> dict[str
     [diagnosis] table as ``diagnosis_base``."""
     merged: dict[str, Preset] = {}
     diagnosis: dict[str, Any] = {}
+    builtin = builtin_presets_path()
+    builtin_names: set[str] = set()
     for path in search_path(extra, cwd):
         presets, table = _load_document(path)
+        if path == builtin:
+            builtin_names = set(presets)
         merged.update(presets)
         diagnosis.update(table)
-    return {name: dataclasses.replace(p, diagnosis_base=dict(diagnosis)) for name, p in merged.items()}
+    return {name: dataclasses.replace(p, diagnosis_base=dict(diagnosis),
+                                      overrides=builtin if name in builtin_names and p.source != builtin else None)
+            for name, p in merged.items()}
 
 
 def load_diagnosis(extra: Path | None = None, cwd: Path | None = None) -> dict[str, Any]:

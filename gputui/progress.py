@@ -42,7 +42,7 @@ class ProgressPrinter(Observer):
         else:
             self._print(f"gputui: no GPU: {header.get('gpu_unavailable_reason')}")
         if header.get("command"):
-            self._print("gputui: running " + " ".join(header["command"]))
+            self._print("gputui: running " + " ".join(header["command"]) + _origin(header.get("preset") or {}))
 
     def on_event(self, event: Event) -> None:
         if event.kind == ev.THROUGHPUT and not event.data.get("final"):
@@ -75,6 +75,14 @@ class ProgressPrinter(Observer):
     def on_summary(self, summary: dict[str, Any]) -> None:
         for line in summary_table(summary):
             self._print(line)
+
+
+def _origin(preset: dict[str, Any]) -> str:
+    """Where a preset that replaces a built-in of the same name comes from: a
+    ./presets.toml in a shared folder must not change what `smoke` runs unseen."""
+    if not preset.get("overrides"):
+        return ""
+    return f" (preset {preset.get('name')!r} from {preset.get('source')}, which overrides the built-in)"
 
 
 def finding_label(data: dict[str, Any]) -> str:
