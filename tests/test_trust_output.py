@@ -330,3 +330,11 @@ def test_a_recording_with_any_value_changed_reads_or_is_refused_in_one_line(tmp_
         replay_recording(read_recording(file))
     except UserError:
         pass
+
+
+def test_a_recording_without_samples_does_not_claim_a_clean_bill(tmp_path, capsys):
+    path = write_lines(tmp_path / "header-only.jsonl", HEADER)
+    assert diagnose([str(path)]) == 0
+    captured = capsys.readouterr()
+    assert "no samples to diagnose" in captured.out
+    assert "no summary" in captured.err  # and that the file ends early
