@@ -11,6 +11,7 @@ from pathlib import Path
 
 from gputui import __version__
 from gputui.errors import UserError
+from gputui.fmt import printable
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -73,16 +74,24 @@ def cmd_presets(args: argparse.Namespace) -> int:
         from gputui.preset_cli import run
 
         return run(args)
+    from gputui.redact import redact_env
+
     presets = _load(args)
     if args.presets_command == "list":
-        width = max((len(n) for n in presets), default=0)
+        names = {name: printable(name) for name in presets}  # a name may hold escapes: show them escaped
+        width = max((len(n) for n in names.values()), default=0)
         for name in sorted(presets):
             preset = presets[name]
-            origin = f"  [from {preset.source}, overrides the built-in]" if preset.overrides else ""
-            print(f"{name:<{width}}  {preset.description}{origin}")
+            origin = f"  [from {printable(preset.source)}, overrides the built-in]" if preset.overrides else ""
+            print(f"{names[name]:<{width}}  {printable(preset.description)}{origin}")
         return 0
     preset = get_preset(presets, args.name)
-    print(json.dumps({**preset.describe(), "argv": preset.argv()}, indent=2))
+    shown = {**preset.describe(), "argv": preset.argv()}
+    if "env" in shown:
+        shown["env"], hidden = redact_env(shown["env"])
+        if hidden:
+            shown["env_redacted"] = hidden
+    print(json.dumps(shown, indent=2))  # JSON escapes control characters itself
     return 0
 
 
@@ -111,12 +120,14 @@ def cmd_record(args: argparse.Namespace) -> int:
         session.add_observer(recorder)
     if not args.quiet:
         session.add_observer(ProgressPrinter(session.summary_builder))
-    _stop_on_signals(session)
+    received = _stop_on_signals(session)
     try:
         summary = session.run()
     finally:
         for recorder in recorders:
             recorder.close()
+    if received:  # the shell's convention: 130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP
+        return signal_exit_code(received[0])
     outcome = summary.get("outcome")
     if outcome is None:
         return 0
@@ -125,19 +136,28 @@ def cmd_record(args: argparse.Namespace) -> int:
     return 0 if outcome.get("ok") else 1
 
 
-def _stop_on_signals(session) -> None:
-    """Ctrl-C, SIGTERM and a dropped SSH session (SIGHUP) stop the run cleanly.
+def signal_exit_code(signum: int) -> int:
+    """What a shell reports for a process ended by this signal: 128 + its number."""
+    return 128 + int(signum)
+
+
+def _stop_on_signals(session) -> list[int]:
+    """Ctrl-C, SIGTERM and a dropped SSH session (SIGHUP) stop the run cleanly; the
+    list returned fills with the signals received, first one first.
 
     Under nohup SIGHUP is already ignored: leave it so, the user asked to keep going.
     """
+    received: list[int] = []
 
     def handler(signum, _frame):
+        received.append(signum)
         session.stop(f"received {signal.Signals(signum).name}")
 
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         if sig == signal.SIGHUP and signal.getsignal(sig) == signal.SIG_IGN:
             continue
         signal.signal(sig, handler)
+    return received
 
 
 def _on_terminal() -> bool:
@@ -159,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_dashboard(args)
     except UserError as exc:
-        print(f"gputui: error: {exc}", file=sys.stderr)
+        print(f"gputui: error: {printable(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except BrokenPipeError:  # `gputui presets list | head`
         return 0

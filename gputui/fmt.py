@@ -1,7 +1,9 @@
-"""Formatting of numbers for people: shared by the progress line, reports and the TUI."""
+"""Formatting for people: numbers, and user text made safe to print.  Shared by the
+progress line, the CLIs, reports and the TUI."""
 
 from __future__ import annotations
 
+import unicodedata
 from collections import Counter
 
 GIB = 1024**3
@@ -49,3 +51,27 @@ def short_gpu_name(name: str) -> str:
 def gpu_summary(names: list[str]) -> str:
     """"2× H200" (or "1× H200, 1× A100"); empty for no GPU."""
     return ", ".join(f"{n}× {name}" for name, n in Counter(names).items())
+
+
+# Characters that move the cursor, set the title, or reorder text when printed raw:
+# C0 and C1 controls (ESC, BEL, CSI), line separators and the bidi overrides.
+_BIDI = set(range(0x202A, 0x202F)) | set(range(0x2066, 0x206A))
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    if char in _NAMED:
+        return _NAMED[char]
+    if code in _BIDI or unicodedata.category(char) in ("Cc", "Zl", "Zp"):
+        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    return char
+
+
+def printable(text: object) -> str:
+    """User text (a preset name, argv, a run's output) safe for a terminal: control
+    characters and escape sequences shown escaped (ESC as ``\\x1b``), all else as is."""
+    text = str(text)
+    if text.isprintable():  # the common case: nothing to escape
+        return text
+    return "".join(_escape(char) for char in text)

@@ -37,21 +37,23 @@ class ProgressPrinter(Observer):
     def on_header(self, header: dict[str, Any]) -> None:
         gpus = header.get("gpus") or []
         if gpus:
-            names = ", ".join(f"{g['index']}: {g['name']}" for g in gpus)
+            names = ", ".join(f"{g['index']}: {fmt.printable(g['name'])}" for g in gpus)
             self._print(f"gputui: {len(gpus)} GPU(s) [{names}], driver {header.get('driver_version')}, CUDA {header.get('cuda_version')}")
         else:
-            self._print(f"gputui: no GPU: {header.get('gpu_unavailable_reason')}")
+            self._print(f"gputui: no GPU: {fmt.printable(header.get('gpu_unavailable_reason'))}")
         if header.get("command"):
-            self._print("gputui: running " + " ".join(header["command"]) + _origin(header.get("preset") or {}))
+            self._print("gputui: running " + " ".join(fmt.printable(arg) for arg in header["command"])
+                        + fmt.printable(_origin(header.get("preset") or {})))
 
     def on_event(self, event: Event) -> None:
         if event.kind == ev.THROUGHPUT and not event.data.get("final"):
             self._rate = event.data["samples_per_sec"]
             self._phase = event.data.get("phase") or self._phase
         elif event.kind in (ev.OUTCOME, ev.STOPPING):
-            self._print(f"gputui: {event.kind}: {event.data.get('message') or event.data.get('reason')}")
+            # The message may be the run's own last stderr line: user text.
+            self._print(f"gputui: {event.kind}: {fmt.printable(event.data.get('message') or event.data.get('reason'))}")
         elif event.kind == ev.OOM:
-            self._print(f"gputui: out of memory: {event.data.get('message', '')}")
+            self._print(f"gputui: out of memory: {fmt.printable(event.data.get('message', ''))}")
         elif event.kind == ev.FINDING:
             self._on_finding(event.data)
 
@@ -62,10 +64,10 @@ class ProgressPrinter(Observer):
         known = self._findings.get(fid)
         if data.get("state") == "closed":
             self._findings.pop(fid, None)
-            self._print(f"gputui: finding cleared: {data.get('title')} ({fmt.duration(data.get('until', 0) - data.get('since', 0))})")
+            self._print(f"gputui: finding cleared: {fmt.printable(data.get('title'))} ({fmt.duration(data.get('until', 0) - data.get('since', 0))})")
         elif known is None or known.get("severity") != data.get("severity"):
             self._findings[fid] = data
-            self._print(f"gputui: finding [{data.get('severity')}]: {data.get('title')}")
+            self._print(f"gputui: finding [{data.get('severity')}]: {fmt.printable(data.get('title'))}")
         else:
             self._findings[fid] = data
 
@@ -149,10 +151,10 @@ def summary_table(summary: dict[str, Any]) -> list[str]:
         rows.append(("energy per sample", f"{summary['energy_per_sample_j']:.4f} J"))
     outcome = summary.get("outcome")
     if outcome:
-        rows.append(("outcome", outcome.get("message") or outcome.get("kind")))
+        rows.append(("outcome", fmt.printable(outcome.get("message") or outcome.get("kind"))))
     rows.append(("duration", fmt.duration(summary.get("duration_s"))))
     for finding in summary.get("findings") or []:
         span = f"{fmt.duration(finding.get('since'))}-{fmt.duration(finding.get('until'))}"
-        rows.append((f"finding ({finding.get('severity')})", f"{finding.get('title')} [{span}]"))
+        rows.append((f"finding ({finding.get('severity')})", f"{fmt.printable(finding.get('title'))} [{span}]"))
     width = max(len(label) for label, _ in rows)
     return ["", "gputui summary"] + [f"  {label:<{width}}  {value}" for label, value in rows]

@@ -8,10 +8,14 @@ and the reader says it was cut.  The format is documented in docs/record-format.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import math
 import os
 import time
+import types
+import typing
 
 try:
     import fcntl
@@ -21,9 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from gputui import events as ev
 from gputui.errors import UserError
 from gputui.events import Event, Observer
-from gputui.model import Sample, from_dict, to_dict
+from gputui.model import GpuInfo, HostInfo, Sample, Throughput, from_dict, to_dict
 
 SCHEMA_VERSION = 1
 FSYNC_EVERY_S = 1.0
@@ -126,6 +131,8 @@ def check_schema(path: Path, header: dict[str, Any]) -> None:
     if schema > SCHEMA_VERSION:
         raise UserError(f"{path}:1: recording format {schema} is newer than this gputui reads "
                         f"(up to {SCHEMA_VERSION}): upgrade gputui")
+    if schema < 1:
+        raise UserError(f"{path}:1: not a gputui recording (format {schema} was never written; expected 1 to {SCHEMA_VERSION})")
 
 
 def is_live(path: Path) -> bool:
@@ -146,6 +153,167 @@ def is_live(path: Path) -> bool:
     return False
 
 
+# --- Reading: a file gputui did not write (or one edited since) is refused in one line ---
+# The shapes the reader holds lines to: what gputui writes, so that nothing downstream
+# (diagnosis, reports, replay) meets a string where it counts on a number.  Keys not
+# listed are let through: they are text or numbers no reader relies on.
+
+_RUN_SETTINGS: dict[str, Any] = {  # what diagnosis reads from the preset and the workload line
+    "framework": str | None, "model": str | None, "device": str | None, "pipeline": str | None,
+    "precision": str | None, "batch_size": int | None, "workers": int | None, "find_max_batch": bool | None,
+}
+HEADER_FIELDS: dict[str, Any] = {
+    "schema": int, "interval": float | None, "started_at": str | None, "gputui": str | None,
+    "host": HostInfo | None, "gpus": list[GpuInfo] | None, "driver_version": str | None,
+    "cuda_version": str | None, "gpu_unavailable_reason": str | None, "preset": (_RUN_SETTINGS, None),
+    "command": list[str] | None, "env": dict[str, str] | None, "env_redacted": list[str] | None,
+    "cwd": str | None, "attach_pid": int | None, "diagnosis": dict | None,
+}
+EVENT_FIELDS: dict[str, Any] = {
+    ev.STARTED: {"pid": int | None, "command": list[str] | None},
+    ev.WORKLOAD: _RUN_SETTINGS,
+    ev.PHASE: {"phase": str | None},
+    ev.THROUGHPUT: Throughput,
+    ev.OUTPUT: {"stream": str | None, "text": str | None},
+    ev.OOM: {"message": str | None, "batch_size": int | None},
+    ev.OUTCOME: {"kind": str, "ok": bool | None, "exit_code": int | None, "signal": str | None,
+                 "message": str | None, "duration_s": float | None},
+    ev.STOPPING: {"reason": str | None},
+    ev.FINDING: {"id": str, "kind": str, "state": str | None, "severity": str | None, "title": str | None,
+                 "since": float | None, "until": float | None, "evidence": dict | None, "advice": list[str] | None},
+}
+SUMMARY_FIELDS: dict[str, Any] = {
+    "duration_s": float | None, "outcome": dict | None, "throughput": dict | None,
+    "gpus": list[dict] | None, "findings": list[dict] | None,
+}
+_NAMES = {int: "a whole number", float: "a number", str: "a string", bool: "true or false",
+          list: "a list", dict: "an object", type(None): "null"}
+
+
+class _Wrong(Exception):
+    """A value of the wrong shape: ``where`` (a dotted key) and what was expected."""
+
+    def __init__(self, where: str, expected: str) -> None:
+        super().__init__(f"{where}: expected {expected}")
+
+
+@functools.lru_cache(maxsize=None)
+def _hints(cls: type) -> dict[str, Any]:
+    hints = typing.get_type_hints(cls)
+    required = {f.name for f in dataclasses.fields(cls)
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+    return {f.name: (hints[f.name], f.name in required) for f in dataclasses.fields(cls)}
+
+
+def _describe(hint: Any) -> str:
+    if isinstance(hint, tuple):
+        return " or ".join(_describe(type(None) if arg is None else arg) for arg in hint)
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return " or ".join(_describe(arg) for arg in typing.get_args(hint))
+    if isinstance(hint, dict) or dataclasses.is_dataclass(hint):
+        return "an object"
+    return _NAMES.get(typing.get_origin(hint) or hint, "a value")
+
+
+def _check(value: Any, hint: Any, where: str) -> None:
+    """Raise _Wrong unless ``value`` fits ``hint``: a type, ``X | None``, ``list[X]``,
+    ``dict[str, X]``, a dataclass, a dict of key -> hint (every key optional), or a
+    tuple of such hints (None in it: null)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if isinstance(hint, tuple):  # (a dict of key -> hint, None): that object, or null
+        origin, args = typing.Union, tuple(type(None) if arg is None else arg for arg in hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return
+        others = [arg for arg in args if arg is not type(None)]
+        if len(others) == 1:  # X | None: say what inside X is wrong
+            return _check(value, others[0], where) if value is not None else _fail(where, hint)
+        if not any(_fits(value, arg, where) for arg in others):
+            _fail(where, hint)
+        return
+    if isinstance(hint, dict) or dataclasses.is_dataclass(hint):
+        if not isinstance(value, dict):
+            raise _Wrong(where, "an object")
+        fields = _hints(hint) if dataclasses.is_dataclass(hint) else {k: (h, False) for k, h in hint.items()}
+        for key, (inner, required) in fields.items():
+            if key in value:
+                _check(value[key], inner, f"{where}.{key}" if where else key)
+            elif required:
+                raise _Wrong(f"{where}.{key}" if where else key, f"{_describe(inner)} (it is missing)")
+        return
+    if origin is list:
+        if not isinstance(value, list):
+            raise _Wrong(where, "a list")
+        for index, item in enumerate(value):
+            _check(item, args[0], f"{where}[{index}]")
+        return
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise _Wrong(where, "an object")
+        for key, item in value.items():
+            _check(item, args[1], f"{where}.{key}")
+        return
+    if hint is Any:
+        return
+    if isinstance(value, bool) and hint is not bool:  # JSON true is no number
+        raise _Wrong(where, _describe(hint))
+    if hint is float and isinstance(value, (int, float)):
+        return
+    if not isinstance(value, hint):
+        raise _Wrong(where, _describe(hint))
+
+
+def _fits(value: Any, hint: Any, where: str) -> bool:
+    try:
+        _check(value, hint, where)
+    except _Wrong:
+        return False
+    return True
+
+
+def _fail(where: str, hint: Any) -> None:
+    raise _Wrong(where, _describe(hint))
+
+
+def _check_header(record: dict[str, Any]) -> None:
+    _check(record, HEADER_FIELDS, "")
+    from gputui.diagnosis.settings import KEYS, check_value  # diagnosis is heavier than this reader
+
+    for key, value in (record.get("diagnosis") or {}).items():
+        if key in KEYS:
+            try:
+                check_value(key, value)
+            except ValueError as exc:
+                raise _Wrong(f"diagnosis.{key}", str(exc)) from None
+
+
+def _check_event(record: dict[str, Any]) -> None:
+    _check(record, {"t": float, "event": str}, "")
+    for key in ("t", "event"):
+        if key not in record:
+            raise _Wrong(key, f"{_describe(float if key == 't' else str)} (it is missing)")
+    _check(record, EVENT_FIELDS.get(record["event"], {}), "")
+
+
+def _refuse_constant(name: str) -> None:
+    raise _Wrong(name, "a finite number or null (JSON has no NaN or Infinity, and gputui writes neither)")
+
+
+def _parse(path: Path, number: int, line: bytes) -> dict[str, Any]:
+    """One line as a JSON object, or a UserError naming the line."""
+    try:
+        record = json.loads(line, parse_constant=_refuse_constant)
+    except _Wrong as exc:
+        raise UserError(f"{path}:{number}: {exc}") from None
+    except RecursionError:
+        raise UserError(f"{path}:{number}: JSON nested too deeply to be a gputui recording line") from None
+    except ValueError:  # bad JSON, or bytes that are not UTF-8
+        raise UserError(f"{path}:{number}: not a gputui recording line (expected a JSON object)") from None
+    if not isinstance(record, dict):
+        raise UserError(f"{path}:{number}: not a gputui recording line (expected a JSON object)")
+    return record
+
+
 def read_recording(path: Path) -> Recording:
     """Load a recording.  A file cut mid-run loads up to its last whole line."""
     try:
@@ -161,25 +329,31 @@ def read_recording(path: Path) -> Recording:
         cut = f"the last line ({len(lines)}) is incomplete: the file was cut while being written"
         lines.pop()
     for number, line in enumerate(lines, start=1):
-        try:
-            record = json.loads(line)
-            if not isinstance(record, dict):
-                raise ValueError("not an object")
-        except ValueError:
-            raise UserError(f"{path}:{number}: not a gputui recording line (expected a JSON object)") from None
+        record = _parse(path, number, line)
         kind = record.pop("type", None)
-        if recording is None:
-            if kind != "header":
-                raise UserError(f"{path}:{number}: not a gputui recording (expected a header line first)")
-            check_schema(path, record)
-            recording = Recording(path=path, header=record)
-        elif kind == "sample":
-            recording.samples.append(from_dict(Sample, record))
-        elif kind == "event":
-            recording.events.append(Event(t=record.pop("t", 0.0), kind=record.pop("event", "?"), data=record))
-        elif kind == "summary":
-            recording.summary = record
+        try:
+            if recording is None:
+                if kind != "header":
+                    raise UserError(f"{path}:{number}: not a gputui recording (expected a header line first)")
+                check_schema(path, record)
+                _check_header(record)
+                recording = Recording(path=path, header=record)
+            elif kind == "sample":
+                _check(record, Sample, "")
+                recording.samples.append(from_dict(Sample, record))
+            elif kind == "event":
+                _check_event(record)
+                recording.events.append(Event(t=record.pop("t"), kind=record.pop("event"), data=record))
+            elif kind == "summary":
+                _check(record, SUMMARY_FIELDS, "")
+                recording.summary = record
+            else:
+                raise _Wrong("type", '"sample", "event" or "summary"')
+        except _Wrong as exc:
+            raise UserError(f"{path}:{number}: {exc}") from None
     if recording is None:
+        if raw:  # bytes, but not one whole line: not "empty", and not a recording either
+            raise UserError(f"{path}: not a gputui recording: no complete line in its {len(raw):,} bytes")
         raise UserError(f"{path}: empty file, not a gputui recording")
     if recording.summary is None and cut is None:
         cut = "no summary: the recorder was stopped before it could finish"

@@ -25,6 +25,7 @@ from gputui.diagnosis import Diagnoser, Settings as DiagnosisSettings
 from gputui.events import Event, Observer
 from gputui.model import Sample, to_dict
 from gputui.presets import Preset
+from gputui.redact import redact_env
 from gputui.runner import OutputLine, Outcome, Runner
 from gputui.summary import SummaryBuilder
 from gputui.telemetry.gpu import GpuTelemetry
@@ -287,6 +288,11 @@ class Session:
 
     def build_header(self) -> dict[str, Any]:
         preset = self.config.preset
+        # Secret values (API keys, tokens) stay out of the file: the names show they were set.
+        env, env_redacted = redact_env(preset.child_env()) if preset else (None, [])
+        described = preset.describe() if preset else None
+        if described and "env" in described:
+            described["env"] = redact_env(described["env"])[0]
         return {
             "schema": SCHEMA_VERSION,
             "gputui": __version__,
@@ -297,9 +303,10 @@ class Session:
             "cuda_version": self.gpu.cuda_version,
             "gpus": to_dict(self.gpu.infos),
             "gpu_unavailable_reason": self.gpu.unavailable_reason,
-            "preset": preset.describe() if preset else None,
+            "preset": described,
             "command": preset.argv() if preset else None,
-            "env": preset.child_env() if preset else None,
+            "env": env,
+            "env_redacted": env_redacted,
             "cwd": (preset.cwd or os.getcwd()) if preset else None,
             "attach_pid": self.config.attach_pid,
             "python": sys.version.split()[0],

@@ -127,7 +127,7 @@ def test_sigterm_stops_the_run_and_finishes_the_recording(tmp_path):
         wait_for(lambda: (rec := try_read(out)) is not None and rec.events_of(ev.THROUGHPUT))
         tree = [p.pid for p in psutil.Process(proc.pid).children(recursive=True)]
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=20) == 130
+        assert proc.wait(timeout=20) == 143  # 128 + SIGTERM
         assert gone(tree)
     finally:
         if proc.poll() is None:

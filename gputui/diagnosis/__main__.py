@@ -14,6 +14,7 @@ from pathlib import Path
 from gputui.diagnosis.engine import replay
 from gputui.diagnosis.settings import KEYS, Settings, check_value
 from gputui.errors import UserError
+from gputui.fmt import printable
 from gputui.record import read_recording
 
 if sys.version_info >= (3, 11):
@@ -51,8 +52,10 @@ def main(argv: list[str] | None = None) -> int:
                 raise UserError(f"--set {key}: expected {exc}") from None
         events = replay(rec.header, rec.samples, rec.events, Settings.from_tables(table))
     except UserError as exc:
-        print(f"gputui: error: {exc}", file=sys.stderr)
+        print(f"gputui: error: {printable(str(exc))}", file=sys.stderr)
         return exc.exit_code
+    if rec.cut:
+        print(f"gputui: note: {printable(str(args.recording))}: {rec.cut}", file=sys.stderr)
     if args.json:
         for event in events:
             print(json.dumps({"t": round(event.t, 3), **event.data}))
@@ -66,14 +69,14 @@ def main(argv: list[str] | None = None) -> int:
     if measure is not None:
         print(f"measured phase from {measure:.1f} s")
     if not final:
-        print("no findings")
+        print("no findings" if rec.samples else "no findings: the recording has no samples to diagnose")
     for fid, data in sorted(final.items(), key=lambda item: item[1]["since"]):
         when = f"opened at {opened[fid]:.1f} s"
         if measure is not None:
             when += f" ({opened[fid] - measure:+.1f} s from the measured phase)"
-        print(f"[{data['severity']}] {data['title']}")
+        print(f"[{data['severity']}] {printable(data['title'])}")
         print(f"    {data['kind']}: {when}; active {data['since']:.1f}-{data['until']:.1f} s; {data['state']} at the end")
-        print("    evidence: " + ", ".join(f"{k}={v}" for k, v in data["evidence"].items()))
+        print("    evidence: " + printable(", ".join(f"{k}={v}" for k, v in data["evidence"].items())))
     return 0
 
 
