@@ -221,3 +221,23 @@ def test_a_check_never_records_over_a_file_and_is_kept_in_the_history(tmp_path):
                              cwd=tmp_path, env=env, timeout=60)
     (kept,) = json.loads(listing.stdout)
     assert kept["preset"] == "check" and kept["outcome"].startswith("check ")
+
+
+def test_sigterm_stops_a_check_with_143_and_a_finished_recording(tmp_path):
+    import os
+    import signal
+
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    record = tmp_path / "check.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "gputui", "check", "--skip", "preflight,micro", "--record",
+                             str(record)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                            env=env)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and "workload" not in (record.read_text() if record.exists() else ""):
+        time.sleep(0.2)  # the host-pipeline child is running
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err
+    assert "stopped early" in out
+    recording = read_recording(record)
+    assert recording.cut is None and recording.summary["check"]["stopped"] is True

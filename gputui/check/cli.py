@@ -64,6 +64,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.record is not None:
         check_record_target(args.record, args.force)  # before minutes of checking, not after
+    if not args.quick and "workload" not in parse_skip(args.skip):
+        from gputui.presets import load_presets
+
+        load_presets(extra=args.presets)  # a broken presets file: one line now, not after the micro-benchmarks
 
     options = CheckOptions(
         quick=args.quick,

@@ -213,7 +213,14 @@ def run_check_cli(options: CheckOptions, *, record: Path | None, as_json: bool, 
     # Progress goes to stderr with --json (stdout is for the machine), else to stdout.
     listener = CheckListener() if quiet else _ProgressLines(sys.stderr if as_json else sys.stdout)
     check = CheckRun(options, observers=list(recorders), listener=listener)
-    previous = {sig: signal.signal(sig, lambda *_: check.stop()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    received: list[int] = []
+
+    def stop(signum, _frame) -> None:
+        received.append(signum)
+        check.stop()
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+                if not (sig == signal.SIGHUP and signal.getsignal(sig) == signal.SIG_IGN)}  # nohup: keep going
     try:
         report = check.run()
     finally:
@@ -230,4 +237,6 @@ def run_check_cli(options: CheckOptions, *, record: Path | None, as_json: bool, 
         print(render.to_json(report.results, report.header, report.summary))
     else:
         print(render.verdict_line(report.results) + (" (stopped early)" if report.stopped else ""))
-    return 130 if report.stopped else report.exit_code
+    if report.stopped:
+        return 128 + received[0] if received else 130  # as the shell reports a death by that signal
+    return report.exit_code
