@@ -18,6 +18,9 @@ set -uo pipefail
 final=${OUT:-$PWD/gpu-check-out}
 out=$(mktemp -d /tmp/gpu-check.XXXX)  # everything goes here, and comes back packed in one file
 mkdir -p "$final"
+# The log also goes straight to $OUT, so a step cut by the device's time limit still
+# leaves what it printed (the packed results only exist once every step has finished).
+exec > >(tee "$final/log.txt") 2>&1
 cd "$(dirname "$0")/.."
 
 if [ -d .whl ]; then  # the device has no network: pure-Python deps travel as wheels
