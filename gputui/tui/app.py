@@ -28,6 +28,7 @@ from gputui.events import Observer
 from gputui.presets import Preset
 from gputui.tui import state as st
 from gputui.tui.bridge import SessionBridge, SessionNews
+from gputui.tui.palette import SafeCommandPalette
 from gputui.tui.screens.dashboard import DashboardScreen
 from gputui.tui.screens.findings import FindingsScreen
 from gputui.tui.screens.summary import SummaryScreen
@@ -256,6 +257,13 @@ class DashboardApp(App[int]):
         index = names.index(self.theme) + 1 if self.theme in names else 0
         self.theme = names[index % len(names)]
         self.notify(f"theme: {self.theme}", timeout=2)
+
+    def action_command_palette(self) -> None:
+        # Textual's own, made safe against keys that reach it before it is drawn; and
+        # without Textual's fixed id, which Ctrl-P, Esc, Ctrl-P in one burst would
+        # give twice (the closed one is not yet removed): DuplicateIds.
+        if self.use_command_palette and not SafeCommandPalette.is_open(self):
+            self.push_screen(SafeCommandPalette())
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
