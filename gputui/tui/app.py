@@ -265,6 +265,12 @@ class DashboardApp(App[int]):
         if self.use_command_palette and not SafeCommandPalette.is_open(self):
             self.push_screen(SafeCommandPalette())
 
+    def search_themes(self) -> None:
+        """The palette's "Change theme": Textual's theme search, in the safe palette."""
+        from textual.theme import ThemeProvider
+
+        self.push_screen(SafeCommandPalette(providers=[ThemeProvider], placeholder="Search for themes…"))
+
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         yield SystemCommand("Next theme", "Cycle through gputui's themes (t)", self.action_next_theme)
@@ -343,8 +349,10 @@ class GpuTuiApp(DashboardApp):
         # The benchmark's whole process group is stopped before the app is gone, and
         # a recording gets its summary; the session thread says when both are done.
         self.shutdown_sessions(self.exit_reason or "quit")
-        await asyncio.to_thread(self.supervisor.wait_closed, STOP_WAIT_S)
-        for recorder in [self._recorder, *self._kept.values()]:
+        closed = await asyncio.to_thread(self.supervisor.wait_closed, STOP_WAIT_S)
+        # Still running, the session thread is writing them and closes them itself;
+        # closing them under it would cut its last lines ("write to closed file").
+        for recorder in [self._recorder, *self._kept.values()] if closed else []:
             if recorder is not None:
                 recorder.close()
         if self._handle_signals:
