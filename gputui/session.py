@@ -38,6 +38,10 @@ log = logging.getLogger(__name__)
 
 MIN_INTERVAL_S = 0.1
 OUTPUT_EVENT_MAX_CHARS = 2000  # longer output lines are shortened in the recording
+# Output lines still handled once a stop is asked.  A child that floods its output
+# queues lines faster than they are recorded; handling the whole backlog would take
+# minutes, and a quit would cut the recording before its outcome and summary.
+STOP_BACKLOG_LINES = 2000
 
 
 @dataclass
@@ -83,6 +87,8 @@ class Session:
         self._phase: str | None = None
         self._speaks_protocol = False
         self._watch_pids: list[int] = []
+        self._lines_after_stop = 0
+        self._lines_skipped = 0  # backlog lines left out after a stop (see STOP_BACKLOG_LINES)
         self.summary_extra: dict[str, Any] = {}  # merged into the summary (set before run() ends)
         self.summary_builder = SummaryBuilder()
         self.outcome: Outcome | None = None
@@ -138,6 +144,8 @@ class Session:
             self._emit_findings(self.diagnoser.finish())
             summary = self.summary_builder.build()
             summary["findings"] = self.diagnoser.findings()
+            if self._lines_skipped:
+                summary["output_lines_skipped"] = self._lines_skipped
             summary.update(self.summary_extra)
             for observer in self._observers:  # the builder itself has nothing to add
                 observer.on_summary(summary)
@@ -199,8 +207,17 @@ class Session:
                 return
             if kind == "outcome":
                 self.outcome = self.outcome or payload
+            elif kind == "line" and self._backlog_full():
+                self._lines_skipped += 1
             else:
                 self._handle(kind, payload)
+
+    def _backlog_full(self) -> bool:
+        """After a stop: have enough of the queued output lines been handled?"""
+        if not self._stop.is_set():
+            return False
+        self._lines_after_stop += 1
+        return self._lines_after_stop > STOP_BACKLOG_LINES
 
     def _handle(self, kind: str, payload: Any) -> None:
         if kind == "sample":

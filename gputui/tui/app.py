@@ -28,6 +28,7 @@ from gputui.events import Observer
 from gputui.presets import Preset
 from gputui.tui import state as st
 from gputui.tui.bridge import SessionBridge, SessionNews
+from gputui.tui.palette import SafeCommandPalette
 from gputui.tui.screens.dashboard import DashboardScreen
 from gputui.tui.screens.findings import FindingsScreen
 from gputui.tui.screens.summary import SummaryScreen
@@ -257,6 +258,19 @@ class DashboardApp(App[int]):
         self.theme = names[index % len(names)]
         self.notify(f"theme: {self.theme}", timeout=2)
 
+    def action_command_palette(self) -> None:
+        # Textual's own, made safe against keys that reach it before it is drawn; and
+        # without Textual's fixed id, which Ctrl-P, Esc, Ctrl-P in one burst would
+        # give twice (the closed one is not yet removed): DuplicateIds.
+        if self.use_command_palette and not SafeCommandPalette.is_open(self):
+            self.push_screen(SafeCommandPalette())
+
+    def search_themes(self) -> None:
+        """The palette's "Change theme": Textual's theme search, in the safe palette."""
+        from textual.theme import ThemeProvider
+
+        self.push_screen(SafeCommandPalette(providers=[ThemeProvider], placeholder="Search for themes…"))
+
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         yield SystemCommand("Next theme", "Cycle through gputui's themes (t)", self.action_next_theme)
@@ -335,8 +349,10 @@ class GpuTuiApp(DashboardApp):
         # The benchmark's whole process group is stopped before the app is gone, and
         # a recording gets its summary; the session thread says when both are done.
         self.shutdown_sessions(self.exit_reason or "quit")
-        await asyncio.to_thread(self.supervisor.wait_closed, STOP_WAIT_S)
-        for recorder in [self._recorder, *self._kept.values()]:
+        closed = await asyncio.to_thread(self.supervisor.wait_closed, STOP_WAIT_S)
+        # Still running, the session thread is writing them and closes them itself;
+        # closing them under it would cut its last lines ("write to closed file").
+        for recorder in [self._recorder, *self._kept.values()] if closed else []:
             if recorder is not None:
                 recorder.close()
         if self._handle_signals:

@@ -51,4 +51,12 @@ def run_dashboard(args: argparse.Namespace) -> int:
     if args.record is not None:
         note = f"recorded to {args.record}" if app.recorded else f"nothing recorded to {args.record}: no run was started"
         print(f"gputui: {note}", file=sys.stderr)
-    return code if isinstance(code, int) else 0
+    return dashboard_exit_code(app, code)
+
+
+def dashboard_exit_code(app, returned: object) -> int:
+    """What the process exits with: the code the app returned (0, or a signal's); after
+    a crash Textual returns None and sets ``return_code`` (1), which must not become 0."""
+    if isinstance(returned, int):
+        return returned
+    return app.return_code or 0

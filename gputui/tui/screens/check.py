@@ -20,6 +20,7 @@ from gputui.check.context import CheckOptions
 from gputui.check.model import CheckResult
 from gputui.check.render import TABLE_HEADER, table_rows, verdict_line
 from gputui.check.runner import CheckListener, CheckReport, CheckRun
+from gputui.tui.screens.once import DismissOnce
 
 CheckFactory = Callable[[CheckOptions, CheckListener], CheckRun]
 STATUS_STYLE = {"ok": "green", "WARN": "yellow", "FAIL": "bold red", "skip": "dim", "info": "cyan"}
@@ -37,7 +38,7 @@ class _ToScreen(CheckListener):
         self.screen.app.call_from_thread(self.screen.add_result, result)
 
 
-class CheckScreen(ModalScreen[None]):
+class CheckScreen(DismissOnce, ModalScreen[None]):
     BINDINGS = [
         Binding("enter", "start(False)", "Full check", id="check_full", priority=True),  # the table would take Enter
         Binding("u", "start(True)", "Quick check", id="check_quick"),

@@ -10,6 +10,8 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from gputui.tui.screens.once import DismissOnce
+
 
 def compare_table(header: list[str], rows: list[list[str]]) -> Table:
     table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold", expand=False)
@@ -20,7 +22,7 @@ def compare_table(header: list[str], rows: list[list[str]]) -> Table:
     return table
 
 
-class CompareScreen(ModalScreen[None]):
+class CompareScreen(DismissOnce, ModalScreen[None]):
     BINDINGS = [
         Binding("escape,enter,c", "dismiss(None)", "Close", id="close_compare"),
         Binding("q", "app.quit", "Quit", id="compare_quit"),  # a modal screen hides the app's keys

@@ -23,6 +23,7 @@ from gputui.errors import UserError
 from gputui.preset_store import TEMPLATE, ConflictError, PresetFile, check_name, is_builtin, source_table
 from gputui.presets import Preset, check_preset, parse_text, user_presets_path
 from gputui.workloads.catalog import FRAMEWORKS, PIPELINES
+from gputui.tui.screens.once import DismissOnce
 
 # The form's fields: (key, label, kind); kind is "text", "int", "words", "env" or "select".
 FIELDS = (
@@ -96,7 +97,7 @@ def preset_toml(name: str, values: dict[str, Any]) -> str:
     return tomlkit.dumps(document).lstrip("\n")
 
 
-class PresetEditorScreen(Screen):
+class PresetEditorScreen(DismissOnce, Screen):
     BINDINGS = [
         Binding("ctrl+s", "save", "Save", id="editor_save", priority=True),
         Binding("ctrl+o", "save_as", "Save as", id="editor_save_as", priority=True),
@@ -390,7 +391,7 @@ def apply_saved(app, saved: dict[str, Preset], removed: str | None, select: str)
     app.dashboard.show_highlighted_preset()
 
 
-class _Dialog(ModalScreen[str | None]):
+class _Dialog(DismissOnce, ModalScreen[str | None]):
     """A small box in the middle of the screen: ``parts()`` yields its widgets."""
 
     DEFAULT_CSS = """

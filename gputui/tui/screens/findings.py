@@ -13,6 +13,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from gputui import fmt
+from gputui.tui.screens.once import DismissOnce
 from gputui.tui.widgets.findings import SEVERITY_MARK
 
 
@@ -41,7 +42,7 @@ def finding_text(finding: dict[str, Any]) -> Text:
     return text
 
 
-class FindingsScreen(ModalScreen[None]):
+class FindingsScreen(DismissOnce, ModalScreen[None]):
     BINDINGS = [
         Binding("escape,f", "dismiss(None)", "Close", id="close_findings"),
         Binding("q", "app.quit", "Quit", id="findings_quit"),  # a modal screen hides the app's keys

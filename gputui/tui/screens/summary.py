@@ -12,6 +12,7 @@ from textual.widgets import Static
 
 from gputui import fmt
 from gputui.progress import summary_table
+from gputui.tui.screens.once import DismissOnce
 from gputui.tui.state import RunView, pick_reference
 
 
@@ -37,7 +38,7 @@ def summary_text(run: RunView, gpu_names: list[str]) -> Text:
     return text
 
 
-class SummaryScreen(ModalScreen[str | None]):
+class SummaryScreen(DismissOnce, ModalScreen[str | None]):
     BINDINGS = [
         Binding("escape,enter,u", "dismiss(None)", "Close", id="close_summary"),
         Binding("r", "dismiss('again')", "Run again", id="summary_run_again"),

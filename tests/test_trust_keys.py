@@ -1,0 +1,179 @@
+"""No key sequence crashes the dashboard (issue 15, point 5); and if something does,
+the exit code says so and the recording still ends with its outcome and summary.
+
+A real terminal hands the app keys faster than it handles them, so these tests send
+bursts of keys straight to the driver (``send_keys``), as a terminal would, instead of
+waiting for each key's effect as ``pilot.press`` does: PageUp arriving before the
+command palette has drawn its list is what crashed it.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+
+import pytest
+from textual import events
+from textual.command import CommandPalette
+
+from gputui.check.model import OK, PREFLIGHT, CheckResult
+from gputui.check.runner import CheckRun
+from gputui.presets import load_presets
+from gputui.record import read_recording
+from gputui.telemetry.gpu import GpuTelemetry
+from gputui.tui.app import GpuTuiApp, make_app
+from gputui.tui.screens.dashboard import DashboardScreen
+from tests.fake_nvml import FakeGpu, FakeNvml
+from tests.test_tui_app import app_for, isolated  # noqa: F401  (a fixture)
+from tests.test_tui_support import demo_preset, run_async, scripted_factory, wait_until
+
+FLOOD = f"""
+[presets.flood]
+description = "prints lines as fast as it can, for ever"
+command = ["{sys.executable}", "-c", "import sys\\nwhile True: sys.stdout.write('x' * 60 + '\\\\n')"]
+"""
+
+# Everything but the quit keys (q, Ctrl-Q, Ctrl-C): they end the storm.
+STORM_KEYS = ["up", "down", "left", "right", "pageup", "pagedown", "home", "end", "ctrl+home", "ctrl+end",
+              "shift+home", "shift+end", "enter", "escape", "tab", "shift+tab", "backspace", "delete", "space",
+              "ctrl+p", "f", "u", "k", "t", "s", "r", "a", "x", "1"]
+# A burst starts with a key that opens or closes a screen, the rest lands on it before it is drawn.
+OPENERS = ["ctrl+p", "ctrl+p", "f", "u", "k", "escape", "enter"]
+
+
+def send_keys(app, *keys: str) -> None:
+    """Queue keys at once, as a terminal delivers a burst: none waits for the last one's effect."""
+    for key in keys:
+        event = events.Key(key, key if len(key) == 1 else None)
+        event.set_sender(app)
+        app._driver.send_message(event)
+
+
+def quick_check(options, listener) -> CheckRun:
+    """A check of one result, so Enter on the Check screen finishes at once."""
+    def preflight(ctx):
+        ctx.report(CheckResult(id="host.shm", group=PREFLIGHT, name="/dev/shm", status=OK, value=16.0, unit="GiB"))
+
+    return CheckRun(options, listener=listener, gpu=GpuTelemetry(FakeNvml([FakeGpu()])),
+                    nvml_module=FakeNvml([FakeGpu()]), stages={"preflight": preflight})
+
+
+def scripted_app(tmp_path, monkeypatch) -> GpuTuiApp:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.chdir(tmp_path)  # the palette's "Save screenshot" writes to the working directory
+    preset = demo_preset()
+    return make_app({preset.name: preset}, session_factory=scripted_factory(samples=4),
+                    settings_file=tmp_path / "settings.toml", check_factory=quick_check)
+
+
+@pytest.mark.parametrize("burst", [
+    ["ctrl+p", "pageup"], ["ctrl+p", "pagedown"], ["ctrl+p", "down", "pageup"], ["ctrl+p", "down", "pagedown"],
+    ["ctrl+p", "home"], ["ctrl+p", "end"], ["ctrl+p", "ctrl+home"], ["ctrl+p", "ctrl+end"], ["ctrl+p", "down"],
+])
+def test_page_home_and_end_in_the_command_palette_crash_nothing(tmp_path, monkeypatch, burst):
+    app = scripted_app(tmp_path, monkeypatch)
+
+    async def scenario():
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.pause()
+            send_keys(app, *burst)
+            await pilot.pause(0.2)
+            send_keys(app, "pageup", "pagedown", "home", "end", "pagedown", "pageup")  # once the list is drawn
+            await pilot.pause(0.2)
+            assert isinstance(app.screen, CommandPalette)  # still open, still answering
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: isinstance(app.screen, DashboardScreen), what="palette closed")
+            await pilot.press("q")
+        assert app.return_value == 0
+
+    run_async(scenario())
+
+
+# Seeds 2 and 3 close a view with two keys in one burst (Esc, Esc): without
+# gputui.tui.screens.once the second closed the dashboard beneath it.
+@pytest.mark.parametrize("seed", [15, 2, 3])
+def test_a_seeded_storm_of_key_bursts_over_every_screen_crashes_nothing(tmp_path, monkeypatch, seed):
+    app = scripted_app(tmp_path, monkeypatch)
+    rng = random.Random(seed)
+    visited = set()
+
+    async def scenario():
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.pause()
+            sent = 0
+            while sent < 400 and app.is_running:  # the palette's Quit command may end it early, as asked
+                burst = [rng.choice(OPENERS)] + [rng.choice(STORM_KEYS) for _ in range(rng.randint(0, 5))]
+                send_keys(app, *burst)
+                sent += len(burst)
+                await pilot.pause(rng.choice([0, 0.02, 0.1]))
+                visited.add("CommandPalette" if isinstance(app.screen, CommandPalette) else type(app.screen).__name__)
+            while app.is_running and not isinstance(app.screen, DashboardScreen):  # close what is open, then quit
+                await pilot.press("escape")
+            if app.is_running:
+                await pilot.press("q")
+        assert app.return_value == 0
+
+    run_async(scenario())
+    # the storm reached the screens it is meant to stress
+    assert {"DashboardScreen", "CommandPalette", "FindingsScreen", "CheckScreen"} <= visited, visited
+
+
+def test_quitting_in_the_middle_of_an_output_flood_leaves_a_finished_recording(isolated, tmp_path):  # noqa: F811
+    (tmp_path / "flood.toml").write_text(FLOOD)
+    presets = load_presets(extra=tmp_path / "flood.toml", cwd=tmp_path)
+    record = tmp_path / "flood.jsonl"
+
+    async def scenario():
+        app = app_for(presets, tmp_path, record_path=record, start_preset="flood")
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_until(pilot, lambda: app.state.run, what="run started")
+            await wait_until(pilot, lambda: app.state.log_count > 2000, what="the flood")
+            await pilot.press("q")
+        assert app.return_value == 0
+
+    run_async(scenario())
+    recording = read_recording(record)
+    assert recording.summary is not None, "the recording has no summary"
+    outcome = recording.events_of("outcome")
+    assert len(outcome) == 1 and outcome[0].data["kind"] == "stopped"
+    assert recording.summary["outcome"]["kind"] == "stopped"
+    assert any(e.kind == "output" for e in recording.events)  # the flood's lines before the quit are kept
+
+
+def test_a_crash_exits_non_zero_and_still_finishes_the_recording(isolated, tmp_path, monkeypatch):  # noqa: F811
+    record = tmp_path / "crash.jsonl"
+
+    def boom(self) -> None:
+        raise RuntimeError("injected crash")
+
+    monkeypatch.setattr(GpuTuiApp, "action_next_theme", boom)  # t: the key that crashes
+    app = app_for(isolated, tmp_path, record_path=record, start_preset="smoke-long")
+
+    async def scenario():
+        async with app.run_test(size=(120, 40)) as pilot:
+            run = await wait_until(pilot, lambda: app.state.run, what="run started")
+            await wait_until(pilot, lambda: run.series.readings >= 2, what="throughput")
+            await pilot.press("t")
+
+    from gputui.tui.launch import dashboard_exit_code
+
+    with pytest.raises(RuntimeError, match="injected crash"):
+        run_async(scenario())
+    assert dashboard_exit_code(app, app.return_value) == 1
+    recording = read_recording(record)
+    assert recording.summary is not None, "the recording has no summary"
+    assert [e.data["kind"] for e in recording.events_of("outcome")] == ["stopped"]
+
+
+def test_the_exit_code_of_a_dashboard_that_ended_normally_is_what_it_returned(tmp_path, monkeypatch):
+    app = scripted_app(tmp_path, monkeypatch)
+
+    async def scenario():
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.press("q")
+
+    from gputui.tui.launch import dashboard_exit_code
+
+    run_async(scenario())
+    assert dashboard_exit_code(app, app.return_value) == 0
+    assert dashboard_exit_code(app, 143) == 143  # a signal's code, as _on_signal gave it
