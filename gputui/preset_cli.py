@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 from gputui.errors import UserError
+from gputui.fmt import printable
 from gputui.preset_store import (TEMPLATE, ConflictError, PresetFile, backup_path, check_name, is_builtin, source_table,
                                  user_file_path)
 from gputui.safe_write import write_atomic_with
@@ -54,10 +55,10 @@ def cmd_path(args: argparse.Namespace) -> int:
     for index, (path, what) in enumerate(candidate_files(args.presets), 1):
         print(f"  {index}. {path}  ({what}; {'exists' if path.is_file() else 'absent'})")
     presets = load_presets(extra=args.presets)
-    width = max((len(n) for n in presets), default=0)
+    width = max((len(printable(n)) for n in presets), default=0)
     print("presets:")
     for name in sorted(presets):
-        print(f"  {name:<{width}}  {presets[name].source}")
+        print(f"  {printable(name):<{width}}  {presets[name].source}")
     return 0
 
 
@@ -69,7 +70,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             count = len(load_file(path))
             load_diagnosis_file(path)
         except UserError as exc:
-            print(f"gputui: error: {exc}", file=sys.stderr)
+            print(f"gputui: error: {printable(exc)}", file=sys.stderr)
             failed = True
             continue
         print(f"ok  {path} ({count} preset{'s' if count != 1 else ''})")
@@ -161,7 +162,7 @@ def edit_in_editor(store: PresetFile, name: str) -> int:
                 keep = keep_edit(store, data)
                 raise UserError(f"{exc.args[0].split('; ')[0]}; not saved (your version is in {keep})") from None
             except UserError as exc:
-                print(f"gputui: error: {exc}", file=sys.stderr)
+                print(f"gputui: error: {printable(exc)}", file=sys.stderr)
                 if not _ask_reopen():
                     print(f"gputui: {store.path} left as it was", file=sys.stderr)
                     return 2

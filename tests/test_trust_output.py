@@ -338,3 +338,14 @@ def test_a_recording_without_samples_does_not_claim_a_clean_bill(tmp_path, capsy
     captured = capsys.readouterr()
     assert "no samples to diagnose" in captured.out
     assert "no summary" in captured.err  # and that the file ends early
+
+
+def test_the_dashboard_shows_a_presets_control_characters_escaped():
+    from gputui.presets import Preset
+    from gputui.tui.widgets.presets import describe_preset
+
+    preset = Preset(name="evil\x1b]0;owned\x07", source=Path("presets.toml"), description="desc\x1b[2J",
+                    command=("echo", "\x1b[31mred"))
+    text = describe_preset(preset, [], compact=False).plain
+    assert "\x1b" not in text and "\x07" not in text
+    assert "evil\\x1b]0;owned\\x07" in text and "desc\\x1b[2J" in text and "\\x1b[31mred" in text

@@ -17,7 +17,7 @@ class PresetList(OptionList):
     BINDINGS = [Binding("enter", "select", "Run", id="run_preset")]
 
     def __init__(self, presets: dict[str, Preset], **kwargs) -> None:
-        super().__init__(*(Option(name, id=name) for name in sorted(presets)), **kwargs)
+        super().__init__(*(Option(fmt.printable(name), id=name) for name in sorted(presets)), **kwargs)
         self.presets = presets
 
     @property
@@ -36,12 +36,13 @@ def describe_preset(preset: Preset | None, gpu_names: list[str], compact: bool) 
     if preset is None:
         return Text("No presets. Add one to presets.toml (see docs/presets.md).")
     text = Text()
-    text.append(preset.name + "\n", "bold")
+    # User text reaches the terminal through Textual as it is: escape control characters.
+    text.append(fmt.printable(preset.name) + "\n", "bold")
     if preset.description:
-        text.append(preset.description + "\n")
+        text.append(fmt.printable(preset.description) + "\n")
     if not compact:
         what = f"{preset.framework} {preset.model or ''}".strip() if preset.is_workload else " ".join(preset.command or ())
-        text.append(what + "\n", "dim")
+        text.append(fmt.printable(what) + "\n", "dim")
     if preset.reference:
         text.append("reference:\n", "dim")
         picked = pick_reference(preset, gpu_names)
