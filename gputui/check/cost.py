@@ -35,8 +35,7 @@ def cost_results(results: list[CheckResult], price_per_hour: float | None) -> li
                 id=f"cost.{suffix}", group=COST, name=f"Cost per million {what} ({result.name})", status=INFO,
                 value=round(cost_per_million(price_per_hour, result.value), 4), unit="USD", gpu=result.gpu,
                 detail=f"at {result.value:,.0f} {result.unit} and {price_per_hour:g} USD/hour"))
-        elif suffix == "matmul_bf16" and result.gpu == min((r.gpu for r in results if r.id.endswith("matmul_bf16")),
-                                                           default=None):
+        elif suffix == "matmul_bf16" and not any(c.id == "cost.pflop_hour_bf16" for c in out):  # the first GPU's
             out.append(CheckResult(
                 id="cost.pflop_hour_bf16", group=COST, name="Cost per PFLOP-hour (dense bf16 matmul)", status=INFO,
                 value=round(cost_per_pflop_hour(price_per_hour, result.value), 4), unit="USD", gpu=result.gpu,

@@ -56,12 +56,11 @@ def _expected_text(result: CheckResult) -> str:
 
 
 def _note(result: CheckResult) -> str:
+    """Skipped: why. Not ok: what was measured, the cause and the advice. Else the detail."""
     if result.status == SKIPPED:
         return result.cause or ""
-    parts = [p for p in (result.detail, result.cause, result.advice) if p]
-    if result.status in (OK,) or not (result.cause or result.advice):
-        parts = [p for p in (result.detail,) if p]
-    return " — ".join(parts)
+    parts = [result.detail] + ([result.cause, result.advice] if result.status in (WARN, FAIL) else [])
+    return " — ".join(p for p in parts if p)
 
 
 def table_rows(results: list[CheckResult]) -> list[list[str]]:

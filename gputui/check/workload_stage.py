@@ -13,7 +13,7 @@ from typing import Any
 
 from gputui.check.context import GpuUnderTest, StageContext
 from gputui.check.expectations import datasheet_peak, expect
-from gputui.check.model import FAIL, INFO, OK, WARN, WORKLOAD, CheckResult, skipped
+from gputui.check.model import FAIL, INFO, OK, SKIPPED, WARN, WORKLOAD, CheckResult, skipped
 from gputui.check.thresholds import OK_RATIO, grade_ratio
 from gputui.presets import Preset, load_presets
 from gputui.telemetry.host import host_info
@@ -34,11 +34,10 @@ def run_workload_stage(ctx: StageContext) -> None:
         for _, metric, *_ in WORKLOADS:
             ctx.report(skipped(f"workload.{metric}", WORKLOAD, _title(metric),
                                ctx.gpu_unavailable_reason or "no GPU to train on"))
-        trained = None
-    else:
+    trained = None
+    if ctx.gpus:
         gpu = ctx.gpus[0]  # one GPU: the check is about what one card delivers
         presets = load_presets(extra=ctx.options.presets_file)
-        trained = None
         for name, metric, unit, warmup, steps in WORKLOADS:
             if ctx.stopped.is_set():
                 return
@@ -122,7 +121,7 @@ def _host_pipeline(ctx: StageContext, trained: float | None) -> CheckResult:
                              "--seconds", str(seconds)], payloads.append, timeout=seconds + 120)
     measured = next((p for p in payloads if p.get("event") == "pipeline"), None)
     if measured is None:
-        return CheckResult(id=check_id, group=WORKLOAD, name=name, status=FAIL if outcome.kind != "stopped" else "skipped",
+        return CheckResult(id=check_id, group=WORKLOAD, name=name, status=SKIPPED if outcome.kind == "stopped" else FAIL,
                            cause=f"the pipeline run ended without a result: {outcome.message or outcome.kind}")
     rate = float(measured["images_per_sec"])
     per_core = rate / workers
