@@ -8,10 +8,14 @@ import json
 import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gputui import __version__
 from gputui.errors import UserError
 from gputui.fmt import printable
+
+if TYPE_CHECKING:
+    from gputui.metrics.server import MetricsServer
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,6 +37,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--headless", action="store_true", help="no dashboard, even on a terminal")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     parser.add_argument("--theme", metavar="NAME", help="dashboard colour theme (remembered), e.g. gputui-light")
+    parser.add_argument("--serve-metrics", nargs="?", const="127.0.0.1:9400", metavar="[HOST:]PORT",
+                        help="serve Prometheus metrics while gputui runs (default 127.0.0.1:9400; see docs/fleet.md)")
+    # Its own dest: report and compare have a --price of their own.
+    parser.add_argument("--price", dest="run_price", type=float, metavar="USD_PER_HOUR",
+                        help="what this machine costs per hour: --serve-metrics adds the cost per million samples")
 
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     presets = sub.add_parser("presets", help="list, show, check and edit presets")
@@ -109,6 +118,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     if args.duration is not None and args.duration <= 0:
         raise UserError(f"--duration: expected a number of seconds greater than 0, got {args.duration}")
     preset = get_preset(_load(args), args.preset) if args.preset else None
+    metrics = start_metrics(args)  # a port in use stops us before the recording exists
     if preset is None and args.pid is None and args.duration is None and not sys.stdin.isatty():
         print("gputui: recording telemetry until interrupted (Ctrl-C or SIGTERM)", file=sys.stderr)
     session = Session(SessionConfig(preset=preset, interval=args.interval, duration=args.duration, attach_pid=args.pid))
@@ -120,12 +130,16 @@ def cmd_record(args: argparse.Namespace) -> int:
         session.add_observer(recorder)
     if not args.quiet:
         session.add_observer(ProgressPrinter(session.summary_builder))
+    if metrics is not None:
+        session.add_observer(metrics.live)
     received = _stop_on_signals(session)
     try:
         summary = session.run()
     finally:
         for recorder in recorders:
             recorder.close()
+        if metrics is not None:
+            metrics.close()
     if received:  # the shell's convention: 130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP
         return signal_exit_code(received[0])
     outcome = summary.get("outcome")
@@ -134,6 +148,21 @@ def cmd_record(args: argparse.Namespace) -> int:
     if outcome["kind"] == "stopped":
         return 130
     return 0 if outcome.get("ok") else 1
+
+
+def start_metrics(args: argparse.Namespace) -> MetricsServer | None:
+    """The --serve-metrics endpoint (a MetricsServer), or None when not asked for."""
+    from gputui.lookback.report_cli import check_price
+
+    price = check_price(args.run_price)
+    if args.serve_metrics is None:
+        return None
+    from gputui.metrics.server import start_metrics_server
+
+    server = start_metrics_server(args.serve_metrics, price)
+    if not args.quiet:
+        print(f"gputui: serving metrics at {server.url}", file=sys.stderr)
+    return server
 
 
 def signal_exit_code(signum: int) -> int:

@@ -27,6 +27,9 @@ def run_dashboard(args: argparse.Namespace) -> int:
     if args.preset:
         get_preset(presets, args.preset)  # a wrong name is a one-line error before the screen opens
 
+    from gputui.cli import start_metrics
+
+    metrics = start_metrics(args)  # a port in use is a one-line error before the screen opens
     from gputui.tui.app import make_app  # Textual loads only now
 
     app = make_app(
@@ -42,12 +45,16 @@ def run_dashboard(args: argparse.Namespace) -> int:
         record_force=args.force,
         history=history,
     )
+    if metrics is not None:
+        app.supervisor.add_observer(metrics.live)
     try:
         code = app.run()
     finally:
         # Normally done on unmount; here too in case Textual itself failed.
         app.shutdown_sessions(app.exit_reason or "dashboard closed")
         app.supervisor.wait_closed(30)
+        if metrics is not None:
+            metrics.close()
     if args.record is not None:
         note = f"recorded to {args.record}" if app.recorded else f"nothing recorded to {args.record}: no run was started"
         print(f"gputui: {note}", file=sys.stderr)

@@ -73,6 +73,11 @@ class SessionSupervisor:
         self._runs = 0
         self._pending: SessionTicket | None = None
         self._current: tuple[SessionTicket, Session] | None = None
+        self._every_session: list[Observer] = []  # e.g. the --serve-metrics feed
+
+    def add_observer(self, observer: Observer) -> None:
+        """Add ``observer`` to every session from the next one on (call before loop())."""
+        self._every_session.append(observer)
 
     # -- Asked from any thread ------------------------------------------------------
     @property
@@ -145,7 +150,7 @@ class SessionSupervisor:
     def _run_one(self, ticket: SessionTicket, session: Session) -> None:
         error: BaseException | None = None
         try:
-            for observer in self._observers_for(session, ticket):
+            for observer in [*self._observers_for(session, ticket), *self._every_session]:
                 session.add_observer(observer)
             session.run()
         except Exception as exc:  # keep the dashboard alive; it shows the error
