@@ -15,6 +15,7 @@ CORE_MODULES = [
     "gputui.check.preflight", "gputui.check.xid", "gputui.check.runner", "gputui.check.cli",
     "gputui.check.micro_stage", "gputui.check.workload_stage", "gputui.check.pipeline",
     "gputui.lookback.report", "gputui.lookback.compare", "gputui.lookback.export",
+    "gputui.metrics.live", "gputui.metrics.families", "gputui.metrics.server",
 ]
 
 

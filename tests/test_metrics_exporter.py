@@ -232,3 +232,18 @@ def test_bad_price_is_one_line_and_exit_2(tmp_path):
                          "--preset", "smoke"], tmp_path)
     assert result.returncode == 2
     assert result.stderr.strip() == "gputui: error: --price: expected a price per hour greater than 0, got -1.0"
+
+
+def test_the_grafana_dashboard_queries_only_metrics_gputui_serves():
+    import json
+    import re
+
+    from tests.helpers import REPO
+
+    dashboard = json.loads((REPO / "docs/fleet/grafana-dashboard.json").read_text())
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+    exprs += [v["query"] for v in dashboard["templating"]["list"]]
+    referenced = {m for e in exprs for m in re.findall(r"\b(?:DCGM_FI_\w+|gputui_\w+)", e)}
+    served = {s.name for f in scrape(fed(price=1.0)).values() for s in f.samples}
+    assert referenced and referenced <= served, referenced - served
+    assert {"gputui_throughput_samples_per_second", "gputui_findings_active", "DCGM_FI_PROF_SM_ACTIVE"} <= referenced
