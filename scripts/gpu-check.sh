@@ -12,6 +12,7 @@
 #     quickcheck  gputui check --quick (under a minute)
 #     check     gputui check --price $PRICE (about 5 minutes): Markdown, JSON, recording
 #     lookback  record the seed-twin and tuned ResNet-50 presets (for report/compare)
+#     metrics   --serve-metrics beside a short GPU run: one scrape at ~15 s in metrics.txt (needs prometheus_client in .whl/)
 # Everything is written to a temporary folder and packed into $OUT/results.tgz (few files come back).
 # Results go to $OUT (or ./gpu-check-out). Never changes the card's settings.
 set -uo pipefail
@@ -62,6 +63,15 @@ for step in "$@"; do
                 python3 -m gputui --headless --record "$out/$preset.jsonl" --preset "$preset" --interval 0.5 \
                   2> "$out/$preset.stderr"; echo "$preset exit $?"; tail -n 14 "$out/$preset.stderr"
               done ;;
+    metrics) port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+             python3 -m gputui --headless --presets benchmarks/gpu-presets.toml --preset gpu-loop --duration 25 \
+               --interval 0.5 --price "${PRICE:-3.0}" --record "$out/metrics-run.jsonl" --serve-metrics "127.0.0.1:$port" \
+               2> "$out/metrics-run.stderr" &
+             gputui_pid=$!; sleep 15
+             python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())' \
+               "http://127.0.0.1:$port/metrics" > "$out/metrics.txt"; echo "scrape exit $?"
+             wait "$gputui_pid"; echo "gputui exit $?"; tail -4 "$out/metrics-run.stderr"
+             grep -E '^(DCGM_FI_DEV_GPU_UTIL|DCGM_FI_PROF_SM_ACTIVE|DCGM_FI_DEV_POWER_USAGE|gputui_throughput|gputui_cost)' "$out/metrics.txt" ;;
     *) echo "unknown step $step" ;;
   esac
 done
