@@ -247,3 +247,40 @@ def test_the_grafana_dashboard_queries_only_metrics_gputui_serves():
     served = {s.name for f in scrape(fed(price=1.0)).values() for s in f.samples}
     assert referenced and referenced <= served, referenced - served
     assert {"gputui_throughput_samples_per_second", "gputui_findings_active", "DCGM_FI_PROF_SM_ACTIVE"} <= referenced
+
+
+def test_the_dashboards_supervisor_feeds_the_metrics_to_every_session():
+    import threading
+
+    from gputui.tui.sessions import SessionSupervisor
+    from tests.helpers import wait_for
+
+    class WaitingSession:
+        def __init__(self, config) -> None:
+            self.observers: list = []
+            self._stopped = threading.Event()
+            sessions.append(self)
+
+        def add_observer(self, observer) -> None:
+            self.observers.append(observer)
+
+        def run(self) -> dict:
+            self._stopped.wait(30)
+            return {}
+
+        def stop(self, reason: str = "") -> None:
+            self._stopped.set()
+
+    sessions: list[WaitingSession] = []
+    own, live = object(), LiveMetrics()
+    sup = SessionSupervisor(WaitingSession, lambda session, ticket: [own])
+    sup.add_observer(live)
+    thread = threading.Thread(target=sup.loop)
+    thread.start()
+    try:
+        wait_for(lambda: sessions and sessions[0].observers)
+        assert sessions[0].observers == [own, live]
+    finally:
+        sup.shutdown("quit")
+        assert sup.wait_closed(10)
+        thread.join(5)
