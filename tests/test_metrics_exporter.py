@@ -9,8 +9,12 @@ import urllib.request
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
-from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
+from prometheus_client.openmetrics.exposition import (
+    generate_latest as generate_openmetrics,
+)
+from prometheus_client.openmetrics.parser import (
+    text_string_to_metric_families as parse_openmetrics,
+)
 from prometheus_client.parser import text_string_to_metric_families
 
 from gputui import events as ev
@@ -65,10 +69,10 @@ HEADER = {
 
 
 def _gpu(index: int, energy_mj: int, **extra) -> GpuSample:
-    values = dict(util_gpu=97.0, util_mem=40.0, memory_used=3 * 1024 * MIB, memory_total=141 * 1024 * MIB, temp_c=51.0,
-                  power_w=312.5, energy_mj=energy_mj, sm_clock_mhz=1980, mem_clock_mhz=3201, throttle_mask=0x4,
-                  throttle_reasons=["SwPowerCap"], sm_active=42.0, sm_occupancy=21.5, tensor_active=30.0,
-                  dram_active=55.0, pcie_tx_bps=1.5e9, pcie_rx_bps=2.5e8)
+    values = {"util_gpu": 97.0, "util_mem": 40.0, "memory_used": 3 * 1024 * MIB, "memory_total": 141 * 1024 * MIB,
+              "temp_c": 51.0, "power_w": 312.5, "energy_mj": energy_mj, "sm_clock_mhz": 1980, "mem_clock_mhz": 3201,
+              "throttle_mask": 0x4, "throttle_reasons": ["SwPowerCap"], "sm_active": 42.0, "sm_occupancy": 21.5,
+              "tensor_active": 30.0, "dram_active": 55.0, "pcie_tx_bps": 1.5e9, "pcie_rx_bps": 2.5e8}
     values.update(extra)
     return GpuSample(index=index, **values)
 
@@ -222,8 +226,9 @@ def test_port_in_use_is_one_line_and_exit_2_before_anything_runs(tmp_path):
                              "--preset", "smoke"], tmp_path)
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
-    assert lines == [f"gputui: error: --serve-metrics: port {port} on 127.0.0.1 is already in use "
-                     "(is another exporter running? pick another port)"]
+    expected = (f"gputui: error: --serve-metrics: port {port} on 127.0.0.1 is already in use "
+                "(is another exporter running? pick another port)")
+    assert lines == [expected]
     assert not (tmp_path / "x.jsonl").exists()
 
 
