@@ -1,0 +1,92 @@
+"""Busy but not working (launch- or latency-bound) and idle without cause."""
+
+from __future__ import annotations
+
+from gputui.diagnosis.context import med, rnd
+from gputui.diagnosis.hold import Hold
+from gputui.diagnosis.rules.base import Rule, _clean, _throughput
+
+
+class LaunchBound(Rule):
+    kind = "launch_bound"
+
+    def hold(self, s):
+        return Hold(s.launch_open_after_s, s.close_after_s, s.hold_share, s.clear_share)
+
+    def observe(self, ctx, gpu):
+        if gpu.util_gpu is None or gpu.sm_active is None:
+            return None, {}  # needs GPM: utilization alone cannot tell
+        s = ctx.s
+        level = 2 if gpu.util_gpu >= s.busy_util_pct and gpu.sm_active < s.launch_sm_active_pct else 0
+        return level, {"util": gpu.util_gpu, "sm": gpu.sm_active, "occ": gpu.sm_occupancy, "tensor": gpu.tensor_active}
+
+    def describe(self, f, ctx):
+        util, sm = med(f.series("util")), med(f.series("sm"))
+        batch = ctx.setting("batch_size")
+        evidence = _clean({
+            "gpu": f.gpu,
+            "gpu_util_pct": rnd(util), "sm_active_pct": rnd(sm),
+            "sm_occupancy_pct": rnd(med(f.series("occ"))), "tensor_active_pct": rnd(med(f.series("tensor"))),
+            "batch_size": batch if isinstance(batch, int) else None,
+            **_throughput(f),
+            "duration_s": rnd(f.until - f.since),
+        })
+        title = f"GPU{f.gpu} busy but not working: utilization {util:.0f}% but SM activity {sm:.0f}% (launch- or latency-bound)"
+        advice = [
+            f"The kernels are too small to fill the GPU: raise the batch size{f' ({batch} now)' if batch else ''}.",
+            "Cut launch overhead: CUDA graphs (torch.compile(mode='reduce-overhead'), torch.cuda.CUDAGraph) or compile and fuse (torch.compile, XLA jit_compile=True).",
+            "Mixed precision (bf16/fp16), and channels_last for CNNs.",
+            "Avoid host synchronisation in the loop: .item(), .cpu(), printing the loss every step.",
+        ]
+        return title, evidence, advice
+
+
+
+class Idle(Rule):
+    kind = "idle"
+    scope = "run"
+
+    def observe(self, ctx, gpu):
+        s, d = ctx.s, ctx.d
+        if not d.procs or d.run_cpu is None:
+            return None, {}
+        util = None
+        if d.run_gpus and ctx.run_uses_gpu:
+            utils = [g.util_gpu for g in d.run_gpus if g.util_gpu is not None]
+            if not utils:
+                return None, {}
+            sms = [g.sm_active for g in d.run_gpus if g.sm_active is not None]
+            util = max(utils)
+            gpu_idle = util < s.idle_gpu_pct and (not sms or max(sms) < s.idle_gpu_pct)
+        elif ctx.n_gpus == 0 or not ctx.run_uses_gpu:
+            gpu_idle = True  # no GPU at all, or the run uses none: the CPU decides
+        else:
+            return None, {}  # the GPUs are lost
+        host = ctx.sample.host if ctx.sample else None
+        level = 2 if gpu_idle and d.run_cpu < s.idle_cpu_pct else 0
+        return level, {"util": util, "run_cpu": d.run_cpu, "host_cpu": host.cpu_percent if host else None,
+                       "disk_read": host.disk_read_bps if host else None, "run_read": d.run_read_bps,
+                       "pid": float(d.main.pid) if d.main else None}
+
+    def describe(self, f, ctx):
+        util, cpu = med(f.series("util")), med(f.series("run_cpu"))
+        disk = med(f.series("disk_read"))
+        evidence = _clean({
+            "gpu_util_pct": rnd(util), "run_cpu_pct": rnd(cpu), "host_cpu_pct": rnd(med(f.series("host_cpu"))),
+            "disk_read_bps": rnd(disk, 0), "run_read_bps": rnd(med(f.series("run_read")), 0),
+            **_throughput(f),
+            "duration_s": rnd(f.until - f.since),
+        })
+        if util is not None:
+            title = f"The run is idle: GPU {util:.0f}% busy and its processes use {cpu:.0f}% of one core"
+        else:
+            title = f"The run is idle: its processes use {cpu:.0f}% of one core (no GPU)"
+        pids = f.series("pid")
+        pid = f"{pids[-1]:.0f}" if pids else "PID"
+        io = f" (the machine reads {disk / 1e6:.1f} MB/s)" if disk is not None else ""
+        advice = [
+            f"It is waiting, not working: on disk or network I/O{io}, a lock or a collective (NCCL, a barrier), or a sleep.",
+            f"See where it waits: `py-spy dump --pid {pid}` prints every thread's stack.",
+            "Data on network storage: copy it to the local disk first; many small files: pack them (tar shards, TFRecord, WebDataset).",
+        ]
+        return title, evidence, advice
