@@ -52,6 +52,7 @@ class Context:
         self.rates: deque[tuple[float, float]] = deque()
         self.swap: deque[tuple[float, float]] = deque()
         self.last_memory_used_pct: float | None = None
+        self.open_kinds: set[str] = set()  # kinds of the findings open now (the engine keeps it)
 
     # --- the run -------------------------------------------------------------------
     def on_header(self, header: dict[str, Any]) -> None:

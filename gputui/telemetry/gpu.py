@@ -8,6 +8,7 @@ Every NVML call goes through :class:`~gputui.telemetry.nvml.Nvml`, which turns
 from __future__ import annotations
 
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -41,6 +42,15 @@ def decode_throttle_reasons(mask: int) -> list[str]:
             names.append(THROTTLE_REASONS.get(bit, f"0x{bit:x}"))
         bit <<= 1
     return names
+
+
+NO_GPM_ENV = "GPUTUI_NO_GPM"  # =1: sample as on a GPU without GPM (the fallback rules' test)
+
+
+def gpm_wanted(setting: bool = True) -> bool:
+    """Whether to sample GPM: the ``[diagnosis] use_gpm`` setting, unless the
+    environment says ``GPUTUI_NO_GPM=1``."""
+    return setting and os.environ.get(NO_GPM_ENV, "").strip() not in ("1", "true", "yes")
 
 
 PCIE_LINK_TTL_S = 5.0  # link gen/width change only with power state: no need per tick
@@ -104,8 +114,10 @@ class GpuTelemetry:
         *,
         clock: Callable[[], float] = time.monotonic,
         pcie_ttl_s: float = PCIE_LINK_TTL_S,
+        use_gpm: bool | None = None,
     ) -> None:
         self._nvml = Nvml(nvml_module)
+        self.use_gpm = gpm_wanted() if use_gpm is None else use_gpm
         self._clock = clock
         self._pcie_ttl_s = pcie_ttl_s
         self._gpus: list[_Gpu] = []
@@ -179,7 +191,7 @@ class GpuTelemetry:
         info.mem_clock_max_mhz = call("nvmlDeviceGetMaxClockInfo", h, nvml.const("NVML_CLOCK_MEM", 2))
         info.pcie_max_gen = call("nvmlDeviceGetMaxPcieLinkGeneration", h)
         info.pcie_max_width = call("nvmlDeviceGetMaxPcieLinkWidth", h)
-        support = call("nvmlGpmQueryDeviceSupport", h)
+        support = call("nvmlGpmQueryDeviceSupport", h) if self.use_gpm else None
         if support is not None and getattr(support, "isSupportedDevice", 0):
             info.gpm_supported = self._alloc_gpm(gpu)
 

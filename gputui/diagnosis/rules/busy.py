@@ -5,6 +5,7 @@ from __future__ import annotations
 from gputui.diagnosis.context import med, rnd
 from gputui.diagnosis.hold import Hold
 from gputui.diagnosis.rules.base import Rule, _clean, _throughput
+from gputui.diagnosis.rules.gpu_busy import known_ceiling, read_busy, signal_evidence
 
 
 class LaunchBound(Rule):
@@ -14,24 +15,59 @@ class LaunchBound(Rule):
         return Hold(s.launch_open_after_s, s.close_after_s, s.hold_share, s.clear_share)
 
     def observe(self, ctx, gpu):
-        if gpu.util_gpu is None or gpu.sm_active is None:
-            return None, {}  # needs GPM: utilization alone cannot tell
+        if gpu.util_gpu is None:
+            return None, {}
         s = ctx.s
-        level = 2 if gpu.util_gpu >= s.busy_util_pct and gpu.sm_active < s.launch_sm_active_pct else 0
-        return level, {"util": gpu.util_gpu, "sm": gpu.sm_active, "occ": gpu.sm_occupancy, "tensor": gpu.tensor_active}
+        obs = {"util": gpu.util_gpu, "sm": gpu.sm_active, "occ": gpu.sm_occupancy, "tensor": gpu.tensor_active}
+        if gpu.sm_active is not None:
+            level = 2 if gpu.util_gpu >= s.busy_util_pct and gpu.sm_active < s.launch_sm_active_pct else 0
+            return level, obs
+        return self._without_gpm(ctx, gpu, obs)
+
+    def _without_gpm(self, ctx, gpu, obs):
+        """No SM activity: "busy" by utilization but drawing little power, and (where
+        this preset's ceiling here is known) well below it."""
+        s = ctx.s
+        if "input_bound" in ctx.open_kinds:
+            return None, {}  # waiting for data explains it: the input-bound finding says so
+        busy = read_busy(ctx, [gpu], sm_below=s.launch_sm_active_pct, util_below=0.0)
+        if busy.power_pct is None:
+            return None, {}  # utilization alone cannot tell
+        rate, ceiling = ctx.recent_rate(), known_ceiling(ctx)
+        slow = rate < ceiling * s.ceiling_below_pct / 100.0 if ceiling and rate is not None else None
+        if slow is False:
+            return 0, obs  # it delivers what this preset delivers here: not starved
+        low_power = busy.power_pct < s.launch_power_pct
+        level = 2 if gpu.util_gpu >= s.busy_util_pct and low_power else 0
+        return level, {**obs, "power_pct": busy.power_pct, "power_w": gpu.power_w, "clock_pct": busy.clock_pct,
+                       "sig_power": float(low_power), "sig_throughput": float(bool(slow))}
 
     def describe(self, f, ctx):
         util, sm = med(f.series("util")), med(f.series("sm"))
+        power_pct = med(f.series("power_pct"))
         batch = ctx.setting("batch_size")
+        ceiling = known_ceiling(ctx)
+        rate = f.rate()
         evidence = _clean({
             "gpu": f.gpu,
             "gpu_util_pct": rnd(util), "sm_active_pct": rnd(sm),
             "sm_occupancy_pct": rnd(med(f.series("occ"))), "tensor_active_pct": rnd(med(f.series("tensor"))),
+            "gpu_power_pct_of_limit": rnd(power_pct) if sm is None else None,
+            "power_median_w": rnd(med(f.series("power_w"))) if sm is None else None,
+            **(signal_evidence(f) if sm is None else {}),
             "batch_size": batch if isinstance(batch, int) else None,
             **_throughput(f),
+            "ceiling_samples_per_sec": ceiling if sm is None else None,
+            "ceiling_pct": rnd(100.0 * rate / ceiling) if sm is None and ceiling and rate is not None else None,
             "duration_s": rnd(f.until - f.since),
         })
-        title = f"GPU{f.gpu} busy but not working: utilization {util:.0f}% but SM activity {sm:.0f}% (launch- or latency-bound)"
+        if sm is not None:
+            title = f"GPU{f.gpu} busy but not working: utilization {util:.0f}% but SM activity {sm:.0f}% (launch- or latency-bound)"
+        else:
+            title = (f"GPU{f.gpu} busy but not working: utilization {util:.0f}% but power "
+                     f"{power_pct:.0f}% of its limit (no GPM; launch- or latency-bound)")
+            if evidence.get("ceiling_pct") is not None:
+                title += f"; {rate:.0f} samples/s is {evidence['ceiling_pct']:.0f}% of the {ceiling:.0f} this preset reaches here"
         advice = [
             f"The kernels are too small to fill the GPU: raise the batch size{f' ({batch} now)' if batch else ''}.",
             "Cut launch overhead: CUDA graphs (torch.compile(mode='reduce-overhead'), torch.cuda.CUDAGraph) or compile and fuse (torch.compile, XLA jit_compile=True).",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gputui.diagnosis.context import med, rnd
 from gputui.diagnosis.rules.base import Rule, _clean, _mean, _pct
+from gputui.diagnosis.rules.gpu_busy import THROUGHPUT, known_ceiling, main_signal, read_busy, readable, signal_evidence, title_of
 
 
 class InputBound(Rule):
@@ -18,14 +19,13 @@ class InputBound(Rule):
         gpus = d.run_gpus
         if not gpus or not d.procs:
             return None, {}
-        sm = [g.sm_active for g in gpus if g.sm_active is not None]
-        util = [g.util_gpu for g in gpus if g.util_gpu is not None]
-        # max over the GPUs: when the run's GPUs cannot be told apart, one busy GPU
-        # among idle ones must not look under-busy.
-        under = (max(sm) < s.input_sm_active_pct) if sm else (max(util) < s.input_util_pct) if util else None
+        busy = read_busy(ctx, gpus, sm_below=s.input_sm_active_pct, util_below=s.input_util_pct)
+        under = bool(busy.signals) if readable(busy) else None
         rate = ctx.recent_rate()
-        ceiling = s.ceiling_samples_per_sec
+        ceiling = known_ceiling(ctx)
         slow = (rate < ceiling * s.ceiling_below_pct / 100.0) if ceiling and rate is not None else None
+        if slow:
+            busy.signals.append(THROUGHPUT)
         if under is None and slow is None:
             return None, {}
         host = ctx.sample.host if ctx.sample else None
@@ -40,8 +40,7 @@ class InputBound(Rule):
         }
         level = 2 if (under or slow) and any(by.values()) else 0
         obs = {
-            "sm_active": max(sm) if sm else None,
-            "util_gpu": max(util) if util else None,
+            **busy.obs(),
             "rate": rate,
             "workers": float(len(d.workers)),
             "worker_cpu": worker_cpu,
@@ -60,9 +59,14 @@ class InputBound(Rule):
         host_cpu, main_cpu = med(f.series("host_cpu")), med(f.series("main_cpu"))
         cores, gpus = ctx.cores, max(ctx.n_gpus, 1)
         rate = f.rate()
-        ceiling = s.ceiling_samples_per_sec
+        ceiling = known_ceiling(ctx)
+        power_pct, clock_pct = med(f.series("power_pct")), med(f.series("clock_pct"))
+        signal = main_signal(f)
         evidence = _clean({
             "gpu_sm_active_pct": rnd(sm), "gpu_util_pct": rnd(util),
+            "gpu_power_pct_of_limit": rnd(power_pct) if sm is None else None,
+            "gpu_sm_clock_pct_of_max": rnd(clock_pct) if sm is None else None,
+            **signal_evidence(f),
             "workers": int(workers), "worker_cpu_pct": rnd(worker_cpu),
             "main_cpu_pct": rnd(main_cpu), "run_cpu_pct": rnd(run_cpu), "host_cpu_pct": rnd(host_cpu),
             "cores": cores, "gpus": ctx.n_gpus,
@@ -71,12 +75,7 @@ class InputBound(Rule):
             "ceiling_pct": rnd(_pct(rate, ceiling)) if ceiling else None,
             "duration_s": rnd(f.until - f.since),
         })
-        if sm is not None:
-            busy = f"SM activity {sm:.0f}%"
-        elif util is not None:
-            busy = f"utilization {util:.0f}%"
-        else:
-            busy = "under-busy"
+        busy = title_of(signal, sm, util, power_pct, clock_pct)
         causes = {k: f.share(k) or 0.0 for k in ("by_workers", "by_cores", "by_host", "by_main")}
         cause = max(causes, key=lambda k: causes[k])
         if cause == "by_workers":
@@ -89,7 +88,7 @@ class InputBound(Rule):
         else:
             title = f"Input- or host-bound: GPU {busy} while the main process runs at {main_cpu:.0f}% of a core, with no data-loader workers"
         if ceiling and rate is not None:
-            title += f"; {rate:.0f} samples/s is {100 * rate / ceiling:.0f}% of this model's {ceiling:.0f} with synthetic data"
+            title += f"; {rate:.0f} samples/s is {100 * rate / ceiling:.0f}% of the {ceiling:.0f} this model reaches here"
         advice = []
         per_gpu = cores / gpus if cores else None
         if cause == "by_main":
