@@ -153,6 +153,12 @@ class HostSample:
     swap_total: int | None = None
     disk_read_bps: float | None = None
     disk_write_bps: float | None = None
+    steal_pct: float | None = None  # % of CPU time the hypervisor gave to other guests
+    # This process's cgroup CPU quota counters (cpu.stat), cumulative: periods, periods
+    # in which the cgroup was throttled, and the time it was throttled.
+    cpu_periods: int | None = None
+    cpu_throttled_periods: int | None = None
+    cpu_throttled_s: float | None = None
     processes: list[ProcessSample] = field(default_factory=list)
 
     _nested = {"processes": ProcessSample}
