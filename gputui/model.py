@@ -99,6 +99,14 @@ class GpuSample:
     pcie_gen: int | None = None
     pcie_width: int | None = None
     processes: list[GpuProcess] | None = None
+    # Signs of failing hardware: volatile uncorrected ECC errors (since the driver
+    # loaded), row remapping pending (a reset applies it) or failed, PCIe replays
+    # (link retransmissions, cumulative), and the XIDs received since the last sample.
+    ecc_uncorrected: int | None = None
+    remap_pending: bool | None = None
+    remap_failure: bool | None = None
+    pcie_replays: int | None = None
+    xids: list[int] | None = None
     # GPM (Hopper and newer), all in percent except the PCIe rates
     sm_active: float | None = None
     sm_occupancy: float | None = None

@@ -76,7 +76,7 @@ class Session:
             raise ValueError(f"interval must be at least {MIN_INTERVAL_S} s")
         self.config = config
         diagnosis = config.diagnosis_settings()
-        self.gpu = gpu or GpuTelemetry(use_gpm=gpm_wanted(diagnosis.use_gpm))
+        self.gpu = gpu or GpuTelemetry(use_gpm=gpm_wanted(diagnosis.use_gpm), watch_xids=True)
         self.host = host or HostTelemetry()
         self._clock = clock
         self._observers: list[Observer] = []

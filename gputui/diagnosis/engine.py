@@ -68,7 +68,8 @@ class Diagnoser:
         for rule in list(self.rules):
             if rule.event_only or not (judging or rule.during_warmup):
                 continue
-            targets = [(g.index, g) for g in sample.gpus if not g.lost] if rule.scope == "gpu" else [(None, None)]
+            targets = ([(g.index, g) for g in sample.gpus if rule.include_lost or not g.lost]
+                       if rule.scope == "gpu" else [(None, None)])
             try:
                 for index, gpu in targets:
                     level, obs = rule.observe(ctx, gpu)

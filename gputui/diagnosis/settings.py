@@ -63,6 +63,10 @@ class Settings:
     # Host contention
     cpu_throttled_pct: float = 10.0  # cgroup-throttled in this % of the CPU periods (over 30 s)
     steal_pct: float = 10.0  # the hypervisor gives this % of the CPU time to others
+    # Failing hardware: PCIe replays (link retransmissions) faster than this per
+    # minute (DCGM's health-check default); XIDs, new uncorrected ECC errors and
+    # row remapping pending or failed need no threshold.
+    pcie_replays_per_min: float = 8.0
     # Headroom (information): achieved TFLOP/s below this % of the GPU's peak for the
     # run's precision, or (FLOPs unknown) peak GPU memory below this % of the GPU's.
     headroom_tflops_pct: float = 12.0

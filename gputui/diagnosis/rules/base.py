@@ -126,6 +126,7 @@ class Rule:
     scope = "gpu"  # "gpu": one hold per GPU; "run": one for the run
     during_warmup = False  # judged in warm-up and the start grace period too
     event_only = False  # fed by events, not samples
+    include_lost = False  # per-GPU rules: also judge GPUs that stopped answering
 
     def hold(self, s: Settings) -> Hold:
         return Hold(s.open_after_s, s.close_after_s, s.hold_share, s.clear_share)
