@@ -8,6 +8,7 @@ from gputui.diagnosis.rules.base import GIB, MIB, SEVERITIES, THERMAL_REASONS, F
 from gputui.diagnosis.rules.busy import Idle, LaunchBound
 from gputui.diagnosis.rules.clocks import HwSlowdown, PowerCap, Thermal
 from gputui.diagnosis.rules.hardware import FailingHardware
+from gputui.diagnosis.rules.headroom import Headroom
 from gputui.diagnosis.rules.host_contention import HostContention
 from gputui.diagnosis.rules.input import InputBound
 from gputui.diagnosis.rules.memory import HostMemory, OutOfMemory, VramFull
@@ -16,11 +17,11 @@ from gputui.diagnosis.rules.pcie import PCIE_LANE_BPS, PcieLink, PcieTraffic, li
 __all__ = [
     "GIB", "MIB", "SEVERITIES", "THERMAL_REASONS", "PCIE_LANE_BPS", "Finding", "Rule", "link_bps", "make_rules",
     "InputBound", "Thermal", "PowerCap", "HwSlowdown", "VramFull", "HostMemory", "OutOfMemory",
-    "LaunchBound", "Idle", "PcieLink", "PcieTraffic", "HostContention", "FailingHardware",
+    "LaunchBound", "Idle", "PcieLink", "PcieTraffic", "HostContention", "FailingHardware", "Headroom",
 ]
 
 
 def make_rules() -> list[Rule]:
     return [InputBound(), Thermal(), PowerCap(), HwSlowdown(), VramFull(), HostMemory(), OutOfMemory(),
             LaunchBound(), Idle(), PcieLink(), PcieTraffic(), HostContention(),
-            FailingHardware()]
+            FailingHardware(), Headroom()]
