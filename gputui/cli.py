@@ -32,6 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--pid", type=int, metavar="PID", help="watch the process tree of a job started elsewhere")
     parser.add_argument("--headless", action="store_true", help="no dashboard, even on a terminal")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    parser.add_argument("--price", type=float, metavar="USD_PER_HOUR",
+                        help="what this machine costs per hour: the idle finding says what idle time cost")
     parser.add_argument("--theme", metavar="NAME", help="dashboard colour theme (remembered), e.g. gputui-light")
 
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -111,7 +113,11 @@ def cmd_record(args: argparse.Namespace) -> int:
     preset = get_preset(_load(args), args.preset) if args.preset else None
     if preset is None and args.pid is None and args.duration is None and not sys.stdin.isatty():
         print("gputui: recording telemetry until interrupted (Ctrl-C or SIGTERM)", file=sys.stderr)
-    session = Session(SessionConfig(preset=preset, interval=args.interval, duration=args.duration, attach_pid=args.pid))
+    from gputui.lookback.report_cli import check_price
+
+    price = check_price(args.price)
+    session = Session(SessionConfig(preset=preset, interval=args.interval, duration=args.duration, attach_pid=args.pid,
+                                    diagnosis_overrides={"price_per_hour": price} if price else None))
     recorders = [Recorder(args.record, overwrite=args.force)]
     if history is not None:
         kept = history.start_recording(label_for(preset.name if preset else None, args.pid), warn=lambda text: print(f"gputui: warning: {text}", file=sys.stderr))

@@ -56,11 +56,13 @@ class SessionConfig:
     # Extra header fields from whoever drives the session (``gputui check`` writes its
     # options here, so the recording says what kind of session it was).
     header_extra: dict[str, Any] | None = None
+    # Diagnosis settings given on the command line (``--price``): they win over the files.
+    diagnosis_overrides: dict[str, Any] | None = None
 
     def diagnosis_settings(self) -> DiagnosisSettings:
         preset = self.preset
         base = self.diagnosis if self.diagnosis is not None else (preset.diagnosis_base if preset else {})
-        return DiagnosisSettings.from_tables(base, preset.diagnosis if preset else {})
+        return DiagnosisSettings.from_tables(base, preset.diagnosis if preset else {}, self.diagnosis_overrides)
 
 
 class Session:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gputui.diagnosis.context import med, rnd
+from gputui.fmt import duration as fmt_duration
 from gputui.diagnosis.hold import Hold
 from gputui.diagnosis.rules.base import Rule, _clean, _throughput
 from gputui.diagnosis.rules.gpu_busy import known_ceiling, read_busy, signal_evidence
@@ -78,6 +79,19 @@ class LaunchBound(Rule):
 
 
 
+def price_of(ctx) -> float | None:
+    """USD per hour of this machine: ``--price`` or the ``price_per_hour`` setting, else
+    a ``price_per_hour`` the run's preset itself carries."""
+    price = ctx.s.price_per_hour or ctx.setting("price_per_hour")
+    return float(price) if isinstance(price, (int, float)) and not isinstance(price, bool) and price > 0 else None
+
+
+def idle_cost(f, ctx) -> float | None:
+    """What the idle time cost: its length at the machine's price per hour."""
+    price = price_of(ctx)
+    return None if price is None else (f.until - f.since) / 3600.0 * price
+
+
 class Idle(Rule):
     kind = "idle"
     scope = "run"
@@ -117,6 +131,10 @@ class Idle(Rule):
             title = f"The run is idle: GPU {util:.0f}% busy and its processes use {cpu:.0f}% of one core"
         else:
             title = f"The run is idle: its processes use {cpu:.0f}% of one core (no GPU)"
+        cost = idle_cost(f, ctx)
+        if cost is not None:
+            evidence["idle_cost_usd"], evidence["price_per_hour"] = round(cost, 2), price_of(ctx)
+            title += f"; idle for {fmt_duration(f.until - f.since)} that cost ${cost:.2f} at ${price_of(ctx):.2f}/hour"
         pids = f.series("pid")
         pid = f"{pids[-1]:.0f}" if pids else "PID"
         io = f" (the machine reads {disk / 1e6:.1f} MB/s)" if disk is not None else ""
