@@ -71,6 +71,7 @@ class Settings:
     # run's precision, or (FLOPs unknown) peak GPU memory below this % of the GPU's.
     headroom_tflops_pct: float = 12.0
     headroom_memory_pct: float = 10.0
+    headroom_open_after_s: float = 30.0  # a whole-run property: an evaluation pass is not it
     # PCIe
     pcie_busy_util_pct: float = 50.0  # the link is judged only while the GPU is this busy
     pcie_heavy_pct: float = 50.0  # host-to-device traffic at this % of the link's bandwidth
@@ -95,7 +96,7 @@ DEFAULTS = Settings()
 KEYS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Settings))
 
 _BOOLS = {"enabled", "use_gpm"}
-_SECONDS = {"start_grace_s", "open_after_s", "close_after_s", "launch_open_after_s"}
+_SECONDS = {"start_grace_s", "open_after_s", "close_after_s", "launch_open_after_s", "headroom_open_after_s"}
 
 
 def check_value(key: str, value: Any) -> Any:

@@ -15,7 +15,6 @@ PEAK_KEYS = {
     "fp16": "fp16_tflops", "mixed_float16": "fp16_tflops",
     "tf32": "tf32_tflops", "fp32": "fp32_tflops",
 }
-OPEN_AFTER_S = 30.0  # a property of the whole run: an evaluation pass or a slow stretch is not it
 
 
 def _number(value: object) -> float | None:
@@ -27,7 +26,7 @@ class Headroom(Rule):
     scope = "run"
 
     def hold(self, s):
-        return Hold(max(OPEN_AFTER_S, s.open_after_s), s.close_after_s, s.hold_share, s.clear_share)
+        return Hold(s.headroom_open_after_s, s.close_after_s, s.hold_share, s.clear_share)
 
     def observe(self, ctx, gpu):
         d, s = ctx.d, ctx.s
