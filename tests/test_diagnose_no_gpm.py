@@ -149,3 +149,23 @@ def test_the_diagnosis_setting_reaches_the_session_sampler(monkeypatch):
     monkeypatch.delenv("GPUTUI_NO_GPM", raising=False)
     assert Session(SessionConfig(diagnosis={"use_gpm": False})).gpu.use_gpm is False
     assert Session(SessionConfig(diagnosis={})).gpu.use_gpm is True
+
+
+# --- the H200 input-bound pair in docs/recordings, with GPM taken away -------------------------
+
+
+def h200(name: str):
+    from pathlib import Path
+
+    from gputui.record import read_recording
+
+    return read_recording(Path(__file__).resolve().parent.parent / "docs" / "recordings" / f"{name}.jsonl")
+
+
+def test_the_real_input_bound_pair_without_gpm_is_judged_as_with_it():
+    bound = of_kind(findings(without_gpm(h200("torch-resnet50-input-bound"))), "input_bound")
+    assert "judged_by_utilization_pct" in bound["evidence"]
+    # Even with utilization pinned at 100%, the 1-worker run draws ~175 W of 700 W.
+    pinned = of_kind(findings(busy_reading_util(without_gpm(h200("torch-resnet50-input-bound")))), "input_bound")
+    assert pinned["evidence"]["judged_by_power_pct"] >= 80 and pinned["evidence"]["gpu_power_pct_of_limit"] < 30
+    assert findings(busy_reading_util(without_gpm(h200("torch-resnet50-input-fed")))) == []  # ~560 W, fed
