@@ -41,7 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="serve Prometheus metrics while gputui runs (default 127.0.0.1:9400; see docs/fleet.md)")
     # Its own dest: report and compare have a --price of their own.
     parser.add_argument("--price", dest="run_price", type=float, metavar="USD_PER_HOUR",
-                        help="what this machine costs per hour: --serve-metrics adds the cost per million samples")
+                        help="what this machine costs per hour: the idle finding says what idle time cost, "
+                             "and --serve-metrics adds the cost per million samples")
 
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     presets = sub.add_parser("presets", help="list, show, check and edit presets")
@@ -121,7 +122,11 @@ def cmd_record(args: argparse.Namespace) -> int:
     metrics = start_metrics(args)  # a port in use stops us before the recording exists
     if preset is None and args.pid is None and args.duration is None and not sys.stdin.isatty():
         print("gputui: recording telemetry until interrupted (Ctrl-C or SIGTERM)", file=sys.stderr)
-    session = Session(SessionConfig(preset=preset, interval=args.interval, duration=args.duration, attach_pid=args.pid))
+    from gputui.lookback.report_cli import check_price
+
+    price = check_price(args.run_price)
+    session = Session(SessionConfig(preset=preset, interval=args.interval, duration=args.duration, attach_pid=args.pid,
+                                    diagnosis_overrides={"price_per_hour": price} if price else None))
     recorders = [Recorder(args.record, overwrite=args.force)]
     if history is not None:
         kept = history.start_recording(label_for(preset.name if preset else None, args.pid), warn=lambda text: print(f"gputui: warning: {text}", file=sys.stderr))

@@ -99,6 +99,14 @@ class GpuSample:
     pcie_gen: int | None = None
     pcie_width: int | None = None
     processes: list[GpuProcess] | None = None
+    # Signs of failing hardware: volatile uncorrected ECC errors (since the driver
+    # loaded), row remapping pending (a reset applies it) or failed, PCIe replays
+    # (link retransmissions, cumulative), and the XIDs received since the last sample.
+    ecc_uncorrected: int | None = None
+    remap_pending: bool | None = None
+    remap_failure: bool | None = None
+    pcie_replays: int | None = None
+    xids: list[int] | None = None
     # GPM (Hopper and newer), all in percent except the PCIe rates
     sm_active: float | None = None
     sm_occupancy: float | None = None
@@ -153,6 +161,12 @@ class HostSample:
     swap_total: int | None = None
     disk_read_bps: float | None = None
     disk_write_bps: float | None = None
+    steal_pct: float | None = None  # % of CPU time the hypervisor gave to other guests
+    # This process's cgroup CPU quota counters (cpu.stat), cumulative: periods, periods
+    # in which the cgroup was throttled, and the time it was throttled.
+    cpu_periods: int | None = None
+    cpu_throttled_periods: int | None = None
+    cpu_throttled_s: float | None = None
     processes: list[ProcessSample] = field(default_factory=list)
 
     _nested = {"processes": ProcessSample}

@@ -28,7 +28,7 @@ from gputui.presets import Preset
 from gputui.redact import redact_env
 from gputui.runner import OutputLine, Outcome, Runner
 from gputui.summary import SummaryBuilder
-from gputui.telemetry.gpu import GpuTelemetry
+from gputui.telemetry.gpu import GpuTelemetry, gpm_wanted
 from gputui.telemetry.host import HostTelemetry, host_info
 from gputui.throughput import ThroughputParser
 from gputui.workloads import protocol
@@ -56,11 +56,13 @@ class SessionConfig:
     # Extra header fields from whoever drives the session (``gputui check`` writes its
     # options here, so the recording says what kind of session it was).
     header_extra: dict[str, Any] | None = None
+    # Diagnosis settings given on the command line (``--price``): they win over the files.
+    diagnosis_overrides: dict[str, Any] | None = None
 
     def diagnosis_settings(self) -> DiagnosisSettings:
         preset = self.preset
         base = self.diagnosis if self.diagnosis is not None else (preset.diagnosis_base if preset else {})
-        return DiagnosisSettings.from_tables(base, preset.diagnosis if preset else {})
+        return DiagnosisSettings.from_tables(base, preset.diagnosis if preset else {}, self.diagnosis_overrides)
 
 
 class Session:
@@ -75,7 +77,8 @@ class Session:
         if config.interval < MIN_INTERVAL_S:
             raise ValueError(f"interval must be at least {MIN_INTERVAL_S} s")
         self.config = config
-        self.gpu = gpu or GpuTelemetry()
+        diagnosis = config.diagnosis_settings()
+        self.gpu = gpu or GpuTelemetry(use_gpm=gpm_wanted(diagnosis.use_gpm), watch_xids=True)
         self.host = host or HostTelemetry()
         self._clock = clock
         self._observers: list[Observer] = []
@@ -92,7 +95,7 @@ class Session:
         self.summary_extra: dict[str, Any] = {}  # merged into the summary (set before run() ends)
         self.summary_builder = SummaryBuilder()
         self.outcome: Outcome | None = None
-        self.diagnoser = Diagnoser(config.diagnosis_settings())
+        self.diagnoser = Diagnoser(diagnosis)
         preset = config.preset
         self._parser = ThroughputParser(batch_size_hint=preset.throughput_batch_hint() if preset else None)
 

@@ -13,6 +13,9 @@
 #     check     gputui check --price $PRICE (about 5 minutes): Markdown, JSON, recording
 #     lookback  record the seed-twin and tuned ResNet-50 presets (for report/compare)
 #     metrics   --serve-metrics beside a short GPU run: one scrape at ~15 s in metrics.txt (needs prometheus_client in .whl/)
+#     diag      GPM switched off ([diagnosis] use_gpm = false, benchmarks/diag-presets.toml): the
+#               input-bound pair, the seed-twin ResNet-50 (bs32) and the tuned one, each
+#               recording and its findings (diag/PRESET.jsonl, diag/PRESET.findings.txt); ~5 min
 # Everything is written to a temporary folder and packed into $OUT/results.tgz (few files come back).
 # Results go to $OUT (or ./gpu-check-out). Never changes the card's settings.
 set -uo pipefail
@@ -72,6 +75,20 @@ for step in "$@"; do
                "http://127.0.0.1:$port/metrics" > "$out/metrics.txt"; echo "scrape exit $?"
              wait "$gputui_pid"; echo "gputui exit $?"; tail -4 "$out/metrics-run.stderr"
              grep -E '^(DCGM_FI_DEV_GPU_UTIL|DCGM_FI_PROF_SM_ACTIVE|DCGM_FI_DEV_POWER_USAGE|gputui_throughput|gputui_cost)' "$out/metrics.txt" ;;
+    diag) mkdir -p "$out/diag"
+          for preset in torch-resnet50-input-bound torch-resnet50-input-fed torch-resnet50 torch-resnet50-tuned; do
+            python3 -m gputui --presets benchmarks/diag-presets.toml --headless --record "$out/diag/$preset.jsonl" \
+              --preset "$preset" --interval 0.5 2> "$out/diag/$preset.stderr"
+            echo "$preset exit $? $(grep -E 'throughput median|outcome' "$out/diag/$preset.stderr" | tr -s ' ' | tr '\n' ';')"
+            python3 - "$out/diag/$preset.jsonl" <<'PY'
+import json, sys
+header = json.loads(open(sys.argv[1]).readline())
+print("   gpm_supported:", [g.get("gpm_supported") for g in header.get("gpus") or []],
+      "use_gpm:", (header.get("diagnosis") or {}).get("use_gpm"))
+PY
+            python3 -m gputui.diagnosis "$out/diag/$preset.jsonl" > "$out/diag/$preset.findings.txt" 2>&1
+            sed 's/^/   /' "$out/diag/$preset.findings.txt"
+          done ;;
     *) echo "unknown step $step" ;;
   esac
 done

@@ -73,6 +73,7 @@ class FakeGpu:
     retired_pages: dict[int, list[int]] = field(default_factory=dict)  # absent: none
     retired_pages_pending: int = 0
     remapped_rows: tuple[int, int, int, int] = (0, 0, 0, 0)
+    pcie_replays: int = 0  # nvmlDeviceGetPcieReplayCounter
     event_types: int = pynvml.nvmlEventTypeAll  # what nvmlDeviceGetSupportedEventTypes reports
     unsupported: set[str] = field(default_factory=set)  # raise NotSupported on this GPU
     lost: bool = False  # every call on this GPU raises lost_error
@@ -347,6 +348,9 @@ class FakeNvml:
 
     def nvmlDeviceGetRemappedRows(self, h):
         return tuple(self._gpu("nvmlDeviceGetRemappedRows", h).remapped_rows)
+
+    def nvmlDeviceGetPcieReplayCounter(self, h):
+        return self._gpu("nvmlDeviceGetPcieReplayCounter", h).pcie_replays
 
     # --- events ---------------------------------------------------------------------
 

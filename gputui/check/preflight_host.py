@@ -23,7 +23,8 @@ from gputui.check import thresholds as t
 from gputui.check.context import GpuUnderTest
 from gputui.check.model import INFO, OK, PREFLIGHT, CheckResult, skipped
 from gputui.fmt import GIB
-from gputui.telemetry.host import _busy_and_total, cgroup_file, cgroup_memory_limit, cpu_available
+from gputui.telemetry.host import (CpuThrottling, cgroup_memory_limit, cpu_available, read_cpu_throttling,  # noqa: F401 - re-exported
+                                   steal_percent)
 
 MIB = 1024**2
 SHM_PATH = Path("/dev/shm")
@@ -34,42 +35,6 @@ STEAL_INTERVAL_S = 1.0  # long enough for a few hundred scheduler ticks per core
 STEAL_QUICK_INTERVAL_S = 0.5
 
 # --- readers -------------------------------------------------------------------------
-
-
-@dataclass
-class CpuThrottling:
-    """cgroup CPU-quota statistics since the cgroup was created."""
-
-    periods: int
-    throttled: int
-    throttled_s: float | None = None
-
-    @property
-    def share(self) -> float:
-        return self.throttled / self.periods if self.periods else 0.0
-
-
-def read_cpu_throttling(cgroup_root: Path | None = None) -> CpuThrottling | None:
-    """``cpu.stat``: v2 ``nr_periods nr_throttled throttled_usec``, v1 ``throttled_time`` (ns)."""
-    text = cgroup_file("cpu.stat", "cpu/cpu.stat", cgroup_root)
-    if not text:
-        return None
-    stats: dict[str, int] = {}
-    for line in text.splitlines():
-        key, _, value = line.partition(" ")
-        try:
-            stats[key] = int(value)
-        except ValueError:
-            continue
-    if "nr_periods" not in stats or "nr_throttled" not in stats:
-        return None  # v2 without the cpu controller: usage only
-    if "throttled_usec" in stats:
-        seconds: float | None = stats["throttled_usec"] / 1e6
-    elif "throttled_time" in stats:
-        seconds = stats["throttled_time"] / 1e9
-    else:
-        seconds = None
-    return CpuThrottling(stats["nr_periods"], stats["nr_throttled"], seconds)
 
 
 def _affinity_cores() -> int | None:
@@ -132,13 +97,7 @@ def measure_steal(interval_s: float, *, cpu_times: Callable[[], Any] = psutil.cp
     the kernel does not report steal (not Linux)."""
     before = cpu_times()
     sleep(interval_s)
-    after = cpu_times()
-    if not hasattr(after, "steal"):
-        return None
-    total = _busy_and_total(after)[1] - _busy_and_total(before)[1]
-    if total <= 0:
-        return None
-    return round(max(0.0, after.steal - before.steal) / total * 100.0, 2)
+    return steal_percent(before, cpu_times())
 
 
 @dataclass

@@ -105,6 +105,14 @@ class XidWatcher:
         self._ready = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._taken = 0
+
+    def take(self) -> list[XidEvent]:
+        """The events received since the previous ``take`` (for a sampler that reports
+        them as they come; the watching thread only appends)."""
+        events = self._report.events[self._taken:]
+        self._taken += len(events)
+        return events
 
     def start(self) -> None:
         if self._thread is not None:

@@ -2,7 +2,7 @@
 
 - :mod:`.settings`: thresholds and hold times (the ``[diagnosis]`` table of presets.toml);
 - :mod:`.hold`: time hysteresis, so verdicts neither flap nor fire on a blip;
-- :mod:`.rules`: what each finding looks for and how it explains itself;
+- :mod:`.rules`: what each finding looks for and how it explains itself (one module per family);
 - :mod:`.engine`: the :class:`Diagnoser` a Session feeds, and :func:`replay` for recordings.
 
 ``python -m gputui.diagnosis RECORDING.jsonl`` re-diagnoses a recording.

@@ -19,6 +19,16 @@ RATE_KEEP_S = 300.0  # throughput readings kept for baselines
 RATE_RECENT_S = 10.0  # "current" throughput: median of this many seconds of readings
 BASELINE_S = 60.0  # throughput before a finding: median of this many seconds before it began
 SWAP_WINDOW_S = 30.0
+CPU_STAT_WINDOW_S = 30.0  # cgroup throttling is judged on its growth over this long
+
+
+@dataclass
+class Throttling:
+    """cgroup CPU throttling over the last CPU_STAT_WINDOW_S seconds."""
+
+    throttled_pct: float  # % of the CPU periods in which the cgroup was throttled
+    throttled_periods: int
+    throttled_s_per_s: float | None  # seconds throttled per second of the window
 
 
 @dataclass
@@ -51,7 +61,10 @@ class Context:
         self.d = Derived()
         self.rates: deque[tuple[float, float]] = deque()
         self.swap: deque[tuple[float, float]] = deque()
+        self.cpu_stat: deque[tuple[float, int, int, float | None]] = deque()
+        self.cores_visible: int | None = None  # the machine's logical CPUs, whatever we may use
         self.last_memory_used_pct: float | None = None
+        self.open_kinds: set[str] = set()  # kinds of the findings open now (the engine keeps it)
 
     # --- the run -------------------------------------------------------------------
     def on_header(self, header: dict[str, Any]) -> None:
@@ -62,6 +75,7 @@ class Context:
         host = header.get("host") or {}
         # cpu_available: cores the run may use (affinity, cgroup quota) where recorded
         self.cores = host.get("cpu_available") or host.get("cpu_logical")
+        self.cores_visible = host.get("cpu_logical")
         self.preset = header.get("preset") or {}
         self.expects_phases = "framework" in self.preset  # gputui's own workloads announce phases
 
@@ -118,8 +132,24 @@ class Context:
                 self.swap.append((sample.t, float(host.swap_used)))
                 while self.swap and self.swap[0][0] < sample.t - SWAP_WINDOW_S:
                     self.swap.popleft()
+            if host.cpu_periods is not None and host.cpu_throttled_periods is not None:
+                self.cpu_stat.append((sample.t, host.cpu_periods, host.cpu_throttled_periods, host.cpu_throttled_s))
+                while self.cpu_stat and self.cpu_stat[0][0] < sample.t - CPU_STAT_WINDOW_S:
+                    self.cpu_stat.popleft()
             if host.memory_total and host.memory_available is not None:
                 self.last_memory_used_pct = 100.0 * (1 - host.memory_available / host.memory_total)
+
+    def throttling(self) -> Throttling | None:
+        """How much the cgroup throttled the run's CPU over the last CPU_STAT_WINDOW_S."""
+        if len(self.cpu_stat) < 2:
+            return None
+        t0, periods0, throttled0, secs0 = self.cpu_stat[0]
+        t1, periods1, throttled1, secs1 = self.cpu_stat[-1]
+        periods, throttled = periods1 - periods0, throttled1 - throttled0
+        if periods <= 0 or throttled < 0:
+            return None  # no CPU used in the window, or the counters restarted
+        per_s = (secs1 - secs0) / (t1 - t0) if secs0 is not None and secs1 is not None and t1 > t0 else None
+        return Throttling(100.0 * throttled / periods, throttled, per_s)
 
     def swap_growth(self) -> float | None:
         """Bytes the swap grew within the last SWAP_WINDOW_S seconds."""

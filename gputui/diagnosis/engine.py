@@ -68,7 +68,8 @@ class Diagnoser:
         for rule in list(self.rules):
             if rule.event_only or not (judging or rule.during_warmup):
                 continue
-            targets = [(g.index, g) for g in sample.gpus if not g.lost] if rule.scope == "gpu" else [(None, None)]
+            targets = ([(g.index, g) for g in sample.gpus if rule.include_lost or not g.lost]
+                       if rule.scope == "gpu" else [(None, None)])
             try:
                 for index, gpu in targets:
                     level, obs = rule.observe(ctx, gpu)
@@ -83,6 +84,7 @@ class Diagnoser:
         self.rules = [r for r in self.rules if r is not rule]
         for key in [k for k in self._open if k[0] == rule.kind]:
             del self._open[key]
+        self.ctx.open_kinds.discard(rule.kind)
 
     def _update(self, rule: Rule, index: int | None, t: float, level: int | None, obs: dict) -> list[dict[str, Any]]:
         key = (rule.kind, index)
@@ -104,6 +106,7 @@ class Diagnoser:
         if change == CLOSE:
             finding.state = "closed"
             del self._open[key]
+            self.ctx.open_kinds = {k for k, _ in self._open}
             return [self._describe(rule, finding)]
         return []
 
@@ -127,6 +130,7 @@ class Diagnoser:
         for st, _level, obs in hold.window(hold.since):
             finding.acc.add(st, obs)
         self._open[key] = finding
+        self.ctx.open_kinds.add(rule.kind)
         return self._describe(rule, finding)
 
     def _describe(self, rule: Rule, finding: Finding) -> dict[str, Any]:

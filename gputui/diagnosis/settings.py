@@ -17,6 +17,9 @@ from typing import Any, Mapping
 @dataclass(frozen=True)
 class Settings:
     enabled: bool = True
+    # GPM (Hopper and newer) gives SM activity; false (or GPUTUI_NO_GPM=1) makes the
+    # sampler skip it, so the rules' fallback for GPUs without GPM runs on any GPU.
+    use_gpm: bool = True
     # Hold machinery: a finding opens when its condition held for ``hold_share`` of
     # the samples over ``open_after_s`` seconds, and closes when it held for at most
     # ``clear_share`` of them over ``close_after_s`` seconds.
@@ -32,6 +35,11 @@ class Settings:
     run_cores_busy_pct: float = 85.0  # ... or the run uses this % of the machine's cores
     ceiling_samples_per_sec: float | None = None  # synthetic-pipeline throughput of this model here
     ceiling_below_pct: float = 70.0  # under-busy when throughput < this % of the ceiling
+    # Without GPM (utilization reads 100% on a GPU doing little): the GPU is under-busy
+    # when its power is below this % of its limit, or its SM clock below this % of its
+    # maximum with no reason given for the drop.
+    input_power_pct: float = 35.0
+    input_clock_pct: float = 60.0
     # Thermal
     thermal_warn_c: float = 80.0
     # Power cap
@@ -47,9 +55,23 @@ class Settings:
     busy_util_pct: float = 90.0
     launch_sm_active_pct: float = 35.0
     launch_open_after_s: float = 30.0
+    launch_power_pct: float = 40.0  # without GPM: busy but drawing less than this % of the power limit
     # Idle without cause
     idle_gpu_pct: float = 10.0
     idle_cpu_pct: float = 20.0  # the run's processes together, % of one core
+    price_per_hour: float | None = None  # what the machine costs (USD/hour): the idle finding prices its time
+    # Host contention
+    cpu_throttled_pct: float = 10.0  # cgroup-throttled in this % of the CPU periods (over 30 s)
+    steal_pct: float = 10.0  # the hypervisor gives this % of the CPU time to others
+    # Failing hardware: PCIe replays (link retransmissions) faster than this per
+    # minute (DCGM's health-check default); XIDs, new uncorrected ECC errors and
+    # row remapping pending or failed need no threshold.
+    pcie_replays_per_min: float = 8.0
+    # Headroom (information): achieved TFLOP/s below this % of the GPU's peak for the
+    # run's precision, or (FLOPs unknown) peak GPU memory below this % of the GPU's.
+    headroom_tflops_pct: float = 12.0
+    headroom_memory_pct: float = 10.0
+    headroom_open_after_s: float = 30.0  # a whole-run property: an evaluation pass is not it
     # PCIe
     pcie_busy_util_pct: float = 50.0  # the link is judged only while the GPU is this busy
     pcie_heavy_pct: float = 50.0  # host-to-device traffic at this % of the link's bandwidth
@@ -73,7 +95,8 @@ class Settings:
 DEFAULTS = Settings()
 KEYS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Settings))
 
-_SECONDS = {"start_grace_s", "open_after_s", "close_after_s", "launch_open_after_s"}
+_BOOLS = {"enabled", "use_gpm"}
+_SECONDS = {"start_grace_s", "open_after_s", "close_after_s", "launch_open_after_s", "headroom_open_after_s"}
 
 
 def check_value(key: str, value: Any) -> Any:
@@ -81,7 +104,7 @@ def check_value(key: str, value: Any) -> Any:
     KeyError for a key that is not a setting."""
     if key not in KEYS:
         raise KeyError(key)
-    if key == "enabled":
+    if key in _BOOLS:
         if not isinstance(value, bool):
             raise ValueError("true or false")
         return value

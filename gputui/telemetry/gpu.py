@@ -8,6 +8,7 @@ Every NVML call goes through :class:`~gputui.telemetry.nvml.Nvml`, which turns
 from __future__ import annotations
 
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -43,6 +44,15 @@ def decode_throttle_reasons(mask: int) -> list[str]:
     return names
 
 
+NO_GPM_ENV = "GPUTUI_NO_GPM"  # =1: sample as on a GPU without GPM (the fallback rules' test)
+
+
+def gpm_wanted(setting: bool = True) -> bool:
+    """Whether to sample GPM: the ``[diagnosis] use_gpm`` setting, unless the
+    environment says ``GPUTUI_NO_GPM=1``."""
+    return setting and os.environ.get(NO_GPM_ENV, "").strip() not in ("1", "true", "yes")
+
+
 PCIE_LINK_TTL_S = 5.0  # link gen/width change only with power state: no need per tick
 _MIB = 1024 * 1024
 
@@ -76,6 +86,18 @@ def _cuda_version(raw: int | None) -> str | None:
     return f"{raw // 1000}.{(raw % 1000) // 10}"
 
 
+def read_fault_counters(nvml: Nvml, handle: Any, sample: GpuSample) -> None:
+    """Uncorrected ECC errors, row remapping and PCIe replays into ``sample`` (absent
+    where the GPU has no ECC, as GeForce cards, or no row remapping, before Ampere)."""
+    sample.ecc_uncorrected = nvml.call("nvmlDeviceGetTotalEccErrors", handle,
+                                       nvml.const("NVML_MEMORY_ERROR_TYPE_UNCORRECTED", 1),
+                                       nvml.const("NVML_VOLATILE_ECC", 0))
+    remapped = nvml.call("nvmlDeviceGetRemappedRows", handle)
+    if remapped is not None:  # (correctable, uncorrectable, pending, failure)
+        sample.remap_pending, sample.remap_failure = bool(remapped[2]), bool(remapped[3])
+    sample.pcie_replays = nvml.call("nvmlDeviceGetPcieReplayCounter", handle)
+
+
 @dataclass
 class _Gpu:
     """What we keep per GPU between ticks."""
@@ -104,8 +126,13 @@ class GpuTelemetry:
         *,
         clock: Callable[[], float] = time.monotonic,
         pcie_ttl_s: float = PCIE_LINK_TTL_S,
+        use_gpm: bool | None = None,
+        watch_xids: bool = False,
     ) -> None:
         self._nvml = Nvml(nvml_module)
+        self.use_gpm = gpm_wanted() if use_gpm is None else use_gpm
+        self._watch_xids = watch_xids
+        self._xids: Any = None  # gputui.check.xid.XidWatcher while open
         self._clock = clock
         self._pcie_ttl_s = pcie_ttl_s
         self._gpus: list[_Gpu] = []
@@ -139,6 +166,16 @@ class GpuTelemetry:
             self.unavailable_reason = f"NVML found {count} GPU(s) but none could be opened"
         else:
             self.unavailable_reason = None
+            self._start_xid_watcher()
+
+    def _start_xid_watcher(self) -> None:
+        """XID events arrive on NVML's event API, waited on in a thread of its own."""
+        if not self._watch_xids:
+            return
+        from gputui.check.xid import XidWatcher  # only sessions that watch need it
+
+        self._xids = XidWatcher([g.index for g in self._gpus if not g.lost], self._nvml.module)
+        self._xids.start()
 
     def _open_gpu(self, index: int) -> None:
         try:
@@ -179,7 +216,7 @@ class GpuTelemetry:
         info.mem_clock_max_mhz = call("nvmlDeviceGetMaxClockInfo", h, nvml.const("NVML_CLOCK_MEM", 2))
         info.pcie_max_gen = call("nvmlDeviceGetMaxPcieLinkGeneration", h)
         info.pcie_max_width = call("nvmlDeviceGetMaxPcieLinkWidth", h)
-        support = call("nvmlGpmQueryDeviceSupport", h)
+        support = call("nvmlGpmQueryDeviceSupport", h) if self.use_gpm else None
         if support is not None and getattr(support, "isSupportedDevice", 0):
             info.gpm_supported = self._alloc_gpm(gpu)
 
@@ -209,6 +246,9 @@ class GpuTelemetry:
     def close(self) -> None:
         """Free GPM buffers and shut NVML down.  ``infos`` stay readable; ``sample()``
         returns [] afterwards."""
+        if self._xids is not None:
+            self._xids.stop()
+            self._xids = None
         for gpu in self._gpus:
             self._free_gpm(gpu)
         self._gpus = []
@@ -228,6 +268,11 @@ class GpuTelemetry:
                 log.warning("GPU %d lost: %s", gpu.index, exc)
                 gpu.lost = True
                 samples.append(GpuSample(index=gpu.index, lost=True))
+        if self._xids is not None:
+            for event in self._xids.take():
+                for sample in samples:
+                    if sample.index == event.gpu:
+                        sample.xids = (sample.xids or []) + [event.xid]
         return samples
 
     def _sample_gpu(self, gpu: _Gpu) -> GpuSample:
@@ -261,6 +306,7 @@ class GpuTelemetry:
         procs = call("nvmlDeviceGetComputeRunningProcesses", h)
         if procs is not None:
             s.processes = [GpuProcess(pid=p.pid, used_memory=getattr(p, "usedGpuMemory", None)) for p in procs]
+        read_fault_counters(nvml, h, s)
         for name, value in self._gpm(gpu).items():
             setattr(s, name, value)
         return s

@@ -27,7 +27,8 @@ import psutil
 from gputui.model import HostInfo, HostSample, ProcessSample
 
 __all__ = ["HostTelemetry", "host_info", "classify_role", "WORKER_MARKERS", "MP_MARKERS",
-           "cgroup_file", "cpu_available", "cgroup_memory_limit"]
+           "cgroup_file", "cpu_available", "cgroup_memory_limit", "CpuThrottling", "read_cpu_throttling",
+           "steal_percent"]
 
 _GONE = (psutil.NoSuchProcess, psutil.ZombieProcess)
 _PROC_ERRORS = (psutil.Error, OSError)
@@ -174,6 +175,63 @@ def cgroup_memory_limit(memory_total: int | None, root: Path | None = None) -> i
     return limit
 
 
+@dataclass
+class CpuThrottling:
+    """cgroup CPU-quota statistics since the cgroup was created."""
+
+    periods: int
+    throttled: int
+    throttled_s: float | None = None
+
+    @property
+    def share(self) -> float:
+        return self.throttled / self.periods if self.periods else 0.0
+
+
+def read_cpu_throttling(cgroup_root: Path | None = None) -> CpuThrottling | None:
+    """``cpu.stat``: v2 ``nr_periods nr_throttled throttled_usec``, v1 ``throttled_time`` (ns)."""
+    text = cgroup_file("cpu.stat", "cpu/cpu.stat", cgroup_root)
+    if not text:
+        return None
+    stats: dict[str, int] = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(" ")
+        try:
+            stats[key] = int(value)
+        except ValueError:
+            continue
+    if "nr_periods" not in stats or "nr_throttled" not in stats:
+        return None  # v2 without the cpu controller: usage only
+    if "throttled_usec" in stats:
+        seconds: float | None = stats["throttled_usec"] / 1e6
+    elif "throttled_time" in stats:
+        seconds = stats["throttled_time"] / 1e9
+    else:
+        seconds = None
+    return CpuThrottling(stats["nr_periods"], stats["nr_throttled"], seconds)
+
+
+def steal_percent(prev, cur) -> float | None:
+    """% of CPU time the hypervisor gave to other guests between two machine-wide
+    ``cpu_times`` readings; None where the kernel reports no steal (not Linux)."""
+    if not hasattr(cur, "steal") or not hasattr(prev, "steal"):
+        return None
+    total = _busy_and_total(cur)[1] - _busy_and_total(prev)[1]
+    if total <= 0:
+        return None
+    return round(max(0.0, cur.steal - prev.steal) / total * 100.0, 2)
+
+
+def _add_cpu_contention(out: HostSample, prev_per_cpu, cur_per_cpu, cgroup_root: Path | None = None) -> None:
+    """Steal over the interval, and the cgroup's throttling counters (cumulative)."""
+    if prev_per_cpu and cur_per_cpu and len(prev_per_cpu) == len(cur_per_cpu):
+        out.steal_pct = steal_percent(_sum_times(prev_per_cpu), _sum_times(cur_per_cpu))
+    throttling = read_cpu_throttling(cgroup_root)
+    if throttling is not None:
+        out.cpu_periods, out.cpu_throttled_periods = throttling.periods, throttling.throttled
+        out.cpu_throttled_s = throttling.throttled_s
+
+
 def host_info() -> HostInfo:
     """What does not change during a run: hostname, OS, CPU model, cores, memory, Python."""
     try:
@@ -272,6 +330,7 @@ class HostTelemetry:
             else:  # no earlier reading (or CPUs went on/offline): 0 until the next call
                 out.per_core = [0.0] * len(cur)
                 out.cpu_percent = 0.0
+        _add_cpu_contention(out, prev, cur)
         try:
             out.load_avg = [round(x, 2) for x in psutil.getloadavg()]
         except (OSError, AttributeError):

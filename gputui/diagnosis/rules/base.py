@@ -1,0 +1,138 @@
+"""What every rule shares: :class:`Finding`, the :class:`Rule` interface and the small
+helpers that turn a finding's series into evidence numbers.
+
+A rule's :meth:`Rule.observe` returns ``(level, obs)`` for one sample: level 0 clear,
+1 info, 2 warning, 3 critical, ``None`` when it cannot tell; ``obs`` holds the
+numbers the evidence is later computed from.  Holding and clearing over time is
+not the rules' business: :mod:`gputui.diagnosis.hold` does it.  :meth:`Rule.describe`
+turns a finding's accumulated numbers into its title, evidence and advice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gputui.diagnosis.context import Accum, Context, med, rnd
+from gputui.diagnosis.hold import Hold
+from gputui.diagnosis.settings import Settings
+from gputui.model import GpuSample
+
+SEVERITIES = {1: "info", 2: "warning", 3: "critical"}
+GIB = 1024**3
+MIB = 1024**2
+THERMAL_REASONS = ("SwThermalSlowdown", "HwThermalSlowdown")
+
+
+@dataclass
+class Finding:
+    id: str
+    kind: str
+    gpu: int | None
+    severity: str
+    since: float
+    until: float
+    opened_t: float
+    state: str = "open"
+    level: int = 0
+    acc: Accum = field(default_factory=Accum)
+    rates: Accum = field(default_factory=Accum)
+    baseline_rate: float | None = None
+    count: int = 1  # event findings: how many times it happened
+    data: dict[str, Any] = field(default_factory=dict)  # event findings: what the event said
+    title: str = ""
+    evidence: dict[str, Any] = field(default_factory=dict)
+    advice: list[str] = field(default_factory=list)
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "state": self.state,
+            "severity": self.severity,
+            "title": self.title,
+            "since": round(self.since, 4),
+            "until": round(self.until, 4),
+            "evidence": dict(self.evidence),
+            "advice": list(self.advice),
+        }
+
+    def series(self, key: str, since: float | None = None) -> list[float]:
+        """This finding's values of ``key`` from ``since`` (default: its start) to its end."""
+        return self.acc.values(key, until=self.until, since=self.since if since is None else since)
+
+    def share(self, key: str, since: float | None = None) -> float | None:
+        values = self.series(key, since)
+        return sum(values) / len(values) if values else None
+
+    def first_t(self, key: str) -> float | None:
+        """When ``key`` was first non-zero within the finding."""
+        values = self.acc.series.get(key)
+        if values is None:
+            return None
+        for t, v in zip(self.acc.t, values):
+            if t >= self.since and v == v and v > 0:
+                return t
+        return None
+
+    def rate(self, since: float | None = None) -> float | None:
+        return med(self.rates.values("rate", until=self.until, since=self.since if since is None else since))
+
+
+def _clean(evidence: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in evidence.items() if v is not None}
+
+
+def _pct(part: float | None, whole: float | None) -> float | None:
+    if part is None or not whole:
+        return None
+    return 100.0 * part / whole
+
+
+def _share_pct(value: float | None) -> float | None:
+    return None if value is None else 100.0 * value
+
+
+def _gib(num: float | None) -> str:
+    return "?" if num is None else f"{num / GIB:.1f}"
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _throughput(f: Finding, since: float | None = None) -> dict[str, Any]:
+    """Throughput during the finding (from ``since``), before it, and the drop."""
+    during = f.rate(since)
+    out: dict[str, Any] = {"samples_per_sec": rnd(during, 1)}
+    if during is not None and f.baseline_rate:
+        out["samples_per_sec_before"] = rnd(f.baseline_rate, 1)
+        out["throughput_drop_pct"] = rnd(100.0 * (1 - during / f.baseline_rate), 1)
+    return out
+
+
+def _clock(f: Finding, ctx: Context, since: float | None = None) -> dict[str, Any]:
+    info = ctx.gpu_info.get(f.gpu) if f.gpu is not None else None
+    clock = med(f.series("sm_clock", since))
+    top = info.sm_clock_max_mhz if info else None
+    out: dict[str, Any] = {"sm_clock_median_mhz": rnd(clock, 0), "sm_clock_max_mhz": top}
+    if clock is not None and top:
+        out["clock_drop_pct"] = rnd(100.0 * (1 - clock / top), 1)
+    return out
+
+
+class Rule:
+    kind = ""
+    scope = "gpu"  # "gpu": one hold per GPU; "run": one for the run
+    during_warmup = False  # judged in warm-up and the start grace period too
+    event_only = False  # fed by events, not samples
+    include_lost = False  # per-GPU rules: also judge GPUs that stopped answering
+
+    def hold(self, s: Settings) -> Hold:
+        return Hold(s.open_after_s, s.close_after_s, s.hold_share, s.clear_share)
+
+    def observe(self, ctx: Context, gpu: GpuSample | None) -> tuple[int | None, dict[str, Any]]:
+        raise NotImplementedError
+
+    def describe(self, f: Finding, ctx: Context) -> tuple[str, dict[str, Any], list[str]]:
+        raise NotImplementedError

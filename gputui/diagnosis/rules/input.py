@@ -1,0 +1,107 @@
+"""Input-bound: the GPU waits for data the CPU prepares."""
+
+from __future__ import annotations
+
+from gputui.diagnosis.context import med, rnd
+from gputui.diagnosis.rules.base import Rule, _clean, _mean, _pct
+from gputui.diagnosis.rules.gpu_busy import THROUGHPUT, known_ceiling, main_signal, read_busy, readable, signal_evidence, title_of
+
+
+class InputBound(Rule):
+    kind = "input_bound"
+    scope = "run"
+
+    def observe(self, ctx, gpu):
+        s = ctx.s
+        if ctx.setting("pipeline") == "synthetic" or not ctx.run_uses_gpu:
+            return None, {}  # the data lives on the GPU (or no GPU is used): nothing to wait for
+        d = ctx.d
+        gpus = d.run_gpus
+        if not gpus or not d.procs:
+            return None, {}
+        busy = read_busy(ctx, gpus, sm_below=s.input_sm_active_pct, util_below=s.input_util_pct)
+        under = bool(busy.signals) if readable(busy) else None
+        rate = ctx.recent_rate()
+        ceiling = known_ceiling(ctx)
+        slow = (rate < ceiling * s.ceiling_below_pct / 100.0) if ceiling and rate is not None else None
+        if slow:
+            busy.signals.append(THROUGHPUT)
+        if under is None and slow is None:
+            return None, {}
+        host = ctx.sample.host if ctx.sample else None
+        host_cpu = host.cpu_percent if host else None
+        worker_cpu = _mean([p.cpu_percent for p in d.workers])  # type: ignore[misc]
+        main_cpu = d.main.cpu_percent if d.main else None
+        by = {
+            "by_workers": bool(d.workers) and worker_cpu is not None and worker_cpu >= s.worker_busy_pct,
+            "by_cores": bool(ctx.cores) and d.run_cpu is not None and d.run_cpu >= s.run_cores_busy_pct * ctx.cores,
+            "by_host": host_cpu is not None and host_cpu >= s.run_cores_busy_pct,
+            "by_main": not d.workers and main_cpu is not None and main_cpu >= s.worker_busy_pct,
+        }
+        level = 2 if (under or slow) and any(by.values()) else 0
+        obs = {
+            **busy.obs(),
+            "rate": rate,
+            "workers": float(len(d.workers)),
+            "worker_cpu": worker_cpu,
+            "run_cpu": d.run_cpu,
+            "host_cpu": host_cpu,
+            "main_cpu": main_cpu,
+            **{k: float(v) for k, v in by.items()},
+        }
+        return level, obs
+
+    def describe(self, f, ctx):
+        s = ctx.s
+        sm, util = med(f.series("sm_active")), med(f.series("util_gpu"))
+        workers = max(f.series("workers"), default=0)
+        worker_cpu, run_cpu = med(f.series("worker_cpu")), med(f.series("run_cpu"))
+        host_cpu, main_cpu = med(f.series("host_cpu")), med(f.series("main_cpu"))
+        cores, gpus = ctx.cores, max(ctx.n_gpus, 1)
+        rate = f.rate()
+        ceiling = known_ceiling(ctx)
+        power_pct, clock_pct = med(f.series("power_pct")), med(f.series("clock_pct"))
+        signal = main_signal(f)
+        evidence = _clean({
+            "gpu_sm_active_pct": rnd(sm), "gpu_util_pct": rnd(util),
+            "gpu_power_pct_of_limit": rnd(power_pct) if sm is None else None,
+            "gpu_sm_clock_pct_of_max": rnd(clock_pct) if sm is None else None,
+            **signal_evidence(f),
+            "workers": int(workers), "worker_cpu_pct": rnd(worker_cpu),
+            "main_cpu_pct": rnd(main_cpu), "run_cpu_pct": rnd(run_cpu), "host_cpu_pct": rnd(host_cpu),
+            "cores": cores, "gpus": ctx.n_gpus,
+            "samples_per_sec": rnd(rate, 1),
+            "ceiling_samples_per_sec": ceiling,
+            "ceiling_pct": rnd(_pct(rate, ceiling)) if ceiling else None,
+            "duration_s": rnd(f.until - f.since),
+        })
+        busy = title_of(signal, sm, util, power_pct, clock_pct)
+        causes = {k: f.share(k) or 0.0 for k in ("by_workers", "by_cores", "by_host", "by_main")}
+        cause = max(causes, key=lambda k: causes[k])
+        if cause == "by_workers":
+            plural = "worker runs" if workers == 1 else "workers run"
+            title = f"Input-bound: GPU {busy} while {workers:.0f} data-loader {plural} at {worker_cpu:.0f}% of a core"
+        elif cause == "by_cores":
+            title = f"Input-bound: GPU {busy} while the run uses {run_cpu / 100:.1f} of {cores} CPU cores"
+        elif cause == "by_host":
+            title = f"Input-bound: GPU {busy} while the machine's CPU is {host_cpu:.0f}% busy"
+        else:
+            title = f"Input- or host-bound: GPU {busy} while the main process runs at {main_cpu:.0f}% of a core, with no data-loader workers"
+        if ceiling and rate is not None:
+            title += f"; {rate:.0f} samples/s is {100 * rate / ceiling:.0f}% of the {ceiling:.0f} this model reaches here"
+        advice = []
+        per_gpu = cores / gpus if cores else None
+        if cause == "by_main":
+            advice.append("The main process loads the data itself: start data-loader workers (PyTorch DataLoader(num_workers=...), tf.data map(num_parallel_calls=AUTOTUNE)).")
+        if per_gpu is not None and per_gpu < 4:
+            advice.append(f"This machine has {cores} CPU cores for {gpus} GPU(s), fewer than the 4-8 cores a GPU needs (AutoDL guide): more workers will not help much; do less work per sample or rent a machine with more cores.")
+        else:
+            have = f"{cores} cores for {gpus} GPU(s)" if cores else "the machine's cores"
+            advice.append(f"Use more data-loader workers ({workers:.0f} now; {have}): give each GPU 4-8 cores (AutoDL guide); past that, Python multiprocessing overhead dominates.")
+        advice += [
+            "Cache decoded and resized samples (tf.data .cache(), or a pre-processed copy of the dataset) so each epoch decodes less.",
+            "Prefetch so loading overlaps training: DataLoader(pin_memory=True, persistent_workers=True, prefetch_factor=4), tf.data .prefetch(AUTOTUNE).",
+            "Lighten the CPU augmentation, or apply it to whole batches on the GPU (torchvision.transforms.v2 on CUDA tensors, Kornia).",
+            "Decode and augment on the GPU with NVIDIA DALI: one core with DALI beat an 8-core Python loader (AutoDL guide).",
+        ]
+        return title, evidence, advice

@@ -1,0 +1,56 @@
+"""Idle cost: with a price per hour (``[diagnosis] price_per_hour``, a preset's own
+diagnosis table, or ``--price``), the idle finding says what the idle time cost."""
+
+from __future__ import annotations
+
+import pytest
+
+from gputui.cli import main
+from gputui.diagnosis import Settings
+from gputui.presets import Preset
+from gputui.session import SessionConfig
+from tests.diagnose_helpers import findings, load, of_kind
+
+
+def test_the_idle_finding_prices_its_time():
+    finding = of_kind(findings(load("idle_io"), Settings(price_per_hour=3.5)), "idle")
+    evidence = finding["evidence"]
+    hours = evidence["duration_s"] / 3600.0
+    assert evidence["price_per_hour"] == 3.5
+    assert evidence["idle_cost_usd"] == pytest.approx(hours * 3.5, abs=0.006)
+    assert f"that cost ${evidence['idle_cost_usd']:.2f} at $3.50/hour" in finding["title"]
+
+
+def test_without_a_price_the_idle_finding_names_no_cost():
+    finding = of_kind(findings(load("idle_io")), "idle")
+    assert "idle_cost_usd" not in finding["evidence"] and "$" not in finding["title"]
+
+
+def test_a_price_the_preset_carries_is_used():
+    rec = load("idle_io")
+    rec.header["preset"]["price_per_hour"] = 2.0
+    assert of_kind(findings(rec), "idle")["evidence"]["price_per_hour"] == 2.0
+
+
+def test_the_command_line_price_wins_over_the_files(tmp_path):
+    preset = Preset(name="p", source=tmp_path / "presets.toml", command=("true",), diagnosis={"price_per_hour": 1.0})
+    config = SessionConfig(preset=preset, diagnosis={"price_per_hour": 9.0}, diagnosis_overrides={"price_per_hour": 4.0})
+    assert config.diagnosis_settings().price_per_hour == 4.0
+    assert SessionConfig(preset=preset, diagnosis={"price_per_hour": 9.0}).diagnosis_settings().price_per_hour == 1.0
+
+
+def test_a_bad_price_is_a_one_line_user_error(tmp_path, capsys):
+    code = main(["--headless", "--record", str(tmp_path / "r.jsonl"), "--duration", "1", "--price", "-2"])
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "gputui: error: --price: expected a price per hour greater than 0, got -2.0"
+
+
+def test_a_bad_price_in_a_diagnosis_table_names_the_key(tmp_path):
+    from gputui.errors import UserError
+    from gputui.presets import load_diagnosis_file
+
+    path = tmp_path / "presets.toml"
+    path.write_text("[diagnosis]\nprice_per_hour = 0\n")
+    with pytest.raises(UserError, match=r"\[diagnosis\]\.price_per_hour: expected a number greater than 0"):
+        load_diagnosis_file(path)
