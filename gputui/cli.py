@@ -112,10 +112,15 @@ def cmd_record(args: argparse.Namespace) -> int:
     if preset is None and args.pid is None and args.duration is None and not sys.stdin.isatty():
         print("gputui: recording telemetry until interrupted (Ctrl-C or SIGTERM)", file=sys.stderr)
     session = Session(SessionConfig(preset=preset, interval=args.interval, duration=args.duration, attach_pid=args.pid))
-    recorders = [Recorder(args.record, overwrite=args.force)]
+    # The disk filling up (or --record /dev/full) stops the run: a recording is its point.
+    recording = Recorder(args.record, overwrite=args.force, on_error=lambda _text: session.stop("cannot write the recording"))
+    recorders = [recording]
     if history is not None:
-        kept = history.start_recording(label_for(preset.name if preset else None, args.pid), warn=lambda text: print(f"gputui: warning: {text}", file=sys.stderr))
-        recorders += [kept] if kept is not None else []
+        warn = lambda text: print(f"gputui: warning: {printable(text)}", file=sys.stderr)  # noqa: E731
+        kept = history.start_recording(label_for(preset.name if preset else None, args.pid), warn=warn)
+        if kept is not None:  # the history copy failing only warns: the user's file still counts
+            kept.on_error = lambda text: warn(f"run history copy: {text.replace('; the run was stopped', '')}")
+            recorders.append(kept)
     for recorder in recorders:
         session.add_observer(recorder)
     if not args.quiet:
@@ -126,6 +131,9 @@ def cmd_record(args: argparse.Namespace) -> int:
     finally:
         for recorder in recorders:
             recorder.close()
+    if recording.error is not None:
+        print(f"gputui: error: {printable(recording.error)}", file=sys.stderr)
+        return RECORD_WRITE_FAILED
     if received:  # the shell's convention: 130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP
         return signal_exit_code(received[0])
     outcome = summary.get("outcome")
@@ -134,6 +142,9 @@ def cmd_record(args: argparse.Namespace) -> int:
     if outcome["kind"] == "stopped":
         return 130
     return 0 if outcome.get("ok") else 1
+
+
+RECORD_WRITE_FAILED = 74  # sysexits' EX_IOERR: the recording could not be written (disk full)
 
 
 def signal_exit_code(signum: int) -> int:
