@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import math
+import os
 import signal
 import sys
 from pathlib import Path
@@ -100,14 +102,11 @@ def cmd_record(args: argparse.Namespace) -> int:
     from gputui.presets import get_preset
     from gputui.progress import ProgressPrinter
     from gputui.record import Recorder, check_record_target
-    from gputui.session import MIN_INTERVAL_S, Session, SessionConfig
+    from gputui.session import Session, SessionConfig
 
     check_record_target(args.record, args.force)
     history = RunHistory.from_environment(args.no_history)
-    if args.interval < MIN_INTERVAL_S:
-        raise UserError(f"--interval: expected {MIN_INTERVAL_S} s or more, got {args.interval}")
-    if args.duration is not None and args.duration <= 0:
-        raise UserError(f"--duration: expected a number of seconds greater than 0, got {args.duration}")
+    check_run_options(args)
     preset = get_preset(_load(args), args.preset) if args.preset else None
     if preset is None and args.pid is None and args.duration is None and not sys.stdin.isatty():
         print("gputui: recording telemetry until interrupted (Ctrl-C or SIGTERM)", file=sys.stderr)
@@ -142,6 +141,42 @@ def cmd_record(args: argparse.Namespace) -> int:
     if outcome["kind"] == "stopped":
         return 130
     return 0 if outcome.get("ok") else 1
+
+
+MAX_INTERVAL_S = 3600.0  # a sampler that sleeps longer than an hour is a typo
+
+
+def check_run_options(args: argparse.Namespace) -> None:
+    """``--interval``, ``--duration`` and ``--pid`` as a run can use them, or a UserError
+    in one line (inf, nan and pids the kernel cannot have included)."""
+    from gputui.session import MIN_INTERVAL_S
+
+    interval = args.interval
+    if not math.isfinite(interval) or interval > MAX_INTERVAL_S:
+        raise UserError(f"--interval: expected a number of seconds from {MIN_INTERVAL_S} to {MAX_INTERVAL_S:g}, got {interval}")
+    if interval < MIN_INTERVAL_S:
+        raise UserError(f"--interval: expected {MIN_INTERVAL_S} s or more, got {interval}")
+    duration = args.duration
+    if duration is not None and not (math.isfinite(duration) and duration > 0):
+        raise UserError(f"--duration: expected a finite number of seconds greater than 0, got {duration}")
+    pid = args.pid
+    if pid is not None:
+        if not 1 <= pid <= _pid_max():
+            raise UserError(f"--pid: expected a process id from 1 to {_pid_max()}, got {pid}")
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            raise UserError(f"--pid: no process {pid} is running") from None
+        except PermissionError:
+            pass  # someone else's process: watching it is still fine
+
+
+def _pid_max() -> int:
+    try:
+        with open("/proc/sys/kernel/pid_max") as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return 4_194_304  # Linux's upper limit for pid_max
 
 
 RECORD_WRITE_FAILED = 74  # sysexits' EX_IOERR: the recording could not be written (disk full)
