@@ -185,3 +185,18 @@ def test_a_child_out_of_host_memory_is_classified_oom(tmp_path):
     assert outcome["kind"] == "oom", outcome
     assert "host memory" in outcome["message"]
     assert "Traceback" not in stderr
+
+
+@pytest.mark.gpu
+def test_a_child_out_of_gpu_memory_is_classified_oom(tmp_path):
+    child = """
+        import torch
+        hog = []
+        while True:  # 1 GiB at a time until CUDA refuses
+            hog.append(torch.empty(1 << 30, dtype=torch.uint8, device="cuda"))
+    """
+    code, stderr, _, _ = record(tmp_path, child, limit=300)
+    assert code == 1, stderr
+    outcome = finished(tmp_path).summary["outcome"]
+    assert outcome["kind"] == "oom", outcome
+    assert "CUDA out of memory" in outcome["message"]
