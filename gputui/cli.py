@@ -115,10 +115,12 @@ def cmd_record(args: argparse.Namespace) -> int:
     recording = Recorder(args.record, overwrite=args.force, on_error=lambda _text: session.stop("cannot write the recording"))
     recorders = [recording]
     if history is not None:
-        warn = lambda text: print(f"gputui: warning: {printable(text)}", file=sys.stderr)  # noqa: E731
+        def warn(text: str) -> None:
+            print(f"gputui: warning: {printable(text)}", file=sys.stderr)
+
         kept = history.start_recording(label_for(preset.name if preset else None, args.pid), warn=warn)
         if kept is not None:  # the history copy failing only warns: the user's file still counts
-            kept.on_error = lambda text: warn(f"run history copy: {text.replace('; the run was stopped', '')}")
+            kept.on_error = lambda text: warn(f"run history copy: {text}")
             recorders.append(kept)
     for recorder in recorders:
         session.add_observer(recorder)
@@ -131,7 +133,7 @@ def cmd_record(args: argparse.Namespace) -> int:
         for recorder in recorders:
             recorder.close()
     if recording.error is not None:
-        print(f"gputui: error: {printable(recording.error)}", file=sys.stderr)
+        print(f"gputui: error: {printable(recording.error)}; the run was stopped", file=sys.stderr)
         return RECORD_WRITE_FAILED
     if received:  # the shell's convention: 130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP
         return signal_exit_code(received[0])

@@ -119,7 +119,7 @@ class Recorder(Observer):
             pass
         if self.error is not None:
             return
-        self.error = f"{self.path}: cannot write the recording ({exc.strerror or exc}); the run was stopped"
+        self.error = f"{self.path}: cannot write the recording ({exc.strerror or exc})"
         log.info("%s", self.error)  # the owner shows it (on_error); stderr may be a dashboard
         if self.on_error is not None:
             self.on_error(self.error)

@@ -4,7 +4,6 @@ the recording is finished and readable and that no process is left (``no_leftove
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import textwrap
 import threading
@@ -110,7 +109,7 @@ SETSID_GRANDCHILD = """
 
 @pytest.mark.parametrize("child_sleep, timeout", [(1.5, None), (600, 2)], ids=["child-exits", "child-times-out"])
 def test_a_grandchild_that_calls_setsid_is_still_stopped(tmp_path, child_sleep, timeout):
-    code, stderr, _, _ = record(tmp_path, SETSID_GRANDCHILD.format(child_sleep=child_sleep), timeout=timeout)
+    _, stderr, _, _ = record(tmp_path, SETSID_GRANDCHILD.format(child_sleep=child_sleep), timeout=timeout)
     assert "Traceback" not in stderr
     rec = finished(tmp_path)
     detached = [e for e in rec.events_of(ev.OUTPUT) if e.data["text"].startswith("detached ")]

@@ -70,7 +70,7 @@ def test_a_disk_that_fills_mid_run_stops_the_run_with_one_line_and_keeps_what_wa
             "--interval", "0.1", "--no-history", "--headless"]
     env = dict(gputui_env(tmp_path), FAULT_DISK_BYTES="30000")  # the header and some samples fit
     result = subprocess.run([sys.executable, "-c", FULL_DISK_MAIN, str(out), *args], cwd=tmp_path, env=env,
-                            capture_output=True, text=True, timeout=120)
+                            capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == RECORD_WRITE_FAILED == 74, result.stderr
     assert "Traceback" not in result.stderr
     assert error_lines(result.stderr) == [
@@ -102,7 +102,7 @@ def test_the_recorder_reports_a_failed_write_once_and_never_raises(tmp_path):
     recorder.on_header({"schema": 1})
     recorder.on_summary({"duration_s": 1.0})
     recorder.close()
-    assert errors == ["/dev/full: cannot write the recording (No space left on device); the run was stopped"]
+    assert errors == ["/dev/full: cannot write the recording (No space left on device)"]
     assert recorder.error == errors[0]
 
 

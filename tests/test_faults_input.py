@@ -8,7 +8,8 @@ import string
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gputui.cli import main
 from gputui.errors import UserError

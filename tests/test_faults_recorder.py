@@ -92,7 +92,8 @@ def test_closing_the_terminal_stops_the_run_and_finishes_the_recording(tmp_path)
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
     proc = subprocess.Popen(gputui_args(tmp_path, out), cwd=tmp_path, env=gputui_env(tmp_path), stdin=slave,
-                            stdout=slave, stderr=slave, start_new_session=True, preexec_fn=take_the_terminal)
+                            stdout=slave, stderr=slave, start_new_session=True,
+                            preexec_fn=take_the_terminal)  # noqa: PLW1509 - the only way to take a controlling tty
     os.close(slave)
     try:
         wait_for(lambda: sampling(out), timeout=60)

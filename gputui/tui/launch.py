@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from gputui.cli import check_run_options
 from gputui.errors import UserError
 from gputui.presets import get_preset, load_diagnosis, load_presets
-from gputui.cli import check_run_options
 
 
 def run_dashboard(args: argparse.Namespace) -> int:
