@@ -17,9 +17,13 @@ to make sure the group dies with gputui, even when gputui is SIGKILLed:
 * A SIGTERM/SIGHUP while gputui is alive is the runner stopping the group (or a
   spurious PDEATHSIG from a finished thread): the guard ignores it and keeps waiting
   for its child, which got the same signal.
-* When the child ends, processes it left behind in the group get SIGTERM, then SIGKILL
-  after the grace period (Linux, where ``/proc`` lists them), so that "the guard
-  exited" means "the run is over".
+* It makes itself a child subreaper (``PR_SET_CHILD_SUBREAPER``, Linux): a grandchild
+  that calls ``setsid()`` leaves the process group but, once its parent dies, is
+  re-parented to the guard instead of init, so it stays findable as a descendant.
+  Every signal the guard sends to the group also goes to such descendants.
+* When the child ends, processes it left behind in the group, or below the guard
+  outside it, get SIGTERM, then SIGKILL after the grace period (Linux, where ``/proc``
+  lists them), so that "the guard exited" means "the run is over".
 * The guard exits with the child's exit code, or, when the child died of a signal,
   re-raises that signal on itself so the runner sees the same signal.
 
@@ -60,23 +64,31 @@ def set_pdeathsig(sig: int) -> bool:
         return False
 
 
-def group_members(pgid: int, exclude: int | None = None) -> list[int] | None:
-    """Live (non-zombie) pids in process group ``pgid``, read from ``/proc``.
+def set_child_subreaper() -> bool:
+    """``prctl(PR_SET_CHILD_SUBREAPER, 1)`` on Linux: orphaned descendants are
+    re-parented to us, not to init.  False where unavailable."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
 
-    ``None`` where ``/proc`` is unavailable (the caller must then assume that members
-    may remain).  Zombies are left out: they are dead, only not yet reaped (possibly by
-    an init that never reaps), and signals cannot touch them anyway.
-    """
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_CHILD_SUBREAPER = 36
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except Exception:
+        return False
+
+
+def _live_processes() -> dict[int, tuple[int, int]] | None:
+    """pid -> (ppid, pgrp) of every live (non-zombie) process, from ``/proc``; None
+    where ``/proc`` is unavailable."""
     try:
         entries = os.listdir("/proc")
     except OSError:
         return None
-    members = []
+    table: dict[int, tuple[int, int]] = {}
     for name in entries:
         if not name.isdigit():
-            continue
-        pid = int(name)
-        if pid == exclude:
             continue
         try:
             with open(f"/proc/{name}/stat", "rb") as f:
@@ -85,16 +97,55 @@ def group_members(pgid: int, exclude: int | None = None) -> list[int] | None:
             continue  # gone meanwhile, or not ours to read
         # "pid (comm) state ppid pgrp ..."; comm may hold spaces and parentheses.
         fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) < 3:
-            continue
-        if fields[0] in (b"Z", b"X"):
-            continue
+        if len(fields) < 3 or fields[0] in (b"Z", b"X"):
+            continue  # zombies are dead, only not yet reaped; signals cannot touch them
         try:
-            if int(fields[2]) == pgid:
-                members.append(pid)
+            table[int(name)] = (int(fields[1]), int(fields[2]))
         except ValueError:
             continue
-    return members
+    return table
+
+
+def descendants(root: int, outside_group: int | None = None) -> list[int] | None:
+    """Live descendants of ``root`` (children, their children, ...), whatever their
+    process group or session (only those not in ``outside_group``, when given); None
+    where ``/proc`` is unavailable."""
+    table = _live_processes()
+    if table is None:
+        return None
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _pgrp) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found: list[int] = []
+    todo = list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    if outside_group is not None:
+        found = [pid for pid in found if table[pid][1] != outside_group]
+    return found
+
+
+def signal_pids(pids: list[int] | None, sig: int) -> None:
+    for pid in pids or []:
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def group_members(pgid: int, exclude: int | None = None) -> list[int] | None:
+    """Live (non-zombie) pids in process group ``pgid``, read from ``/proc``.
+
+    ``None`` where ``/proc`` is unavailable (the caller must then assume that members
+    may remain).  Zombies are left out: they are dead, only not yet reaped (possibly by
+    an init that never reaps), and signals cannot touch them anyway.
+    """
+    table = _live_processes()
+    if table is None:
+        return None
+    return [pid for pid, (_ppid, pgrp) in table.items() if pgrp == pgid and pid != exclude]
 
 
 class _Guard:
@@ -120,6 +171,13 @@ class _Guard:
         # runner to the group reaches the child too; we just keep waiting for it.
         if not self.orphaned and self.parent_gone():
             self.orphan()
+        elif self.owns_group:
+            # The runner signalled the group: pass it on to descendants that left it.
+            signal_pids(self.outsiders(), signum)
+
+    def outsiders(self) -> list[int] | None:
+        """Descendants that left our group (``setsid()``), adopted or not."""
+        return descendants(self.me, outside_group=self.pgid)
 
     def orphan(self) -> None:
         """gputui died: TERM the whole group now, KILL it after the grace period."""
@@ -132,6 +190,7 @@ class _Guard:
     def killpg(self, sig: int) -> None:
         try:
             if self.owns_group:
+                signal_pids(self.outsiders(), sig)  # first: a KILL of the group ends us too
                 os.killpg(self.pgid, sig)
             elif self.child is not None:
                 os.kill(self.child, sig)
@@ -151,11 +210,21 @@ class _Guard:
             if self.orphaned and self.kill_at is not None and time.monotonic() >= self.kill_at:
                 self.killpg(signal.SIGKILL)  # the guard dies here too
 
+    def leftovers(self) -> list[int] | None:
+        """What is still alive in our group or below us, the child being gone."""
+        _reap_adopted()
+        members = group_members(self.pgid, exclude=self.me)
+        below = descendants(self.me)
+        if members is None or below is None:
+            return None
+        return sorted(set(members) | set(below))
+
     def clear_leftovers(self) -> None:
-        """The child is gone; make sure whatever it left in the group follows."""
+        """The child is gone; make sure whatever it left in the group (or below us,
+        outside it) follows."""
         if not self.owns_group:
             return
-        others = group_members(self.pgid, exclude=self.me)
+        others = self.leftovers()
         if others is None:
             if self.orphaned:
                 # No /proc: we cannot tell, so give them the grace period and KILL.
@@ -171,19 +240,27 @@ class _Guard:
             time.sleep(0.05)
             if not self.orphaned and self.parent_gone():
                 self.orphan()
-            others = group_members(self.pgid, exclude=self.me) or []
+            others = self.leftovers() or []
         if self.orphaned:
             self.killpg(signal.SIGKILL)  # nobody waits for our status any more
         for _ in range(10):  # KILL one by one so our own exit status survives
             if not others:
                 return
-            for pid in others:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
+            signal_pids(others, signal.SIGKILL)
             time.sleep(0.02)
-            others = group_members(self.pgid, exclude=self.me) or []
+            others = self.leftovers() or []
+
+
+def _reap_adopted() -> None:
+    """Reap adopted descendants that died (we are their subreaper); only called once
+    our own child has been waited for, so its status is never taken from Popen."""
+    while True:
+        try:
+            pid, _status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
 
 
 def _report(fd: int | None, line: str) -> None:
@@ -264,6 +341,7 @@ def main(argv: list[str] | None = None) -> int:
     set_pdeathsig(signal.SIGTERM)
     if os.getppid() != parent:
         return 1  # gputui died before the prctl took effect: start nothing
+    set_child_subreaper()
     guard = _Guard(parent, grace)
     for sig in _TERMINATING:
         signal.signal(sig, guard.on_signal)

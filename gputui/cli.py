@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import math
+import os
 import signal
 import sys
 from pathlib import Path
@@ -110,14 +112,11 @@ def cmd_record(args: argparse.Namespace) -> int:
     from gputui.presets import get_preset
     from gputui.progress import ProgressPrinter
     from gputui.record import Recorder, check_record_target
-    from gputui.session import MIN_INTERVAL_S, Session, SessionConfig
+    from gputui.session import Session, SessionConfig
 
     check_record_target(args.record, args.force)
     history = RunHistory.from_environment(args.no_history)
-    if args.interval < MIN_INTERVAL_S:
-        raise UserError(f"--interval: expected {MIN_INTERVAL_S} s or more, got {args.interval}")
-    if args.duration is not None and args.duration <= 0:
-        raise UserError(f"--duration: expected a number of seconds greater than 0, got {args.duration}")
+    check_run_options(args)
     preset = get_preset(_load(args), args.preset) if args.preset else None
     metrics = start_metrics(args)  # a port in use stops us before the recording exists
     if preset is None and args.pid is None and args.duration is None and not sys.stdin.isatty():
@@ -127,10 +126,17 @@ def cmd_record(args: argparse.Namespace) -> int:
     price = check_price(args.run_price)
     session = Session(SessionConfig(preset=preset, interval=args.interval, duration=args.duration, attach_pid=args.pid,
                                     diagnosis_overrides={"price_per_hour": price} if price else None))
-    recorders = [Recorder(args.record, overwrite=args.force)]
+    # The disk filling up (or --record /dev/full) stops the run: a recording is its point.
+    recording = Recorder(args.record, overwrite=args.force, on_error=lambda _text: session.stop("cannot write the recording"))
+    recorders = [recording]
     if history is not None:
-        kept = history.start_recording(label_for(preset.name if preset else None, args.pid), warn=lambda text: print(f"gputui: warning: {text}", file=sys.stderr))
-        recorders += [kept] if kept is not None else []
+        def warn(text: str) -> None:
+            print(f"gputui: warning: {printable(text)}", file=sys.stderr)
+
+        kept = history.start_recording(label_for(preset.name if preset else None, args.pid), warn=warn)
+        if kept is not None:  # the history copy failing only warns: the user's file still counts
+            kept.on_error = lambda text: warn(f"run history copy: {text}")
+            recorders.append(kept)
     for recorder in recorders:
         session.add_observer(recorder)
     if not args.quiet:
@@ -145,6 +151,9 @@ def cmd_record(args: argparse.Namespace) -> int:
             recorder.close()
         if metrics is not None:
             metrics.close()
+    if recording.error is not None:
+        print(f"gputui: error: {printable(recording.error)}; the run was stopped", file=sys.stderr)
+        return RECORD_WRITE_FAILED
     if received:  # the shell's convention: 130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP
         return signal_exit_code(received[0])
     outcome = summary.get("outcome")
@@ -168,6 +177,45 @@ def start_metrics(args: argparse.Namespace) -> MetricsServer | None:
     if not args.quiet:
         print(f"gputui: serving metrics at {server.url}", file=sys.stderr)
     return server
+
+
+MAX_INTERVAL_S = 3600.0  # a sampler that sleeps longer than an hour is a typo
+
+
+def check_run_options(args: argparse.Namespace) -> None:
+    """``--interval``, ``--duration`` and ``--pid`` as a run can use them, or a UserError
+    in one line (inf, nan and pids the kernel cannot have included)."""
+    from gputui.session import MIN_INTERVAL_S
+
+    interval = args.interval
+    if not math.isfinite(interval) or interval > MAX_INTERVAL_S:
+        raise UserError(f"--interval: expected a number of seconds from {MIN_INTERVAL_S} to {MAX_INTERVAL_S:g}, got {interval}")
+    if interval < MIN_INTERVAL_S:
+        raise UserError(f"--interval: expected {MIN_INTERVAL_S} s or more, got {interval}")
+    duration = args.duration
+    if duration is not None and not (math.isfinite(duration) and duration > 0):
+        raise UserError(f"--duration: expected a finite number of seconds greater than 0, got {duration}")
+    pid = args.pid
+    if pid is not None:
+        if not 1 <= pid <= _pid_max():
+            raise UserError(f"--pid: expected a process id from 1 to {_pid_max()}, got {pid}")
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            raise UserError(f"--pid: no process {pid} is running") from None
+        except PermissionError:
+            pass  # someone else's process: watching it is still fine
+
+
+def _pid_max() -> int:
+    try:
+        with open("/proc/sys/kernel/pid_max") as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return 4_194_304  # Linux's upper limit for pid_max
+
+
+RECORD_WRITE_FAILED = 74  # sysexits' EX_IOERR: the recording could not be written (disk full)
 
 
 def signal_exit_code(signum: int) -> int:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import math
 import os
 import re
 import shlex
@@ -165,8 +166,8 @@ def _non_negative_int(value: Any) -> int:
 
 
 def _positive_number(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise _Bad("a number greater than 0")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+        raise _Bad("a finite number greater than 0")
     return float(value)
 
 

@@ -9,8 +9,10 @@ and the reader says it was cut.  The format is documented in docs/record-format.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import functools
 import json
+import logging
 import math
 import os
 import time
@@ -23,12 +25,14 @@ except ImportError:  # pragma: no cover - not on Linux: recordings just are not 
     fcntl = None  # type: ignore[assignment]
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Callable
 
 from gputui import events as ev
 from gputui.errors import UserError
 from gputui.events import Event, Observer
 from gputui.model import GpuInfo, HostInfo, Sample, Throughput, from_dict, to_dict
+
+log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
 FSYNC_EVERY_S = 1.0
@@ -62,10 +66,18 @@ class Recorder(Observer):
     exclusively, so a file appearing since the check is not clobbered either).  While
     it writes, the recorder holds an advisory lock on the file (released by the
     kernel even on SIGKILL), so readers can tell a live recording from a cut one.
+
+    A failed write (disk full, I/O error, ``/dev/full``) never raises into the session:
+    the recorder stops writing, keeps what is on disk (readable to its last whole
+    line), sets :attr:`error` to one line saying why, and calls ``on_error`` with it once,
+    so that whoever drives the session can stop the run.
     """
 
-    def __init__(self, path: Path, *, overwrite: bool = True) -> None:
+    def __init__(self, path: Path, *, overwrite: bool = True,
+                 on_error: Callable[[str], None] | None = None) -> None:
         self.path = path
+        self.on_error = on_error
+        self.error: str | None = None
         try:
             self._file: IO[str] = open(path, "w" if overwrite else "x", encoding="utf-8")
         except FileExistsError:
@@ -82,12 +94,35 @@ class Recorder(Observer):
     def _write(self, record: dict[str, Any]) -> None:
         if self._file.closed:
             return
-        self._file.write(json.dumps(_finite(record), separators=(",", ":"), allow_nan=False) + "\n")
-        self._file.flush()
-        now = time.monotonic()
-        if now - self._last_sync >= FSYNC_EVERY_S:
+        try:
+            self._file.write(json.dumps(_finite(record), separators=(",", ":"), allow_nan=False) + "\n")
+            self._file.flush()
+            now = time.monotonic()
+            if now - self._last_sync >= FSYNC_EVERY_S:
+                self._sync()
+                self._last_sync = now
+        except OSError as exc:
+            self._fail(exc)
+
+    def _sync(self) -> None:
+        try:
             os.fsync(self._file.fileno())
-            self._last_sync = now
+        except OSError as exc:
+            if exc.errno != errno.EINVAL:  # a device or pipe that cannot be synced is no failure
+                raise
+
+    def _fail(self, exc: OSError) -> None:
+        """Stop writing; say why once.  Closing may fail again on the same buffered bytes."""
+        try:
+            self._file.close()
+        except OSError:
+            pass
+        if self.error is not None:
+            return
+        self.error = f"{self.path}: cannot write the recording ({exc.strerror or exc})"
+        log.info("%s", self.error)  # the owner shows it (on_error); stderr may be a dashboard
+        if self.on_error is not None:
+            self.on_error(self.error)
 
     def on_header(self, header: dict[str, Any]) -> None:
         self._write({"type": "header", **header})
@@ -104,9 +139,12 @@ class Recorder(Observer):
 
     def close(self) -> None:
         if not self._file.closed:
-            self._file.flush()
-            os.fsync(self._file.fileno())
-            self._file.close()
+            try:
+                self._file.flush()
+                self._sync()
+                self._file.close()
+            except OSError as exc:
+                self._fail(exc)
 
 
 @dataclass

@@ -6,7 +6,9 @@ the command in that same group, reports the command's pid back through a private
 and waits for it.  The guard makes the group die with gputui even when gputui is
 SIGKILLed (PR_SET_PDEATHSIG on Linux, plus polling ``os.getppid()`` every 0.5 s, which
 also covers a spawning thread that ends before the run does, and non-Linux systems).
-Stopping signals the whole group: SIGTERM, then SIGKILL after ``grace`` seconds.
+Stopping signals the whole group: SIGTERM, then SIGKILL after ``grace`` seconds; the
+guard's descendants that left the group (``setsid()``) get the same signals, and the
+guard, a child subreaper, adopts them when their parent dies so they stay findable.
 
 Threads.  :meth:`Runner.start` spawns the guard from the calling thread, which may be
 any thread and need not outlive the run (see above).  Each pipe has a reader thread
@@ -210,6 +212,8 @@ _OOM_RE = re.compile(
     r"|CUBLAS_STATUS_ALLOC_FAILED"
     r"|cudaErrorMemoryAllocation"
 )
+# Host memory: Python's MemoryError (as under an RLIMIT_AS), C++'s bad_alloc, ENOMEM.
+_HOST_OOM_RE = re.compile(r"^\s*MemoryError\b|std::bad_alloc|Cannot allocate memory")
 _EXC_PREFIX_RE = re.compile(r"^\s*[\w.]*(?:Error|Exception)\s*:\s*")
 
 
@@ -543,6 +547,8 @@ class Runner:
         line = OutputLine(text, stream, progress)
         if _OOM_RE.search(text):
             self._oom_line = text
+        elif _HOST_OOM_RE.search(text):
+            self._oom_line = f"host memory ({text.strip()})"
         if not progress:
             self._tail.append(line)
         callback = self.on_line
@@ -563,6 +569,9 @@ class Runner:
         pgid = self._pgid
         if pgid is None or self._group_gone or pgid <= 1 or pgid == os.getpgrp():
             return  # never our own group, whatever happened
+        # Descendants that left the group with setsid() first: a KILL of the group ends
+        # the guard, and with it the only process that could still find them.
+        _guard.signal_pids(_guard.descendants(pgid, outside_group=pgid), sig)
         try:
             os.killpg(pgid, sig)
         except (ProcessLookupError, PermissionError):

@@ -157,7 +157,7 @@ class Session:
 
     def _start_runner(self) -> None:
         preset = self.config.preset
-        if preset is None:
+        if preset is None or self._stop.is_set():  # stopped already (the header could not be written)
             return
         self._runner = Runner(
             preset.argv(),

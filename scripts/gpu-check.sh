@@ -16,6 +16,7 @@
 #     diag      GPM switched off ([diagnosis] use_gpm = false, benchmarks/diag-presets.toml): the
 #               input-bound pair, the seed-twin ResNet-50 (bs32) and the tuned one, each
 #               recording and its findings (diag/PRESET.jsonl, diag/PRESET.findings.txt); ~5 min
+#     faults    pytest -m gpu for the fault tests only (a child out of GPU memory; under a minute)
 # Everything is written to a temporary folder and packed into $OUT/results.tgz (few files come back).
 # Results go to $OUT (or ./gpu-check-out). Never changes the card's settings.
 set -uo pipefail
@@ -55,6 +56,7 @@ for step in "$@"; do
            cat "$out/input/diagnosis.txt" ;;
     maxbatch) benchmarks/run-workloads.sh "$out/maxbatch" torch-efficientnet-b7-max-batch ;;
     tui) if [ -x benchmarks/tui-gpu.sh ]; then benchmarks/tui-gpu.sh "$out/tui"; else echo "no benchmarks/tui-gpu.sh"; fi ;;
+    faults) python3 -m pytest -m gpu -q -rs tests/test_faults_*.py 2>&1 | tee "$out/pytest-gpu-faults.txt" | tail -25 ;;
     checktests) python3 -m pytest -m gpu -q -rs tests/test_check_*.py 2>&1 | tee "$out/pytest-gpu-check.txt" | tail -25 ;;
     quickcheck) python3 -m gputui check --quick --price "${PRICE:-3.0}" --record "$out/quickcheck.jsonl" \
                   --markdown "$out/quickcheck.md" --json > "$out/quickcheck.json" 2> "$out/quickcheck.log"

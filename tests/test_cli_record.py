@@ -15,6 +15,9 @@ import pytest
 from gputui import events as ev
 from gputui.record import read_recording
 from tests.helpers import gone, run_gputui, start_gputui, try_read, wait_for
+from tests.leftovers import no_leftovers  # noqa: F401  (the fixture)
+
+pytestmark = pytest.mark.usefixtures("no_leftovers")  # every test: nothing it started survives it
 
 # A command preset that speaks the protocol slowly, so tests can act mid-run.
 SLOW_WORKLOAD = textwrap.dedent(

@@ -18,11 +18,15 @@ import pytest
 
 import gputui
 from gputui.runner import LINE_CAP, TRUNCATION_MARK, LineSplitter, OutputLine, Outcome, Runner, strip_ansi
+from tests.leftovers import no_leftovers  # noqa: F401  (the fixture)
 
 PY = sys.executable
 REPO_ROOT = str(Path(gputui.__file__).resolve().parent.parent)
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process-group tests are written for Linux")
+pytestmark = [
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process-group tests are written for Linux"),
+    pytest.mark.usefixtures("no_leftovers"),  # every test: nothing it started survives it
+]
 
 
 # --- helpers -------------------------------------------------------------------------

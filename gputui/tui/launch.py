@@ -5,18 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 
+from gputui.cli import check_run_options
 from gputui.errors import UserError
 from gputui.presets import get_preset, load_diagnosis, load_presets
-from gputui.session import MIN_INTERVAL_S
 
 
 def run_dashboard(args: argparse.Namespace) -> int:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise UserError("the dashboard needs a terminal: use --record FILE to record headless")
-    if args.interval < MIN_INTERVAL_S:
-        raise UserError(f"--interval: expected {MIN_INTERVAL_S} s or more, got {args.interval}")
-    if args.duration is not None and args.duration <= 0:
-        raise UserError(f"--duration: expected a number of seconds greater than 0, got {args.duration}")
+    check_run_options(args)
     from gputui.history import RunHistory
     from gputui.record import check_record_target
 

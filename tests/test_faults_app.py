@@ -1,0 +1,52 @@
+"""A resize storm (with keys in between) over the dashboard while a run streams: the
+terminal is dragged from 1x1 to 300x100 in bursts faster than the app redraws.
+Nothing crashes, the app still answers and quits with 0, and it draws at the end."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from textual.events import Resize
+from textual.geometry import Size
+
+from gputui.tui.screens.dashboard import DashboardScreen
+from tests.test_trust_keys import STORM_KEYS, scripted_app, send_keys
+from tests.test_tui_support import run_async, wait_until
+
+SIZES = [(1, 1), (2, 1), (10, 3), (20, 5), (40, 10), (80, 24), (100, 30), (140, 40), (300, 100), (1000, 1)]
+
+
+def send_resizes(app, sizes: list[tuple[int, int]]) -> None:
+    """Queue resizes at once, as a terminal reports a window being dragged."""
+    for width, height in sizes:
+        size = Size(width, height)
+        app._driver._size = size  # the headless driver's idea of the terminal, as pilot.resize_terminal sets it
+        app.post_message(Resize(size, size))
+
+
+@pytest.mark.parametrize("seed", [1, 7])
+def test_a_resize_storm_with_keys_between_crashes_nothing(tmp_path, monkeypatch, seed):
+    app = scripted_app(tmp_path, monkeypatch)
+    rng = random.Random(seed)
+
+    async def scenario():
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.pause()
+            for _ in range(40):
+                send_resizes(app, [rng.choice(SIZES) for _ in range(rng.randint(1, 8))])
+                if rng.random() < 0.5:
+                    send_keys(app, *(rng.choice(STORM_KEYS) for _ in range(rng.randint(1, 3))))
+                await pilot.pause(rng.choice([0, 0, 0.02]))
+                assert app.is_running
+            await pilot.resize_terminal(120, 36)
+            while app.is_running and not isinstance(app.screen, DashboardScreen):
+                await pilot.press("escape")
+            await pilot.pause(0.1)
+            assert app.size == Size(120, 36)
+            assert "gputui" in app.export_screenshot().lower()  # it draws at the final size
+            await wait_until(pilot, lambda: app.is_running, what="still running")
+            await pilot.press("q")
+        assert app.return_value == 0
+
+    run_async(scenario())
