@@ -97,7 +97,7 @@ def cmd_presets(args: argparse.Namespace) -> int:
 
 def cmd_record(args: argparse.Namespace) -> int:
     from gputui.history import RunHistory, label_for
-    from gputui.presets import get_preset
+    from gputui.presets import get_preset, load_config
     from gputui.progress import ProgressPrinter
     from gputui.record import Recorder, check_record_target
     from gputui.session import MIN_INTERVAL_S, Session, SessionConfig
@@ -108,10 +108,12 @@ def cmd_record(args: argparse.Namespace) -> int:
         raise UserError(f"--interval: expected {MIN_INTERVAL_S} s or more, got {args.interval}")
     if args.duration is not None and args.duration <= 0:
         raise UserError(f"--duration: expected a number of seconds greater than 0, got {args.duration}")
-    preset = get_preset(_load(args), args.preset) if args.preset else None
+    config = load_config(extra=args.presets)  # watching needs the files' [diagnosis] table too
+    preset = get_preset(config.presets, args.preset) if args.preset else None
     if preset is None and args.pid is None and args.duration is None and not sys.stdin.isatty():
         print("gputui: recording telemetry until interrupted (Ctrl-C or SIGTERM)", file=sys.stderr)
-    session = Session(SessionConfig(preset=preset, interval=args.interval, duration=args.duration, attach_pid=args.pid))
+    session = Session(SessionConfig(preset=preset, interval=args.interval, duration=args.duration,
+                                    attach_pid=args.pid, diagnosis=config.diagnosis))
     recorders = [Recorder(args.record, overwrite=args.force)]
     if history is not None:
         kept = history.start_recording(label_for(preset.name if preset else None, args.pid), warn=lambda text: print(f"gputui: warning: {text}", file=sys.stderr))

@@ -262,7 +262,7 @@ def _merge(table: Any, values: dict[str, Any]) -> None:
 
 def source_table(preset: Preset) -> dict[str, Any]:
     """The keys of ``preset`` as written in its file (plain values)."""
-    from gputui.presets import tomllib
+    from gputui.config import tomllib
 
     data = tomllib.loads(preset.source.read_text(encoding="utf-8"))
     return dict(data.get("presets", {}).get(preset.name, {}))

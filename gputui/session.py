@@ -16,7 +16,7 @@ import queue
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from gputui import __version__
@@ -50,17 +50,15 @@ class SessionConfig:
     interval: float = 1.0
     duration: float | None = None  # stop after this many seconds (watch mode, or a cap)
     attach_pid: int | None = None  # watch this process tree (a job started elsewhere)
-    # The files' merged [diagnosis] table (presets.load_diagnosis); None: the preset's
-    # diagnosis_base.  The preset's own diagnosis table wins over either.
-    diagnosis: dict[str, Any] | None = None
+    # The files' merged [diagnosis] table (presets.Config.diagnosis); the preset's own
+    # diagnosis table wins over it.
+    diagnosis: dict[str, Any] = field(default_factory=dict)
     # Extra header fields from whoever drives the session (``gputui check`` writes its
     # options here, so the recording says what kind of session it was).
     header_extra: dict[str, Any] | None = None
 
     def diagnosis_settings(self) -> DiagnosisSettings:
-        preset = self.preset
-        base = self.diagnosis if self.diagnosis is not None else (preset.diagnosis_base if preset else {})
-        return DiagnosisSettings.from_tables(base, preset.diagnosis if preset else {})
+        return DiagnosisSettings.from_tables(self.diagnosis, self.preset.diagnosis if self.preset else {})
 
 
 class Session:

@@ -16,6 +16,7 @@ from typing import Any, Callable
 from gputui.check.expectations import GpuModel, find_model
 from gputui.check.model import CheckResult
 from gputui.model import GpuInfo
+from gputui.presets import Config
 from gputui.runner import OutputLine, Outcome, Runner
 from gputui.workloads import protocol
 
@@ -32,6 +33,9 @@ class CheckOptions:
     workdir: Path = field(default_factory=Path.cwd)
     interval: float = 1.0
     presets_file: Path | None = None  # an extra presets file (--presets)
+    # The presets files as read once by the face that starts the check (None: the
+    # workload stage reads them itself, and diagnosis uses its defaults).
+    config: Config | None = None
 
 
 @dataclass

@@ -65,7 +65,9 @@ class CheckRun:
                  gpu=None, host=None, nvml_module: Any = None, stages: dict[str, Callable[[StageContext], None]] | None = None):
         self.options = options
         self.listener = listener or CheckListener()
-        self.session = Session(SessionConfig(interval=options.interval, header_extra={"check": _options_dict(options)}),
+        diagnosis = options.config.diagnosis if options.config is not None else {}
+        self.session = Session(SessionConfig(interval=options.interval, diagnosis=diagnosis,
+                                             header_extra={"check": _options_dict(options)}),
                                gpu=gpu, host=host)
         for observer in observers:
             self.session.add_observer(observer)
@@ -170,7 +172,8 @@ class CheckRun:
 
 
 def _options_dict(options: CheckOptions) -> dict[str, Any]:
-    out = dataclasses.asdict(options)
+    # The loaded config is not an option: the header says which file (presets_file).
+    out = {f.name: getattr(options, f.name) for f in dataclasses.fields(options) if f.name != "config"}
     out["skip"] = sorted(options.skip)
     out["workdir"] = str(options.workdir)
     out["presets_file"] = str(options.presets_file) if options.presets_file else None

@@ -37,7 +37,8 @@ def run_workload_stage(ctx: StageContext) -> None:
     trained = None
     if ctx.gpus:
         gpu = ctx.gpus[0]  # one GPU: the check is about what one card delivers
-        presets = load_presets(extra=ctx.options.presets_file)
+        config = ctx.options.config
+        presets = config.presets if config is not None else load_presets(extra=ctx.options.presets_file)
         for name, metric, unit, warmup, steps in WORKLOADS:
             if ctx.stopped.is_set():
                 return

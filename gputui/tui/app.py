@@ -25,7 +25,7 @@ from textual.theme import Theme
 
 from gputui.errors import UserError
 from gputui.events import Observer
-from gputui.presets import Preset
+from gputui.presets import Config, Preset
 from gputui.tui import state as st
 from gputui.tui.bridge import SessionBridge, SessionNews
 from gputui.tui.palette import SafeCommandPalette
@@ -534,6 +534,7 @@ def make_app(
             from gputui.telemetry.host import HostTelemetry
 
             options.interval = interval
+            options.config = Config(presets=presets, diagnosis=dict(diagnosis or {}))
             return CheckRun(options, listener=listener, gpu=(gpu_factory or GpuTelemetry)(),
                             host=(host_factory or HostTelemetry)())
 

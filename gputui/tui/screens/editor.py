@@ -7,7 +7,6 @@ in the user's presets file."""
 
 from __future__ import annotations
 
-import dataclasses
 import shlex
 from pathlib import Path
 from typing import Any
@@ -195,7 +194,7 @@ class PresetEditorScreen(DismissOnce, Screen):
 
     def toml_values(self) -> tuple[str, dict[str, Any]]:
         """The TOML tab's one preset (its syntax checked here; its keys by :meth:`current`)."""
-        from gputui.presets import tomllib
+        from gputui.config import tomllib
 
         text = self.query_one("#editor-toml", TextArea).text
         try:
@@ -377,11 +376,9 @@ class PresetEditorScreen(DismissOnce, Screen):
 def apply_saved(app, saved: dict[str, Preset], removed: str | None, select: str) -> None:
     """Make the app's presets (and the dashboard's list) show a file's saved presets."""
     presets: dict[str, Preset] = app.presets
-    base = next(iter(presets.values())).diagnosis_base if presets else {}
     if removed is not None:
         presets.pop(removed, None)
-    for name, preset in saved.items():
-        presets[name] = dataclasses.replace(preset, diagnosis_base=dict(base))
+    presets.update(saved)
     from gputui.tui.widgets.presets import PresetList
 
     for plist in app.dashboard.query(PresetList):
