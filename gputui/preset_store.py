@@ -133,7 +133,7 @@ class PresetFile:
             self.document.add(tomlkit.comment(HEADER_COMMENT))
 
     @classmethod
-    def load(cls, path: Path) -> "PresetFile":
+    def load(cls, path: Path) -> PresetFile:
         """The file as it is now ({} when absent, e.g. a first user file)."""
         try:
             digest = _digest(path)
@@ -145,7 +145,7 @@ class PresetFile:
         return cls(path, text, digest)
 
     @classmethod
-    def user(cls) -> "PresetFile":
+    def user(cls) -> PresetFile:
         return cls.load(user_file_path())
 
     @classmethod

@@ -20,9 +20,10 @@ import os
 import re
 import shlex
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from gputui.config import tomllib, user_presets_path
 from gputui.diagnosis.settings import KEYS as DIAGNOSIS_KEYS

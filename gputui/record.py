@@ -197,7 +197,7 @@ class _Wrong(Exception):
         super().__init__(f"{where}: expected {expected}")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _hints(cls: type) -> dict[str, Any]:
     hints = typing.get_type_hints(cls)
     required = {f.name for f in dataclasses.fields(cls)

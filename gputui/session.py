@@ -16,23 +16,25 @@ import queue
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from gputui import __version__
 from gputui import events as ev
-from gputui.diagnosis import Diagnoser, Settings as DiagnosisSettings
+from gputui.diagnosis import Diagnoser
+from gputui.diagnosis import Settings as DiagnosisSettings
 from gputui.events import Event, Observer
 from gputui.model import Sample, to_dict
 from gputui.presets import Preset
+from gputui.record import SCHEMA_VERSION
 from gputui.redact import redact_env
-from gputui.runner import OutputLine, Outcome, Runner
+from gputui.runner import Outcome, OutputLine, Runner
 from gputui.summary import SummaryBuilder
 from gputui.telemetry.gpu import GpuTelemetry
 from gputui.telemetry.host import HostTelemetry, host_info
 from gputui.throughput import ThroughputParser
 from gputui.workloads import protocol
-from gputui.record import SCHEMA_VERSION
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 import gputui
-from gputui.runner import LINE_CAP, TRUNCATION_MARK, LineSplitter, OutputLine, Outcome, Runner, strip_ansi
+from gputui.runner import LINE_CAP, TRUNCATION_MARK, LineSplitter, Outcome, OutputLine, Runner, strip_ansi
 
 PY = sys.executable
 REPO_ROOT = str(Path(gputui.__file__).resolve().parent.parent)

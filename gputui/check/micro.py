@@ -23,8 +23,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from gputui.telemetry.nvml import GpuLost, Nvml
 from gputui.workloads.protocol import Emitter

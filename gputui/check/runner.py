@@ -14,14 +14,15 @@ import importlib
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
+from gputui.check import render
 from gputui.check.context import CHECK_EVENT, STAGE_EVENT, CheckOptions, StageContext, gpus_under_test
 from gputui.check.cost import cost_results
 from gputui.check.model import CheckResult, exit_code
-from gputui.check import render
 from gputui.check.under_load import LoadWatcher, load_results
 from gputui.errors import UserError
 from gputui.events import Observer

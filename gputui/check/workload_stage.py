@@ -66,7 +66,8 @@ def _run_workload(ctx: StageContext, gpu: GpuUnderTest, preset: Preset | None, m
                                   gpus=str(gpu.index), timeout=WORKLOAD_TIMEOUT_S)
         payloads: dict[str, dict[str, Any]] = {}
         env = {**run.child_env(), "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}  # CUDA numbers GPUs as NVML does
-        outcome = ctx.run_child(run.argv(), lambda p: payloads.__setitem__(str(p.get("event")), p),
+        # run_child returns when the child ends, so this attempt's payloads are the ones filled
+        outcome = ctx.run_child(run.argv(), lambda p: payloads.__setitem__(str(p.get("event")), p),  # noqa: B023
                                 env=env, timeout=run.timeout)
         if "oom" in payloads and batch and batch > 1 and attempt < OOM_RETRIES:
             batch //= 2

@@ -11,8 +11,9 @@ from __future__ import annotations
 import ctypes
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from gputui.check.context import GpuUnderTest
 from gputui.check.model import FAIL, OK, UNDER_LOAD, CheckResult, skipped

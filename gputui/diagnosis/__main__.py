@@ -11,8 +11,8 @@ import json
 import sys
 from pathlib import Path
 
-from gputui.diagnosis.engine import replay
 from gputui.config import tomllib
+from gputui.diagnosis.engine import replay
 from gputui.diagnosis.settings import KEYS, Settings, check_value
 from gputui.errors import UserError
 from gputui.fmt import printable

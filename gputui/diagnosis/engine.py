@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import heapq
 import logging
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from gputui import events as ev
 from gputui.diagnosis.context import BASELINE_S, Context, med

@@ -44,7 +44,7 @@ class RatioInterval:
         return f"real: {'faster' if self.ratio > 1 else 'slower'}"
 
 
-def _bootstrap_medians(values: Sequence[float], resamples: int, rng) -> "object":
+def _bootstrap_medians(values: Sequence[float], resamples: int, rng) -> object:
     import numpy as np
 
     data = np.asarray(values, dtype=float)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from gputui.model import GpuInfo, GpuProcess, GpuSample
 from gputui.telemetry.nvml import GpuLost, Nvml

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import heapq
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from textual.binding import Binding
 
@@ -29,8 +30,8 @@ from gputui.tui import state as st
 from gputui.tui.app import REFRESH_S, DashboardApp, app_themes
 from gputui.tui.bridge import SessionBridge
 from gputui.tui.sessions import SessionTicket
-from gputui.tui.state import ReplayStatus, speed_label
 from gputui.tui.settings import settings_path as default_settings_path
+from gputui.tui.state import ReplayStatus, speed_label
 from gputui.workloads.protocol import MEASURE
 
 TICK_S = 0.1  # how often playing moves on

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from gputui.events import Observer
 from gputui.presets import Preset
@@ -166,7 +167,7 @@ class SessionSupervisor:
         pid, self._attach_pid = self._attach_pid, None
         return SessionTicket(serial=self._serial, attach_pid=pid)
 
-    def _config(self, ticket: SessionTicket) -> "SessionConfig":
+    def _config(self, ticket: SessionTicket) -> SessionConfig:
         from gputui.session import SessionConfig
 
         capped = ticket.is_run or ticket.attach_pid is not None

@@ -21,8 +21,8 @@ from textual.widgets.option_list import Option
 from gputui.errors import UserError
 from gputui.preset_store import TEMPLATE, ConflictError, PresetFile, check_name, is_builtin, source_table
 from gputui.presets import Preset, check_preset, parse_text, user_presets_path
-from gputui.workloads.catalog import FRAMEWORKS, PIPELINES
 from gputui.tui.screens.once import DismissOnce
+from gputui.workloads.catalog import FRAMEWORKS, PIPELINES
 
 # The form's fields: (key, label, kind); kind is "text", "int", "words", "env" or "select".
 FIELDS = (

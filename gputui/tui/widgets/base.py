@@ -99,7 +99,7 @@ class StateView(Widget):
         self._built_for = Size(0, 0)
 
     @property
-    def state(self) -> "DashboardState":
+    def state(self) -> DashboardState:
         return self.app.state  # type: ignore[attr-defined]
 
     @property

@@ -6,7 +6,7 @@ On small screens each GPU collapses to one line."""
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from rich.text import Text
 from textual.containers import Grid
