@@ -604,6 +604,7 @@ class Runner:
                                  duration_s=time.monotonic() - self._t0))  # fmt: skip
 
     def _wait_guard(self, proc: subprocess.Popen) -> int:
+        assert self._t0 is not None  # set by start(), before anything waits
         deadline = None if self.timeout is None else self._t0 + self.timeout
         while True:
             try:

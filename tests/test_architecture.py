@@ -63,3 +63,11 @@ def test_forbidden_lists_name_every_other_module(contract_id, allowed):
     top_level = {f"gputui.{m.name}" for m in pkgutil.iter_modules(gputui.__path__) if m.name != "__main__"}
     forbidden = set(contracts()[contract_id]["forbidden_modules"])
     assert forbidden == top_level - allowed
+
+
+def test_ci_runs_the_readme_command_with_the_checkers_before_the_tests():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    ci_command = (REPO / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()[-1]
+    assert ci_command in readme  # verbatim
+    checks = ci_command.index("ruff check gputui tests && mypy gputui && lint-imports && ")
+    assert checks < ci_command.index("python3 -m pytest")

@@ -76,7 +76,7 @@ class CheckResult:
         known.setdefault("name", known.get("id", "?"))
         if known.get("status") not in STATUSES:
             known["status"] = SKIPPED
-        return cls(**known)  # type: ignore[arg-type]
+        return cls(**known)
 
 
 def skipped(id: str, group: str, name: str, reason: str, *, gpu: int | None = None) -> CheckResult:

@@ -128,7 +128,7 @@ def read_host_facts(workdir: Path, *, cgroup_root: Path | None = None, shm_path:
 
 
 def measure_steal(interval_s: float, *, cpu_times: Callable[[], Any] = psutil.cpu_times,
-                  sleep: Callable[[float], None] = time.sleep) -> float | None:
+                  sleep: Callable[[float], object] = time.sleep) -> float | None:
     """Percent of CPU time the hypervisor gave to others over ``interval_s``; None where
     the kernel does not report steal (not Linux)."""
     before = cpu_times()

@@ -14,7 +14,7 @@ import importlib
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,7 +62,7 @@ class CheckListener:
 
 
 class CheckRun:
-    def __init__(self, options: CheckOptions, *, observers: list[Observer] = (), listener: CheckListener | None = None,
+    def __init__(self, options: CheckOptions, *, observers: Sequence[Observer] = (), listener: CheckListener | None = None,
                  gpu=None, host=None, nvml_module: Any = None, stages: dict[str, Callable[[StageContext], None]] | None = None):
         self.options = options
         self.listener = listener or CheckListener()

@@ -106,7 +106,7 @@ def _grade_workload(check_id: str, metric: str, unit: str, gpu: GpuUnderTest, re
     if expectation:
         out.expected, out.expected_source = round(expectation.value, 1), expectation.source
     else:
-        out.detail += f"; no reference for {gpu.info.name}" + ("" if batch == preset.batch_size else " at this batch")
+        out.detail = (out.detail or "") + f"; no reference for {gpu.info.name}" + ("" if batch == preset.batch_size else " at this batch")
     if status not in (None, "ok"):
         out.cause = "slower than this GPU model trains it elsewhere: see the micro-benchmarks and throttling above"
         out.advice = "if the micro-benchmarks are fine, look at the CPU (steal, cgroup throttling) and other GPU tenants"
@@ -127,7 +127,8 @@ def _host_pipeline(ctx: StageContext, trained: float | None) -> CheckResult:
                            cause=f"the pipeline run ended without a result: {outcome.message or outcome.kind}")
     rate = float(measured["images_per_sec"])
     per_core = rate / workers
-    data = {"workers": workers, "cores_available": cores, "per_core_images_per_sec": round(per_core, 1)}
+    data: dict[str, float | None] = {"workers": workers, "cores_available": cores,
+                                     "per_core_images_per_sec": round(per_core, 1)}
     detail = f"{workers} worker processes, 224 px crop + flip from 300x200 PNGs"
     if trained is None:
         return CheckResult(id=check_id, group=WORKLOAD, name=name, status=INFO, value=round(rate, 1),

@@ -165,7 +165,7 @@ class InputBound(Rule):
             return None, {}
         host = ctx.sample.host if ctx.sample else None
         host_cpu = host.cpu_percent if host else None
-        worker_cpu = _mean([p.cpu_percent for p in d.workers])  # type: ignore[misc]
+        worker_cpu = _mean([p.cpu_percent for p in d.workers])
         main_cpu = d.main.cpu_percent if d.main else None
         by = {
             "by_workers": bool(d.workers) and worker_cpu is not None and worker_cpu >= s.worker_busy_pct,

@@ -181,7 +181,7 @@ class GpuTelemetry:
         info.pcie_max_gen = call("nvmlDeviceGetMaxPcieLinkGeneration", h)
         info.pcie_max_width = call("nvmlDeviceGetMaxPcieLinkWidth", h)
         support = call("nvmlGpmQueryDeviceSupport", h)
-        if support is not None and getattr(support, "isSupportedDevice", 0):
+        if support is not None and getattr(support, "isSupportedDevice", False):
             info.gpm_supported = self._alloc_gpm(gpu)
 
     def _threshold(self, handle: Any, const_name: str, default: int) -> float | None:

@@ -264,7 +264,8 @@ class DashboardApp(App[int]):
         # Textual's own, made safe against keys that reach it before it is drawn; and
         # without Textual's fixed id, which Ctrl-P, Esc, Ctrl-P in one burst would
         # give twice (the closed one is not yet removed): DuplicateIds.
-        if self.use_command_palette and not SafeCommandPalette.is_open(self):
+        # is_open takes App[object], and App is invariant in its return type (ours: int)
+        if self.use_command_palette and not SafeCommandPalette.is_open(self):  # type: ignore[arg-type]
             self.push_screen(SafeCommandPalette())
 
     def search_themes(self) -> None:
@@ -303,7 +304,7 @@ class GpuTuiApp(DashboardApp):
         handle_signals: bool,
         record_force: bool = False,
         history: RunHistory | None = None,
-        make_check: CheckFactory | None = None,
+        make_check: CheckFactory,
     ) -> None:
         self.make_check = make_check
         super().__init__(presets=presets, themes=themes, theme_problems=theme_problems, settings_file=settings_file,
