@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-import math
 import os
 import time
 import types
@@ -29,20 +28,10 @@ from gputui import events as ev
 from gputui.errors import UserError
 from gputui.events import Event, Observer
 from gputui.model import GpuInfo, HostInfo, Sample, Throughput, from_dict, to_dict
+from gputui.workloads.protocol import json_safe
 
 SCHEMA_VERSION = 1
 FSYNC_EVERY_S = 1.0
-
-
-def _finite(obj: Any) -> Any:
-    """JSON has no NaN or infinity: write them as null."""
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_finite(v) for v in obj]
-    return obj
 
 
 def exists_message(path: Path) -> str:
@@ -82,7 +71,7 @@ class Recorder(Observer):
     def _write(self, record: dict[str, Any]) -> None:
         if self._file.closed:
             return
-        self._file.write(json.dumps(_finite(record), separators=(",", ":"), allow_nan=False) + "\n")
+        self._file.write(json.dumps(json_safe(record), separators=(",", ":"), allow_nan=False) + "\n")
         self._file.flush()
         now = time.monotonic()
         if now - self._last_sync >= FSYNC_EVERY_S:
@@ -234,7 +223,8 @@ def _check(value: Any, hint: Any, where: str) -> None:
     if isinstance(hint, dict) or dataclasses.is_dataclass(hint):
         if not isinstance(value, dict):
             raise _Wrong(where, "an object")
-        fields = _hints(hint) if dataclasses.is_dataclass(hint) else {k: (h, False) for k, h in hint.items()}
+        fields = {k: (h, False) for k, h in hint.items()} if isinstance(hint, dict) else \
+            _hints(hint if isinstance(hint, type) else type(hint))
         for key, (inner, required) in fields.items():
             if key in value:
                 _check(value[key], inner, f"{where}.{key}" if where else key)
