@@ -96,11 +96,12 @@ def cmd_presets(args: argparse.Namespace) -> int:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
+    from gputui.assemble import SessionParts
     from gputui.history import RunHistory, label_for
     from gputui.presets import get_preset, load_config
     from gputui.progress import ProgressPrinter
     from gputui.record import Recorder, check_record_target
-    from gputui.session import MIN_INTERVAL_S, Session, SessionConfig
+    from gputui.session import MIN_INTERVAL_S, SessionConfig
 
     check_record_target(args.record, args.force)
     history = RunHistory.from_environment(args.no_history)
@@ -112,8 +113,8 @@ def cmd_record(args: argparse.Namespace) -> int:
     preset = get_preset(config.presets, args.preset) if args.preset else None
     if preset is None and args.pid is None and args.duration is None and not sys.stdin.isatty():
         print("gputui: recording telemetry until interrupted (Ctrl-C or SIGTERM)", file=sys.stderr)
-    session = Session(SessionConfig(preset=preset, interval=args.interval, duration=args.duration,
-                                    attach_pid=args.pid, diagnosis=config.diagnosis))
+    session = SessionParts().build(SessionConfig(preset=preset, interval=args.interval, duration=args.duration,
+                                                 attach_pid=args.pid, diagnosis=config.diagnosis))
     recorders = [Recorder(args.record, overwrite=args.force)]
     if history is not None:
         kept = history.start_recording(label_for(preset.name if preset else None, args.pid), warn=lambda text: print(f"gputui: warning: {text}", file=sys.stderr))

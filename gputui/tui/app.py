@@ -24,6 +24,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.theme import Theme
 
+from gputui.assemble import SessionParts
 from gputui.errors import UserError
 from gputui.events import Observer
 from gputui.presets import Config, Preset
@@ -45,7 +46,7 @@ if TYPE_CHECKING:  # the session side loads in the session thread, after the fir
     from gputui.check.runner import CheckListener, CheckRun
     from gputui.history import KeptRun, RunHistory
     from gputui.record import Recorder
-    from gputui.session import Session, SessionConfig
+    from gputui.session import Session
     from gputui.telemetry.gpu import GpuTelemetry
     from gputui.telemetry.host import HostTelemetry
     from gputui.tui.screens.check import CheckFactory
@@ -522,24 +523,17 @@ def make_app(
     ``history`` keeps every run (the CLI passes the user's; tests keep none unless
     they ask).
     """
+    parts = SessionParts(gpu=gpu_factory, host=host_factory, clock=clock)
     if session_factory is None:
-        def session_factory(config: SessionConfig) -> Session:
-            from gputui.session import Session
-            from gputui.telemetry.gpu import GpuTelemetry
-            from gputui.telemetry.host import HostTelemetry
-
-            return Session(config, gpu=(gpu_factory or GpuTelemetry)(), host=(host_factory or HostTelemetry)(), clock=clock)
+        session_factory = parts.build
 
     if check_factory is None:
         def check_factory(options: CheckOptions, listener: CheckListener) -> CheckRun:
             from gputui.check.runner import CheckRun
-            from gputui.telemetry.gpu import GpuTelemetry
-            from gputui.telemetry.host import HostTelemetry
 
             options.interval = interval
             options.config = Config(presets=presets, diagnosis=dict(diagnosis or {}))
-            return CheckRun(options, listener=listener, gpu=(gpu_factory or GpuTelemetry)(),
-                            host=(host_factory or HostTelemetry)())
+            return CheckRun(options, listener=listener, gpu=parts.gpu_telemetry(), host=parts.host_telemetry())
 
     themes, problems = app_themes(theme, user_themes_dir)
     return GpuTuiApp(
