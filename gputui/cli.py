@@ -108,24 +108,27 @@ def cmd_presets(args: argparse.Namespace) -> int:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
+    from gputui.assemble import SessionParts
     from gputui.history import RunHistory, label_for
-    from gputui.presets import get_preset
+    from gputui.presets import get_preset, load_config
     from gputui.progress import ProgressPrinter
     from gputui.record import Recorder, check_record_target
-    from gputui.session import Session, SessionConfig
+    from gputui.session import SessionConfig
 
     check_record_target(args.record, args.force)
     history = RunHistory.from_environment(args.no_history)
     check_run_options(args)
-    preset = get_preset(_load(args), args.preset) if args.preset else None
+    config = load_config(extra=args.presets)  # watching needs the files' [diagnosis] table too
+    preset = get_preset(config.presets, args.preset) if args.preset else None
     metrics = start_metrics(args)  # a port in use stops us before the recording exists
     if preset is None and args.pid is None and args.duration is None and not sys.stdin.isatty():
         print("gputui: recording telemetry until interrupted (Ctrl-C or SIGTERM)", file=sys.stderr)
     from gputui.lookback.report_cli import check_price
 
     price = check_price(args.run_price)
-    session = Session(SessionConfig(preset=preset, interval=args.interval, duration=args.duration, attach_pid=args.pid,
-                                    diagnosis_overrides={"price_per_hour": price} if price else None))
+    session = SessionParts().build(SessionConfig(
+        preset=preset, interval=args.interval, duration=args.duration, attach_pid=args.pid,
+        diagnosis=config.diagnosis, diagnosis_overrides={"price_per_hour": price} if price else None))
     # The disk filling up (or --record /dev/full) stops the run: a recording is its point.
     recording = Recorder(args.record, overwrite=args.force, on_error=lambda _text: session.stop("cannot write the recording"))
     recorders = [recording]

@@ -229,7 +229,7 @@ class RunHistory:
 
     @classmethod
     def from_environment(cls, no_history_flag: bool = False,
-                         environ: Mapping[str, str] = os.environ) -> "RunHistory | None":
+                         environ: Mapping[str, str] = os.environ) -> RunHistory | None:
         """The history the user asked for, or None when they opted out."""
         if history_disabled(no_history_flag, environ):
             return None

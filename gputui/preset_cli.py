@@ -16,11 +16,9 @@ from pathlib import Path
 
 from gputui.errors import UserError
 from gputui.fmt import printable
-from gputui.preset_store import (TEMPLATE, ConflictError, PresetFile, backup_path, check_name, is_builtin, source_table,
-                                 user_file_path)
+from gputui.preset_store import TEMPLATE, ConflictError, PresetFile, backup_path, check_name, is_builtin, source_table, user_file_path
+from gputui.presets import builtin_presets_path, get_preset, load_diagnosis_file, load_file, load_presets, search_path, user_presets_path
 from gputui.safe_write import write_atomic_with
-from gputui.presets import (builtin_presets_path, get_preset, load_diagnosis_file, load_file, load_presets,
-                            search_path, user_presets_path)
 
 
 def add_commands(presets_sub) -> None:

@@ -133,7 +133,7 @@ class PresetFile:
             self.document.add(tomlkit.comment(HEADER_COMMENT))
 
     @classmethod
-    def load(cls, path: Path) -> "PresetFile":
+    def load(cls, path: Path) -> PresetFile:
         """The file as it is now ({} when absent, e.g. a first user file)."""
         try:
             digest = _digest(path)
@@ -145,7 +145,7 @@ class PresetFile:
         return cls(path, text, digest)
 
     @classmethod
-    def user(cls) -> "PresetFile":
+    def user(cls) -> PresetFile:
         return cls.load(user_file_path())
 
     @classmethod
@@ -262,7 +262,7 @@ def _merge(table: Any, values: dict[str, Any]) -> None:
 
 def source_table(preset: Preset) -> dict[str, Any]:
     """The keys of ``preset`` as written in its file (plain values)."""
-    from gputui.presets import tomllib
+    from gputui.config import tomllib
 
     data = tomllib.loads(preset.source.read_text(encoding="utf-8"))
     return dict(data.get("presets", {}).get(preset.name, {}))

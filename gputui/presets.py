@@ -21,19 +21,16 @@ import os
 import re
 import shlex
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
+from gputui.config import tomllib, user_presets_path
 from gputui.diagnosis.settings import KEYS as DIAGNOSIS_KEYS
 from gputui.diagnosis.settings import check_value as check_diagnosis_value
 from gputui.errors import UserError
 from gputui.workloads.catalog import AUGMENT_LEVELS, COMPILE_MODES, DEVICES, FRAMEWORKS, METHODS, PIPELINES
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
 
 
 @dataclass(frozen=True)
@@ -80,9 +77,8 @@ class Preset:
     gpus: str | None = None  # becomes CUDA_VISIBLE_DEVICES
     batch_size_hint: int | None = None  # for throughput formats that count steps
     reference: tuple[Reference, ...] = ()
-    diagnosis: dict[str, Any] = field(default_factory=dict)  # this preset's own [diagnosis] keys
-    # The [diagnosis] tables of every presets file, merged (set by load_presets)
-    diagnosis_base: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    # This preset's own [diagnosis] keys; they win over the files' table (Config.diagnosis).
+    diagnosis: dict[str, Any] = field(default_factory=dict)
     # The built-in file, when this preset replaces a built-in of the same name (set by
     # load_presets): a ./presets.toml in a shared folder must not change `smoke` unseen.
     overrides: Path | None = field(default=None, compare=False, repr=False)
@@ -117,10 +113,6 @@ class Preset:
     def throughput_batch_hint(self) -> int | None:
         """Batch size used to turn steps/s (tqdm, Keras) into samples/s."""
         return self.batch_size_hint if self.batch_size_hint is not None else self.batch_size
-
-    def diagnosis_settings(self) -> dict[str, Any]:
-        """The [diagnosis] keys in force for this preset: the files', then its own."""
-        return {**self.diagnosis_base, **self.diagnosis}
 
     def describe(self) -> dict[str, Any]:
         """The preset as written in a recording's header and by ``presets show``."""
@@ -397,11 +389,6 @@ def builtin_presets_path() -> Path:
     return packaged if packaged.exists() else Path(__file__).resolve().parent.parent / "presets.toml"
 
 
-def user_presets_path() -> Path:
-    config_home = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(config_home) / "gputui" / "presets.toml"
-
-
 def search_path(extra: Path | None = None, cwd: Path | None = None) -> list[Path]:
     """Files in merge order, later ones winning; the built-in file must exist, the rest may not."""
     candidates = [builtin_presets_path(), user_presets_path(), (cwd or Path.cwd()) / "presets.toml"]
@@ -432,9 +419,20 @@ def _real_path(path: Path) -> Path:
         return Path(os.path.realpath(path))
 
 
-def load_presets(extra: Path | None = None, cwd: Path | None = None) -> dict[str, Preset]:
-    """All presets, merged by name in search order.  Each carries the files' merged
-    [diagnosis] table as ``diagnosis_base``."""
+@dataclass(frozen=True)
+class Config:
+    """What the presets files say, read once and handed to every face (headless run or
+    watch, dashboard, check): the presets, merged by name, and the files' ``[diagnosis]``
+    tables, merged key by key.  A preset's own ``diagnosis`` table wins over
+    ``diagnosis`` for its runs (SessionConfig applies both)."""
+
+    presets: dict[str, Preset]
+    diagnosis: dict[str, Any]
+
+
+def load_config(extra: Path | None = None, cwd: Path | None = None) -> Config:
+    """Every presets file in search order, each parsed once; later files win (whole
+    presets by name, [diagnosis] key by key).  Raises UserError naming file and place."""
     merged: dict[str, Preset] = {}
     diagnosis: dict[str, Any] = {}
     builtin = builtin_presets_path()
@@ -445,18 +443,14 @@ def load_presets(extra: Path | None = None, cwd: Path | None = None) -> dict[str
             builtin_names = set(presets)
         merged.update(presets)
         diagnosis.update(table)
-    return {name: dataclasses.replace(p, diagnosis_base=dict(diagnosis),
-                                      overrides=builtin if name in builtin_names and p.source != builtin else None)
-            for name, p in merged.items()}
+    presets = {name: dataclasses.replace(p, overrides=builtin if name in builtin_names and p.source != builtin else None)
+               for name, p in merged.items()}
+    return Config(presets=presets, diagnosis=diagnosis)
 
 
-def load_diagnosis(extra: Path | None = None, cwd: Path | None = None) -> dict[str, Any]:
-    """The [diagnosis] tables of every presets file, merged key by key in search
-    order (later files win); defaults fill the rest (gputui.diagnosis.Settings)."""
-    merged: dict[str, Any] = {}
-    for path in search_path(extra, cwd):
-        merged.update(load_diagnosis_file(path))
-    return merged
+def load_presets(extra: Path | None = None, cwd: Path | None = None) -> dict[str, Preset]:
+    """The presets of :func:`load_config`, for callers that need nothing else."""
+    return load_config(extra, cwd).presets
 
 
 def get_preset(presets: dict[str, Preset], name: str) -> Preset:

@@ -60,7 +60,7 @@ class ProgressPrinter(Observer):
     def _on_finding(self, data: dict[str, Any]) -> None:
         """Say when a finding opens, changes severity or closes; the final updates at
         the end of a run repeat nothing."""
-        fid = data.get("id")
+        fid = str(data.get("id"))
         known = self._findings.get(fid)
         if data.get("state") == "closed":
             self._findings.pop(fid, None)

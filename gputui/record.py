@@ -13,7 +13,6 @@ import errno
 import functools
 import json
 import logging
-import math
 import os
 import time
 import types
@@ -23,30 +22,21 @@ try:
     import fcntl
 except ImportError:  # pragma: no cover - not on Linux: recordings just are not marked live
     fcntl = None  # type: ignore[assignment]
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Callable
+from typing import IO, Any
 
 from gputui import events as ev
 from gputui.errors import UserError
 from gputui.events import Event, Observer
 from gputui.model import GpuInfo, HostInfo, Sample, Throughput, from_dict, to_dict
+from gputui.workloads.protocol import json_safe
 
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
 FSYNC_EVERY_S = 1.0
-
-
-def _finite(obj: Any) -> Any:
-    """JSON has no NaN or infinity: write them as null."""
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_finite(v) for v in obj]
-    return obj
 
 
 def exists_message(path: Path) -> str:
@@ -95,7 +85,7 @@ class Recorder(Observer):
         if self._file.closed:
             return
         try:
-            self._file.write(json.dumps(_finite(record), separators=(",", ":"), allow_nan=False) + "\n")
+            self._file.write(json.dumps(json_safe(record), separators=(",", ":"), allow_nan=False) + "\n")
             self._file.flush()
             now = time.monotonic()
             if now - self._last_sync >= FSYNC_EVERY_S:
@@ -235,7 +225,7 @@ class _Wrong(Exception):
         super().__init__(f"{where}: expected {expected}")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _hints(cls: type) -> dict[str, Any]:
     hints = typing.get_type_hints(cls)
     required = {f.name for f in dataclasses.fields(cls)
@@ -272,7 +262,8 @@ def _check(value: Any, hint: Any, where: str) -> None:
     if isinstance(hint, dict) or dataclasses.is_dataclass(hint):
         if not isinstance(value, dict):
             raise _Wrong(where, "an object")
-        fields = _hints(hint) if dataclasses.is_dataclass(hint) else {k: (h, False) for k, h in hint.items()}
+        fields = {k: (h, False) for k, h in hint.items()} if isinstance(hint, dict) else \
+            _hints(hint if isinstance(hint, type) else type(hint))
         for key, (inner, required) in fields.items():
             if key in value:
                 _check(value[key], inner, f"{where}.{key}" if where else key)

@@ -6,7 +6,7 @@ loses its value.  The child still gets the real value: only what gputui shows is
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 REDACTED = "<redacted>"
 # Parts of names that mark a secret, matched anywhere in the name, in any case.  Broad

@@ -41,8 +41,8 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from gputui import _guard
 
@@ -613,6 +613,7 @@ class Runner:
                                  duration_s=time.monotonic() - self._t0))  # fmt: skip
 
     def _wait_guard(self, proc: subprocess.Popen) -> int:
+        assert self._t0 is not None  # set by start(), before anything waits
         deadline = None if self.timeout is None else self._t0 + self.timeout
         while True:
             try:
@@ -683,7 +684,7 @@ class Runner:
             return Outcome("failed_to_start", exit_code, sig, self._start_error, duration)
         if self._pid is None and stop_reason is None and returncode != 0:
             detail = self._last_error_line()
-            message = f"the guard process failed ({'exit code %d' % exit_code if sig is None else sig})"
+            message = f"the guard process failed ({f'exit code {exit_code}' if sig is None else sig})"
             return Outcome("failed_to_start", exit_code, sig, message + (f": {detail}" if detail else ""), duration)
 
         succeeded = returncode == 0 and stop_reason is None

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import IO, Any
 
 
 def write_atomic(path: Path, text: str, *, backup: Path | None = None) -> None:
@@ -23,21 +25,22 @@ def write_atomic(path: Path, text: str, *, backup: Path | None = None) -> None:
     _replace_with(path, lambda handle: handle.write(text))
 
 
-def write_atomic_with(path: Path, fill, *, binary: bool = False) -> None:
+def write_atomic_with(path: Path, fill: Callable[[IO[Any]], object], *, binary: bool = False) -> None:
     """Replace ``path`` atomically with what ``fill(handle)`` writes: for files too big
     to build in memory first (an exported table) or binary ones (a PNG).  Raises OSError."""
     path.parent.mkdir(parents=True, exist_ok=True)
     _replace_with(path, fill, binary=binary)
 
 
-def _replace_with(path: Path, fill, binary: bool = False) -> None:
+def _replace_with(path: Path, fill: Callable[[IO[Any]], object], binary: bool = False) -> None:
     if path.is_symlink():  # a dotfiles link: replace what it points to, keep the link
         path = path.resolve()
     mode = _mode_for(path)
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.fchmod(fd, mode)  # mkstemp makes 0600: keep the file's own mode, or the usual one
-        with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as handle:
+        handle: IO[Any] = os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8")
+        with handle:
             fill(handle)
             handle.flush()
             os.fsync(handle.fileno())

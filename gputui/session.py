@@ -16,23 +16,25 @@ import queue
 import sys
 import threading
 import time
-from dataclasses import dataclass
-from typing import Any, Callable
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 from gputui import __version__
 from gputui import events as ev
-from gputui.diagnosis import Diagnoser, Settings as DiagnosisSettings
+from gputui.diagnosis import Diagnoser
+from gputui.diagnosis import Settings as DiagnosisSettings
 from gputui.events import Event, Observer
 from gputui.model import Sample, to_dict
 from gputui.presets import Preset
+from gputui.record import SCHEMA_VERSION
 from gputui.redact import redact_env
-from gputui.runner import OutputLine, Outcome, Runner
+from gputui.runner import Outcome, OutputLine, Runner
 from gputui.summary import SummaryBuilder
 from gputui.telemetry.gpu import GpuTelemetry, gpm_wanted
 from gputui.telemetry.host import HostTelemetry, host_info
 from gputui.throughput import ThroughputParser
 from gputui.workloads import protocol
-from gputui.record import SCHEMA_VERSION
 
 log = logging.getLogger(__name__)
 
@@ -50,9 +52,9 @@ class SessionConfig:
     interval: float = 1.0
     duration: float | None = None  # stop after this many seconds (watch mode, or a cap)
     attach_pid: int | None = None  # watch this process tree (a job started elsewhere)
-    # The files' merged [diagnosis] table (presets.load_diagnosis); None: the preset's
-    # diagnosis_base.  The preset's own diagnosis table wins over either.
-    diagnosis: dict[str, Any] | None = None
+    # The files' merged [diagnosis] table (presets.Config.diagnosis); the preset's own
+    # diagnosis table wins over it.
+    diagnosis: dict[str, Any] = field(default_factory=dict)
     # Extra header fields from whoever drives the session (``gputui check`` writes its
     # options here, so the recording says what kind of session it was).
     header_extra: dict[str, Any] | None = None
@@ -60,9 +62,8 @@ class SessionConfig:
     diagnosis_overrides: dict[str, Any] | None = None
 
     def diagnosis_settings(self) -> DiagnosisSettings:
-        preset = self.preset
-        base = self.diagnosis if self.diagnosis is not None else (preset.diagnosis_base if preset else {})
-        return DiagnosisSettings.from_tables(base, preset.diagnosis if preset else {}, self.diagnosis_overrides)
+        return DiagnosisSettings.from_tables(self.diagnosis, self.preset.diagnosis if self.preset else {},
+                                             self.diagnosis_overrides)
 
 
 class Session:

@@ -10,7 +10,11 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     """The q-th percentile (0-100) with linear interpolation; None for no values."""
     if not values:
         return None
-    ordered = sorted(values)
+    return _interpolated(sorted(values), q)
+
+
+def _interpolated(ordered: Sequence[float], q: float) -> float:
+    """The q-th percentile of values already sorted, at least one."""
     if len(ordered) == 1:
         return float(ordered[0])
     rank = (len(ordered) - 1) * q / 100.0
@@ -27,10 +31,11 @@ def spread(values: Sequence[float]) -> dict[str, float]:
     """median, p5, p95, min, max and mean of a series; empty dict for no values."""
     if not values:
         return {}
+    ordered = sorted(values)
     return {
-        "median": percentile(values, 50.0),
-        "p5": percentile(values, 5.0),
-        "p95": percentile(values, 95.0),
+        "median": _interpolated(ordered, 50.0),
+        "p5": _interpolated(ordered, 5.0),
+        "p95": _interpolated(ordered, 95.0),
         "min": float(min(values)),
         "max": float(max(values)),
         "mean": float(sum(values) / len(values)),

@@ -178,8 +178,7 @@ class SummaryBuilder(Observer):
             "gpus": [gpus[i].build(i) for i in sorted(gpus)],
             "host": host.build(),
         }
-        energy = [g.energy() for g in gpus.values()]
-        energy = [e for e in energy if e]
+        energy = [e for e in (g.energy() for g in gpus.values()) if e]
         if energy:
             joules = sum(e[0] for e in energy)
             seconds = max(e[1] for e in energy)

@@ -26,7 +26,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 from gputui.model import Throughput
 from gputui.workloads import protocol
@@ -43,7 +44,7 @@ _NUM_COMMAS = r"([0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?|[0-9]+(?:\.[0-9]+)?(?:[eE
 _SI = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 _SI |= {"P": 1e15, "E": 1e18, "Z": 1e21, "Y": 1e24}
 
-Parser = Callable[[str, Optional[float]], Optional[list[Throughput]]]
+Parser = Callable[[str, float | None], list[Throughput] | None]
 
 
 def _number(value: Any) -> float | None:

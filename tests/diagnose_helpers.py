@@ -4,8 +4,8 @@ reshaped for a scenario (GPM taken away, counters added), and replayed."""
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from gputui.diagnosis import Settings, replay_recording
 from gputui.events import Event

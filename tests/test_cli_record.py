@@ -160,6 +160,20 @@ def test_watch_mode_records_for_a_duration_and_attaches_to_a_pid(tmp_path):
         job.wait()
 
 
+@pytest.mark.parametrize("preset_args", [[], ["--preset", "smoke"]], ids=["watch", "preset"])
+def test_the_users_diagnosis_table_reaches_headless_watch_and_run(tmp_path, preset_args):
+    # One config, read once: watching (no preset) must apply the files' [diagnosis]
+    # table just as a preset run does (watch mode used to record the default 80).
+    user_file = tmp_path / "xdg" / "gputui" / "presets.toml"  # gputui_env's XDG_CONFIG_HOME
+    user_file.parent.mkdir(parents=True)
+    user_file.write_text("[diagnosis]\nthermal_warn_c = 50\n")
+    out = tmp_path / "w.jsonl"
+    result = run_gputui(["--headless", "--record", str(out), "--duration", "1.5", "--interval", "0.5", *preset_args],
+                        tmp_path)
+    assert result.returncode in (0, 130), result.stderr  # 130: the duration stopped the preset's run
+    assert read_recording(out).header["diagnosis"]["thermal_warn_c"] == 50.0
+
+
 def test_failing_command_exits_1_with_its_outcome(tmp_path):
     presets = tmp_path / "p.toml"
     presets.write_text(f'[presets.fail]\ncommand = [{json.dumps(sys.executable)}, "-c", "import sys; sys.exit(3)"]\n')

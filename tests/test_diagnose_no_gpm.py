@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from gputui.diagnosis import Settings
-from gputui.diagnosis.rules.gpu_busy import known_ceiling
 from gputui.diagnosis.context import Context
+from gputui.diagnosis.rules.gpu_busy import known_ceiling
 from gputui.session import Session, SessionConfig
 from gputui.telemetry.gpu import GpuTelemetry
 from tests.diagnose_helpers import each_gpu, findings, gpus, kinds, load, of_kind, without_gpm

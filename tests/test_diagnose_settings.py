@@ -11,7 +11,7 @@ from gputui.diagnosis import DEFAULTS, KEYS, Settings
 from gputui.errors import UserError
 from gputui.presets import (
     builtin_presets_path,
-    load_diagnosis,
+    load_config,
     load_diagnosis_file,
     load_file,
     load_presets,
@@ -84,20 +84,21 @@ def test_files_merge_key_by_key_and_a_preset_table_wins(tmp_path, monkeypatch):
     extra = write(tmp_path, '[diagnosis]\nidle_cpu_pct = 5\n[presets.x]\ncommand = ["x"]\n'
                             "[presets.x.diagnosis]\nthermal_warn_c = 84\n", "extra.toml")
 
-    merged = load_diagnosis(extra=extra, cwd=cwd)
+    config = load_config(extra=extra, cwd=cwd)
+    merged = config.diagnosis
     # built-in defaults, then the user's file, ./presets.toml, --presets: later keys win
     assert merged["thermal_warn_c"] == 82.0 and merged["open_after_s"] == 7.0 and merged["idle_cpu_pct"] == 5.0
     assert merged["close_after_s"] == DEFAULTS.close_after_s
 
-    presets = load_presets(extra=extra, cwd=cwd)
+    presets = config.presets
+    assert presets == load_presets(extra=extra, cwd=cwd)
     x = presets["x"]
     assert x.diagnosis == {"thermal_warn_c": 84.0}
-    assert x.diagnosis_base == merged
-    assert x.diagnosis_settings()["thermal_warn_c"] == 84.0  # the preset's own wins
     assert x.describe()["diagnosis"] == {"thermal_warn_c": 84.0}
     assert "diagnosis" not in presets["smoke"].describe()
 
-    settings = SessionConfig(preset=x).diagnosis_settings()
+    settings = SessionConfig(preset=x, diagnosis=config.diagnosis).diagnosis_settings()
+    # the preset's own wins
     assert settings.thermal_warn_c == 84.0 and settings.open_after_s == 7.0 and settings.idle_cpu_pct == 5.0
     # A session given the files' table explicitly (watch mode has no preset) uses it.
     assert SessionConfig(diagnosis={"open_after_s": 3.0}).diagnosis_settings().open_after_s == 3.0
@@ -107,5 +108,5 @@ def test_files_merge_key_by_key_and_a_preset_table_wins(tmp_path, monkeypatch):
 def test_presets_without_any_diagnosis_table_keep_working(tmp_path):
     path = write(tmp_path, '[presets.a]\ncommand = ["python", "x.py"]\n')
     preset = load_file(path)["a"]
-    assert preset.diagnosis == {} and preset.diagnosis_settings() == {}
+    assert preset.diagnosis == {}
     assert preset.argv() == ["python", "x.py"]

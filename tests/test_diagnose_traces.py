@@ -8,8 +8,8 @@ replayed through the diagnoser as a live session would feed it.
 from __future__ import annotations
 
 import dataclasses
-import json
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest

@@ -6,7 +6,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import shutil
 import sys
 
 import pytest
@@ -186,7 +185,8 @@ def test_the_dashboard_keeps_every_run_and_records_over_a_file_only_with_force(t
         async with app.run_test(size=(120, 40)) as pilot:
             for n in (1, 2):
                 app.start_preset("quick")
-                await wait_until(pilot, lambda: len(app.state.runs) == n and app.state.runs[-1].ended, what=f"run {n}")
+                await wait_until(pilot, lambda: len(app.state.runs) == n and app.state.runs[-1].ended,  # noqa: B023 (awaited here)
+                                 what=f"run {n}")
                 await pilot.press("escape")  # its summary
             await wait_until(pilot, lambda: len(app.state.history) == 2, what="the history reloaded")
 

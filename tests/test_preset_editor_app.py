@@ -155,7 +155,7 @@ def test_a_change_on_disk_asks_to_overwrite_or_reload(tmp_path, monkeypatch):
 
 
 @needs_tmux
-def test_create_a_preset_in_a_real_terminal_with_keys_alone(tmux, tmp_path):
+def test_create_a_preset_in_a_real_terminal_with_keys_alone(tmux, tmp_path):  # noqa: F811 (tmux: the fixture)
     user = tmp_path / "xdg" / "gputui" / "presets.toml"  # the tmux fixture's XDG_CONFIG_HOME: nothing there yet
     gputui = tmux.start([])
     tmux.wait_for(r"Presets")

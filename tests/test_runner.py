@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 import gputui
-from gputui.runner import LINE_CAP, TRUNCATION_MARK, LineSplitter, OutputLine, Outcome, Runner, strip_ansi
+from gputui.runner import LINE_CAP, TRUNCATION_MARK, LineSplitter, Outcome, OutputLine, Runner, strip_ansi
 from tests.leftovers import no_leftovers  # noqa: F401  (the fixture)
 
 PY = sys.executable

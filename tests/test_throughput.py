@@ -306,8 +306,8 @@ def test_protocol_bad_values_are_dropped(payload):
 
 @pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity"])
 def test_protocol_non_finite_json_literals_are_dropped(literal):
-    assert feed('@gputui {"event": "result", "samples_per_sec": %s}' % literal) == []
-    assert feed('@gputui {"event": "step", "samples": 32, "seconds": %s}' % literal) == []
+    assert feed(f'@gputui {{"event": "result", "samples_per_sec": {literal}}}') == []
+    assert feed(f'@gputui {{"event": "step", "samples": 32, "seconds": {literal}}}') == []
 
 
 def test_protocol_unknown_phase_is_not_passed_on():

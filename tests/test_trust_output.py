@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gputui import fmt
 from gputui.diagnosis.__main__ import main as diagnose

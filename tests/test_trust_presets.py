@@ -6,7 +6,6 @@ gputui (deep nesting, symlink loops).  Every case runs gputui as a user would.""
 from __future__ import annotations
 
 import io
-import os
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -55,7 +54,7 @@ def mine(tmp_path) -> bytes:
 
 def test_an_editor_that_saves_latin1_gets_one_line_and_the_text_kept_in_an_edited_file(tmp_path, mine):
     latin1 = "# caf\u00e9\n".encode("latin-1")
-    body = "data = open(path, 'rb').read()\nopen(path, 'wb').write(data + %r)" % latin1
+    body = f"data = open(path, 'rb').read()\nopen(path, 'wb').write(data + {latin1!r})"
     result = run_with_editor(["presets", "edit", "mine"], tmp_path, editor(tmp_path, body))
     assert result.returncode == 2
     errors = error_lines(result)

@@ -252,11 +252,11 @@ def test_keys_are_remapped_by_binding_id_from_settings(tmp_path, monkeypatch):
 
 
 def _all_bindings():
-    from gputui.tui.screens.findings import FindingsScreen as F
-    from gputui.tui.screens.editor import ConflictScreen, NameScreen, PresetEditorScreen
-    from gputui.tui.screens.summary import SummaryScreen as S
-    from gputui.tui.screens.compare import CompareScreen
     from gputui.tui.replay import ReplayApp
+    from gputui.tui.screens.compare import CompareScreen
+    from gputui.tui.screens.editor import ConflictScreen, NameScreen, PresetEditorScreen
+    from gputui.tui.screens.findings import FindingsScreen as F
+    from gputui.tui.screens.summary import SummaryScreen as S
     from gputui.tui.widgets.runs import RunsList
 
     for owner in (GpuTuiApp, DashboardScreen, PresetList, S, F, PresetEditorScreen, NameScreen, ConflictScreen,

@@ -22,7 +22,6 @@ from gputui.tui.settings import load_settings, save_setting
 from gputui.tui.state import DashboardState, ThroughputSeries, pick_reference
 from gputui.tui.themes import DEFAULT_THEME, builtin_themes_path, load_themes, parse_theme
 
-
 # --- charts ------------------------------------------------------------------------
 
 def test_sparkline_keeps_the_newest_values_at_the_right_and_blanks_gaps():

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from gputui.workloads import protocol
-from gputui.workloads.measure import MissingFramework, OutOfMemory, measure
+from gputui.workloads.measure import MissingFramework, OutOfMemory, Window, emit_result, measure, tf_metal_summary
 from gputui.workloads.protocol import Emitter
 
 
@@ -199,3 +199,41 @@ def test_missing_framework_messages():
 def test_out_of_memory_fields():
     oom = OutOfMemory("CUDA out of memory. Tried to allocate 2.00 GiB", batch_size=512, peak_memory_bytes=7)
     assert oom.fields == {"message": "CUDA out of memory. Tried to allocate 2.00 GiB", "batch_size": 512, "peak_memory_bytes": 7}
+
+
+def test_json_safe_turns_every_non_finite_number_into_none_at_any_depth():
+    value = {"a": math.inf, "b": [1.0, math.nan, {"c": -math.inf, "d": 2}], "e": "x"}
+    assert protocol.json_safe(value) == {"a": None, "b": [1.0, None, {"c": None, "d": 2}], "e": "x"}
+
+
+def test_emit_result_writes_one_line_without_unknown_or_non_finite_values():
+    stream = io.StringIO()
+    result = emit_result(Emitter(stream), {"samples_per_sec": math.inf, "p5": None, "mean": 3.0}, method="tf-metal",
+                         info={"framework": "tf", "model": "resnet50"}, peak_memory=lambda: None)
+    line = protocol.decode(stream.getvalue())
+    assert result == {"framework": "tf", "model": "resnet50", "mean": 3.0, "method": "tf-metal"}
+    assert line == {"event": "result", **result}
+
+
+def test_the_tf_metal_numbers_come_from_one_function_for_every_framework():
+    # measure(method="tf-metal") (torch) and the Keras workload both end in
+    # tf_metal_summary + emit_result: the same windows give the same result line.
+    device = FakeDevice([0.1] * 4 + [0.1] * 4 + [0.2] * 4 + [0.3] * 4)
+    result, lines = run(device, batch_size=2, warmup_steps=0, steps=4, method="tf-metal", epochs=3,
+                        info={"framework": "torch"}, peak_memory=lambda: 123)
+    windows = [Window(ln["phase"], ln["step"], ln["steps"], ln["samples"], ln["seconds"])
+               for ln in steps_of(lines, protocol.MEASURE)]
+    stream = io.StringIO()
+    again = emit_result(Emitter(stream), tf_metal_summary(windows, sum(w.seconds for w in windows), batch_size=2,
+                                                          steps=4, epochs=3),
+                        method="tf-metal", info={"framework": "torch"}, peak_memory=lambda: 123)
+    assert again == pytest.approx(result)
+    assert protocol.decode(stream.getvalue()) == lines[-1]
+
+
+def test_the_tf_workload_keeps_no_copies_of_the_measurement_helpers():
+    from gputui.workloads import tf_workload  # importable without TensorFlow: it loads inside the run
+
+    own = {name for name, value in vars(tf_workload).items() if callable(value) and getattr(value, "__module__", "") == tf_workload.__name__}
+    assert not own & {"_emit", "_finite", "_emit_window", "_summarize"}
+    assert tf_workload.emit_result is emit_result and tf_workload.tf_metal_summary is tf_metal_summary

@@ -31,7 +31,7 @@ CNNS = [m for m in FRAMEWORKS["torch"]["models"] if MODELS[m].kind == "cnn"]
 TRANSFORMERS = [m for m in FRAMEWORKS["torch"]["models"] if MODELS[m].kind == "transformer"]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _import_problem(package: str) -> str | None:
     """Why ``package`` cannot be imported in a fresh interpreter (None: it can)."""
     code = f"import {package}\n"
@@ -256,7 +256,7 @@ def test_conv_backward_flops_count_groups():
         x = torch.randn(2, 32, 16, 16, requires_grad=True)
         counter = FlopCounterMode(display=False, custom_mapping={torch.ops.aten.convolution_backward: _conv_backward_flop})
         with counter:
-            out = conv(x)
+            conv(x)
         forward = counter.get_total_flops()
         assert forward == 2 * 2 * 16 * 16 * 32 * (32 // groups) * 9
         with counter:

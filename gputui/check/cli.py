@@ -64,10 +64,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.record is not None:
         check_record_target(args.record, args.force)  # before minutes of checking, not after
-    if not args.quick and "workload" not in parse_skip(args.skip):
-        from gputui.presets import load_presets
+    from gputui.presets import load_config
 
-        load_presets(extra=args.presets)  # a broken presets file: one line now, not after the micro-benchmarks
+    config = load_config(extra=args.presets)  # a broken presets file: one line now, not after the micro-benchmarks
 
     options = CheckOptions(
         quick=args.quick,
@@ -77,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
         workdir=args.workdir or Path.cwd(),
         interval=args.interval,
         presets_file=args.presets,
+        config=config,
     )
     return run_check_cli(options, record=args.record, as_json=args.json, markdown=args.markdown, quiet=args.quiet,
                          force=args.force, no_history=args.no_history)

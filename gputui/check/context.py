@@ -9,14 +9,16 @@ thread while the Session samples telemetry beside them; ``report`` is thread-saf
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from gputui.check.expectations import GpuModel, find_model
 from gputui.check.model import CheckResult
 from gputui.model import GpuInfo
-from gputui.runner import OutputLine, Outcome, Runner
+from gputui.presets import Config
+from gputui.runner import Outcome, OutputLine, Runner
 from gputui.workloads import protocol
 
 CHECK_EVENT = "check"  # one recording event per check result
@@ -32,6 +34,9 @@ class CheckOptions:
     workdir: Path = field(default_factory=Path.cwd)
     interval: float = 1.0
     presets_file: Path | None = None  # an extra presets file (--presets)
+    # The presets files as read once by the face that starts the check (None: the
+    # workload stage reads them itself, and diagnosis uses its defaults).
+    config: Config | None = None
 
 
 @dataclass

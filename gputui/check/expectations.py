@@ -10,17 +10,12 @@ from __future__ import annotations
 
 import functools
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gputui.check.thresholds import ACHIEVABLE
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from gputui.config import tomllib
 
 DATA = Path(__file__).parent / "data"
 GIB = 1024**3

@@ -21,10 +21,12 @@ This child imports nothing of gputui beyond the protocol and the NVML wrapper.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from gputui.telemetry.nvml import GpuLost, Nvml
 from gputui.workloads.protocol import Emitter
@@ -268,11 +270,11 @@ class Micro:
         timer = CudaTimer(torch)
         sync = lambda: torch.cuda.synchronize(device)  # noqa: E731
         for metric, dtype_name in MATMUL_DTYPES.items():
-            self.attempt(metric, lambda m=metric, d=dtype_name: self._matmul(target, device, m, d, timer, sync),
+            self.attempt(metric, functools.partial(self._matmul, target, device, metric, dtype_name, timer, sync),
                          gpu=target.gpu)
         self.attempt("memory_bandwidth", lambda: self._device_copy(device, timer, sync), gpu=target.gpu)
         for metric, to_device in (("h2d", True), ("d2h", False)):
-            self.attempt(metric, lambda t=to_device: self._host_copy(target, device, t, timer, sync, nvml),
+            self.attempt(metric, functools.partial(self._host_copy, target, device, to_device, timer, sync, nvml),
                          gpu=target.gpu)
 
     def _matmul(self, target: Target, device: Any, metric: str, dtype_name: str, timer: Any,
@@ -310,6 +312,10 @@ class Micro:
         return {"value": round(value, 2), "unit": "GB/s", "bytes": PINNED_BYTES,
                 "pcie_gen_loaded": link.gen, "pcie_width_loaded": link.width}
 
+    def _p2p(self, a: Target, b: Target, access: bool, seconds: float) -> dict[str, Any]:
+        return {"value": round(p2p_gbs(self.torch, a.torch_index, b.torch_index, seconds), 1),
+                "unit": "GB/s", "access": access, "bytes": P2P_BYTES}
+
     def run_pairs(self, targets: list[Target]) -> None:
         if len(targets) < 2:
             reason = f"needs two or more GPUs ({len(targets)} under test)"
@@ -323,9 +329,7 @@ class Micro:
                 if a is b:
                     continue
                 access = bool(torch.cuda.can_device_access_peer(a.torch_index, b.torch_index))
-                self.attempt("p2p", lambda a=a, b=b, access=access: {
-                    "value": round(p2p_gbs(torch, a.torch_index, b.torch_index, seconds), 1),
-                    "unit": "GB/s", "access": access, "bytes": P2P_BYTES}, gpu=a.gpu, peer=b.gpu)
+                self.attempt("p2p", functools.partial(self._p2p, a, b, access, seconds), gpu=a.gpu, peer=b.gpu)
         from gputui.check.micro_allreduce import allreduce_busbw
 
         self.attempt("allreduce", lambda: {
@@ -388,9 +392,8 @@ def main(argv: list[str] | None = None) -> int:
                else f"PyTorch (CUDA {torch.version.cuda}) finds no usable GPU")
         out.emit("micro_unavailable", reason=why)
         return 0
-    nvml: Nvml | None = Nvml()
-    if nvml.init() is not None:
-        nvml = None
+    opened = Nvml()
+    nvml: Nvml | None = opened if opened.init() is None else None
     try:
         targets, unseen = find_targets(torch, nvml, args.gpus)
         out.emit("micro_env", torch=torch.__version__, cuda=torch.version.cuda, device_count=len(targets),

@@ -68,7 +68,7 @@ class CheckResult:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "CheckResult":
+    def from_dict(cls, data: dict[str, Any]) -> CheckResult:
         """Read back a ``check`` event; unknown keys (newer writers) are ignored."""
         known = {k: data[k] for k in ("id", "group", "name", "status", "value", "unit", "expected",
                                       "expected_source", "gpu", "detail", "cause", "advice", "data") if k in data}
@@ -76,7 +76,7 @@ class CheckResult:
         known.setdefault("name", known.get("id", "?"))
         if known.get("status") not in STATUSES:
             known["status"] = SKIPPED
-        return cls(**known)  # type: ignore[arg-type]
+        return cls(**known)
 
 
 def skipped(id: str, group: str, name: str, reason: str, *, gpu: int | None = None) -> CheckResult:

@@ -7,8 +7,9 @@ usable GPU still gets every host check, and one line saying why there is no GPU.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import psutil
 

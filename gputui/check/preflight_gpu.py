@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import ctypes
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from gputui.check.context import GpuUnderTest
 from gputui.check.model import FAIL, INFO, OK, PREFLIGHT, WARN, CheckResult, skipped

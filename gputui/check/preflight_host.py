@@ -13,9 +13,10 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import psutil
 
@@ -23,8 +24,7 @@ from gputui.check import thresholds as t
 from gputui.check.context import GpuUnderTest
 from gputui.check.model import INFO, OK, PREFLIGHT, CheckResult, skipped
 from gputui.fmt import GIB
-from gputui.telemetry.host import (CpuThrottling, cgroup_memory_limit, cpu_available, read_cpu_throttling,  # noqa: F401 - re-exported
-                                   steal_percent)
+from gputui.telemetry.host import CpuThrottling, cgroup_memory_limit, cpu_available, read_cpu_throttling, steal_percent  # noqa: F401 - re-exported
 
 MIB = 1024**2
 SHM_PATH = Path("/dev/shm")
@@ -92,7 +92,7 @@ def read_host_facts(workdir: Path, *, cgroup_root: Path | None = None, shm_path:
 
 
 def measure_steal(interval_s: float, *, cpu_times: Callable[[], Any] = psutil.cpu_times,
-                  sleep: Callable[[float], None] = time.sleep) -> float | None:
+                  sleep: Callable[[float], object] = time.sleep) -> float | None:
     """Percent of CPU time the hypervisor gave to others over ``interval_s``; None where
     the kernel does not report steal (not Linux)."""
     before = cpu_times()

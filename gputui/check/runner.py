@@ -14,14 +14,15 @@ import importlib
 import signal
 import sys
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
+from gputui.check import render
 from gputui.check.context import CHECK_EVENT, STAGE_EVENT, CheckOptions, StageContext, gpus_under_test
 from gputui.check.cost import cost_results
 from gputui.check.model import CheckResult, exit_code
-from gputui.check import render
 from gputui.check.under_load import LoadWatcher, load_results
 from gputui.errors import UserError
 from gputui.events import Observer
@@ -61,11 +62,13 @@ class CheckListener:
 
 
 class CheckRun:
-    def __init__(self, options: CheckOptions, *, observers: list[Observer] = (), listener: CheckListener | None = None,
+    def __init__(self, options: CheckOptions, *, observers: Sequence[Observer] = (), listener: CheckListener | None = None,
                  gpu=None, host=None, nvml_module: Any = None, stages: dict[str, Callable[[StageContext], None]] | None = None):
         self.options = options
         self.listener = listener or CheckListener()
-        self.session = Session(SessionConfig(interval=options.interval, header_extra={"check": _options_dict(options)}),
+        diagnosis = options.config.diagnosis if options.config is not None else {}
+        self.session = Session(SessionConfig(interval=options.interval, diagnosis=diagnosis,
+                                             header_extra={"check": _options_dict(options)}),
                                gpu=gpu, host=host)
         for observer in observers:
             self.session.add_observer(observer)
@@ -170,7 +173,8 @@ class CheckRun:
 
 
 def _options_dict(options: CheckOptions) -> dict[str, Any]:
-    out = dataclasses.asdict(options)
+    # The loaded config is not an option: the header says which file (presets_file).
+    out = {f.name: getattr(options, f.name) for f in dataclasses.fields(options) if f.name != "config"}
     out["skip"] = sorted(options.skip)
     out["workdir"] = str(options.workdir)
     out["presets_file"] = str(options.presets_file) if options.presets_file else None

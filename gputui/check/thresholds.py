@@ -11,6 +11,8 @@ healthy card judged against its raw peak would always warn.
 
 from __future__ import annotations
 
+from typing import overload
+
 from gputui.check.model import FAIL, OK, WARN
 
 OK_RATIO = 0.90  # ok at >= 90 % of expected
@@ -69,6 +71,10 @@ RETIRED_PAGES_FAIL = 60
 THROTTLE_FAULT_SHARE = 0.05
 
 
+@overload
+def grade_ratio(ratio: float) -> str: ...
+@overload
+def grade_ratio(ratio: float | None) -> str | None: ...
 def grade_ratio(ratio: float | None) -> str | None:
     """ok / warn / fail for ``measured / expected`` (higher is better); None if unknown."""
     if ratio is None:

@@ -37,7 +37,8 @@ def run_workload_stage(ctx: StageContext) -> None:
     trained = None
     if ctx.gpus:
         gpu = ctx.gpus[0]  # one GPU: the check is about what one card delivers
-        presets = load_presets(extra=ctx.options.presets_file)
+        config = ctx.options.config
+        presets = config.presets if config is not None else load_presets(extra=ctx.options.presets_file)
         for name, metric, unit, warmup, steps in WORKLOADS:
             if ctx.stopped.is_set():
                 return
@@ -65,7 +66,8 @@ def _run_workload(ctx: StageContext, gpu: GpuUnderTest, preset: Preset | None, m
                                   gpus=str(gpu.index), timeout=WORKLOAD_TIMEOUT_S)
         payloads: dict[str, dict[str, Any]] = {}
         env = {**run.child_env(), "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}  # CUDA numbers GPUs as NVML does
-        outcome = ctx.run_child(run.argv(), lambda p: payloads.__setitem__(str(p.get("event")), p),
+        # run_child returns when the child ends, so this attempt's payloads are the ones filled
+        outcome = ctx.run_child(run.argv(), lambda p: payloads.__setitem__(str(p.get("event")), p),  # noqa: B023
                                 env=env, timeout=run.timeout)
         if "oom" in payloads and batch and batch > 1 and attempt < OOM_RETRIES:
             batch //= 2
@@ -104,7 +106,7 @@ def _grade_workload(check_id: str, metric: str, unit: str, gpu: GpuUnderTest, re
     if expectation:
         out.expected, out.expected_source = round(expectation.value, 1), expectation.source
     else:
-        out.detail += f"; no reference for {gpu.info.name}" + ("" if batch == preset.batch_size else " at this batch")
+        out.detail = (out.detail or "") + f"; no reference for {gpu.info.name}" + ("" if batch == preset.batch_size else " at this batch")
     if status not in (None, "ok"):
         out.cause = "slower than this GPU model trains it elsewhere: see the micro-benchmarks and throttling above"
         out.advice = "if the micro-benchmarks are fine, look at the CPU (steal, cgroup throttling) and other GPU tenants"
@@ -125,7 +127,8 @@ def _host_pipeline(ctx: StageContext, trained: float | None) -> CheckResult:
                            cause=f"the pipeline run ended without a result: {outcome.message or outcome.kind}")
     rate = float(measured["images_per_sec"])
     per_core = rate / workers
-    data = {"workers": workers, "cores_available": cores, "per_core_images_per_sec": round(per_core, 1)}
+    data: dict[str, float | None] = {"workers": workers, "cores_available": cores,
+                                     "per_core_images_per_sec": round(per_core, 1)}
     detail = f"{workers} worker processes, 224 px crop + flip from 300x200 PNGs"
     if trained is None:
         return CheckResult(id=check_id, group=WORKLOAD, name=name, status=INFO, value=round(rate, 1),

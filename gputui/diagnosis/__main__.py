@@ -11,16 +11,12 @@ import json
 import sys
 from pathlib import Path
 
+from gputui.config import tomllib
 from gputui.diagnosis.engine import replay
 from gputui.diagnosis.settings import KEYS, Settings, check_value
 from gputui.errors import UserError
 from gputui.fmt import printable
 from gputui.record import read_recording
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 
 def _value(raw: str):

@@ -8,8 +8,9 @@ import math
 from array import array
 from bisect import bisect_left, bisect_right
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from gputui.diagnosis.settings import Settings
 from gputui.model import GpuInfo, GpuSample, ProcessSample, Sample, from_dict

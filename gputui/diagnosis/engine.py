@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import heapq
 import logging
-from typing import Any, Iterable
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from gputui import events as ev
 from gputui.diagnosis.context import BASELINE_S, Context, med
@@ -228,11 +229,12 @@ def replay(header: dict[str, Any], samples: Iterable[Sample], events: Iterable[E
     diagnoser = Diagnoser(settings)
     diagnoser.on_header(header)
     out: list[Event] = []
-    tagged_events = ((e.t, 0, i, e) for i, e in enumerate(events) if e.kind != ev.FINDING)
-    tagged_samples = ((s.t, 1, i, s) for i, s in enumerate(samples))
+    tagged_events: Iterator[tuple[float, int, int, Event | Sample]] = (
+        (e.t, 0, i, e) for i, e in enumerate(events) if e.kind != ev.FINDING)
+    tagged_samples: Iterator[tuple[float, int, int, Event | Sample]] = ((s.t, 1, i, s) for i, s in enumerate(samples))
     t = 0.0
-    for t, which, _i, item in heapq.merge(tagged_events, tagged_samples, key=lambda x: (x[0], x[1], x[2])):
-        payloads = diagnoser.on_event(item) if which == 0 else diagnoser.on_sample(item)
+    for t, _kind, _i, item in heapq.merge(tagged_events, tagged_samples, key=lambda x: (x[0], x[1], x[2])):
+        payloads = diagnoser.on_event(item) if isinstance(item, Event) else diagnoser.on_sample(item)
         out += [Event(t=t, kind=ev.FINDING, data=p) for p in payloads]
     out += [Event(t=t, kind=ev.FINDING, data=p) for p in diagnoser.finish()]
     return out

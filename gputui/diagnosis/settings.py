@@ -10,8 +10,9 @@ docs/diagnosis.md and written out in the built-in presets.toml.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ class Settings:
     pcie_heavy_pct: float = 50.0  # host-to-device traffic at this % of the link's bandwidth
 
     @classmethod
-    def from_tables(cls, *tables: Mapping[str, Any] | None) -> "Settings":
+    def from_tables(cls, *tables: Mapping[str, Any] | None) -> Settings:
         """Defaults, then each table in turn (later keys win).  Tables must be checked
         already (the presets loader does it); unknown keys raise KeyError."""
         merged: dict[str, Any] = {}

@@ -127,7 +127,8 @@ def rows(recording: Recording) -> Iterator[Row]:
         while next_index < len(readings) and readings[next_index].t <= sample.t:
             latest = readings[next_index]
             next_index += 1
-        for gpu in sample.gpus or [None]:
+        gpus: list[GpuSample | None] = list(sample.gpus) if sample.gpus else [None]  # a row even with no GPU
+        for gpu in gpus:
             yield Row(sample, gpu, latest)
 
 

@@ -11,8 +11,8 @@ from typing import Any
 
 from gputui import events as ev
 from gputui import fmt
-from gputui.record import Recording
 from gputui.lookback.load import is_check, measured_rates, recorded_findings, run_summary
+from gputui.record import Recording
 
 
 @dataclass

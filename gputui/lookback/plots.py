@@ -183,7 +183,7 @@ def _warmup_span(recording: Recording) -> tuple[float, float] | None:
 # --- the charts ---------------------------------------------------------------------
 # Each returns a canvas to save, or a string saying why there is nothing to draw.
 
-def _throughput(recording: Recording, summary: dict, unit: tuple[float, str]) -> "_Canvas | str":
+def _throughput(recording: Recording, summary: dict, unit: tuple[float, str]) -> _Canvas | str:
     readings = [e for e in recording.events_of(ev.THROUGHPUT) if not e.data.get("final")]
     if not readings:
         if recording.events_of(ev.THROUGHPUT):
@@ -203,7 +203,7 @@ def _throughput(recording: Recording, summary: dict, unit: tuple[float, str]) ->
     return canvas
 
 
-def _utilization(recording: Recording, summary: dict, unit: tuple[float, str]) -> "_Canvas | str":
+def _utilization(recording: Recording, summary: dict, unit: tuple[float, str]) -> _Canvas | str:
     util = gpu_series(recording, "util_gpu")
     active = gpu_series(recording, "sm_active")
     if not util and not active:
@@ -220,7 +220,7 @@ def thermal_warn_c(recording: Recording) -> float:
     return float(value) if isinstance(value, (int, float)) else THERMAL_WARN_C
 
 
-def _temperature(recording: Recording, summary: dict, unit: tuple[float, str]) -> "_Canvas | str":
+def _temperature(recording: Recording, summary: dict, unit: tuple[float, str]) -> _Canvas | str:
     temps = gpu_series(recording, "temp_c")
     if not temps:
         return "no GPU temperature in the recording"
@@ -235,7 +235,7 @@ def _temperature(recording: Recording, summary: dict, unit: tuple[float, str]) -
     return canvas
 
 
-def _power(recording: Recording, summary: dict, unit: tuple[float, str]) -> "_Canvas | str":
+def _power(recording: Recording, summary: dict, unit: tuple[float, str]) -> _Canvas | str:
     power = gpu_series(recording, "power_w")
     if not power:
         return "no GPU power draw in the recording"
@@ -249,7 +249,7 @@ def _power(recording: Recording, summary: dict, unit: tuple[float, str]) -> "_Ca
     return canvas
 
 
-def _sm_clock(recording: Recording, summary: dict, unit: tuple[float, str]) -> "_Canvas | str":
+def _sm_clock(recording: Recording, summary: dict, unit: tuple[float, str]) -> _Canvas | str:
     clocks = gpu_series(recording, "sm_clock_mhz")
     if not clocks:
         return "no SM clock in the recording"
@@ -262,7 +262,7 @@ def _sm_clock(recording: Recording, summary: dict, unit: tuple[float, str]) -> "
     return canvas
 
 
-def _vram(recording: Recording, summary: dict, unit: tuple[float, str]) -> "_Canvas | str":
+def _vram(recording: Recording, summary: dict, unit: tuple[float, str]) -> _Canvas | str:
     used = gpu_series(recording, "memory_used", scale=GIB)
     if not used:
         return "no GPU memory use in the recording"
@@ -275,7 +275,7 @@ def _vram(recording: Recording, summary: dict, unit: tuple[float, str]) -> "_Can
     return canvas
 
 
-def _cpu_roles(recording: Recording, summary: dict, unit: tuple[float, str]) -> "_Canvas | str":
+def _cpu_roles(recording: Recording, summary: dict, unit: tuple[float, str]) -> _Canvas | str:
     roles = role_cpu_series(recording)
     if not roles:
         return "no process of the run was sampled (telemetry only, or the run ended at once)"
@@ -289,7 +289,7 @@ def _cpu_roles(recording: Recording, summary: dict, unit: tuple[float, str]) -> 
     return canvas
 
 
-CHARTS: list[tuple[str, str, Callable[[Recording, dict, tuple[float, str]], "_Canvas | str"]]] = [
+CHARTS: list[tuple[str, str, Callable[[Recording, dict, tuple[float, str]], _Canvas | str]]] = [
     ("throughput", "Throughput over time", _throughput),
     ("utilization", "GPU utilization and SM activity", _utilization),
     ("temperature", "Temperature", _temperature),

@@ -10,8 +10,9 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from gputui.model import GpuInfo, GpuProcess, GpuSample
 from gputui.telemetry.nvml import GpuLost, Nvml
@@ -132,7 +133,7 @@ class GpuTelemetry:
         self._nvml = Nvml(nvml_module)
         self.use_gpm = gpm_wanted() if use_gpm is None else use_gpm
         self._watch_xids = watch_xids
-        self._xids: Any = None  # gputui.check.xid.XidWatcher while open
+        self._xids: Any = None  # gputui.telemetry.xid.XidWatcher while open
         self._clock = clock
         self._pcie_ttl_s = pcie_ttl_s
         self._gpus: list[_Gpu] = []
@@ -172,7 +173,7 @@ class GpuTelemetry:
         """XID events arrive on NVML's event API, waited on in a thread of its own."""
         if not self._watch_xids:
             return
-        from gputui.check.xid import XidWatcher  # only sessions that watch need it
+        from gputui.telemetry.xid import XidWatcher  # only sessions that watch need it
 
         self._xids = XidWatcher([g.index for g in self._gpus if not g.lost], self._nvml.module)
         self._xids.start()
@@ -217,7 +218,7 @@ class GpuTelemetry:
         info.pcie_max_gen = call("nvmlDeviceGetMaxPcieLinkGeneration", h)
         info.pcie_max_width = call("nvmlDeviceGetMaxPcieLinkWidth", h)
         support = call("nvmlGpmQueryDeviceSupport", h) if self.use_gpm else None
-        if support is not None and getattr(support, "isSupportedDevice", 0):
+        if support is not None and getattr(support, "isSupportedDevice", False):
             info.gpm_supported = self._alloc_gpm(gpu)
 
     def _threshold(self, handle: Any, const_name: str, default: int) -> float | None:

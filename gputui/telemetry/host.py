@@ -14,13 +14,13 @@ zombies or deny access while they are being read are skipped or reported with
 from __future__ import annotations
 
 import os
-from pathlib import Path
 import platform
 import socket
 import sys
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import psutil
 

@@ -15,17 +15,19 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.theme import Theme
 
+from gputui.assemble import SessionParts
 from gputui.errors import UserError
 from gputui.events import Observer
-from gputui.presets import Preset
+from gputui.presets import Config, Preset
 from gputui.tui import state as st
 from gputui.tui.bridge import SessionBridge, SessionNews
 from gputui.tui.palette import SafeCommandPalette
@@ -33,7 +35,8 @@ from gputui.tui.screens.dashboard import DashboardScreen
 from gputui.tui.screens.findings import FindingsScreen
 from gputui.tui.screens.summary import SummaryScreen
 from gputui.tui.sessions import SessionFactory, SessionSupervisor, SessionTicket
-from gputui.tui.settings import load_settings, save_setting, settings_path as default_settings_path
+from gputui.tui.settings import load_settings, save_setting
+from gputui.tui.settings import settings_path as default_settings_path
 from gputui.tui.themes import DEFAULT_THEME, load_themes
 from gputui.tui.widgets.base import StateView
 from gputui.tui.widgets.gpu import GpuGrid
@@ -41,12 +44,12 @@ from gputui.tui.widgets.gpu import GpuGrid
 if TYPE_CHECKING:  # the session side loads in the session thread, after the first frame
     from gputui.check.context import CheckOptions
     from gputui.check.runner import CheckListener, CheckRun
-    from gputui.tui.screens.check import CheckFactory
     from gputui.history import KeptRun, RunHistory
     from gputui.record import Recorder
-    from gputui.session import Session, SessionConfig
+    from gputui.session import Session
     from gputui.telemetry.gpu import GpuTelemetry
     from gputui.telemetry.host import HostTelemetry
+    from gputui.tui.screens.check import CheckFactory
 
 REFRESH_S = 0.5  # redraw at most twice a second, whatever the sampling rate
 STOP_WAIT_S = 20.0  # the runner's TERM grace (5 s) and KILL, with room to spare
@@ -163,7 +166,7 @@ class DashboardApp(App[int]):
         """The file a run of this session was recorded to, if any."""
         return run.kept_path
 
-    def open_run(self, entry: "st.RunView | KeptRun") -> None:
+    def open_run(self, entry: st.RunView | KeptRun) -> None:
         """Enter on the Runs list: the run's summary (a kept run's from its file)."""
         if isinstance(entry, st.RunView):
             if not entry.ended:
@@ -188,7 +191,7 @@ class DashboardApp(App[int]):
             return
         self.call_from_thread(self.show_summary, player.state.run, player.state.gpu_names())
 
-    def compare_runs(self, entries: list["st.RunView | KeptRun"]) -> None:
+    def compare_runs(self, entries: list[st.RunView | KeptRun]) -> None:
         """Two runs marked with c on the Runs list: their comparison table."""
         paths = []
         for entry in entries:
@@ -262,7 +265,8 @@ class DashboardApp(App[int]):
         # Textual's own, made safe against keys that reach it before it is drawn; and
         # without Textual's fixed id, which Ctrl-P, Esc, Ctrl-P in one burst would
         # give twice (the closed one is not yet removed): DuplicateIds.
-        if self.use_command_palette and not SafeCommandPalette.is_open(self):
+        # is_open takes App[object], and App is invariant in its return type (ours: int)
+        if self.use_command_palette and not SafeCommandPalette.is_open(self):  # type: ignore[arg-type]
             self.push_screen(SafeCommandPalette())
 
     def search_themes(self) -> None:
@@ -300,8 +304,8 @@ class GpuTuiApp(DashboardApp):
         refresh_interval: float,
         handle_signals: bool,
         record_force: bool = False,
-        history: "RunHistory | None" = None,
-        make_check: "CheckFactory | None" = None,
+        history: RunHistory | None = None,
+        make_check: CheckFactory,
     ) -> None:
         self.make_check = make_check
         super().__init__(presets=presets, themes=themes, theme_problems=theme_problems, settings_file=settings_file,
@@ -399,7 +403,7 @@ class GpuTuiApp(DashboardApp):
         self.exit(128 + int(sig))
 
     # -- Sessions (the observers run in the session thread) ----------------------------
-    def _observers_for(self, session: "Session", ticket: SessionTicket) -> list[Observer]:
+    def _observers_for(self, session: Session, ticket: SessionTicket) -> list[Observer]:
         bridge = SessionBridge(ticket, self.post_message, session.summary_builder.recent_median)
         self._bridges[ticket.serial] = bridge
         bridge.started()
@@ -492,8 +496,8 @@ class GpuTuiApp(DashboardApp):
 def make_app(
     presets: dict[str, Preset],
     *,
-    gpu_factory: Callable[[], "GpuTelemetry"] | None = None,
-    host_factory: Callable[[], "HostTelemetry"] | None = None,
+    gpu_factory: Callable[[], GpuTelemetry] | None = None,
+    host_factory: Callable[[], HostTelemetry] | None = None,
     session_factory: SessionFactory | None = None,
     clock: Callable[[], float] = time.monotonic,
     interval: float = 1.0,
@@ -507,9 +511,9 @@ def make_app(
     user_themes_dir: Path | None = None,
     refresh_interval: float = REFRESH_S,
     handle_signals: bool = False,
-    check_factory: "CheckFactory | None" = None,
+    check_factory: CheckFactory | None = None,
     record_force: bool = False,
-    history: "RunHistory | None" = None,
+    history: RunHistory | None = None,
 ) -> GpuTuiApp:
     """The dashboard, ready to ``run()`` or ``run_test()``.
 
@@ -519,23 +523,17 @@ def make_app(
     ``history`` keeps every run (the CLI passes the user's; tests keep none unless
     they ask).
     """
+    parts = SessionParts(gpu=gpu_factory, host=host_factory, clock=clock)
     if session_factory is None:
-        def session_factory(config: "SessionConfig") -> "Session":
-            from gputui.session import Session
-            from gputui.telemetry.gpu import GpuTelemetry
-            from gputui.telemetry.host import HostTelemetry
-
-            return Session(config, gpu=(gpu_factory or GpuTelemetry)(), host=(host_factory or HostTelemetry)(), clock=clock)
+        session_factory = parts.build
 
     if check_factory is None:
-        def check_factory(options: "CheckOptions", listener: "CheckListener") -> "CheckRun":
+        def check_factory(options: CheckOptions, listener: CheckListener) -> CheckRun:
             from gputui.check.runner import CheckRun
-            from gputui.telemetry.gpu import GpuTelemetry
-            from gputui.telemetry.host import HostTelemetry
 
             options.interval = interval
-            return CheckRun(options, listener=listener, gpu=(gpu_factory or GpuTelemetry)(),
-                            host=(host_factory or HostTelemetry)())
+            options.config = Config(presets=presets, diagnosis=dict(diagnosis or {}))
+            return CheckRun(options, listener=listener, gpu=parts.gpu_telemetry(), host=parts.host_telemetry())
 
     themes, problems = app_themes(theme, user_themes_dir)
     return GpuTuiApp(

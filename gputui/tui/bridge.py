@@ -9,7 +9,8 @@ a run prints, at most one message per session is in flight, and nothing is dropp
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from textual.message import Message
 
@@ -26,7 +27,7 @@ Item = tuple[Any, ...]
 class SessionNews(Message):
     """Something happened in a session: call ``bridge.take()`` for the items."""
 
-    def __init__(self, bridge: "SessionBridge") -> None:
+    def __init__(self, bridge: SessionBridge) -> None:
         super().__init__()
         self.bridge = bridge
 

@@ -7,7 +7,7 @@ import sys
 
 from gputui.cli import check_run_options
 from gputui.errors import UserError
-from gputui.presets import get_preset, load_diagnosis, load_presets
+from gputui.presets import get_preset, load_config
 
 
 def run_dashboard(args: argparse.Namespace) -> int:
@@ -20,9 +20,9 @@ def run_dashboard(args: argparse.Namespace) -> int:
     if args.record is not None:
         check_record_target(args.record, args.force)  # before the screen opens, not at the first run
     history = RunHistory.from_environment(args.no_history)
-    presets = load_presets(extra=args.presets)
+    config = load_config(extra=args.presets)  # read once: the presets and the [diagnosis] table
     if args.preset:
-        get_preset(presets, args.preset)  # a wrong name is a one-line error before the screen opens
+        get_preset(config.presets, args.preset)  # a wrong name is a one-line error before the screen opens
 
     from gputui.cli import start_metrics
 
@@ -30,11 +30,11 @@ def run_dashboard(args: argparse.Namespace) -> int:
     from gputui.tui.app import make_app  # Textual loads only now
 
     app = make_app(
-        presets,
+        config.presets,
         interval=args.interval,
         duration=args.duration,
         attach_pid=args.pid,
-        diagnosis=load_diagnosis(extra=args.presets),  # runs carry theirs in the preset
+        diagnosis=config.diagnosis,
         start_preset=args.preset,
         record_path=args.record,
         theme=args.theme,

@@ -38,7 +38,8 @@ class SafeCommandPalette(DismissOnce, CommandPalette):
     @work(exclusive=True, group=CommandPalette._GATHER_COMMANDS_GROUP)
     async def _gather_commands(self, search_value: str) -> None:
         try:
-            await CommandPalette._gather_commands.__wrapped__(self, search_value)  # Textual's search, unwrapped
+            # Textual's search, unwrapped: @work keeps the plain method as __wrapped__, which its types do not declare
+            await CommandPalette._gather_commands.__wrapped__(self, search_value)  # type: ignore[attr-defined]
         except NoMatches:  # the palette closed while it searched
             pass
 

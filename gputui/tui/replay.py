@@ -15,13 +15,16 @@ from __future__ import annotations
 
 import heapq
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from textual.binding import Binding
 
 from gputui import events as ev
 from gputui.errors import UserError
+from gputui.events import Event
+from gputui.model import Sample
 from gputui.presets import Preset, check_preset
 from gputui.record import Recording
 from gputui.summary import SummaryBuilder
@@ -29,8 +32,8 @@ from gputui.tui import state as st
 from gputui.tui.app import REFRESH_S, DashboardApp, app_themes
 from gputui.tui.bridge import SessionBridge
 from gputui.tui.sessions import SessionTicket
-from gputui.tui.state import ReplayStatus, speed_label
 from gputui.tui.settings import settings_path as default_settings_path
+from gputui.tui.state import ReplayStatus, speed_label
 from gputui.workloads.protocol import MEASURE
 
 TICK_S = 0.1  # how often playing moves on
@@ -59,12 +62,17 @@ class ReplayPlayer:
     """A recording folded into a DashboardState up to a position; no Textual here
     beyond the bridge's message type."""
 
+    _position: float  # where the dashboard has been fed to (set by _reset)
+    _finished: bool
+
     def __init__(self, recording: Recording, speed: float | None = 1.0) -> None:
         self.recording = recording
         self.preset = preset_from_header(recording.header, recording.path)
         self.ticket = SessionTicket(serial=1, preset=self.preset)
-        samples = (((s.t, 0, i), "sample", s) for i, s in enumerate(recording.samples))
-        events = (((e.t, 1, i), "event", e) for i, e in enumerate(recording.events))
+        samples: Iterator[tuple[tuple[float, int, int], str, Sample | Event]] = (
+            ((s.t, 0, i), "sample", s) for i, s in enumerate(recording.samples))
+        events: Iterator[tuple[tuple[float, int, int], str, Sample | Event]] = (
+            ((e.t, 1, i), "event", e) for i, e in enumerate(recording.events))
         self.timeline = [(key[0], kind, item) for key, kind, item in heapq.merge(samples, events, key=lambda x: x[0])]
         self.start_t = 0.0
         self.end_t = max([t for t, _, _ in self.timeline] + [0.0])
@@ -151,9 +159,9 @@ class ReplayPlayer:
     def _feed(self, due: Callable[[float], bool], limit: int | None = None) -> int:
         fed = 0
         while self._next < len(self.timeline) and due(self.timeline[self._next][0]):
-            _, kind, item = self.timeline[self._next]
+            _, _, item = self.timeline[self._next]
             for observer in self._observers:
-                observer.on_sample(item) if kind == "sample" else observer.on_event(item)
+                observer.on_sample(item) if isinstance(item, Sample) else observer.on_event(item)
             self._next += 1
             fed += 1
             if limit is not None and fed >= limit:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any
 
 from gputui.events import Observer
 from gputui.presets import Preset
@@ -55,10 +56,10 @@ class SessionSupervisor:
         interval: float = 1.0,
         duration: float | None = None,
         attach_pid: int | None = None,
-        diagnosis: dict | None = None,
+        diagnosis: dict[str, Any] | None = None,
     ) -> None:
         self._make_session = make_session
-        self._diagnosis = diagnosis  # the presets files' [diagnosis] table, for watching
+        self._diagnosis = dict(diagnosis or {})  # the presets files' [diagnosis] table (presets.Config)
         self._observers_for = observers_for
         self._on_ended = on_ended or (lambda ticket, error: None)
         self._interval = interval
@@ -171,15 +172,14 @@ class SessionSupervisor:
         pid, self._attach_pid = self._attach_pid, None
         return SessionTicket(serial=self._serial, attach_pid=pid)
 
-    def _config(self, ticket: SessionTicket) -> "SessionConfig":
+    def _config(self, ticket: SessionTicket) -> SessionConfig:
         from gputui.session import SessionConfig
 
         capped = ticket.is_run or ticket.attach_pid is not None
-        extra = {"diagnosis": self._diagnosis} if self._diagnosis is not None else {}
         return SessionConfig(
             preset=ticket.preset,
             interval=self._interval,
             duration=self._duration if capped else None,
             attach_pid=ticket.attach_pid,
-            **extra,
+            diagnosis=self._diagnosis,
         )

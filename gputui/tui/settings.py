@@ -7,22 +7,14 @@ leaves the old file or the new one, never half of one.
 
 from __future__ import annotations
 
-import os
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gputui.config import tomllib
+from gputui.config import user_settings_path as settings_path
 from gputui.safe_write import write_atomic
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
-
-def settings_path() -> Path:
-    config_home = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(config_home) / "gputui" / "settings.toml"
+__all__ = ["Settings", "load_settings", "save_setting", "settings_path"]
 
 
 @dataclass

@@ -17,19 +17,13 @@ in ``$XDG_CONFIG_HOME/gputui/themes/``, where a theme of the same name wins.
 
 from __future__ import annotations
 
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
 from textual.theme import Theme
 
+from gputui.config import tomllib, user_themes_path
 from gputui.errors import UserError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 DEFAULT_THEME = "gputui-dark"
 
@@ -43,11 +37,6 @@ def builtin_themes_path() -> Path:
     """The themes shipped with gputui: inside the installed package, else the repo root."""
     packaged = Path(__file__).resolve().parent.parent / "themes"
     return packaged if packaged.is_dir() else Path(__file__).resolve().parents[2] / "themes"
-
-
-def user_themes_path() -> Path:
-    config_home = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(config_home) / "gputui" / "themes"
 
 
 def parse_theme(path: Path) -> Theme:

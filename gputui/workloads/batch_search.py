@@ -65,6 +65,8 @@ def search(trial: Callable[[int], Trial], start: int, *, limit: int = MAX_BATCH)
             known[b] = t.fits
         return known[b]
 
+    lo: int | None
+    hi: int | None
     if fits(start):
         lo, hi = start, None
         while lo < limit:
@@ -86,6 +88,7 @@ def search(trial: Callable[[int], Trial], start: int, *, limit: int = MAX_BATCH)
             hi = b
         if lo is None:
             return None, trials
+    assert lo is not None and hi is not None  # each branch returned where one was missing
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if fits(mid):
@@ -169,7 +172,7 @@ def run(
                           peak_memory_bytes=first.peak_memory_bytes, **info)  # fmt: skip
     at_best = next(t for t in trials if t.batch_size == best)
     fastest = max((t for t in trials if t.fits and t.samples_per_sec is not None),
-                  key=lambda t: t.samples_per_sec, default=at_best)  # fmt: skip
+                  key=lambda t: t.samples_per_sec or 0.0, default=at_best)  # fmt: skip
     result = {
         **info,
         "mode": "find-max-batch",

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gputui.stats import spread
-from gputui.workloads.protocol import MEASURE, WARMUP, Emitter
+from gputui.workloads.protocol import MEASURE, WARMUP, Emitter, json_safe
 
 WINDOW_S = 0.1  # at most ~10 protocol step lines per second
 TF_METAL_EPOCHS = 3  # train_benchmark.py's --epochs default
@@ -70,8 +70,7 @@ class MissingFramework(Exception):
     def __init__(self, package: str, extra: str, error: BaseException | None = None) -> None:
         self.package = package
         self.extra = extra
-        missing = error is None or (isinstance(error, ModuleNotFoundError) and (error.name or "").split(".")[0] == package)
-        if missing:
+        if error is None or (isinstance(error, ModuleNotFoundError) and (error.name or "").split(".")[0] == package):
             problem = f"the package {package!r} is not installed"
         else:
             problem = f"the package {package!r} cannot be imported ({_describe(error)}"
@@ -106,7 +105,7 @@ class Window:
         return self.samples / self.seconds if self.seconds > 0 else math.inf
 
 
-def _emit_window(emitter: Emitter, window: Window, **extra: Any) -> None:
+def emit_window(emitter: Emitter, window: Window, **extra: Any) -> None:
     emitter.emit(
         "step",
         phase=window.phase,
@@ -156,7 +155,7 @@ def run_windows(
                 measured.append(window)
                 if mark is not None:
                     mark()
-            _emit_window(emitter, window)
+            emit_window(emitter, window)
             began = now
         return began
 
@@ -190,7 +189,7 @@ def run_tf_metal(
         step()
     sync()
     now = clock()
-    _emit_window(emitter, Window(WARMUP, steps, steps, float(steps * batch_size), now - began), epoch=0)
+    emit_window(emitter, Window(WARMUP, steps, steps, float(steps * batch_size), now - began), epoch=0)
     if mark is not None:
         mark()
     st = clock()  # st = time.time()
@@ -205,7 +204,7 @@ def run_tf_metal(
         windows.append(window)
         if mark is not None:
             mark()
-        _emit_window(emitter, window, epoch=epoch)
+        emit_window(emitter, window, epoch=epoch)
         epoch_began = now
     et = epoch_began  # et = time.time(), after the last epoch
     return windows, et - st
@@ -244,11 +243,30 @@ def summarize(
     return result
 
 
-def _finite(value: Any) -> Any:
-    """JSON has no inf/NaN (protocol.encode refuses them): drop such values."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+def tf_metal_summary(windows: list[Window], elapsed: float, *, batch_size: int, steps: int, epochs: int,
+                     flops_per_sample: float | None = None) -> dict[str, Any]:
+    """The tf-metal method's numbers: ``summarize`` with train_benchmark.py's headline,
+    samples over the whole timed span of ``epochs`` epochs of ``steps`` batches."""
+    headline = batch_size * steps * epochs / elapsed if elapsed > 0 else math.inf
+    result = summarize(windows, batch_size=batch_size, steps=steps * epochs, flops_per_sample=flops_per_sample,
+                       headline=headline)
+    result["epochs"] = epochs
+    result["statistic"] = "batch_size*steps*epochs/elapsed (tf-metal-experiments train_benchmark.py)"
+    return result
+
+
+def emit_result(emitter: Emitter, result: dict[str, Any], *, method: str, info: dict[str, Any] | None = None,
+                peak_memory: Callable[[], int | None] | None = None) -> dict[str, Any]:
+    """Finish a workload: add the method, the memory peak and ``info`` (framework,
+    model, ...), leave out what is unknown or not finite (JSON has neither), write the
+    protocol ``result`` line and return its fields.  Every method and framework ends here,
+    so all result lines carry the same keys."""
+    result = {**(info or {}), **result, "method": method}
+    if peak_memory is not None:
+        result["peak_memory_bytes"] = peak_memory()
+    result = {k: v for k, v in json_safe(result).items() if v is not None}
+    emitter.result(**result)
+    return result
 
 
 def measure(
@@ -286,21 +304,11 @@ def measure(
         windows, elapsed = run_tf_metal(
             step, sync, batch_size=batch_size, steps=steps, epochs=epochs, emitter=emitter, clock=clock, mark=mark
         )
-        headline = batch_size * steps * epochs / elapsed if elapsed > 0 else math.inf
-        result = summarize(
-            windows, batch_size=batch_size, steps=steps * epochs, flops_per_sample=flops_per_sample, headline=headline
-        )
-        result["epochs"] = epochs
-        result["statistic"] = "batch_size*steps*epochs/elapsed (tf-metal-experiments train_benchmark.py)"
+        result = tf_metal_summary(windows, elapsed, batch_size=batch_size, steps=steps, epochs=epochs,
+                                  flops_per_sample=flops_per_sample)
     else:
         raise ValueError(f"unknown method {method!r}")
-    result["method"] = method
-    if peak_memory is not None:
-        result["peak_memory_bytes"] = peak_memory()
-    result = {**(info or {}), **result}
-    result = {k: v for k, v in result.items() if _finite(v) is not None}
-    emitter.result(**result)
-    return result
+    return emit_result(emitter, result, method=method, info=info, peak_memory=peak_memory)
 
 
 def peak_rss_bytes() -> int | None:

@@ -16,6 +16,7 @@ count towards the summary.  This module must stay importable without any ML fram
 from __future__ import annotations
 
 import json
+import math
 import sys
 from typing import Any, TextIO
 
@@ -31,6 +32,18 @@ def encode(event: str, **fields: Any) -> str:
     """One protocol line (without the newline)."""
     payload = {"event": event, **{k: v for k, v in fields.items() if v is not None}}
     return MARKER + json.dumps(payload, separators=(",", ":"), allow_nan=False)
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with every NaN or infinity, at any depth, turned into None: JSON has
+    neither (``encode`` refuses them, and a recording writes null)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [json_safe(v) for v in value]
+    return value
 
 
 def decode(line: str) -> dict[str, Any] | None:

@@ -86,7 +86,7 @@ from typing import Any
 
 from gputui.workloads import images
 from gputui.workloads.catalog import MODELS, TRANSFORMER_CONFIGS
-from gputui.workloads.measure import MissingFramework, OutOfMemory, Window, exception_chain, measure, peak_rss_bytes, summarize
+from gputui.workloads.measure import MissingFramework, OutOfMemory, Window, emit_result, emit_window, exception_chain, measure, peak_rss_bytes, tf_metal_summary
 from gputui.workloads.protocol import MEASURE, WARMUP, Emitter
 
 EXTRA = "tf"  # pip install 'gputui[tf]'
@@ -426,6 +426,7 @@ def host_dataset(tf, kind: str, *, batch_size: int, workers: int, image_size: in
     # element does not hold back the others.
     parallel = {"num_parallel_calls": workers, "deterministic": False} if workers > 0 else {}
     if kind == "cnn":
+        assert image_size is not None, "a CNN's pipeline needs image_size"
         try:
             files = images.ensure_image_dataset()  # generated with Pillow on first use
         except ModuleNotFoundError as exc:
@@ -610,17 +611,6 @@ def _run(args, emitter, mods, spec, device, device_name, image_size, seq_len, in
     )  # fmt: skip
 
 
-def _emit(emitter: Emitter, window: Window, **extra: Any) -> None:
-    """A protocol ``step`` line for a window, as measure.py writes them."""
-    emitter.emit("step", phase=window.phase, step=window.step, samples=window.samples, seconds=window.seconds,
-                 steps=window.steps, **extra)  # fmt: skip
-
-
-def _finite(value: Any) -> Any:
-    """JSON has no inf/NaN (protocol.encode refuses them)."""
-    return None if isinstance(value, float) and not math.isfinite(value) else value
-
-
 def _counted(count) -> float | None:
     try:
         return float(count())
@@ -678,26 +668,18 @@ def _run_tf_metal(args, emitter, tf, keras, spec, model, optimizer, loss_fn, ima
             windows.append(window)
             if mark is not None:
                 mark()
-            _emit(emitter, window, epoch=epoch + 1)
+            emit_window(emitter, window, epoch=epoch + 1)
             self.began = now
 
     emitter.start(**start)
     began = time.perf_counter()
     model.fit(**fit_data, epochs=1, verbose=0)  # the warm-up epoch (tracing, autotuning)
     now = time.perf_counter()
-    _emit(emitter, Window(WARMUP, steps, steps, float(steps * bs), now - began), epoch=0)
+    emit_window(emitter, Window(WARMUP, steps, steps, float(steps * bs), now - began), epoch=0)
     if mark is not None:
         mark()
     st = time.perf_counter()  # st = time.time()
     model.fit(**fit_data, epochs=epochs, verbose=0, callbacks=[EpochClock(st)])
     et = time.perf_counter()  # et = time.time()
-    elapsed = et - st
-    headline = bs * steps * epochs / elapsed if elapsed > 0 else math.inf
-    result = summarize(windows, batch_size=bs, steps=steps * epochs, flops_per_sample=flops, headline=headline)
-    result["epochs"] = epochs
-    result["statistic"] = "batch_size*steps*epochs/elapsed (tf-metal-experiments train_benchmark.py)"
-    result["method"] = "tf-metal"
-    result["peak_memory_bytes"] = peak_memory()
-    result = {k: _finite(v) for k, v in {**result_info, **result}.items()}
-    emitter.result(**result)
-    return result
+    result = tf_metal_summary(windows, et - st, batch_size=bs, steps=steps, epochs=epochs, flops_per_sample=flops)
+    return emit_result(emitter, result, method="tf-metal", info=result_info, peak_memory=peak_memory)

@@ -298,8 +298,8 @@ class TextDataset:
 
     def __init__(self, texts: list[str], labels: list[int], tokenizer_path: str, seq_len: int) -> None:
         self.texts, self.labels, self.tokenizer_path, self.seq_len = texts, labels, tokenizer_path, seq_len
-        self._tok = None
-        self._pid = None
+        self._tok: Any = None  # a tokenizer, loaded in each worker process
+        self._pid: int | None = None
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -315,9 +315,12 @@ class TextDataset:
 
 def host_loader(torch, kind: str, *, batch_size: int, workers: int, image_size: int | None, seq_len: int | None,
                 augment: str, pin_memory: bool):  # fmt: skip
+    dataset: ImageFolderDataset | TextDataset
     if kind == "cnn":
+        assert image_size is not None, "a CNN's pipeline needs image_size"
         dataset = ImageFolderDataset(images.ensure_image_dataset(), image_size, augment)
     else:
+        assert seq_len is not None, "a transformer's pipeline needs seq_len"
         texts, labels, tokenizer_path = images.ensure_text_dataset()
         dataset = TextDataset(texts, labels, tokenizer_path, seq_len)
     extra = {"persistent_workers": True, "prefetch_factor": 4} if workers > 0 else {}

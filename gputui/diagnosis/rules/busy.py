@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from gputui.diagnosis.context import med, rnd
-from gputui.fmt import duration as fmt_duration
 from gputui.diagnosis.hold import Hold
 from gputui.diagnosis.rules.base import Rule, _clean, _throughput
 from gputui.diagnosis.rules.gpu_busy import known_ceiling, read_busy, signal_evidence
+from gputui.fmt import duration as fmt_duration
 
 
 class LaunchBound(Rule):

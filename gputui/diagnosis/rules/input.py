@@ -30,7 +30,7 @@ class InputBound(Rule):
             return None, {}
         host = ctx.sample.host if ctx.sample else None
         host_cpu = host.cpu_percent if host else None
-        worker_cpu = _mean([p.cpu_percent for p in d.workers])  # type: ignore[misc]
+        worker_cpu = _mean([p.cpu_percent for p in d.workers])
         main_cpu = d.main.cpu_percent if d.main else None
         by = {
             "by_workers": bool(d.workers) and worker_cpu is not None and worker_cpu >= s.worker_busy_pct,
@@ -52,7 +52,6 @@ class InputBound(Rule):
         return level, obs
 
     def describe(self, f, ctx):
-        s = ctx.s
         sm, util = med(f.series("sm_active")), med(f.series("util_gpu"))
         workers = max(f.series("workers"), default=0)
         worker_cpu, run_cpu = med(f.series("worker_cpu")), med(f.series("run_cpu"))

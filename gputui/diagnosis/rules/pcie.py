@@ -5,7 +5,6 @@ from __future__ import annotations
 from gputui.diagnosis.context import med, rnd
 from gputui.diagnosis.rules.base import Rule, _clean, _pct, _throughput
 
-
 # Bytes per second per lane and direction, after line coding, by PCIe generation.
 PCIE_LANE_BPS = {1: 250e6, 2: 500e6, 3: 984.6e6, 4: 1969.2e6, 5: 3938.5e6, 6: 7877e6}
 

@@ -7,7 +7,7 @@ from the event loop.  Esc stops a running check (its child is stopped) and close
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -28,7 +28,7 @@ IDLE_HINT = "Enter: full check (about 5 minutes) · u: quick check (under a minu
 
 
 class _ToScreen(CheckListener):
-    def __init__(self, screen: "CheckScreen") -> None:
+    def __init__(self, screen: CheckScreen) -> None:
         self.screen = screen
 
     def on_stage(self, stage: str, state: str) -> None:

@@ -5,6 +5,8 @@ terminal shows every panel instead of the first few."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -22,6 +24,9 @@ from gputui.tui.widgets.log import LogPane
 from gputui.tui.widgets.presets import PresetDetails, PresetList
 from gputui.tui.widgets.runs import RunsList
 from gputui.tui.widgets.throughput import ThroughputChart
+
+if TYPE_CHECKING:
+    from gputui.tui.app import DashboardApp
 
 WIDE_MIN = (120, 34)  # columns, rows
 
@@ -84,7 +89,8 @@ class DashboardScreen(Screen):
 
     def show_highlighted_preset(self) -> None:
         presets = self.query_one(PresetList)
-        self.query_one(PresetDetails).show(presets.selected_preset, self.app.state.gpu_names(), self.has_class("-compact"))
+        state = cast("DashboardApp", self.app).state  # this screen is only ever shown by a DashboardApp
+        self.query_one(PresetDetails).show(presets.selected_preset, state.gpu_names(), self.has_class("-compact"))
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
         self.show_highlighted_preset()

@@ -7,7 +7,6 @@ in the user's presets file."""
 
 from __future__ import annotations
 
-import dataclasses
 import shlex
 from pathlib import Path
 from typing import Any
@@ -22,8 +21,8 @@ from textual.widgets.option_list import Option
 from gputui.errors import UserError
 from gputui.preset_store import TEMPLATE, ConflictError, PresetFile, check_name, is_builtin, source_table
 from gputui.presets import Preset, check_preset, parse_text, user_presets_path
-from gputui.workloads.catalog import FRAMEWORKS, PIPELINES
 from gputui.tui.screens.once import DismissOnce
+from gputui.workloads.catalog import FRAMEWORKS, PIPELINES
 
 # The form's fields: (key, label, kind); kind is "text", "int", "words", "env" or "select".
 FIELDS = (
@@ -127,7 +126,7 @@ class PresetEditorScreen(DismissOnce, Screen):
             values, name = source_table(preset), preset.name if not new else preset.name + "-copy"
         self.read_only = preset is not None and not new and is_builtin(preset.source)
         writable = preset is not None and not new and not self.read_only
-        self.path = preset.source if writable else user_presets_path()
+        self.path = preset.source if writable and preset is not None else user_presets_path()
         self.source_path = preset.source if preset is not None else None
         self.store = PresetFile.load(self.path)
         self.base = values  # keys the form does not show are kept as they are
@@ -179,11 +178,11 @@ class PresetEditorScreen(DismissOnce, Screen):
     def form_values(self) -> tuple[str, dict[str, Any]]:
         values = dict(self.base)
         for key, _label, kind in FIELDS:
-            widget = self.query_one(f"#field-{key}")
             if kind == "select":
-                value = widget.value if widget.value != Select.NULL else None
+                chosen = self.query_one(f"#field-{key}", Select).value
+                value = chosen if chosen != Select.NULL else None
             else:
-                value = _field_value(kind, widget.value)
+                value = _field_value(kind, self.query_one(f"#field-{key}", Input).value)
             if value is None:
                 values.pop(key, None)
             else:
@@ -195,7 +194,7 @@ class PresetEditorScreen(DismissOnce, Screen):
 
     def toml_values(self) -> tuple[str, dict[str, Any]]:
         """The TOML tab's one preset (its syntax checked here; its keys by :meth:`current`)."""
-        from gputui.presets import tomllib
+        from gputui.config import tomllib
 
         text = self.query_one("#editor-toml", TextArea).text
         try:
@@ -236,14 +235,14 @@ class PresetEditorScreen(DismissOnce, Screen):
         self.base = dict(values)
         self.query_one("#field-name", Input).value = name
         for key, _label, kind in FIELDS:
-            widget = self.query_one(f"#field-{key}")
             if kind == "select":
+                select = self.query_one(f"#field-{key}", Select)
                 options = _select_options(key, values.get("framework"))
-                widget.set_options(options)
+                select.set_options(options)
                 value = values.get(key)
-                widget.value = value if (value, value) in options else Select.NULL
+                select.value = value if (value, value) in options else Select.NULL
             else:
-                widget.value = _field_text(kind, values.get(key))
+                self.query_one(f"#field-{key}", Input).value = _field_text(kind, values.get(key))
         self._filling = False
 
     # -- Events ------------------------------------------------------------------------
@@ -252,7 +251,7 @@ class PresetEditorScreen(DismissOnce, Screen):
 
     def on_select_changed(self, event: Select.Changed) -> None:
         if event.select.id == "field-framework" and not self._filling:
-            framework = event.value if event.value != Select.NULL else None
+            framework = event.value if isinstance(event.value, str) else None  # Select.NULL: none chosen
             for key in ("model", "precision"):
                 select = self.query_one(f"#field-{key}", Select)
                 keep = select.value
@@ -347,7 +346,7 @@ class PresetEditorScreen(DismissOnce, Screen):
         elif choice == "reload":
             self.store = PresetFile.load(self.path)
             table = self.store.table(old_name) if old_name else None
-            if table is None:
+            if table is None or old_name is None:
                 self.notify(f"{old_name} is no longer in {self.path}; the form keeps your values", severity="warning")
                 return
             self.fill_form(old_name, table)
@@ -377,11 +376,9 @@ class PresetEditorScreen(DismissOnce, Screen):
 def apply_saved(app, saved: dict[str, Preset], removed: str | None, select: str) -> None:
     """Make the app's presets (and the dashboard's list) show a file's saved presets."""
     presets: dict[str, Preset] = app.presets
-    base = next(iter(presets.values())).diagnosis_base if presets else {}
     if removed is not None:
         presets.pop(removed, None)
-    for name, preset in saved.items():
-        presets[name] = dataclasses.replace(preset, diagnosis_base=dict(base))
+    presets.update(saved)
     from gputui.tui.widgets.presets import PresetList
 
     for plist in app.dashboard.query(PresetList):

@@ -11,7 +11,7 @@ spans of each line that differ; the dashboard's screen then sends just those spa
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.cells import cell_len
 from rich.style import Style
@@ -22,11 +22,11 @@ from textual.widget import Widget
 if TYPE_CHECKING:
     from gputui.tui.state import DashboardState
 
-Cells = list[tuple[str, tuple]]  # one line: its characters and, per character, its styles
+Cells = tuple[str, tuple[tuple[Any, ...], ...]]  # one line: its characters and, per character, its styles
 
 
 def cells_of(text: Text) -> list[Cells]:
-    lines = []
+    lines: list[Cells] = []
     for line in text.split("\n", allow_blank=True):
         plain = line.plain
         styles: list[tuple] = [()] * len(plain)
@@ -99,7 +99,7 @@ class StateView(Widget):
         self._built_for = Size(0, 0)
 
     @property
-    def state(self) -> "DashboardState":
+    def state(self) -> DashboardState:
         return self.app.state  # type: ignore[attr-defined]
 
     @property

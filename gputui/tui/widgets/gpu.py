@@ -6,7 +6,7 @@ On small screens each GPU collapses to one line."""
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from rich.text import Text
 from textual.containers import Grid
@@ -142,8 +142,9 @@ class GpuPanel(StateView):
 
         def spark() -> Text:
             line = charts.sparkline(h.temp, room, 0, top)
-            values = list(h.temp)[-len(line):]
-            values = [None] * (len(line) - len(values)) + values
+            recent = list(h.temp)[-len(line):]
+            values: list[float | None] = [None] * (len(line) - len(recent))
+            values += recent
             out = Text()
             for chars, role in charts.runs_of([(c, self._temp_style(v, slowdown)) for c, v in zip(line, values)]):
                 out.append(chars, self.style_of(role))

@@ -13,7 +13,6 @@ from gputui.tui import state as st
 from gputui.tui.widgets.base import StateView
 from gputui.tui.widgets.gpu import short_name
 
-
 gpu_summary = fmt.gpu_summary
 
 

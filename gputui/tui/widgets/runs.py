@@ -8,8 +8,6 @@ the list has the focus.
 
 from __future__ import annotations
 
-from typing import Union
-
 from rich.text import Text
 from textual.binding import Binding
 
@@ -19,7 +17,7 @@ from gputui.tui import state as st
 from gputui.tui.widgets.base import StateView
 
 _MARKS = {"ok": "✓", "running": "●", "stopping": "■", "stopped": "■", "watched": "○"}
-Entry = Union[st.RunView, KeptRun]
+Entry = st.RunView | KeptRun
 
 
 def entry_key(entry: Entry) -> tuple[str, str]:

@@ -24,8 +24,9 @@ import argparse
 import math
 import random
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2]))  # the repository, when run as a script
@@ -119,7 +120,7 @@ class Trace:
              other_cpu: float = 30.0, disk_read: float = 0.0, swap_used: float | None = None,
              first: bool = False, main_rss: float = 6.5 * GIB, worker_rss: float = 1.1 * GIB) -> HostSample:
         procs = [ProcessSample(pid=MAIN, ppid=MAIN - 2, name="python3", role="main", threads=48, rss=int(main_rss))]
-        for i, cpu in enumerate(workers):
+        for i, _cpu in enumerate(workers):
             procs.append(ProcessSample(pid=WORKER0 + i, ppid=MAIN, name="python3", role="worker", threads=3,
                                        rss=int(worker_rss)))
         if not first:
@@ -144,7 +145,7 @@ class Trace:
         self.last_t = t
 
     # --- a whole run ------------------------------------------------------------------
-    def workload_run(self, *, warmup: float, measure: float, step: Callable[["Trace", float, str], tuple[GpuSample, HostSample, float | None]],
+    def workload_run(self, *, warmup: float, measure: float, step: Callable[[Trace, float, str], tuple[GpuSample, HostSample, float | None]],
                      batch: int = 256, model: str = "resnet50", end: str = "exited", phases: bool = True,
                      oom: dict[str, Any] | None = None, interval: float = 1.0) -> None:
         """Samples every second from t=0; warm-up from 5 s, the measured phase from

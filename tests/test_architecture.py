@@ -1,0 +1,73 @@
+"""The layers of docs/architecture.md hold: import-linter's contracts (pyproject.toml,
+``[tool.importlinter]``) pass on the tree, fail on a planted violation, and their
+forbidden lists name every top-level module of gputui."""
+
+from __future__ import annotations
+
+import os
+import pkgutil
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import gputui
+from gputui.config import tomllib
+from tests.helpers import REPO
+
+# The script beside this interpreter (a virtual environment not on PATH), else on PATH.
+_BESIDE = Path(sys.executable).parent / "lint-imports"
+LINT_IMPORTS = str(_BESIDE) if _BESIDE.exists() else shutil.which("lint-imports")
+needs_import_linter = pytest.mark.skipif(
+    LINT_IMPORTS is None, reason="import-linter not installed (pip install -e '.[test]'): layer contracts NOT checked"
+)
+
+
+def run_lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
+    assert LINT_IMPORTS is not None
+    env = {**os.environ, "PYTHONPATH": str(root)}  # analyse this tree, not an installed gputui
+    return subprocess.run([LINT_IMPORTS, "--no-cache"], cwd=root, env=env, capture_output=True, text=True, timeout=300)
+
+
+def contracts() -> dict[str, dict]:
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    return {c["id"]: c for c in config["tool"]["importlinter"]["contracts"]}
+
+
+@needs_import_linter
+def test_the_import_contracts_hold():
+    result = run_lint_imports(REPO)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 broken" in result.stdout
+
+
+@needs_import_linter
+def test_a_planted_import_of_the_dashboard_breaks_the_build_naming_it(tmp_path):
+    shutil.copytree(REPO / "gputui", tmp_path / "gputui", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    with open(tmp_path / "gputui" / "session.py", "a", encoding="utf-8") as fh:
+        fh.write("\nimport gputui.tui  # planted\n")
+    result = run_lint_imports(tmp_path)
+    assert result.returncode != 0
+    assert "gputui.session -> gputui.tui" in result.stdout
+
+
+@pytest.mark.parametrize("contract_id, allowed", [
+    ("workloads-protocol-only", {"gputui.workloads", "gputui.stats"}),
+    ("telemetry-knows-no-session", {"gputui.telemetry", "gputui.model"}),
+])
+def test_forbidden_lists_name_every_other_module(contract_id, allowed):
+    # A module added to gputui later must be forbidden too, or allowed here on purpose.
+    top_level = {f"gputui.{m.name}" for m in pkgutil.iter_modules(gputui.__path__) if m.name != "__main__"}
+    forbidden = set(contracts()[contract_id]["forbidden_modules"])
+    assert forbidden == top_level - allowed
+
+
+def test_ci_runs_the_readme_command_with_the_checkers_before_the_tests():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    ci_command = (REPO / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()[-1]
+    assert ci_command in readme  # verbatim
+    checks = ci_command.index("ruff check gputui tests && mypy gputui && lint-imports && ")
+    assert checks < ci_command.index("python3 -m pytest")
