@@ -199,6 +199,34 @@ def host_info() -> HostInfo:
 
 # --- live sampling ---------------------------------------------------------------------
 
+PROC = Path("/proc")
+_HAS_CHILDREN_FILES: bool | None = None  # does this kernel have CONFIG_PROC_CHILDREN?
+
+
+def child_pids(pid: int, proc_root: Path | None = None) -> list[int] | None:
+    """The pids whose parent is ``pid``, from Linux's ``/proc/<pid>/task/<tid>/children``
+    (each thread lists the children it forked); ``[]`` when ``pid`` is gone.  None where
+    the kernel has no such files (not Linux, or built without CONFIG_PROC_CHILDREN)."""
+    global _HAS_CHILDREN_FILES
+    root = PROC if proc_root is None else proc_root
+    if proc_root is None and _HAS_CHILDREN_FILES is None:
+        _HAS_CHILDREN_FILES = (root / "self" / "task" / str(os.getpid()) / "children").exists()
+    if proc_root is None and not _HAS_CHILDREN_FILES:
+        return None
+    pids: list[int] = []
+    try:
+        tasks = os.listdir(root / str(pid) / "task")
+    except OSError:
+        return []
+    for tid in tasks:
+        try:
+            text = (root / str(pid) / "task" / tid / "children").read_text()
+        except OSError:
+            continue  # the thread ended meanwhile
+        pids.extend(int(word) for word in text.split())
+    return pids
+
+
 
 @dataclass
 class _Tracked:
@@ -318,7 +346,11 @@ class HostTelemetry:
         return proc
 
     def _tree(self, root_pids: Iterable[int]) -> list[tuple[psutil.Process, bool]]:
-        """(process, is_root) for every root and descendant, each pid once, roots first."""
+        """(process, is_root) for every root and descendant, each pid once, roots first.
+
+        Walked down from the roots through each member's own children, so a tick
+        reads a few files per process of the run instead of every process on the
+        host (psutil's ``children()`` builds a parent map of the whole host)."""
         members: list[tuple[psutil.Process, bool]] = []
         seen: set[int] = set()
         roots = []
@@ -329,16 +361,40 @@ class HostTelemetry:
             seen.add(proc.pid)
             roots.append(proc)
             members.append((proc, True))
-        for proc in roots:
-            try:
-                children = proc.children(recursive=True)
-            except _PROC_ERRORS:
-                continue
-            for child in sorted(children, key=lambda p: p.pid):
-                if child.pid not in seen:
-                    seen.add(child.pid)
-                    members.append((child, False))
+        descendants: list[psutil.Process] = []
+        frontier = list(roots)
+        while frontier:
+            children: list[psutil.Process] = []
+            for parent in frontier:
+                for child in self._children(parent):
+                    if child.pid not in seen:
+                        seen.add(child.pid)
+                        children.append(child)
+            descendants.extend(children)
+            frontier = children
+        members.extend((child, False) for child in sorted(descendants, key=lambda p: p.pid))
         return members
+
+    def _children(self, parent: psutil.Process) -> list[psutil.Process]:
+        """The direct children of ``parent``, reusing the Process objects of those
+        already tracked (their create time tells a reused pid apart)."""
+        pids = child_pids(parent.pid)
+        if pids is None:  # no /proc/<pid>/task/<tid>/children here: psutil's own scan
+            try:
+                return parent.children()
+            except _PROC_ERRORS:
+                return []
+        out = []
+        for pid in pids:
+            tracked = self._procs.get(pid)
+            if tracked is not None:
+                out.append(tracked.proc)
+                continue
+            try:
+                out.append(psutil.Process(pid))
+            except _PROC_ERRORS:
+                continue  # gone since its parent listed it
+        return out
 
     def _read(self, proc: psutil.Process, now: float):
         """One oneshot read of a process; None when it is gone or a zombie."""
