@@ -12,6 +12,10 @@
 #     quickcheck  gputui check --quick (under a minute)
 #     check     gputui check --price $PRICE (about 5 minutes): Markdown, JSON, recording
 #     lookback  record the seed-twin and tuned ResNet-50 presets (for report/compare)
+#     perf      issue 11's figures (about 5 minutes): the sampler table (gputui at 1 s and 0.1 s,
+#               nvidia-smi dmon, nvitop's collector from .whl/, an idle pynvml process; 20 s each
+#               under a bf16 matmul loop), perturbation and fidelity (A/B/A/B/A/B, 15 s each),
+#               and the telemetry tick cost; results in perf/
 # Everything is written to a temporary folder and packed into $OUT/results.tgz (few files come back).
 # Results go to $OUT (or ./gpu-check-out). Never changes the card's settings.
 set -uo pipefail
@@ -62,6 +66,12 @@ for step in "$@"; do
                 python3 -m gputui --headless --record "$out/$preset.jsonl" --preset "$preset" --interval 0.5 \
                   2> "$out/$preset.stderr"; echo "$preset exit $?"; tail -n 14 "$out/$preset.stderr"
               done ;;
+    perf) mkdir -p "$out/perf"
+          python3 benchmarks/sampler_table.py --seconds 20 --load --out "$out/perf"; echo "sampler table exit $?"
+          python3 benchmarks/perturb.py --rounds 3 --seconds 15 --warmup 3 --interval 0.1 --out "$out/perf"
+          echo "perturb exit $?"
+          (python3 benchmarks/gpu_loop.py 3000 > /dev/null &) ; sleep 5
+          python3 benchmarks/sample_cost.py --ticks 300 | tee "$out/perf/sample-cost.txt"; wait ;;
     *) echo "unknown step $step" ;;
   esac
 done
