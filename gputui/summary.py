@@ -1,7 +1,8 @@
 """The summary of a run, accumulated as samples and events stream past.
 
-Series are kept in ``array('d')`` (8 bytes a value) so a 24-hour run at 10 Hz stays
-in tens of megabytes.  GPU statistics cover the measured phase when the workload
+GPU and host series are kept as counts of their values at 0.1 resolution
+(:class:`~gputui.stats.ValueCounts`), so memory stays flat however long the run; the
+throughput readings are kept whole in ``array('d')`` (8 bytes a reading).  GPU statistics cover the measured phase when the workload
 announced one, else the whole session; the summary says which (``window``).
 """
 
@@ -14,24 +15,24 @@ from typing import Any
 from gputui import events as ev
 from gputui.events import Event, Observer
 from gputui.model import Sample
-from gputui.stats import spread
+from gputui.stats import ValueCounts, spread
 from gputui.workloads.protocol import MEASURE
 
 GPU_SERIES = ("util_gpu", "sm_active", "sm_occupancy", "tensor_active", "temp_c", "power_w", "sm_clock_mhz")
 
 
-def _median_max(values: array) -> dict[str, float] | None:
-    if not values:
+def _median_max(values: ValueCounts) -> dict[str, float] | None:
+    median, top = values.percentile(50.0), values.max()
+    if median is None or top is None:
         return None
-    stats = spread(values)
-    return {"median": stats["median"], "max": stats["max"]}
+    return {"median": median, "max": top}
 
 
 class _GpuWindow:
     """Per-GPU accumulators over one time window."""
 
     def __init__(self) -> None:
-        self.series: dict[str, array] = {name: array("d") for name in GPU_SERIES}
+        self.series: dict[str, ValueCounts] = {name: ValueCounts() for name in GPU_SERIES}
         self.samples = 0
         self.lost = False
         self.peak_memory: int | None = None
@@ -122,9 +123,9 @@ class _GpuWindow:
 
 class _HostWindow:
     def __init__(self) -> None:
-        self.cpu = array("d")
+        self.cpu = ValueCounts()
         self.peak_memory: int | None = None
-        self.process_cpu = array("d")  # the run's whole tree, % of one core
+        self.process_cpu = ValueCounts()  # the run's whole tree, % of one core
         self.peak_tree_rss: int | None = None
         self.max_workers = 0
 
