@@ -2,7 +2,9 @@
 
     python benchmarks/sample_cost.py [--ticks 200]
 
-Prints a table of milliseconds per tick (median and p95) and the slowest NVML calls.
+Prints a table of milliseconds per tick (median and p95): an ordinary tick, one that
+also reads the cumulative counters (energy, clock-event times: every 10 s), the host;
+and the slowest NVML calls.
 Run it on the GPU machine while something runs on the GPU; numbers go in docs/performance.md.
 """
 
@@ -57,9 +59,14 @@ def main() -> None:
         host.sample([])
         host_ms.append((time.perf_counter() - began) * 1e3)
         time.sleep(0.01)
+    exact_ms = []  # a tick that also reads the cumulative counters (every 10 s, and a window's ends)
+    for _ in range(20):
+        began = time.perf_counter()
+        gpu.sample(exact=True)
+        exact_ms.append((time.perf_counter() - began) * 1e3)
     gpu.close()
     print(f"GPUs: {len(gpu.infos)} ({', '.join(i.name for i in gpu.infos) or gpu.unavailable_reason})")
-    for label, values in (("GPU sample (all GPUs)", gpu_ms), ("host sample", host_ms)):
+    for label, values in (("GPU sample (all GPUs)", gpu_ms), ("... with counters", exact_ms), ("host sample", host_ms)):
         s = spread(values)
         print(f"{label:<24} median {s['median']:.3f} ms  p95 {s['p95']:.3f} ms  max {s['max']:.3f} ms")
     per_call = sorted(((spread(v)["median"], name, len(v)) for name, v in timed.times.items()), reverse=True)
