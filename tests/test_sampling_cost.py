@@ -186,6 +186,9 @@ def test_the_tree_is_walked_from_the_run_not_from_a_scan_of_every_process(monkey
 
         # psutil's children() builds its parent map from every /proc/<pid>/stat
         monkeypatch.setattr(psutil._pslinux, "ppid_map", whole_host_scan)
+        asked_parent: list[int] = []  # psutil's ppid() re-reads the process to rule out pid reuse
+        real_ppid = psutil.Process.ppid
+        monkeypatch.setattr(psutil.Process, "ppid", lambda self: asked_parent.append(self.pid) or real_ppid(self))
         telemetry = HostTelemetry()
         first = telemetry.sample([root.pid])
         second = telemetry.sample([root.pid])
@@ -194,6 +197,7 @@ def test_the_tree_is_walked_from_the_run_not_from_a_scan_of_every_process(monkey
         child = next(p for p in second.processes if p.ppid == root.pid)
         assert any(p.ppid == child.pid for p in second.processes)  # the grandchild too
         assert all(p.cpu_percent is not None for p in second.processes)  # tracked across ticks
+        assert set(asked_parent) == {root.pid}  # the walk knows the descendants' parents
     finally:
         for proc in psutil.Process(root.pid).children(recursive=True):
             proc.kill()
