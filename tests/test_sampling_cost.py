@@ -4,6 +4,7 @@ time counters, and the run's process tree walked from its own descendants."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -188,7 +189,13 @@ def test_the_tree_is_walked_from_the_run_not_from_a_scan_of_every_process(monkey
         monkeypatch.setattr(psutil._pslinux, "ppid_map", whole_host_scan)
         asked_parent: list[int] = []  # psutil's ppid() re-reads the process to rule out pid reuse
         real_ppid = psutil.Process.ppid
-        monkeypatch.setattr(psutil.Process, "ppid", lambda self: asked_parent.append(self.pid) or real_ppid(self))
+
+        @functools.wraps(real_ppid)  # keeps the memoizing hooks oneshot() calls
+        def counted_ppid(self):
+            asked_parent.append(self.pid)
+            return real_ppid(self)
+
+        monkeypatch.setattr(psutil.Process, "ppid", counted_ppid)
         telemetry = HostTelemetry()
         first = telemetry.sample([root.pid])
         second = telemetry.sample([root.pid])
