@@ -34,12 +34,13 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from gputui import events as ev  # noqa: E402
-from gputui.events import Event  # noqa: E402
-from gputui.tui.app import make_app  # noqa: E402
-from synthetic import sample  # noqa: E402
-from tests.fake_nvml import FakeGpu  # noqa: E402
-from tests.test_tui_support import demo_preset, scripted_factory, wait_until  # noqa: E402
+from synthetic import sample
+
+from gputui import events as ev
+from gputui.events import Event
+from gputui.tui.app import make_app
+from tests.fake_nvml import FakeGpu
+from tests.test_tui_support import demo_preset, scripted_factory, wait_until
 
 MIB = 1024**2
 

@@ -27,10 +27,11 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from gputui.model import to_dict  # noqa: E402
-from gputui.record import Recorder  # noqa: E402
-from gputui.summary import SummaryBuilder  # noqa: E402
-from synthetic import gpu_sample, sample  # noqa: E402
+from synthetic import gpu_sample, sample
+
+from gputui.model import to_dict
+from gputui.record import Recorder
+from gputui.summary import SummaryBuilder
 
 MIB = 1024**2
 

@@ -26,9 +26,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from gputui import events as ev  # noqa: E402
-from gputui.record import read_recording  # noqa: E402
-from gputui.workloads import protocol  # noqa: E402
+from gputui import events as ev
+from gputui.record import read_recording
+from gputui.workloads import protocol
 
 
 def env() -> dict[str, str]:
@@ -87,12 +87,12 @@ def main() -> int:
     (args.out / "perturb.json").write_text(json.dumps(result, indent=2) + "\n")
     lines = [
         "| figure | value | target |", "| --- | --- | --- |",
-        f"| throughput monitored at {args.interval:g} s / unmonitored (median of {args.rounds}, A/B interleaved) "
-        f"| {b / a:.2%} | >= 99.5 % |",
-        f"| gputui measured-phase median vs the workload's own number (worst of {args.rounds}) "
-        f"| {max(abs(f['gputui_vs_own'] - 1) for f in fidelity):.2%} off | within 1 % |",
-        f"| gputui measured-phase median vs CUDA-event timing (worst of {args.rounds}) "
-        f"| {max(abs(f['gputui_vs_cuda_events'] - 1) for f in fidelity):.2%} off | within 1 % |",
+        (f"| throughput monitored at {args.interval:g} s / unmonitored (median of {args.rounds}, A/B interleaved) "
+         f"| {b / a:.2%} | >= 99.5 % |"),
+        (f"| gputui measured-phase median vs the workload's own number (worst of {args.rounds}) "
+         f"| {max(abs(f['gputui_vs_own'] - 1) for f in fidelity):.2%} off | within 1 % |"),
+        (f"| gputui measured-phase median vs CUDA-event timing (worst of {args.rounds}) "
+         f"| {max(abs(f['gputui_vs_cuda_events'] - 1) for f in fidelity):.2%} off | within 1 % |"),
     ]
     (args.out / "perturb.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -15,7 +15,14 @@ from gputui.model import Sample
 from gputui.tui.app import make_app
 from gputui.tui.screens.findings import FindingsScreen
 from gputui.tui.screens.summary import SummaryScreen
-from tests.test_tui_support import demo_preset, fixed_host, run_async, scripted_factory, shown, wait_until
+from tests.test_tui_support import (
+    demo_preset,
+    fixed_host,
+    run_async,
+    scripted_factory,
+    shown,
+    wait_until,
+)
 from tests.test_tui_updates import Recorder, assert_same, composed
 
 SIZE = (140, 40)

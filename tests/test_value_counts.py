@@ -3,7 +3,8 @@ the same percentiles as the whole series rounded, and stay small however long th
 
 from __future__ import annotations
 
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gputui.model import GpuSample, Sample
 from gputui.stats import ValueCounts, percentile
