@@ -1,14 +1,20 @@
 """How long one telemetry tick costs: GPU (NVML, per call and per sample) and host (psutil).
 
-    python benchmarks/sample_cost.py [--ticks 200]
+    python benchmarks/sample_cost.py [--ticks 200] [--tree 5]
 
-Prints a table of milliseconds per tick (median and p95) and the slowest NVML calls.
+Prints a table of milliseconds per tick (median and p95): an ordinary tick, one that
+also reads the cumulative counters (energy, clock-event times: every 10 s), the host;
+and the slowest NVML calls.
 Run it on the GPU machine while something runs on the GPU; numbers go in docs/performance.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
+import subprocess
+import sys
 import time
 
 from gputui.stats import spread
@@ -41,8 +47,15 @@ class TimedModule:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--ticks", type=int, default=200)
+    parser.add_argument("--tree", type=int, default=5, help="processes in a stand-in run tree the host sample follows")
     args = parser.parse_args()
     import pynvml
+
+    script = ("import subprocess, sys, time; "
+              f"kids = [subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(3600)']) for _ in range({args.tree - 1})]; "
+              "time.sleep(3600)")
+    tree = subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
+    time.sleep(1.0)  # its children started
 
     timed = TimedModule(pynvml)
     gpu = GpuTelemetry(nvml_module=timed)
@@ -54,12 +67,19 @@ def main() -> None:
         gpu.sample()
         gpu_ms.append((time.perf_counter() - began) * 1e3)
         began = time.perf_counter()
-        host.sample([])
+        host.sample([tree.pid])
         host_ms.append((time.perf_counter() - began) * 1e3)
         time.sleep(0.01)
+    exact_ms = []  # a tick that also reads the cumulative counters (every 10 s, and a window's ends)
+    for _ in range(20):
+        began = time.perf_counter()
+        gpu.sample(exact=True)
+        exact_ms.append((time.perf_counter() - began) * 1e3)
     gpu.close()
+    os.killpg(tree.pid, signal.SIGKILL)
+    tree.wait()
     print(f"GPUs: {len(gpu.infos)} ({', '.join(i.name for i in gpu.infos) or gpu.unavailable_reason})")
-    for label, values in (("GPU sample (all GPUs)", gpu_ms), ("host sample", host_ms)):
+    for label, values in (("GPU sample (all GPUs)", gpu_ms), ("... with counters", exact_ms), (f"host sample, {args.tree}-process tree", host_ms)):
         s = spread(values)
         print(f"{label:<24} median {s['median']:.3f} ms  p95 {s['p95']:.3f} ms  max {s['max']:.3f} ms")
     per_call = sorted(((spread(v)["median"], name, len(v)) for name, v in timed.times.items()), reverse=True)

@@ -4,6 +4,7 @@
     python benchmarks/tui_cost.py --preset gpu-loop --presets benchmarks/gpu-presets.toml
     python benchmarks/tui_cost.py --headless        # the same run, recorded with no dashboard
     python benchmarks/tui_cost.py --preset watch    # no run: the dashboard watching
+    python benchmarks/tui_cost.py --state summary   # the run summary left open (also: findings, editor)
 
 gputui runs as a user runs it: ``python -m gputui`` in a pseudo-terminal of the given
 size (TERM=xterm-256color unless --truecolor), with a preset started from the command
@@ -21,6 +22,12 @@ data-loader-like worker processes and a main process reporting throughput ten ti
 a second through gputui's protocol, plus a log line every two seconds, for as long
 as the measurement lasts.  Targets: <= 3.4 % of one core, <= 2 KB/s, <= 1.0 s.
 --dump FILE keeps the window's terminal output, to see what is being redrawn.
+
+--state says what the user leaves on screen during the window: ``running`` (the
+dashboard over the stand-in run, the default), ``watching`` (no run: ``--preset
+watch``), ``summary`` (the stand-in run ends after 3 s and its summary stays open over
+the dashboard, which keeps sampling), ``findings`` (f: the findings view open over the
+run) or ``editor`` (e: the preset editor open over the run).
 """
 
 from __future__ import annotations
@@ -45,6 +52,9 @@ import psutil
 
 REPO = Path(__file__).resolve().parent.parent
 FIRST_FRAME_MARK = b"Presets"  # a border title in every layout: the first frame is up
+STATES = ("running", "watching", "summary", "findings", "editor")
+STATE_KEYS = {"findings": b"f", "editor": b"e"}  # pressed a second after the first frame
+SUMMARY_RUN_S = 3.0  # --state summary: the run ends and its summary opens by itself
 
 WORKLOAD = textwrap.dedent(
     """
@@ -56,13 +66,14 @@ WORKLOAD = textwrap.dedent(
             time.sleep(0.05)
 
     if __name__ == "__main__":
+        run_for = float(sys.argv[1]) if len(sys.argv) > 1 else float("inf")
         stop = multiprocessing.Event()
         workers = [multiprocessing.Process(target=loader, args=(stop,)) for _ in range(2)]
         for w in workers:
             w.start()
         step, began = 0, time.monotonic()
         try:
-            while True:
+            while time.monotonic() - began < run_for:
                 step += 1
                 phase = "warmup" if step <= 20 else "measure"
                 print("@gputui " + json.dumps({"event": "step", "phase": phase, "step": step,
@@ -84,13 +95,14 @@ def _size(text: str) -> tuple[int, int]:
 def measure(args: argparse.Namespace, scratch: Path) -> dict:
     cols, rows = args.size
     presets_args: list[str] = []
-    preset = args.preset
+    preset = "watch" if args.state == "watching" else args.preset
     if preset is None:
         workload = scratch / "tui_bench_workload.py"
         workload.write_text(WORKLOAD)
+        run_for = [json.dumps(str(SUMMARY_RUN_S))] if args.state == "summary" else []
         presets_file = scratch / "bench.toml"
         presets_file.write_text(f'[presets.tui-bench]\ndescription = "tui_cost stand-in workload"\n'
-                                f'command = [{json.dumps(sys.executable)}, {json.dumps(str(workload))}]\n')
+                                f'command = [{", ".join([json.dumps(sys.executable), json.dumps(str(workload)), *run_for])}]\n')
         presets_args, preset = ["--presets", str(presets_file)], "tui-bench"
     elif args.presets:
         presets_args = ["--presets", str(args.presets)]
@@ -124,9 +136,13 @@ def measure(args: argparse.Namespace, scratch: Path) -> dict:
     window_end = window_start + args.seconds
     cpu_start: float | None = None
     cpu_end: float | None = None
+    key = STATE_KEYS.get(args.state)
     try:
         while True:
             now = time.monotonic()
+            if key and first_frame is not None and now >= started + first_frame + 1.0:
+                os.write(master, key)  # open the view the user leaves on screen
+                key = None
             if cpu_start is None and now >= window_start:
                 times = proc.cpu_times()
                 cpu_start, window_start = times.user + times.system, now
@@ -176,6 +192,7 @@ def measure(args: argparse.Namespace, scratch: Path) -> dict:
     seconds = window_end - window_start
     return {
         "preset": preset,
+        "state": args.state,
         "face": "headless --record" if args.headless else "dashboard",
         "interval_s": args.interval,
         "size": f"{cols}x{rows}",
@@ -211,9 +228,16 @@ def main() -> int:
     parser.add_argument("--truecolor", action="store_true", help="COLORTERM=truecolor (24-bit colour escapes)")
     parser.add_argument("--headless", action="store_true",
                         help="baseline: the same run recorded headless (no dashboard), for comparison")
+    parser.add_argument("--state", choices=STATES, default="running",
+                        help="what stays on screen during the window (default running)")
     parser.add_argument("--json", type=Path, help="also write the result here")
     parser.add_argument("--dump", type=argparse.FileType("wb"), help="write the window's terminal output here")
     args = parser.parse_args()
+    # The window opens once the view is up (on a busy machine the first frame takes seconds).
+    if args.state == "summary":  # the run has ended and its summary opened by itself
+        args.warmup = max(args.warmup, SUMMARY_RUN_S + 7.0)
+    elif args.state in STATE_KEYS:
+        args.warmup = max(args.warmup, 10.0)
     with tempfile.TemporaryDirectory(prefix="gputui-tui-cost-") as scratch:
         result = measure(args, Path(scratch))
     result["machine"] = machine()

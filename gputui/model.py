@@ -90,11 +90,13 @@ class GpuSample:
     temp_c: float | None = None
     power_w: float | None = None
     power_limit_w: float | None = None
-    energy_mj: int | None = None  # cumulative since driver load
+    energy_mj: int | None = None  # cumulative since driver load; read every few seconds
     sm_clock_mhz: int | None = None
     mem_clock_mhz: int | None = None
     throttle_mask: int | None = None
     throttle_reasons: list[str] | None = None  # decoded names of throttle_mask
+    # Cumulative ns in each clock-event reason the driver counts (read with energy_mj)
+    throttle_time_ns: dict[str, int] | None = None
     pstate: int | None = None
     pcie_gen: int | None = None
     pcie_width: int | None = None

@@ -93,6 +93,9 @@ class Session:
         self._watch_pids: list[int] = []
         self._lines_after_stop = 0
         self._lines_skipped = 0  # backlog lines left out after a stop (see STOP_BACKLOG_LINES)
+        # The next tick reads the cumulative counters too: a phase changed, so the
+        # summary's windows start on an exact energy and throttle-time reading.
+        self._exact_next = False
         self.summary_extra: dict[str, Any] = {}  # merged into the summary (set before run() ends)
         self.summary_builder = SummaryBuilder()
         self.outcome: Outcome | None = None
@@ -142,6 +145,8 @@ class Session:
                 self.outcome = self._runner.wait()
             if sampler.is_alive():
                 sampler.join(timeout=5)
+            if sampler.ident is not None and not sampler.is_alive():
+                self._final_sample()
             self._drain()  # lines and samples that arrived while stopping
             if self.outcome is not None:
                 self._emit_event(ev.OUTCOME, _outcome_data(self.outcome))
@@ -280,10 +285,19 @@ class Session:
                 delay = 0
             self._stop.wait(delay)
 
-    def _take_sample(self) -> Sample:
+    def _take_sample(self, exact: bool = False) -> Sample:
+        exact, self._exact_next = exact or self._exact_next, False
         root = self._runner.pid if self._runner is not None else self.config.attach_pid
         roots = [root] if root else list(self._watch_pids)
-        return Sample(t=round(self.elapsed, 4), gpus=self.gpu.sample(), host=self.host.sample(roots))
+        return Sample(t=round(self.elapsed, 4), gpus=self.gpu.sample(exact), host=self.host.sample(roots))
+
+    def _final_sample(self) -> None:
+        """One last sample at the run's end, with exact counter readings, so the
+        summary's energy and throttle times cover the run to its end."""
+        try:
+            self._queue.put(("sample", self._take_sample(exact=True)))
+        except Exception:  # as in the sampler loop: a sampler bug must not lose the summary
+            log.exception("sampling failed")
 
     # -- Emitting -----------------------------------------------------------------------
     def _receivers(self) -> list[Observer]:
@@ -291,6 +305,8 @@ class Session:
         return [self.summary_builder, *self._observers]
 
     def _emit_event(self, kind: str, data: dict[str, Any]) -> None:
+        if kind == ev.PHASE:
+            self._exact_next = True
         event = Event(t=self.elapsed, kind=kind, data=data)
         for observer in self._receivers():
             observer.on_event(event)

@@ -40,3 +40,45 @@ def spread(values: Sequence[float]) -> dict[str, float]:
         "max": float(max(values)),
         "mean": float(sum(values) / len(values)),
     }
+
+
+class ValueCounts:
+    """A long series kept as counts of its values rounded to ``digits`` decimals, so its
+    memory is bounded by how many distinct values occur (a GPU's percentages, °C, watts
+    and MHz at 0.1 resolution: a few thousand at most), not by the run's length: a
+    24-hour, 8-GPU run at 10 Hz would otherwise keep ~0.4 GB of floats for its medians.
+    Percentiles are :func:`percentile`'s, over the rounded values."""
+
+    def __init__(self, digits: int = 1) -> None:
+        self.digits = digits
+        self._counts: dict[float, int] = {}
+        self._n = 0
+
+    def append(self, value: float) -> None:
+        key = round(float(value), self.digits)
+        self._counts[key] = self._counts.get(key, 0) + 1
+        self._n += 1
+
+    def __len__(self) -> int:
+        return self._n
+
+    def max(self) -> float | None:
+        return max(self._counts) if self._counts else None
+
+    def percentile(self, q: float) -> float | None:
+        if not self._n:
+            return None
+        rank = (self._n - 1) * q / 100.0
+        low = math.floor(rank)
+        high = min(low + 1, self._n - 1)
+        at_low = at_high = None
+        seen = 0
+        for value in sorted(self._counts):  # walk the ranks in value order
+            seen += self._counts[value]
+            if at_low is None and seen > low:
+                at_low = value
+            if seen > high:
+                at_high = value
+                break
+        assert at_low is not None and at_high is not None
+        return float(at_low + (at_high - at_low) * (rank - low))

@@ -1,7 +1,8 @@
 """The summary of a run, accumulated as samples and events stream past.
 
-Series are kept in ``array('d')`` (8 bytes a value) so a 24-hour run at 10 Hz stays
-in tens of megabytes.  GPU statistics cover the measured phase when the workload
+GPU and host series are kept as counts of their values at 0.1 resolution
+(:class:`~gputui.stats.ValueCounts`), so memory stays flat however long the run; the
+throughput readings are kept whole in ``array('d')`` (8 bytes a reading).  GPU statistics cover the measured phase when the workload
 announced one, else the whole session; the summary says which (``window``).
 """
 
@@ -14,30 +15,36 @@ from typing import Any
 from gputui import events as ev
 from gputui.events import Event, Observer
 from gputui.model import Sample
-from gputui.stats import spread
+from gputui.stats import ValueCounts, spread
 from gputui.workloads.protocol import MEASURE
 
 GPU_SERIES = ("util_gpu", "sm_active", "sm_occupancy", "tensor_active", "temp_c", "power_w", "sm_clock_mhz")
 
 
-def _median_max(values: array) -> dict[str, float] | None:
-    if not values:
+def _median_max(values: ValueCounts) -> dict[str, float] | None:
+    median, top = values.percentile(50.0), values.max()
+    if median is None or top is None:
         return None
-    stats = spread(values)
-    return {"median": stats["median"], "max": stats["max"]}
+    return {"median": median, "max": top}
 
 
 class _GpuWindow:
     """Per-GPU accumulators over one time window."""
 
     def __init__(self) -> None:
-        self.series: dict[str, array] = {name: array("d") for name in GPU_SERIES}
+        self.series: dict[str, ValueCounts] = {name: ValueCounts() for name in GPU_SERIES}
         self.samples = 0
         self.lost = False
         self.peak_memory: int | None = None
         self.throttle_counts: Counter[str] = Counter()
         self.energy_first: tuple[float, int] | None = None  # (t, mJ)
         self.energy_last: tuple[float, int] | None = None
+        # Where the energy counter is absent: power integrated over time (trapezoids)
+        self.power_joules = 0.0
+        self.power_seconds = 0.0
+        self.power_last: tuple[float, float] | None = None  # (t, W)
+        self.throttle_first: tuple[float, dict[str, int]] | None = None  # (t, ns by reason)
+        self.throttle_last: tuple[float, dict[str, int]] | None = None
 
     def add(self, t: float, gpu) -> None:
         if gpu.lost:
@@ -55,14 +62,46 @@ class _GpuWindow:
             if self.energy_first is None:
                 self.energy_first = (t, gpu.energy_mj)
             self.energy_last = (t, gpu.energy_mj)
+        if gpu.power_w is not None:
+            if self.power_last is not None and t > self.power_last[0]:
+                dt = t - self.power_last[0]
+                self.power_joules += (self.power_last[1] + gpu.power_w) / 2 * dt
+                self.power_seconds += dt
+            self.power_last = (t, gpu.power_w)
+        if gpu.throttle_time_ns:
+            if self.throttle_first is None:
+                self.throttle_first = (t, gpu.throttle_time_ns)
+            self.throttle_last = (t, gpu.throttle_time_ns)
 
     def energy(self) -> tuple[float, float] | None:
-        """(joules, seconds) between the first and last reading of the window."""
-        if self.energy_first is None or self.energy_last is None:
-            return None
-        seconds = self.energy_last[0] - self.energy_first[0]
-        joules = (self.energy_last[1] - self.energy_first[1]) / 1000.0
-        return (joules, seconds) if seconds > 0 and joules >= 0 else None
+        """(joules, seconds) between the first and last energy-counter reading of the
+        window (exact); without two counter readings, power integrated over the window."""
+        if self.energy_first is not None and self.energy_last is not None:
+            seconds = self.energy_last[0] - self.energy_first[0]
+            joules = (self.energy_last[1] - self.energy_first[1]) / 1000.0
+            if seconds > 0 and joules >= 0:
+                return joules, seconds
+        if self.power_seconds > 0:
+            return self.power_joules, self.power_seconds
+        return None
+
+    def throttle_share(self) -> tuple[dict[str, float], list[str]]:
+        """Share of the window in each clock-event reason, and which reasons came from
+        the driver's cumulative time counters (exact) rather than the sampled mask
+        (the share of samples that caught the reason active)."""
+        shares = {name: n / self.samples for name, n in self.throttle_counts.items()} if self.samples else {}
+        counted: list[str] = []
+        if self.throttle_first is not None and self.throttle_last is not None:
+            (t0, first), (t1, last) = self.throttle_first, self.throttle_last
+            if t1 > t0:
+                for name in sorted(first.keys() & last.keys()):
+                    counted.append(name)
+                    share = min(1.0, max(0.0, (last[name] - first[name]) / 1e9 / (t1 - t0)))
+                    if share > 0:
+                        shares[name] = share
+                    else:
+                        shares.pop(name, None)
+        return {name: round(shares[name], 4) for name in sorted(shares)}, counted
 
     def build(self, index: int) -> dict[str, Any]:
         out: dict[str, Any] = {"index": index, "samples": self.samples, "lost": self.lost}
@@ -73,7 +112,9 @@ class _GpuWindow:
         if self.peak_memory is not None:
             out["peak_memory_used"] = self.peak_memory
         if self.samples:
-            out["throttle_share"] = {name: round(n / self.samples, 4) for name, n in sorted(self.throttle_counts.items())}
+            out["throttle_share"], counted = self.throttle_share()
+            if counted:
+                out["throttle_share_counted"] = counted
         energy = self.energy()
         if energy:
             out["energy_j"], out["energy_seconds"] = round(energy[0], 3), round(energy[1], 3)
@@ -82,9 +123,9 @@ class _GpuWindow:
 
 class _HostWindow:
     def __init__(self) -> None:
-        self.cpu = array("d")
+        self.cpu = ValueCounts()
         self.peak_memory: int | None = None
-        self.process_cpu = array("d")  # the run's whole tree, % of one core
+        self.process_cpu = ValueCounts()  # the run's whole tree, % of one core
         self.peak_tree_rss: int | None = None
         self.max_workers = 0
 

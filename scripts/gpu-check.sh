@@ -17,6 +17,10 @@
 #               input-bound pair, the seed-twin ResNet-50 (bs32) and the tuned one, each
 #               recording and its findings (diag/PRESET.jsonl, diag/PRESET.findings.txt); ~5 min
 #     faults    pytest -m gpu for the fault tests only (a child out of GPU memory; under a minute)
+#     perf      issue 11's figures (about 5 minutes): the sampler table (gputui at 1 s and 0.1 s,
+#               nvidia-smi dmon, nvitop's collector from .whl/, an idle pynvml process; 20 s each
+#               under a bf16 matmul loop), perturbation and fidelity (A/B/A/B/A/B, 15 s each),
+#               and the telemetry tick cost; results in perf/
 # Everything is written to a temporary folder and packed into $OUT/results.tgz (few files come back).
 # Results go to $OUT (or ./gpu-check-out). Never changes the card's settings.
 set -uo pipefail
@@ -91,6 +95,12 @@ PY
             python3 -m gputui.diagnosis "$out/diag/$preset.jsonl" > "$out/diag/$preset.findings.txt" 2>&1
             sed 's/^/   /' "$out/diag/$preset.findings.txt"
           done ;;
+    perf) mkdir -p "$out/perf"
+          python3 benchmarks/sampler_table.py --seconds 20 --load --out "$out/perf"; echo "sampler table exit $?"
+          python3 benchmarks/perturb.py --rounds 3 --seconds 15 --warmup 3 --interval 0.1 --out "$out/perf"
+          echo "perturb exit $?"
+          (python3 benchmarks/gpu_loop.py 3000 > /dev/null &) ; sleep 5
+          python3 benchmarks/sample_cost.py --ticks 300 | tee "$out/perf/sample-cost.txt"; wait ;;
     *) echo "unknown step $step" ;;
   esac
 done

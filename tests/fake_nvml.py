@@ -55,6 +55,9 @@ class FakeGpu:
         pynvml.NVML_TEMPERATURE_THRESHOLD_GPU_MAX: 87,
     })
     throttle_mask: int = 0x4 | 0x20
+    # Cumulative clock-event times (ns) by NVML field id; a field left out answers
+    # NOT_SUPPORTED in its slot, as a driver without that counter does.
+    field_values: dict[int, int] = field(default_factory=lambda: {74: 5_000_000_000, 76: 0, 269: 0, 270: 0, 271: 0})
     pstate: int = 0
     pcie_gen: int = 5
     pcie_width: int = 16
@@ -233,6 +236,18 @@ class FakeNvml:
 
     def nvmlDeviceGetTotalEnergyConsumption(self, h):
         return self._gpu("nvmlDeviceGetTotalEnergyConsumption", h).energy_mj
+
+    def nvmlDeviceGetFieldValues(self, h, field_ids):
+        gpu = self._gpu("nvmlDeviceGetFieldValues", h)
+        values = (pynvml.c_nvmlFieldValue_t * len(field_ids))()
+        for slot, field_id in zip(values, field_ids):
+            slot.fieldId = field_id
+            if field_id in gpu.field_values:
+                slot.valueType = pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
+                slot.value.ullVal = gpu.field_values[field_id]
+            else:
+                slot.nvmlReturn = pynvml.NVML_ERROR_NOT_SUPPORTED
+        return values
 
     def nvmlDeviceGetClockInfo(self, h, clock):
         gpu = self._gpu("nvmlDeviceGetClockInfo", h)

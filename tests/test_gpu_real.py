@@ -37,7 +37,7 @@ def test_real_gpus_have_static_facts(telemetry):
 def test_real_samples_are_plausible(telemetry):
     first = telemetry.sample()
     time.sleep(0.3)
-    second = telemetry.sample()
+    second = telemetry.sample(exact=True)  # exact: the cumulative counters too
     assert len(first) == len(second) == len(telemetry.infos)
     for info, before, s in zip(telemetry.infos, first, second):
         assert not s.lost
@@ -52,6 +52,8 @@ def test_real_samples_are_plausible(telemetry):
         assert s.pstate is not None and 0 <= s.pstate <= 15
         if s.energy_mj is not None:
             assert s.energy_mj >= before.energy_mj
+        if s.throttle_time_ns is not None:  # the driver's cumulative clock-event times
+            assert all(ns >= before.throttle_time_ns.get(name, 0) for name, ns in s.throttle_time_ns.items())
         assert s.processes is not None
         if info.gpm_supported:
             assert before.sm_active is None  # GPM needs two samples

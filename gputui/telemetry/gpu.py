@@ -55,6 +55,23 @@ def gpm_wanted(setting: bool = True) -> bool:
 
 
 PCIE_LINK_TTL_S = 5.0  # link gen/width change only with power state: no need per tick
+# Cumulative counters (energy, time in each clock-event reason, ECC errors, row remaps,
+# PCIe replays) are read this often and
+# whenever a caller asks for an exact reading (a phase change, the run's end): a
+# difference of two readings is exact whatever lies between, and the energy call is
+# the slowest of a tick (3-16 ms on an H200, driver 580).
+COUNTER_INTERVAL_S = 10.0
+
+# Clock-event reason -> NVML field id of its cumulative time (ns), nvml.h's
+# NVML_FI_DEV_CLOCKS_EVENT_REASON_* (74 and 76 are the PERF_POLICY ids older
+# nvidia-ml-py names them by).
+THROTTLE_TIME_FIELDS: dict[str, tuple[str, int]] = {
+    "SwPowerCap": ("NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_POWER_CAP", 74),
+    "SyncBoost": ("NVML_FI_DEV_CLOCKS_EVENT_REASON_SYNC_BOOST", 76),
+    "SwThermalSlowdown": ("NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN", 269),
+    "HwThermalSlowdown": ("NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN", 270),
+    "HwPowerBrakeSlowdown": ("NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN", 271),
+}
 _MIB = 1024 * 1024
 
 # GpuSample field <- GPM metric constant name, and the factor to the model's unit.
@@ -111,6 +128,7 @@ class _Gpu:
     gpm_samples: list[Any] = field(default_factory=list)  # two, used alternately
     gpm_have_previous: bool = False
     preferred: dict[str, int] = field(default_factory=dict)  # which fallback answered
+    counters_read_at: float | None = None
 
 
 class GpuTelemetry:
@@ -129,6 +147,7 @@ class GpuTelemetry:
         pcie_ttl_s: float = PCIE_LINK_TTL_S,
         use_gpm: bool | None = None,
         watch_xids: bool = False,
+        counter_interval_s: float = COUNTER_INTERVAL_S,
     ) -> None:
         self._nvml = Nvml(nvml_module)
         self.use_gpm = gpm_wanted() if use_gpm is None else use_gpm
@@ -136,6 +155,7 @@ class GpuTelemetry:
         self._xids: Any = None  # gputui.telemetry.xid.XidWatcher while open
         self._clock = clock
         self._pcie_ttl_s = pcie_ttl_s
+        self._counter_interval_s = counter_interval_s
         self._gpus: list[_Gpu] = []
         self._open = False
         self.available = False
@@ -257,14 +277,17 @@ class GpuTelemetry:
 
     # --- sampling -------------------------------------------------------------------
 
-    def sample(self) -> list[GpuSample]:
+    def sample(self, exact: bool = False) -> list[GpuSample]:
+        """One sample per GPU.  Cumulative counters (``energy_mj``, ``throttle_time_ns``)
+        are read every ``counter_interval_s`` and whenever ``exact`` is true (a window's
+        ends); in between they are ``None``."""
         samples = []
         for gpu in self._gpus:
             if gpu.lost:
                 samples.append(GpuSample(index=gpu.index, lost=True))
                 continue
             try:
-                samples.append(self._sample_gpu(gpu))
+                samples.append(self._sample_gpu(gpu, exact))
             except GpuLost as exc:
                 log.warning("GPU %d lost: %s", gpu.index, exc)
                 gpu.lost = True
@@ -276,7 +299,7 @@ class GpuTelemetry:
                         sample.xids = (sample.xids or []) + [event.xid]
         return samples
 
-    def _sample_gpu(self, gpu: _Gpu) -> GpuSample:
+    def _sample_gpu(self, gpu: _Gpu, exact: bool) -> GpuSample:
         nvml, h = self._nvml, gpu.handle
         call = nvml.call
         s = GpuSample(index=gpu.index)
@@ -291,9 +314,6 @@ class GpuTelemetry:
         s.temp_c = None if temp is None else float(temp)
         s.power_w = _watts(call("nvmlDeviceGetPowerUsage", h))
         s.power_limit_w = _watts(call("nvmlDeviceGetEnforcedPowerLimit", h))
-        # The slowest call here (~3 ms, up to 16 ms on an H200, driver 580; the counter
-        # moves ~10x/s), kept per tick because run energy needs reads at its exact ends.
-        s.energy_mj = call("nvmlDeviceGetTotalEnergyConsumption", h)
         s.sm_clock_mhz = call("nvmlDeviceGetClockInfo", h, nvml.const("NVML_CLOCK_SM", 1))
         s.mem_clock_mhz = call("nvmlDeviceGetClockInfo", h, nvml.const("NVML_CLOCK_MEM", 2))
         # "ClocksEvent" is the current name; "ClocksThrottle" the one older drivers know.
@@ -307,10 +327,27 @@ class GpuTelemetry:
         procs = call("nvmlDeviceGetComputeRunningProcesses", h)
         if procs is not None:
             s.processes = [GpuProcess(pid=p.pid, used_memory=getattr(p, "usedGpuMemory", None)) for p in procs]
-        read_fault_counters(nvml, h, s)
         for name, value in self._gpm(gpu).items():
             setattr(s, name, value)
+        now = self._clock()
+        if exact or gpu.counters_read_at is None or now - gpu.counters_read_at >= self._counter_interval_s:
+            gpu.counters_read_at = now
+            s.energy_mj = call("nvmlDeviceGetTotalEnergyConsumption", h)
+            s.throttle_time_ns = self._throttle_times(h)
+            read_fault_counters(nvml, h, s)  # cumulative too; XIDs, the urgent sign, are events
         return s
+
+    def _throttle_times(self, handle: Any) -> dict[str, int] | None:
+        """Cumulative ns spent in each clock-event reason the driver counts, or None
+        where it counts none (the sampled mask is then the only source)."""
+        nvml = self._nvml
+        ids = {name: nvml.const(const, default) for name, (const, default) in THROTTLE_TIME_FIELDS.items()}
+        values = nvml.call("nvmlDeviceGetFieldValues", handle, list(ids.values()))
+        if values is None:
+            return None
+        ok = nvml.const("NVML_SUCCESS", 0)
+        times = {name: int(value.value.ullVal) for name, value in zip(ids, values) if value.nvmlReturn == ok}
+        return times or None
 
     def _first(self, gpu: _Gpu, key: str, variants: list[tuple[Any, ...]]) -> Any:
         """The first of several equivalent NVML calls that answers; the one that

@@ -257,6 +257,35 @@ def host_info() -> HostInfo:
 
 # --- live sampling ---------------------------------------------------------------------
 
+PROC = Path("/proc")
+_HAS_CHILDREN_FILES: bool | None = None  # does this kernel have CONFIG_PROC_CHILDREN?
+
+
+def child_pids(pid: int, proc_root: Path | None = None) -> list[int] | None:
+    """The pids whose parent is ``pid``, from Linux's ``/proc/<pid>/task/<tid>/children``
+    (each thread lists the children it forked); ``[]`` when ``pid`` is gone.  None where
+    the kernel has no such files (not Linux, or built without CONFIG_PROC_CHILDREN)."""
+    global _HAS_CHILDREN_FILES
+    if proc_root is None and _HAS_CHILDREN_FILES is None:
+        _HAS_CHILDREN_FILES = os.path.exists(f"{PROC}/self/task/{os.getpid()}/children")
+    if proc_root is None and not _HAS_CHILDREN_FILES:
+        return None
+    task_dir = f"{PROC if proc_root is None else proc_root}/{pid}/task"  # plain strings: this runs every tick
+    pids: list[int] = []
+    try:
+        tasks = os.listdir(task_dir)
+    except OSError:
+        return []
+    for tid in tasks:
+        try:
+            with open(f"{task_dir}/{tid}/children", "rb") as fh:
+                text = fh.read()
+        except OSError:
+            continue  # the thread ended meanwhile
+        pids.extend(int(word) for word in text.split())
+    return pids
+
+
 
 @dataclass
 class _Tracked:
@@ -376,9 +405,16 @@ class HostTelemetry:
         self._roots[pid] = proc
         return proc
 
-    def _tree(self, root_pids: Iterable[int]) -> list[tuple[psutil.Process, bool]]:
-        """(process, is_root) for every root and descendant, each pid once, roots first."""
-        members: list[tuple[psutil.Process, bool]] = []
+    def _tree(self, root_pids: Iterable[int]) -> list[tuple[psutil.Process, int | None]]:
+        """(process, parent pid) for every root and descendant, each pid once, roots
+        first; a root's parent is None (read from the process itself).
+
+        Walked down from the roots through each member's own children, so a tick
+        reads a few files per process of the run instead of every process on the
+        host (psutil's ``children()`` builds a parent map of the whole host).  The
+        walk also gives each descendant's parent: psutil's ``ppid()`` would check for
+        pid reuse by reading the process again."""
+        members: list[tuple[psutil.Process, int | None]] = []
         seen: set[int] = set()
         roots = []
         for pid in root_pids:
@@ -387,20 +423,45 @@ class HostTelemetry:
                 continue
             seen.add(proc.pid)
             roots.append(proc)
-            members.append((proc, True))
-        for proc in roots:
-            try:
-                children = proc.children(recursive=True)
-            except _PROC_ERRORS:
-                continue
-            for child in sorted(children, key=lambda p: p.pid):
-                if child.pid not in seen:
-                    seen.add(child.pid)
-                    members.append((child, False))
+            members.append((proc, None))
+        descendants: list[tuple[psutil.Process, int]] = []
+        frontier = list(roots)
+        while frontier:
+            children: list[psutil.Process] = []
+            for parent in frontier:
+                for child in self._children(parent):
+                    if child.pid not in seen:
+                        seen.add(child.pid)
+                        children.append(child)
+                        descendants.append((child, parent.pid))
+            frontier = children
+        members.extend(sorted(descendants, key=lambda member: member[0].pid))
         return members
 
-    def _read(self, proc: psutil.Process, now: float):
-        """One oneshot read of a process; None when it is gone or a zombie."""
+    def _children(self, parent: psutil.Process) -> list[psutil.Process]:
+        """The direct children of ``parent``, reusing the Process objects of those
+        already tracked (their create time tells a reused pid apart)."""
+        pids = child_pids(parent.pid)
+        if pids is None:  # no /proc/<pid>/task/<tid>/children here: psutil's own scan
+            try:
+                return parent.children()
+            except _PROC_ERRORS:
+                return []
+        out = []
+        for pid in pids:
+            tracked = self._procs.get(pid)
+            if tracked is not None:
+                out.append(tracked.proc)
+                continue
+            try:
+                out.append(psutil.Process(pid))
+            except _PROC_ERRORS:
+                continue  # gone since its parent listed it
+        return out
+
+    def _read(self, proc: psutil.Process, ppid: int | None, now: float):
+        """One oneshot read of a process; None when it is gone or a zombie.  ``ppid``:
+        its parent where the tree walk knows it, else None (then it is read)."""
         pid = proc.pid
         tracked = self._procs.get(pid)
         try:
@@ -418,7 +479,7 @@ class HostTelemetry:
                 if proc.status() == psutil.STATUS_ZOMBIE:
                     return None
                 sample.name = proc.name()
-                sample.ppid = proc.ppid()
+                sample.ppid = proc.ppid() if ppid is None else ppid
                 times = proc.cpu_times()
                 cpu = times.user + times.system
                 try:
@@ -469,8 +530,9 @@ class HostTelemetry:
         self._machine(out, now)
 
         readings: list[tuple[ProcessSample, list[str] | None, bool]] = []
-        for proc, is_root in self._tree(root_pids):
-            got = self._read(proc, now)
+        for proc, parent in self._tree(root_pids):
+            is_root = parent is None
+            got = self._read(proc, parent, now)
             if got is not None:
                 readings.append((got[0], got[1], is_root))
 

@@ -116,6 +116,11 @@ class DashboardApp(App[int]):
         dashboard = self.dashboard
         if not dashboard.is_mounted:
             return
+        if self.screen is not dashboard and not force:
+            # Under a modal (summary, findings) Textual repaints the whole screen for
+            # any change beneath it: ~8 KB/s at 140x40.  The panels catch up in one
+            # repaint when the dashboard is back on top (DashboardScreen.on_screen_resume).
+            return
         # GPU panels come and go with the machine's GPUs, not with every sample.
         reason = (self.state.header or {}).get("gpu_unavailable_reason")
         machine = (tuple(sorted(self.state.gpus)), reason, self.state.versions[st.HEADER])

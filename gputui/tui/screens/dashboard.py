@@ -74,6 +74,10 @@ class DashboardScreen(Screen):
     def on_resize(self, event) -> None:
         self.fit_to(event.size.width, event.size.height)
 
+    def on_screen_resume(self) -> None:
+        """Back on top: show what changed while a modal or the editor covered it."""
+        self.app.refresh_dashboard()  # type: ignore[attr-defined]
+
     def fit_to(self, width: int, height: int) -> None:
         compact = width < WIDE_MIN[0] or height < WIDE_MIN[1]
         if compact != self.has_class("-compact"):

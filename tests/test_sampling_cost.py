@@ -1,0 +1,232 @@
+"""Cheaper sampling, same data (issue 11): cumulative counters read on a slow cadence
+and at a window's exact ends, exact throttle shares from the driver's clock-event
+time counters, and the run's process tree walked from its own descendants."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from gputui import events as ev
+from gputui.events import Event
+from gputui.model import GpuSample, Sample
+from gputui.presets import load_file
+from gputui.session import Session, SessionConfig
+from gputui.summary import SummaryBuilder
+from gputui.telemetry import host as host_module
+from gputui.telemetry.gpu import GpuTelemetry
+from gputui.telemetry.host import HostTelemetry, child_pids
+from tests.fake_nvml import FakeGpu, FakeNvml
+
+ENERGY = "nvmlDeviceGetTotalEnergyConsumption"
+FIELDS = "nvmlDeviceGetFieldValues"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def opened(fake: FakeNvml, clock: Clock) -> GpuTelemetry:
+    telemetry = GpuTelemetry(fake, clock=clock, counter_interval_s=10.0)
+    telemetry.open()
+    return telemetry
+
+
+# --- GPU counters -----------------------------------------------------------------------
+
+
+def test_energy_and_clock_event_times_are_read_every_ten_seconds_not_every_tick():
+    fake, clock = FakeNvml(), Clock()
+    telemetry = opened(fake, clock)
+    got = []
+    for tick in range(25):  # 2.5 s at 10 Hz
+        clock.now = tick * 0.1
+        got.append(telemetry.sample()[0])
+    assert fake.calls[ENERGY] == 1 and fake.calls[FIELDS] == 1  # the first tick only
+    assert got[0].energy_mj == 9_000_000
+    assert got[0].throttle_time_ns == {"SwPowerCap": 5_000_000_000, "SyncBoost": 0, "SwThermalSlowdown": 0,
+                                       "HwThermalSlowdown": 0, "HwPowerBrakeSlowdown": 0}
+    assert all(s.energy_mj is None and s.throttle_time_ns is None for s in got[1:])
+    assert all(s.power_w == 312.5 for s in got)  # the cheap per-tick values stay per tick
+    clock.now = 10.0
+    assert telemetry.sample()[0].energy_mj == 9_000_000
+    assert fake.calls[ENERGY] == 2
+
+
+def test_an_exact_sample_reads_the_counters_at_once():
+    fake, clock = FakeNvml(), Clock()
+    telemetry = opened(fake, clock)
+    telemetry.sample()
+    clock.now = 0.5
+    fake.gpus[0].energy_mj += 1234
+    s = telemetry.sample(exact=True)[0]
+    assert s.energy_mj == 9_001_234 and s.throttle_time_ns is not None
+    assert fake.calls[ENERGY] == 2
+
+
+def test_clock_event_times_keep_the_fields_the_driver_counts_and_none_without_any():
+    partial = FakeGpu(field_values={74: 7, 270: 9})  # the others answer NOT_SUPPORTED
+    none = FakeGpu(unsupported={FIELDS})
+    samples = opened(FakeNvml([partial, none]), Clock()).sample()
+    assert samples[0].throttle_time_ns == {"SwPowerCap": 7, "HwThermalSlowdown": 9}
+    assert samples[1].throttle_time_ns is None
+    assert samples[1].throttle_reasons == ["SwPowerCap", "SwThermalSlowdown"]  # the mask stays
+
+
+# --- The summary ------------------------------------------------------------------------
+
+
+def gpu(energy=None, power=400.0, reasons=(), ns=None):
+    return GpuSample(index=0, power_w=power, energy_mj=energy, throttle_reasons=list(reasons), throttle_time_ns=ns)
+
+
+def test_throttle_share_comes_from_the_time_counters_where_the_driver_has_them():
+    # 1 Hz samples never caught the power cap active, but the counter says it held
+    # the clocks for 2.5 s of the 10 s window; thermal slowdown was only sampled.
+    b = SummaryBuilder()
+    b.on_sample(Sample(t=0.0, gpus=[gpu(ns={"SwPowerCap": 1_000_000_000, "HwThermalSlowdown": 0})]))
+    for t in range(1, 10):
+        b.on_sample(Sample(t=float(t), gpus=[gpu(reasons=["SwThermalSlowdown"] if t < 6 else [])]))
+    b.on_sample(Sample(t=10.0, gpus=[gpu(ns={"SwPowerCap": 3_500_000_000, "HwThermalSlowdown": 0})]))
+    g = b.build()["gpus"][0]
+    assert g["throttle_share"] == {"SwPowerCap": 0.25, "SwThermalSlowdown": round(5 / 11, 4)}
+    assert g["throttle_share_counted"] == ["HwThermalSlowdown", "SwPowerCap"]
+
+
+def test_energy_is_exact_from_sparse_counter_readings():
+    b = SummaryBuilder()
+    b.on_sample(Sample(t=0.0, gpus=[gpu(energy=1_000_000, power=100.0)]))
+    for t in range(1, 20):  # the power readings say nothing of the true energy
+        b.on_sample(Sample(t=t * 0.5, gpus=[gpu(power=999.0)]))
+    b.on_sample(Sample(t=10.0, gpus=[gpu(energy=1_000_000 + 4_321_000, power=100.0)]))
+    s = b.build()
+    assert s["energy_j"] == 4321.0
+    assert s["gpus"][0]["energy_seconds"] == 10.0
+
+
+def test_energy_is_power_integrated_where_the_counter_is_absent():
+    b = SummaryBuilder()
+    for t, watts in [(0.0, 100.0), (1.0, 300.0), (3.0, 300.0)]:
+        b.on_sample(Sample(t=t, gpus=[gpu(power=watts)]))
+    s = b.build()
+    assert s["energy_j"] == 200.0 + 600.0  # trapezoids: 1 s at 200 W mean, 2 s at 300 W
+    assert s["gpus"][0]["energy_seconds"] == 3.0
+
+
+# --- The session: exact readings at a phase change and at the end -------------------------
+
+
+def test_the_session_reads_the_counters_when_a_phase_starts_and_at_the_run_end(tmp_path):
+    script = ("import time, json\n"
+              "time.sleep(0.4)\n"
+              "print('@gputui ' + json.dumps({'event': 'step', 'phase': 'measure', 'step': 1, 'samples': 8, 'seconds': 0.1}), flush=True)\n"
+              "time.sleep(0.6)\n")
+    (tmp_path / "w.py").write_text(script)
+    (tmp_path / "p.toml").write_text(f"[presets.w]\ncommand = [{json.dumps(sys.executable)}, {json.dumps(str(tmp_path / 'w.py'))}]\n")
+    preset = load_file(tmp_path / "p.toml")["w"]
+    fake = FakeNvml()
+    counter_reads: list[float] = []
+
+    class Recording(SummaryBuilder):
+        def on_sample(self, sample: Sample) -> None:
+            if sample.gpus and sample.gpus[0].energy_mj is not None:
+                counter_reads.append(sample.t)
+            super().on_sample(sample)
+
+    session = Session(SessionConfig(preset=preset, interval=0.1), gpu=GpuTelemetry(fake))
+    session.summary_builder = Recording()
+    phases: list[float] = []
+
+    class Phases:
+        def on_header(self, header): pass
+        def on_sample(self, sample): pass
+        def on_summary(self, summary): pass
+        def on_event(self, event: Event) -> None:
+            if event.kind == ev.PHASE:
+                phases.append(event.t)
+
+    session.add_observer(Phases())
+    summary = session.run()
+    assert len(phases) == 1
+    # The first tick, the tick after the phase change, and the run's end: 10 s apart
+    # otherwise, so nothing in between.
+    assert len(counter_reads) == 3, counter_reads
+    assert counter_reads[1] >= phases[0] and counter_reads[1] - phases[0] < 0.5
+    assert counter_reads[2] == max(s for s in counter_reads)
+    assert summary["window"] == "measure" and summary["gpus"][0]["energy_seconds"] > 0
+
+
+# --- The process tree -------------------------------------------------------------------
+
+
+CHILDREN = "import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)']); time.sleep(30)"
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="Linux /proc only")
+def test_the_tree_is_walked_from_the_run_not_from_a_scan_of_every_process(monkeypatch):
+    root = subprocess.Popen([sys.executable, "-c", f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {CHILDREN!r}]); time.sleep(30)"])
+    try:
+        deadline = time.monotonic() + 20
+        while len(psutil.Process(root.pid).children(recursive=True)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+        def whole_host_scan(*args, **kwargs):
+            raise AssertionError("scanned every process on the host")
+
+        # psutil's children() builds its parent map from every /proc/<pid>/stat
+        monkeypatch.setattr(psutil._pslinux, "ppid_map", whole_host_scan)
+        asked_parent: list[int] = []  # psutil's ppid() re-reads the process to rule out pid reuse
+        real_ppid = psutil.Process.ppid
+
+        @functools.wraps(real_ppid)  # keeps the memoizing hooks oneshot() calls
+        def counted_ppid(self):
+            asked_parent.append(self.pid)
+            return real_ppid(self)
+
+        monkeypatch.setattr(psutil.Process, "ppid", counted_ppid)
+        telemetry = HostTelemetry()
+        first = telemetry.sample([root.pid])
+        second = telemetry.sample([root.pid])
+        pids = [p.pid for p in second.processes]
+        assert pids[0] == root.pid and len(pids) == 3 and len(first.processes) == 3
+        child = next(p for p in second.processes if p.ppid == root.pid)
+        assert any(p.ppid == child.pid for p in second.processes)  # the grandchild too
+        assert all(p.cpu_percent is not None for p in second.processes)  # tracked across ticks
+        assert set(asked_parent) == {root.pid}  # the walk knows the descendants' parents
+    finally:
+        for proc in psutil.Process(root.pid).children(recursive=True):
+            proc.kill()
+        root.kill()
+        root.wait()
+
+
+def test_child_pids_reads_every_threads_children_file(tmp_path):
+    for tid, text in (("10", "11 12\n"), ("13", "14\n"), ("15", "")):
+        (tmp_path / "10" / "task" / tid).mkdir(parents=True)
+        (tmp_path / "10" / "task" / tid / "children").write_text(text)
+    assert sorted(child_pids(10, tmp_path)) == [11, 12, 14]
+    assert child_pids(99, tmp_path) == []  # gone
+
+
+def test_without_children_files_the_tree_falls_back_to_psutil(monkeypatch):
+    monkeypatch.setattr(host_module, "_HAS_CHILDREN_FILES", False)
+    assert child_pids(1) is None
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        sample = HostTelemetry().sample([os.getpid()])
+        assert proc.pid in [p.pid for p in sample.processes]
+    finally:
+        proc.kill()
+        proc.wait()
