@@ -16,10 +16,11 @@ import signal
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.filter import LineFilter
 from textual.screen import Screen
 from textual.theme import Theme
 
@@ -34,7 +35,7 @@ from gputui.tui.screens.findings import FindingsScreen
 from gputui.tui.screens.summary import SummaryScreen
 from gputui.tui.sessions import SessionFactory, SessionSupervisor, SessionTicket
 from gputui.tui.settings import load_settings, save_setting, settings_path as default_settings_path
-from gputui.tui.themes import DEFAULT_THEME, load_themes
+from gputui.tui.themes import DEFAULT_THEME, AnsiMutedDim, load_themes
 from gputui.tui.widgets.base import StateView
 from gputui.tui.widgets.gpu import GpuGrid
 
@@ -92,6 +93,7 @@ class DashboardApp(App[int]):
         self._saved_theme: str | None = None  # the theme settings.toml has (or needs not have)
         self.exit_reason: str | None = None
         self.dashboard = DashboardScreen(presets)
+        self._muted_dim = AnsiMutedDim()
 
     # -- Start -------------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -246,6 +248,12 @@ class DashboardApp(App[int]):
             save_setting(self._settings_file, "theme", name)
         except (OSError, ValueError) as exc:
             self.notify(f"theme not saved: {exc}", severity="warning", timeout=8)
+
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        filters = list(super().get_line_filters())
+        if self.current_theme.ansi:
+            filters.append(self._muted_dim)
+        return filters
 
     def gputui_themes(self) -> list[str]:
         """The themes `t` cycles through: ours and the user's, the default first."""

@@ -116,6 +116,9 @@ class PresetEditorScreen(DismissOnce, Screen):
     PresetEditorScreen .row Label { width: 13; padding-right: 1; }
     PresetEditorScreen .row Input, PresetEditorScreen .row Select { width: 1fr; }
     PresetEditorScreen TextArea { height: 1fr; }
+    /* Textual draws these at half the foreground, under 4.5:1: the theme's muted text instead */
+    PresetEditorScreen Tab { color: $text-muted; }
+    PresetEditorScreen SelectCurrent Static#label { color: $text-muted; }
     """
 
     def __init__(self, preset: Preset | None, new: bool = False) -> None:
