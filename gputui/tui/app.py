@@ -68,6 +68,7 @@ class DashboardApp(App[int]):
         # Textual turns Ctrl-C into a key (the terminal is raw): make it quit, as users expect.
         Binding("ctrl+c", "quit", "Quit", id="quit_ctrl_c", show=False, priority=True),
         Binding("t", "next_theme", "Theme", id="next_theme"),
+        Binding("question_mark,f1", "help", "Help", id="help", key_display="?"),
         Binding("ctrl+p", "command_palette", "Commands", id="command_palette", show=False, priority=True),
     ]
 
@@ -92,6 +93,8 @@ class DashboardApp(App[int]):
         self._seen_machine: tuple | None = None
         self._saved_theme: str | None = None  # the theme settings.toml has (or needs not have)
         self.exit_reason: str | None = None
+        self.key_overrides: dict[str, str] = {}  # settings.toml's [keys]: binding id -> key(s)
+        self._footer_state: tuple | None = None
         self.dashboard = DashboardScreen(presets)
         self._muted_dim = AnsiMutedDim()
 
@@ -124,6 +127,39 @@ class DashboardApp(App[int]):
             dashboard.show_highlighted_preset()
         for view in dashboard.query(StateView):
             view.sync(force)
+        footer_state = self.footer_state()
+        if footer_state != self._footer_state:
+            self._footer_state = footer_state
+            self.refresh_bindings()  # the footer shows the keys that apply now
+
+    # -- Which keys apply now (the footer shows only those) -----------------------------
+    def footer_state(self) -> tuple:
+        """What decides which of the dashboard's keys apply."""
+        return (self.can_stop(), self.can_run_again(), bool(self.state.findings()),
+                any(run.ended for run in self.state.runs))
+
+    def can_stop(self) -> bool:
+        return False  # a replay runs nothing
+
+    def can_run_again(self) -> bool:
+        return False
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "stop_run":
+            return self.can_stop()
+        if action == "run_again":
+            return self.can_run_again()
+        if action == "show_findings":
+            return bool(self.state.findings())
+        if action == "show_summary":
+            return any(run.ended for run in self.state.runs)
+        return True
+
+    def action_help(self) -> None:
+        from gputui.tui.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.key_overrides))
 
     # -- What the dashboard's keys ask (a replay runs nothing) ---------------------------
     def start_preset(self, name: str) -> None:
@@ -224,6 +260,7 @@ class DashboardApp(App[int]):
         if problem:
             self._startup_notes.append(problem)
         if settings.keys:
+            self.key_overrides = dict(settings.keys)
             self.set_keymap(settings.keys)  # [keys] in settings.toml: binding id = "key"
         for name in (self._requested_theme, settings.theme, DEFAULT_THEME):
             if name and name in self.available_themes:
@@ -283,6 +320,7 @@ class DashboardApp(App[int]):
         yield from super().get_system_commands(screen)
         yield SystemCommand("Next theme", "Cycle through gputui's themes (t)", self.action_next_theme)
         yield SystemCommand("Findings", "What holds the run back, with evidence and advice (f)", self.action_show_findings)
+        yield SystemCommand("Help", "gputui's keys, by screen (? or F1)", self.action_help)
 
 
 class GpuTuiApp(DashboardApp):
@@ -470,6 +508,12 @@ class GpuTuiApp(DashboardApp):
             self.notify("A run is going: press s to stop it first.", severity="warning")
             return
         self._last_preset = name
+
+    def can_stop(self) -> bool:
+        return bool(self.state.live_run)
+
+    def can_run_again(self) -> bool:
+        return self._last_preset is not None and not self.state.live_run
 
     def action_stop_run(self) -> None:
         if not self.supervisor.stop_run():
