@@ -51,7 +51,8 @@ if TYPE_CHECKING:  # the session side loads in the session thread, after the fir
 
 REFRESH_S = 0.5  # redraw at most twice a second, whatever the sampling rate
 STOP_WAIT_S = 20.0  # the runner's TERM grace (5 s) and KILL, with room to spare
-EXIT_GRACE_S = 5.0  # what Textual gets to restore the terminal once the sessions are closed
+EXIT_GRACE_S = 5.0
+QUIT_CONFIRM_S = 5.0  # a second q within this confirms quitting while a run is going  # what Textual gets to restore the terminal once the sessions are closed
 HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
 
@@ -65,8 +66,11 @@ class DashboardApp(App[int]):
     BINDINGS = [
         Binding("q", "quit", "Quit", id="quit"),
         Binding("ctrl+q", "quit", "Quit", id="quit_ctrl_q", show=False, priority=True),
-        # Textual turns Ctrl-C into a key (the terminal is raw): make it quit, as users expect.
+        # Textual turns Ctrl-C into a key (the terminal is raw): make it quit, as users expect
+        # (not in the preset editor, where text fields copy with it: see check_action).
         Binding("ctrl+c", "quit", "Quit", id="quit_ctrl_c", show=False, priority=True),
+        # Esc closes Textual's Keys panel (palette: "Keys"), enabled only while it is open.
+        Binding("escape", "hide_help_panel", "Close keys", id="close_keys_panel", show=False, priority=True),
         Binding("t", "next_theme", "Theme", id="next_theme"),
         Binding("question_mark,f1", "help", "Help", id="help", key_display="?"),
         Binding("ctrl+p", "command_palette", "Commands", id="command_palette", show=False, priority=True),
@@ -145,6 +149,10 @@ class DashboardApp(App[int]):
         return False
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "quit":
+            return not self.editing()  # no single key drops an edit: the editor's Esc asks first
+        if action == "hide_help_panel":
+            return bool(self.screen.query("HelpPanel"))
         if action == "stop_run":
             return self.can_stop()
         if action == "run_again":
@@ -154,6 +162,25 @@ class DashboardApp(App[int]):
         if action == "show_summary":
             return any(run.ended for run in self.state.runs)
         return True
+
+    def editing(self) -> bool:
+        """A preset editor is open (perhaps under one of its dialogs)."""
+        from gputui.tui.screens.editor import PresetEditorScreen
+
+        return any(isinstance(screen, PresetEditorScreen) for screen in self.screen_stack)
+
+    # -- Quitting: a run going asks first -------------------------------------------------
+    async def action_quit(self) -> None:
+        if not self.quit_needs_asking():
+            await self.quit_now()
+
+    def quit_needs_asking(self) -> bool:
+        """True when quitting now would lose work; the user has been told how to confirm."""
+        return False  # a replay loses nothing
+
+    async def quit_now(self) -> None:
+        """Quit without asking (scripts, tests, a confirmed quit)."""
+        self.exit()
 
     def action_help(self) -> None:
         from gputui.tui.screens.help import HelpScreen
@@ -348,6 +375,7 @@ class GpuTuiApp(DashboardApp):
         record_force: bool = False,
         history: "RunHistory | None" = None,
         make_check: "CheckFactory | None" = None,
+        confirm_quit: bool = True,
     ) -> None:
         self.make_check = make_check
         super().__init__(presets=presets, themes=themes, theme_problems=theme_problems, settings_file=settings_file,
@@ -367,6 +395,8 @@ class GpuTuiApp(DashboardApp):
         self._last_preset: str | None = start_preset
         self._quitting = False
         self._watchdog_armed = False
+        self.confirm_quit = confirm_quit
+        self._quit_asked_at: float | None = None
 
     # -- Start and stop ---------------------------------------------------------------
     def start_source(self) -> None:
@@ -410,7 +440,18 @@ class GpuTuiApp(DashboardApp):
         self._quitting = True
         self.supervisor.shutdown(reason)
 
-    async def action_quit(self) -> None:
+    def quit_needs_asking(self) -> bool:
+        if not self.confirm_quit or not self.state.live_run:
+            return False
+        now = time.monotonic()
+        if self._quit_asked_at is not None and now - self._quit_asked_at <= QUIT_CONFIRM_S:
+            return False  # the second press: confirmed
+        self._quit_asked_at = now
+        self.notify(f"A run is going: press q again within {QUIT_CONFIRM_S:.0f} s to stop it and quit "
+                    "(gputui --no-confirm-quit never asks).", severity="warning", timeout=QUIT_CONFIRM_S)
+        return True
+
+    async def quit_now(self) -> None:
         self.exit_reason = self.exit_reason or "quit"
         self.shutdown_sessions(self.exit_reason)
         self._arm_exit_watchdog(0)
@@ -562,6 +603,7 @@ def make_app(
     check_factory: "CheckFactory | None" = None,
     record_force: bool = False,
     history: "RunHistory | None" = None,
+    confirm_quit: bool = True,
 ) -> GpuTuiApp:
     """The dashboard, ready to ``run()`` or ``run_test()``.
 
@@ -569,7 +611,7 @@ def make_app(
     GpuTelemetry (NVML init/shutdown per session); tests pass one built on a fake
     NVML, a fixed host sampler and clock, or a whole scripted ``session_factory``.
     ``history`` keeps every run (the CLI passes the user's; tests keep none unless
-    they ask).
+    they ask).  ``confirm_quit=False`` (``--no-confirm-quit``) lets one q stop a run and quit.
     """
     if session_factory is None:
         def session_factory(config: "SessionConfig") -> "Session":
@@ -608,6 +650,7 @@ def make_app(
         make_check=check_factory,
         record_force=record_force,
         history=history,
+        confirm_quit=confirm_quit,
     )
 
 

@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
             await pilot.pause(0.3)
             args.out.write_text(app.export_screenshot(title=f"gputui {args.preset or 'watch'}"), encoding="utf-8")
             args.out.with_suffix(".txt").write_text(screen_text(app), encoding="utf-8")
-            await app.action_quit()
+            await app.quit_now()  # stopping the run: no question asked
 
         app.run(headless=True, size=args.size, auto_pilot=shoot)
     print(f"wrote {args.out} and {args.out.with_suffix('.txt')}", file=sys.stderr)

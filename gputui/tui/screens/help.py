@@ -32,6 +32,7 @@ HELP: tuple[tuple[str, tuple[Row, ...]], ...] = (
         ("next_theme", "t", "next colour theme (remembered)"),
         (None, "tab", "move between the presets and the runs list"),
         ("command_palette", "ctrl+p", "command palette: themes, stop, run again, screenshot, …"),
+        ("close_keys_panel", "escape", "close Textual's Keys panel (palette: Keys)"),
         ("help", "?,f1", "this help"),
         ("quit", "q", "quit; while a run is going, press q again to stop it and quit"),
         ("quit_ctrl_q", "ctrl+q", "quit, the same way"),
