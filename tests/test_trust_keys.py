@@ -62,8 +62,9 @@ def scripted_app(tmp_path, monkeypatch) -> GpuTuiApp:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     monkeypatch.chdir(tmp_path)  # the palette's "Save screenshot" writes to the working directory
     preset = demo_preset()
+    # confirm_quit=False: the storms start runs, and their last q must quit at once
     return make_app({preset.name: preset}, session_factory=scripted_factory(samples=4),
-                    settings_file=tmp_path / "settings.toml", check_factory=quick_check)
+                    settings_file=tmp_path / "settings.toml", check_factory=quick_check, confirm_quit=False)
 
 
 @pytest.mark.parametrize("burst", [
@@ -128,7 +129,7 @@ def test_quitting_in_the_middle_of_an_output_flood_leaves_a_finished_recording(i
         async with app.run_test(size=(120, 40)) as pilot:
             await wait_until(pilot, lambda: app.state.run, what="run started")
             await wait_until(pilot, lambda: app.state.log_count > 2000, what="the flood")
-            await pilot.press("q")
+            await pilot.press("q", "q")  # a run is going: the second q confirms
         assert app.return_value == 0
 
     run_async(scenario())

@@ -114,7 +114,7 @@ def test_stop_run_again_and_quit_leave_no_process_and_a_finished_recording(isola
             groups.append(os.getpgid(second.pid))
             text = await shown(pilot)
             assert "■ #1 smoke-long stopped" in text and "● #2 smoke-long" in text
-            await pilot.press("q")
+            await pilot.press("q", "q")  # a run is going: the second q confirms
         assert app.return_value == 0
 
     run_async(scenario())

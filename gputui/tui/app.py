@@ -182,6 +182,22 @@ class DashboardApp(App[int]):
         """Quit without asking (scripts, tests, a confirmed quit)."""
         self.exit()
 
+    def deliver_screenshot(self, filename: str | None = None, path: str | None = None,
+                           time_format: str | None = None) -> str | None:
+        """The palette's Screenshot: saved here or in $GPUTUI_SCREENSHOT_DIR, and the
+        notification says where (Textual's own wrote to a ~/Downloads servers lack)."""
+        from gputui.tui.screenshot import save_screenshot_file, screenshot_dir
+
+        folder = Path(path) if path else screenshot_dir()
+        try:
+            saved = save_screenshot_file(self, folder, filename)
+        except OSError as exc:
+            self.notify(f"screenshot not saved: {folder}: {exc.strerror or exc}", title="Screenshot",
+                        severity="error", timeout=8)
+            return None
+        self.notify(f"screenshot saved to {saved}", title="Screenshot", timeout=6)
+        return str(saved)
+
     def action_help(self) -> None:
         from gputui.tui.screens.help import HelpScreen
 
