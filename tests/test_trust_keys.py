@@ -25,6 +25,7 @@ from gputui.tui.app import GpuTuiApp, make_app
 from gputui.tui.screens.dashboard import DashboardScreen
 from tests.fake_nvml import FakeGpu, FakeNvml
 from tests.test_tui_app import app_for, isolated  # noqa: F401  (a fixture)
+from tests.test_tui_snapshots import FINDING
 from tests.test_tui_support import demo_preset, run_async, scripted_factory, wait_until
 
 FLOOD = f"""
@@ -63,7 +64,8 @@ def scripted_app(tmp_path, monkeypatch) -> GpuTuiApp:
     monkeypatch.chdir(tmp_path)  # the palette's "Save screenshot" writes to the working directory
     preset = demo_preset()
     # confirm_quit=False: the storms start runs, and their last q must quit at once
-    return make_app({preset.name: preset}, session_factory=scripted_factory(samples=4),
+    # a finding: f opens the findings view only when there is something to show
+    return make_app({preset.name: preset}, session_factory=scripted_factory(samples=4, findings=[FINDING]),
                     settings_file=tmp_path / "settings.toml", check_factory=quick_check, confirm_quit=False)
 
 

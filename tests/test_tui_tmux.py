@@ -148,6 +148,8 @@ def test_ctrl_c_quits_and_stops_the_benchmark_group(tmux):
     assert children
     coloured = tmux.screen_with_colours()
     assert "38;5;" in coloured and "38;2;" not in coloured  # 256 colours, as the terminal offers
+    tmux.keys("C-c")  # a run is going: gputui asks for a second press
+    tmux.wait_for(r"press q again")
     tmux.keys("C-c")
     wait_gone([gputui, *children])
 

@@ -463,8 +463,8 @@ class GpuTuiApp(DashboardApp):
         if self._quit_asked_at is not None and now - self._quit_asked_at <= QUIT_CONFIRM_S:
             return False  # the second press: confirmed
         self._quit_asked_at = now
-        self.notify(f"A run is going: press q again within {QUIT_CONFIRM_S:.0f} s to stop it and quit "
-                    "(gputui --no-confirm-quit never asks).", severity="warning", timeout=QUIT_CONFIRM_S)
+        self.notify(f"A run is going: press q again (or Ctrl+C) within {QUIT_CONFIRM_S:.0f} s to stop it "
+                    "and quit (gputui --no-confirm-quit never asks).", severity="warning", timeout=QUIT_CONFIRM_S)
         return True
 
     async def quit_now(self) -> None:
