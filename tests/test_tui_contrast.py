@@ -1,5 +1,5 @@
 """Every shipped theme is readable: each text cell of the dashboard (idle and running),
-the findings, the editor and the run summary has at least WCAG AA contrast (4.5:1)
+the help, the findings, the editor and the run summary has at least WCAG AA contrast (4.5:1)
 against its background, in truecolor and after reduction to 256 and 16 colours."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import pytest
 from gputui.tui.app import make_app
 from gputui.tui.screens.editor import PresetEditorScreen
 from gputui.tui.screens.findings import FindingsScreen
+from gputui.tui.screens.help import HelpScreen
 from gputui.tui.screens.summary import SummaryScreen
 from gputui.tui.themes import load_themes
 from tests.contrast import AA, contrast, low_contrast, report
@@ -42,6 +43,10 @@ async def _views(app, pilot, theme: str) -> list[tuple[str, str]]:
     preset = next(iter(app.presets.values()))
     await wait_until(pilot, lambda: app.state.header is not None, what="watching")
     await check("idle dashboard")
+    await pilot.press("question_mark")
+    await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), what="help")
+    await check("help")
+    await pilot.press("escape")
     app.start_preset(preset.name)
     await wait_until(pilot, lambda: app.state.run is not None and app.state.run.series.readings == 96
                      and app.state.open_findings(), what="script played")
