@@ -51,8 +51,8 @@ if TYPE_CHECKING:  # the session side loads in the session thread, after the fir
 
 REFRESH_S = 0.5  # redraw at most twice a second, whatever the sampling rate
 STOP_WAIT_S = 20.0  # the runner's TERM grace (5 s) and KILL, with room to spare
-EXIT_GRACE_S = 5.0
-QUIT_CONFIRM_S = 5.0  # a second q within this confirms quitting while a run is going  # what Textual gets to restore the terminal once the sessions are closed
+EXIT_GRACE_S = 5.0  # what Textual gets to restore the terminal once the sessions are closed
+QUIT_CONFIRM_S = 5.0  # a second q within this confirms quitting while a run is going
 HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
 
@@ -137,10 +137,15 @@ class DashboardApp(App[int]):
             self.refresh_bindings()  # the footer shows the keys that apply now
 
     # -- Which keys apply now (the footer shows only those) -----------------------------
-    def footer_state(self) -> tuple:
+    def footer_state(self) -> tuple[bool, ...]:
         """What decides which of the dashboard's keys apply."""
-        return (self.can_stop(), self.can_run_again(), bool(self.state.findings()),
-                any(run.ended for run in self.state.runs))
+        return tuple(self.applicable_actions().values())
+
+    def applicable_actions(self) -> dict[str, bool]:
+        """The dashboard's actions that depend on the state, and whether each applies now."""
+        return {"stop_run": self.can_stop(), "run_again": self.can_run_again(),
+                "show_findings": bool(self.state.findings()),
+                "show_summary": any(run.ended for run in self.state.runs)}
 
     def can_stop(self) -> bool:
         return False  # a replay runs nothing
@@ -153,15 +158,7 @@ class DashboardApp(App[int]):
             return not self.editing()  # no single key drops an edit: the editor's Esc asks first
         if action == "hide_help_panel":
             return bool(self.screen.query("HelpPanel"))
-        if action == "stop_run":
-            return self.can_stop()
-        if action == "run_again":
-            return self.can_run_again()
-        if action == "show_findings":
-            return bool(self.state.findings())
-        if action == "show_summary":
-            return any(run.ended for run in self.state.runs)
-        return True
+        return self.applicable_actions().get(action, True)
 
     def editing(self) -> bool:
         """A preset editor is open (perhaps under one of its dialogs)."""
