@@ -45,6 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--price", dest="run_price", type=float, metavar="USD_PER_HOUR",
                         help="what this machine costs per hour: the idle finding says what idle time cost, "
                              "and --serve-metrics adds the cost per million samples")
+    parser.add_argument("--no-confirm-quit", action="store_true",
+                        help="q quits at once, even while a run is going (default: a second q confirms)")
 
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     presets = sub.add_parser("presets", help="list, show, check and edit presets")

@@ -25,6 +25,7 @@ from gputui.tui.app import GpuTuiApp, make_app
 from gputui.tui.screens.dashboard import DashboardScreen
 from tests.fake_nvml import FakeGpu, FakeNvml
 from tests.test_tui_app import app_for, isolated  # noqa: F401  (a fixture)
+from tests.test_tui_snapshots import FINDING
 from tests.test_tui_support import demo_preset, run_async, scripted_factory, wait_until
 
 FLOOD = f"""
@@ -62,8 +63,10 @@ def scripted_app(tmp_path, monkeypatch) -> GpuTuiApp:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     monkeypatch.chdir(tmp_path)  # the palette's "Save screenshot" writes to the working directory
     preset = demo_preset()
-    return make_app({preset.name: preset}, session_factory=scripted_factory(samples=4),
-                    settings_file=tmp_path / "settings.toml", check_factory=quick_check)
+    # confirm_quit=False: the storms start runs, and their last q must quit at once
+    # a finding: f opens the findings view only when there is something to show
+    return make_app({preset.name: preset}, session_factory=scripted_factory(samples=4, findings=[FINDING]),
+                    settings_file=tmp_path / "settings.toml", check_factory=quick_check, confirm_quit=False)
 
 
 @pytest.mark.parametrize("burst", [
@@ -128,7 +131,7 @@ def test_quitting_in_the_middle_of_an_output_flood_leaves_a_finished_recording(i
         async with app.run_test(size=(120, 40)) as pilot:
             await wait_until(pilot, lambda: app.state.run, what="run started")
             await wait_until(pilot, lambda: app.state.log_count > 2000, what="the flood")
-            await pilot.press("q")
+            await pilot.press("q", "q")  # a run is going: the second q confirms
         assert app.return_value == 0
 
     run_async(scenario())

@@ -114,7 +114,7 @@ def test_stop_run_again_and_quit_leave_no_process_and_a_finished_recording(isola
             groups.append(os.getpgid(second.pid))
             text = await shown(pilot)
             assert "■ #1 smoke-long stopped" in text and "● #2 smoke-long" in text
-            await pilot.press("q")
+            await pilot.press("q", "q")  # a run is going: the second q confirms
         assert app.return_value == 0
 
     run_async(scenario())
@@ -238,10 +238,12 @@ def test_keys_are_remapped_by_binding_id_from_settings(tmp_path, monkeypatch):
     settings = tmp_path / "settings.toml"
     settings.write_text('[keys]\nshow_findings = "g"\n')
     preset = demo_preset()
+    from tests.test_tui_snapshots import FINDING  # f applies (and g, remapped) once there is a finding
 
     async def scenario():
-        app = make_app({preset.name: preset}, session_factory=scripted_factory(), settings_file=settings)
+        app = make_app({preset.name: preset}, session_factory=scripted_factory(findings=[FINDING]), settings_file=settings)
         async with app.run_test(size=(120, 40)) as pilot:
+            await wait_until(pilot, lambda: app.state.findings(), what="a finding")
             await pilot.press("f")
             await pilot.pause()
             assert not isinstance(app.screen, FindingsScreen)  # f is no longer bound

@@ -133,6 +133,9 @@ def test_run_smoke_by_keys_at_80x24_see_throughput_quit_and_leave_no_child(tmux)
     # TERM=screen offers 16 colours: the app must keep to them (no 256-colour or RGB escapes).
     coloured = tmux.screen_with_colours()
     assert "\x1b[" in coloured and "38;5;" not in coloured and "38;2;" not in coloured
+    tmux.keys("q")  # a run is going: gputui asks for a second q
+    tmux.wait_for(r"press q again")
+    assert descendants(gputui), "one q stopped the run"
     tmux.keys("q")
     wait_gone([gputui, *children])
 
@@ -145,6 +148,8 @@ def test_ctrl_c_quits_and_stops_the_benchmark_group(tmux):
     assert children
     coloured = tmux.screen_with_colours()
     assert "38;5;" in coloured and "38;2;" not in coloured  # 256 colours, as the terminal offers
+    tmux.keys("C-c")  # a run is going: gputui asks for a second press
+    tmux.wait_for(r"press q again")
     tmux.keys("C-c")
     wait_gone([gputui, *children])
 

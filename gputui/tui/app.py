@@ -15,12 +15,13 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.filter import LineFilter
 from textual.screen import Screen
 from textual.theme import Theme
 
@@ -37,7 +38,7 @@ from gputui.tui.screens.summary import SummaryScreen
 from gputui.tui.sessions import SessionFactory, SessionSupervisor, SessionTicket
 from gputui.tui.settings import load_settings, save_setting
 from gputui.tui.settings import settings_path as default_settings_path
-from gputui.tui.themes import DEFAULT_THEME, load_themes
+from gputui.tui.themes import DEFAULT_THEME, AnsiMutedDim, load_themes
 from gputui.tui.widgets.base import StateView
 from gputui.tui.widgets.gpu import GpuGrid
 
@@ -54,6 +55,7 @@ if TYPE_CHECKING:  # the session side loads in the session thread, after the fir
 REFRESH_S = 0.5  # redraw at most twice a second, whatever the sampling rate
 STOP_WAIT_S = 20.0  # the runner's TERM grace (5 s) and KILL, with room to spare
 EXIT_GRACE_S = 5.0  # what Textual gets to restore the terminal once the sessions are closed
+QUIT_CONFIRM_S = 5.0  # a second q within this confirms quitting while a run is going
 HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
 
@@ -67,9 +69,13 @@ class DashboardApp(App[int]):
     BINDINGS = [
         Binding("q", "quit", "Quit", id="quit"),
         Binding("ctrl+q", "quit", "Quit", id="quit_ctrl_q", show=False, priority=True),
-        # Textual turns Ctrl-C into a key (the terminal is raw): make it quit, as users expect.
+        # Textual turns Ctrl-C into a key (the terminal is raw): make it quit, as users expect
+        # (not in the preset editor, where text fields copy with it: see check_action).
         Binding("ctrl+c", "quit", "Quit", id="quit_ctrl_c", show=False, priority=True),
+        # Esc closes Textual's Keys panel (palette: "Keys"), enabled only while it is open.
+        Binding("escape", "hide_help_panel", "Close keys", id="close_keys_panel", show=False, priority=True),
         Binding("t", "next_theme", "Theme", id="next_theme"),
+        Binding("question_mark,f1", "help", "Help", id="help", key_display="?"),
         Binding("ctrl+p", "command_palette", "Commands", id="command_palette", show=False, priority=True),
     ]
 
@@ -94,7 +100,10 @@ class DashboardApp(App[int]):
         self._seen_machine: tuple | None = None
         self._saved_theme: str | None = None  # the theme settings.toml has (or needs not have)
         self.exit_reason: str | None = None
+        self.key_overrides: dict[str, str] = {}  # settings.toml's [keys]: binding id -> key(s)
+        self._footer_state: tuple | None = None
         self.dashboard = DashboardScreen(presets)
+        self._muted_dim = AnsiMutedDim()
 
     # -- Start -------------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -130,6 +139,75 @@ class DashboardApp(App[int]):
             dashboard.show_highlighted_preset()
         for view in dashboard.query(StateView):
             view.sync(force)
+        footer_state = self.footer_state()
+        if footer_state != self._footer_state:
+            self._footer_state = footer_state
+            self.refresh_bindings()  # the footer shows the keys that apply now
+
+    # -- Which keys apply now (the footer shows only those) -----------------------------
+    def footer_state(self) -> tuple[bool, ...]:
+        """What decides which of the dashboard's keys apply."""
+        return tuple(self.applicable_actions().values())
+
+    def applicable_actions(self) -> dict[str, bool]:
+        """The dashboard's actions that depend on the state, and whether each applies now."""
+        return {"stop_run": self.can_stop(), "run_again": self.can_run_again(),
+                "show_findings": bool(self.state.findings()),
+                "show_summary": any(run.ended for run in self.state.runs)}
+
+    def can_stop(self) -> bool:
+        return False  # a replay runs nothing
+
+    def can_run_again(self) -> bool:
+        return False
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "quit":
+            return not self.editing()  # no single key drops an edit: the editor's Esc asks first
+        if action == "hide_help_panel":
+            return bool(self.screen.query("HelpPanel"))
+        return self.applicable_actions().get(action, True)
+
+    def editing(self) -> bool:
+        """A preset editor is open (perhaps under one of its dialogs)."""
+        from gputui.tui.screens.editor import PresetEditorScreen
+
+        return any(isinstance(screen, PresetEditorScreen) for screen in self.screen_stack)
+
+    # -- Quitting: a run going asks first -------------------------------------------------
+    async def action_quit(self) -> None:
+        if not self.quit_needs_asking():
+            await self.quit_now()
+
+    def quit_needs_asking(self) -> bool:
+        """True when quitting now would lose work; the user has been told how to confirm."""
+        return False  # a replay loses nothing
+
+    async def quit_now(self) -> None:
+        """Quit without asking (scripts, tests, a confirmed quit)."""
+        self.exit()
+
+    def deliver_screenshot(self, filename: str | None = None, path: str | None = None,
+                           time_format: str | None = None) -> str | None:
+        """The palette's Screenshot: saved here or in $GPUTUI_SCREENSHOT_DIR, and the
+        notification says where (Textual's own wrote to a ~/Downloads servers lack)."""
+        from gputui.tui.screenshot import save_screenshot_file, screenshot_dir
+
+        folder = Path(path) if path else screenshot_dir()
+        try:
+            saved = save_screenshot_file(self, folder, filename)
+        except OSError as exc:
+            self.notify(f"screenshot not saved: {folder}: {exc.strerror or exc}", title="Screenshot",
+                        severity="error", timeout=8)
+            return None
+        self.notify(f"screenshot saved to {saved}", title="Screenshot", timeout=6)
+        return str(saved)
+
+    def action_help(self) -> None:
+        from gputui.tui.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.key_overrides))
 
     # -- What the dashboard's keys ask (a replay runs nothing) ---------------------------
     def start_preset(self, name: str) -> None:
@@ -230,6 +308,7 @@ class DashboardApp(App[int]):
         if problem:
             self._startup_notes.append(problem)
         if settings.keys:
+            self.key_overrides = dict(settings.keys)
             self.set_keymap(settings.keys)  # [keys] in settings.toml: binding id = "key"
         for name in (self._requested_theme, settings.theme, DEFAULT_THEME):
             if name and name in self.available_themes:
@@ -254,6 +333,12 @@ class DashboardApp(App[int]):
             save_setting(self._settings_file, "theme", name)
         except (OSError, ValueError) as exc:
             self.notify(f"theme not saved: {exc}", severity="warning", timeout=8)
+
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        filters = list(super().get_line_filters())
+        if self.current_theme.ansi:
+            filters.append(self._muted_dim)
+        return filters
 
     def gputui_themes(self) -> list[str]:
         """The themes `t` cycles through: ours and the user's, the default first."""
@@ -284,6 +369,7 @@ class DashboardApp(App[int]):
         yield from super().get_system_commands(screen)
         yield SystemCommand("Next theme", "Cycle through gputui's themes (t)", self.action_next_theme)
         yield SystemCommand("Findings", "What holds the run back, with evidence and advice (f)", self.action_show_findings)
+        yield SystemCommand("Help", "gputui's keys, by screen (? or F1)", self.action_help)
 
 
 class GpuTuiApp(DashboardApp):
@@ -311,6 +397,7 @@ class GpuTuiApp(DashboardApp):
         record_force: bool = False,
         history: RunHistory | None = None,
         make_check: CheckFactory,
+        confirm_quit: bool = True,
     ) -> None:
         self.make_check = make_check
         super().__init__(presets=presets, themes=themes, theme_problems=theme_problems, settings_file=settings_file,
@@ -330,6 +417,8 @@ class GpuTuiApp(DashboardApp):
         self._last_preset: str | None = start_preset
         self._quitting = False
         self._watchdog_armed = False
+        self.confirm_quit = confirm_quit
+        self._quit_asked_at: float | None = None
 
     # -- Start and stop ---------------------------------------------------------------
     def start_source(self) -> None:
@@ -373,7 +462,18 @@ class GpuTuiApp(DashboardApp):
         self._quitting = True
         self.supervisor.shutdown(reason)
 
-    async def action_quit(self) -> None:
+    def quit_needs_asking(self) -> bool:
+        if not self.confirm_quit or not self.state.live_run:
+            return False
+        now = time.monotonic()
+        if self._quit_asked_at is not None and now - self._quit_asked_at <= QUIT_CONFIRM_S:
+            return False  # the second press: confirmed
+        self._quit_asked_at = now
+        self.notify(f"A run is going: press q again (or Ctrl+C) within {QUIT_CONFIRM_S:.0f} s to stop it "
+                    "and quit (gputui --no-confirm-quit never asks).", severity="warning", timeout=QUIT_CONFIRM_S)
+        return True
+
+    async def quit_now(self) -> None:
         self.exit_reason = self.exit_reason or "quit"
         self.shutdown_sessions(self.exit_reason)
         self._arm_exit_watchdog(0)
@@ -472,6 +572,12 @@ class GpuTuiApp(DashboardApp):
             return
         self._last_preset = name
 
+    def can_stop(self) -> bool:
+        return bool(self.state.live_run)
+
+    def can_run_again(self) -> bool:
+        return self._last_preset is not None and not self.state.live_run
+
     def action_stop_run(self) -> None:
         if not self.supervisor.stop_run():
             self.notify("Nothing is running.")
@@ -519,6 +625,7 @@ def make_app(
     check_factory: CheckFactory | None = None,
     record_force: bool = False,
     history: RunHistory | None = None,
+    confirm_quit: bool = True,
 ) -> GpuTuiApp:
     """The dashboard, ready to ``run()`` or ``run_test()``.
 
@@ -526,7 +633,7 @@ def make_app(
     GpuTelemetry (NVML init/shutdown per session); tests pass one built on a fake
     NVML, a fixed host sampler and clock, or a whole scripted ``session_factory``.
     ``history`` keeps every run (the CLI passes the user's; tests keep none unless
-    they ask).
+    they ask).  ``confirm_quit=False`` (``--no-confirm-quit``) lets one q stop a run and quit.
     """
     parts = SessionParts(gpu=gpu_factory, host=host_factory, clock=clock)
     if session_factory is None:
@@ -559,6 +666,7 @@ def make_app(
         make_check=check_factory,
         record_force=record_force,
         history=history,
+        confirm_quit=confirm_quit,
     )
 
 

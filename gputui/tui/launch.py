@@ -41,6 +41,7 @@ def run_dashboard(args: argparse.Namespace) -> int:
         handle_signals=True,
         record_force=args.force,
         history=history,
+        confirm_quit=not args.no_confirm_quit,
     )
     if metrics is not None:
         app.supervisor.add_observer(metrics.live)

@@ -20,6 +20,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rich.color import Color as RichColor
+from rich.segment import Segment
+from rich.style import Style
+from textual.color import Color
+from textual.filter import LineFilter
 from textual.theme import Theme
 
 from gputui.config import tomllib, user_themes_path
@@ -96,3 +101,21 @@ def load_themes(user_dir: Path | None = None) -> tuple[dict[str, Theme], list[st
                 continue
             themes[theme.name] = theme
     return themes, problems
+
+
+class AnsiMutedDim(LineFilter):
+    """In an ANSI theme, no "dim": terminals draw it at about half strength, under 4.5:1
+    on a dark background.  Dim text in the default colour gets the terminal's white
+    (colour 7, 9:1 on black) instead; dim text in a colour keeps just the colour."""
+
+    MUTED = Style(color=RichColor.from_ansi(7), dim=False)
+    NOT_DIM = Style(dim=False)
+
+    def apply(self, segments: list[Segment], background: Color) -> list[Segment]:
+        return [self._undimmed(seg) if seg.style is not None and seg.style.dim else seg for seg in segments]
+
+    def _undimmed(self, seg: Segment) -> Segment:
+        style = seg.style
+        assert style is not None
+        default = style.color is None or style.color.is_default
+        return Segment(seg.text, style + (self.MUTED if default else self.NOT_DIM), seg.control)

@@ -37,9 +37,8 @@ class DashboardScreen(Screen):
         Binding("r", "app.run_again", "Run again", id="run_again"),
         Binding("f", "app.show_findings", "Findings", id="show_findings"),
         Binding("u", "app.show_summary", "Summary", id="show_summary"),
-        # Not in the footer: at 80 columns it would push out q Quit (docs/dashboard.md lists them).
-        Binding("e", "edit_preset", "Edit preset", id="edit_preset", show=False),
-        Binding("n", "new_preset", "New preset", id="new_preset", show=False),
+        Binding("e", "edit_preset", "Edit", id="edit_preset"),
+        Binding("n", "new_preset", "New", id="new_preset"),
     ]
 
     def __init__(self, presets: dict[str, Preset]) -> None:

@@ -115,6 +115,9 @@ class PresetEditorScreen(DismissOnce, Screen):
     PresetEditorScreen .row Label { width: 13; padding-right: 1; }
     PresetEditorScreen .row Input, PresetEditorScreen .row Select { width: 1fr; }
     PresetEditorScreen TextArea { height: 1fr; }
+    /* Textual draws these at half the foreground, under 4.5:1: the theme's muted text instead */
+    PresetEditorScreen Tab { color: $text-muted; }
+    PresetEditorScreen SelectCurrent Static#label { color: $text-muted; }
     """
 
     def __init__(self, preset: Preset | None, new: bool = False) -> None:
@@ -173,6 +176,19 @@ class PresetEditorScreen(DismissOnce, Screen):
     def on_mount(self) -> None:
         self.query_one("#field-name", Input).focus()
         self.validate()
+        self._clean = self.edited()  # what "no unsaved changes" looks like
+
+    def edited(self) -> tuple[str, dict[str, Any]] | str:
+        """The preset as shown, unchecked: the TOML tab's text itself when it does not parse."""
+        if self.query_one("#editor-tabs", TabbedContent).active != "tab-toml":
+            return self.form_values()
+        try:
+            return self.toml_values()
+        except (UserError, ValueError):  # tomllib's error is a ValueError
+            return self.query_one("#editor-toml", TextArea).text
+
+    def has_unsaved_changes(self) -> bool:
+        return self.edited() != self._clean
 
     # -- Reading the form --------------------------------------------------------------
     def form_values(self) -> tuple[str, dict[str, Any]]:
@@ -333,6 +349,7 @@ class PresetEditorScreen(DismissOnce, Screen):
         self.store = work
         self.original_name = name
         self.saved = (name, dict(values))
+        self._clean = (name, dict(values))
         self.base = dict(values)
         self.source_path = self.path
         self.query_one("#editor-source", Static).update(self._source_line())
@@ -370,7 +387,21 @@ class PresetEditorScreen(DismissOnce, Screen):
         self.app.start_preset(name)  # type: ignore[attr-defined]
 
     def action_close(self) -> None:
-        self.dismiss()
+        """Esc: close, asking first (save, discard, cancel) when there are unsaved changes."""
+        if not self.has_unsaved_changes():
+            self.dismiss()
+            return
+        name = self.query_one("#field-name", Input).value.strip() or "this preset"
+        self.app.push_screen(LeaveEditorScreen(name, read_only=self.read_only), self._after_leave_question)
+
+    def _after_leave_question(self, choice: str | None) -> None:
+        if choice == "discard":
+            self.dismiss()
+        elif choice == "save":
+            if self.read_only:
+                self.action_save_as()  # a copy is the only way to keep it; the editor stays open
+            elif self.save(self.original_name):
+                self.dismiss()
 
 
 def apply_saved(app, saved: dict[str, Preset], removed: str | None, select: str) -> None:
@@ -434,3 +465,22 @@ class ConflictScreen(_Dialog):
     def parts(self) -> ComposeResult:
         yield Static(self.text)
         yield Static("o overwrite it with your version · r reload it (your changes are lost) · Esc cancel")
+
+
+class LeaveEditorScreen(_Dialog):
+    """Esc in the editor with unsaved changes: save, discard or cancel (stay)."""
+
+    BINDINGS = [
+        Binding("s", "dismiss('save')", "Save", id="leave_save"),
+        Binding("d", "dismiss('discard')", "Discard", id="leave_discard"),
+        Binding("escape,c", "dismiss(None)", "Cancel", id="leave_cancel"),
+    ]
+
+    def __init__(self, name: str, read_only: bool) -> None:
+        super().__init__(f"{name} has unsaved changes.")
+        self.read_only = read_only
+
+    def parts(self) -> ComposeResult:
+        yield Static(self.text)
+        save = "s save a copy (built-in presets are read-only)" if self.read_only else "s save"
+        yield Static(f"{save} · d discard them and close · Esc keep editing", id="leave-keys")

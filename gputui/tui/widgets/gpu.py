@@ -51,8 +51,10 @@ class GpuPanel(StateView):
     GpuPanel .gpu--warn { color: $warning; }
     GpuPanel .gpu--hot { color: $error; text-style: bold; }
     GpuPanel .gpu--dim { color: $text-muted; }
-    GpuPanel .gpu--badge { background: $warning; color: $background; }
-    GpuPanel .gpu--badge-severe { background: $error; color: $background; text-style: bold; }
+    /* reversed, not "color: $background": an ANSI theme's background is the terminal's
+       default, which as a text colour is the terminal's foreground (light on yellow) */
+    GpuPanel .gpu--badge { color: $warning; text-style: reverse; }
+    GpuPanel .gpu--badge-severe { color: $error; text-style: reverse bold; }
     """
 
     def __init__(self, index: int) -> None:

@@ -1,0 +1,134 @@
+"""The help screen (``?`` or F1): gputui's own keys by where they work, with what they
+do.  Keys remapped in settings.toml's ``[keys]`` show as remapped, by binding id."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from gputui.tui.screens.once import DismissOnce
+
+# (binding id or None for a key Textual owns, the default key(s), what it does)
+Row = tuple[str | None, str, str]
+
+HELP: tuple[tuple[str, tuple[Row, ...]], ...] = (
+    ("Dashboard", (
+        (None, "↑ ↓", "choose a preset"),
+        ("run_preset", "enter", "run the highlighted preset"),
+        ("stop_run", "s", "stop the run (its whole process group); shown while a run is going"),
+        ("run_again", "r", "run the last preset again"),
+        ("show_findings", "f", "what holds the run back, with evidence and advice"),
+        ("show_summary", "u", "the last finished run's summary"),
+        ("edit_preset", "e", "edit the highlighted preset (a built-in one: save a copy)"),
+        ("new_preset", "n", "a new preset, saved to your presets file"),
+        ("check", "k", "check this machine (gputui check)"),
+        ("next_theme", "t", "next colour theme (remembered)"),
+        (None, "tab", "move between the presets and the runs list"),
+        ("command_palette", "ctrl+p", "command palette: themes, stop, run again, screenshot, …"),
+        ("close_keys_panel", "escape", "close Textual's Keys panel (palette: Keys)"),
+        ("help", "?,f1", "this help"),
+        ("quit", "q", "quit; while a run is going, press q again to stop it and quit"),
+        ("quit_ctrl_q", "ctrl+q", "quit, the same way"),
+    )),
+    ("Runs list (tab)", (
+        ("runs_up", "up", "previous run"),
+        ("runs_down", "down", "next run"),
+        ("open_run", "enter", "the run's summary"),
+        ("compare_run", "c", "mark for comparison; a second mark compares the two"),
+    )),
+    ("Preset editor", (
+        ("editor_save", "ctrl+s", "save"),
+        ("editor_save_as", "ctrl+o", "save under a new name in your presets file"),
+        ("editor_run", "ctrl+r", "save and run"),
+        ("editor_close", "escape", "close; with unsaved changes it asks: save, discard or cancel"),
+        (None, "tab", "next field"),
+        (None, "ctrl+c", "copy (in a text field; it never quits here)"),
+    )),
+    ("Findings", (
+        (None, "↑ ↓", "choose a finding"),
+        ("close_findings", "escape,f", "close"),
+    )),
+    ("Run summary", (
+        ("close_summary", "escape,enter,u", "close"),
+        ("summary_run_again", "r", "run the preset again"),
+    )),
+    ("Check", (
+        ("check_full", "enter", "full check (about 5 minutes)"),
+        ("check_quick", "u", "quick check (under a minute)"),
+        ("check_close", "escape", "stop the check and close"),
+    )),
+    ("Comparison", (
+        ("close_compare", "escape,enter,c", "close"),
+    )),
+    ("Replay", (
+        ("replay_play", "space", "play or pause"),
+        ("replay_measure", "m", "jump to where measuring began"),
+        ("replay_next_finding", "]", "next finding"),
+        ("replay_previous_finding", "[", "previous finding"),
+        ("replay_start", "home", "the start"),
+        ("replay_end", "end", "the end"),
+        ("replay_speed_1", "1 2 3 4", "speed 1×, 10×, 60×, as fast as it goes"),
+    )),
+)
+
+KEY_NAMES = {"escape": "Esc", "enter": "Enter", "space": "Space", "question_mark": "?", "up": "↑", "down": "↓",
+             "home": "Home", "end": "End", "tab": "Tab"}
+
+
+def key_label(keys: str) -> str:
+    """"escape,f" -> "Esc / f"; "ctrl+s" -> "Ctrl+S"."""
+    def one(key: str) -> str:
+        key = key.strip()
+        if key in KEY_NAMES:
+            return KEY_NAMES[key]
+        if key.startswith("ctrl+"):
+            return "Ctrl+" + key[5:].upper()
+        return key.upper() if len(key) == 2 and key[0] == "f" and key[1].isdigit() else key
+
+    return " / ".join(one(k) for k in keys.split(","))
+
+
+def help_text(keymap: Mapping[str, str]) -> Text:
+    """The whole help, with ``keymap``'s remapped keys (binding id -> keys)."""
+    text = Text()
+    for number, (context, rows) in enumerate(HELP):
+        if number:
+            text.append("\n")
+        text.append(f"{context}\n", "bold")
+        for binding_id, default, what in rows:
+            keys = key_label(keymap.get(binding_id, default) if binding_id else default)
+            text.append(f"  {keys:<16}", "bold")
+            text.append(f" {what}\n")
+    text.rstrip()
+    return text
+
+
+class HelpScreen(DismissOnce, ModalScreen[None]):
+    BINDINGS = [Binding("escape,question_mark,f1", "dismiss(None)", "Close", id="close_help")]
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > Vertical { width: 92; max-width: 100%; height: auto; max-height: 100%;
+                            border: round $primary; background: $surface; padding: 0 1; }
+    HelpScreen VerticalScroll { height: auto; max-height: 1fr; }
+    HelpScreen #help-keys { color: $text-muted; height: 1; }
+    """
+
+    def __init__(self, keymap: Mapping[str, str]) -> None:
+        super().__init__()
+        self.keymap = dict(keymap)
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            with VerticalScroll():
+                yield Static(help_text(self.keymap), id="help-text")
+            yield Static("Esc or ? close · ↑ ↓ PgUp PgDn scroll · keys remap in settings.toml [keys]", id="help-keys")
+
+    def on_mount(self) -> None:
+        self.query_one(Vertical).border_title = "gputui keys"
+        self.query_one(VerticalScroll).focus()
