@@ -111,7 +111,13 @@ class Preset:
         env = dict(self.env)
         if self.gpus is not None:
             env["CUDA_VISIBLE_DEVICES"] = self.gpus
+            # NVML numbers GPUs by PCI bus; CUDA, unless told, fastest first.
+            env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
         return env
+
+    def gpu_selectors(self) -> list[str]:
+        """The pinned GPUs as written (indices or UUIDs); [] when not pinned."""
+        return self.gpus.split(",") if self.gpus else []
 
     def throughput_batch_hint(self) -> int | None:
         """Batch size used to turn steps/s (tqdm, Keras) into samples/s."""
@@ -202,12 +208,38 @@ def _env(value: Any) -> dict[str, str]:
     return dict(value)
 
 
+_GPUS_EXPECTED = 'GPU indices or UUIDs, each once: a list like [0, 1] or ["GPU-8932f937", "GPU-1f3c2a10"], or a string like "0,1"'
+_GPU_SELECTOR = re.compile(r"\d+|(GPU|MIG)-[0-9A-Fa-f-]+")
+
+
 def _gpus(value: Any) -> str:
-    if isinstance(value, list) and value and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value):
-        return ",".join(str(v) for v in value)
-    if isinstance(value, str) and re.fullmatch(r"[\w-]+(,[\w-]+)*", value):
-        return value
-    raise _Bad('GPU indices as a list like [0, 1] or a string like "0,1" or a GPU UUID')
+    """The CUDA_VISIBLE_DEVICES value: indices or UUIDs (as CUDA reads them), each once."""
+    if isinstance(value, str):
+        items: list[Any] = value.split(",")
+    elif isinstance(value, list) and value:
+        items = value
+    else:
+        raise _Bad(_GPUS_EXPECTED)
+    selectors = []
+    for item in items:
+        if isinstance(item, int) and not isinstance(item, bool) and item >= 0:
+            selectors.append(str(item))
+        elif isinstance(item, str) and _GPU_SELECTOR.fullmatch(item.strip()):
+            selectors.append(item.strip())
+        else:
+            raise _Bad(f"{_GPUS_EXPECTED}; got {item!r}")
+    if len(set(selectors)) != len(selectors):
+        raise _Bad(f"{_GPUS_EXPECTED}; {_first_repeat(selectors)!r} is given twice")
+    return ",".join(selectors)
+
+
+def _first_repeat(items: list[str]) -> str:
+    seen: set[str] = set()
+    for item in items:
+        if item in seen:
+            return item
+        seen.add(item)
+    return ""
 
 
 def _references(value: Any) -> tuple[Reference, ...]:

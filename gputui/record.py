@@ -180,7 +180,8 @@ EVENT_FIELDS: dict[str, Any] = {
                  "message": str | None, "duration_s": float | None},
     ev.STOPPING: {"reason": str | None},
     ev.FINDING: {"id": str, "kind": str, "state": str | None, "severity": str | None, "title": str | None,
-                 "since": float | None, "until": float | None, "evidence": dict | None, "advice": list[str] | None},
+                 "since": float | None, "until": float | None, "evidence": dict | None, "advice": list[str] | None,
+                 "gpu": int | None},
 }
 SUMMARY_FIELDS: dict[str, Any] = {
     "duration_s": float | None, "outcome": dict | None, "throughput": dict | None,

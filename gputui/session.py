@@ -22,6 +22,7 @@ from typing import Any, Callable
 from gputui import __version__
 from gputui import events as ev
 from gputui.diagnosis import Diagnoser, Settings as DiagnosisSettings
+from gputui.errors import UserError
 from gputui.events import Event, Observer
 from gputui.model import Sample, to_dict
 from gputui.presets import Preset
@@ -30,6 +31,7 @@ from gputui.runner import OutputLine, Outcome, Runner
 from gputui.summary import SummaryBuilder
 from gputui.telemetry.gpu import GpuTelemetry
 from gputui.telemetry.host import HostTelemetry, host_info
+from gputui.telemetry.pinning import match_gpus
 from gputui.throughput import ThroughputParser
 from gputui.workloads import protocol
 from gputui.record import SCHEMA_VERSION
@@ -125,6 +127,11 @@ class Session:
         """Blocks until the run ends (or the duration passes, or stop()); returns the summary."""
         self._t0 = self._clock()
         self.gpu.open()
+        try:
+            self._pin_gpus()
+        except UserError:
+            self.gpu.close()
+            raise
         sampler = threading.Thread(target=self._sample_loop, name="gputui-sampler", daemon=True)
         try:
             self._emit_header()
@@ -151,6 +158,20 @@ class Session:
                 observer.on_summary(summary)
             self.gpu.close()
         return summary
+
+    def _pin_gpus(self) -> None:
+        """Telemetry and findings cover only the GPUs a preset pins (``gpus = [0, 1]``)."""
+        preset = self.config.preset
+        selectors = preset.gpu_selectors() if preset else []
+        if not selectors or not self.gpu.available:
+            return  # no NVML (a CPU box): nothing to narrow, and the child decides
+        indices, unmatched = match_gpus(self.gpu.infos, selectors)
+        if unmatched:
+            assert preset is not None
+            have = ", ".join(f"{i.index} ({i.uuid})" if i.uuid else str(i.index) for i in self.gpu.infos) or "none"
+            raise UserError(f"{preset.source}: [presets.{preset.name}].gpus: no GPU {unmatched[0]!r} on this machine "
+                            f"(expected an index or a unique UUID prefix of: {have})")
+        self.gpu.keep_only(indices)
 
     def _start_runner(self) -> None:
         preset = self.config.preset

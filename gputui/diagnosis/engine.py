@@ -135,7 +135,10 @@ class Diagnoser:
         except Exception:  # say it with what we have rather than not at all
             log.exception("diagnosis rule %s could not describe its finding", rule.kind)
             finding.title = finding.title or finding.kind.replace("_", " ")
-        return finding.payload()
+        payload = finding.payload()
+        if finding.gpu is not None:  # which GPU, for readers that should not parse the title
+            payload["gpu"] = finding.gpu
+        return payload
 
     def on_event(self, event: Event) -> list[dict[str, Any]]:
         if not self.settings.enabled or self._finished:
