@@ -29,6 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="keep no copy of this run in the run history (also: GPUTUI_NO_HISTORY=1)")
     parser.add_argument("--interval", type=float, default=1.0, metavar="S", help="sampling interval in seconds (0.1 or more; default 1)")
     parser.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
+    parser.add_argument("--baseline", type=Path, metavar="FILE",
+                        help="a recording of the preset on one GPU: a data-parallel run's scaling efficiency is judged against it")
     parser.add_argument("--pid", type=int, metavar="PID", help="watch the process tree of a job started elsewhere")
     parser.add_argument("--headless", action="store_true", help="no dashboard, even on a terminal")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
@@ -111,7 +113,13 @@ def cmd_record(args: argparse.Namespace) -> int:
     preset = get_preset(_load(args), args.preset) if args.preset else None
     if preset is None and args.pid is None and args.duration is None and not sys.stdin.isatty():
         print("gputui: recording telemetry until interrupted (Ctrl-C or SIGTERM)", file=sys.stderr)
-    session = Session(SessionConfig(preset=preset, interval=args.interval, duration=args.duration, attach_pid=args.pid))
+    baseline = None
+    if getattr(args, "baseline", None) is not None:
+        from gputui.baseline import baseline_from_recording
+
+        baseline = baseline_from_recording(args.baseline)
+    session = Session(SessionConfig(preset=preset, interval=args.interval, duration=args.duration, attach_pid=args.pid,
+                                    baseline=baseline))
     recorders = [Recorder(args.record, overwrite=args.force)]
     if history is not None:
         kept = history.start_recording(label_for(preset.name if preset else None, args.pid), warn=lambda text: print(f"gputui: warning: {text}", file=sys.stderr))

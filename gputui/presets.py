@@ -70,6 +70,9 @@ class Preset:
     method: str | None = None
     epochs: int | None = None
     find_max_batch: bool | None = None
+    # Replicas, or "all" (every GPU the run sees): torch through torchrun, a process
+    # each; tf through MirroredStrategy in one process.
+    data_parallel: int | str | None = None
     # ... or any program.
     command: tuple[str, ...] | None = None
     # Both.
@@ -95,9 +98,13 @@ class Preset:
         if self.command is not None:
             return list(self.command)
         args = [sys.executable, "-m", "gputui.workloads"]
+        torchrun = self.framework == "torch" and self.data_parallel is not None
+        if torchrun:  # torchrun (torch.distributed.run) starts a worker per rank and sets RANK, WORLD_SIZE
+            nproc = "gpu" if self.data_parallel == "all" else self.data_parallel  # torchrun's "gpu": one per GPU
+            args[1:1] = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}"]
         for key in WORKLOAD_KEYS:
             value = getattr(self, key)
-            if value is None:
+            if value is None or (torchrun and key == "data_parallel"):
                 continue
             flag = "--" + key.replace("_", "-")
             if isinstance(value, bool):
@@ -242,6 +249,12 @@ def _first_repeat(items: list[str]) -> str:
     return ""
 
 
+def _replicas(value: Any) -> int | str:
+    if value == "all" or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+        return value
+    raise _Bad('a whole number of 1 or more, or "all" (every GPU the run sees)')
+
+
 def _references(value: Any) -> tuple[Reference, ...]:
     if isinstance(value, dict):
         value = [value]
@@ -290,6 +303,7 @@ WORKLOAD_CHECKS: dict[str, Callable[[Any], Any]] = {
     "method": _one_of(METHODS),
     "epochs": _positive_int,
     "find_max_batch": _boolean,
+    "data_parallel": _replicas,
 }
 COMMON_CHECKS: dict[str, Callable[[Any], Any]] = {
     "description": _string,
@@ -303,6 +317,7 @@ COMMON_CHECKS: dict[str, Callable[[Any], Any]] = {
     "diagnosis": dict,  # checked key by key in _diagnosis_table
 }
 WORKLOAD_KEYS = tuple(WORKLOAD_CHECKS)
+DATA_PARALLEL_FRAMEWORKS = ("torch", "tf")
 ALL_KEYS = tuple(COMMON_CHECKS) + WORKLOAD_KEYS
 TOP_LEVEL_TABLES = ("presets", "diagnosis")
 
@@ -353,6 +368,11 @@ def _parse_preset(name: str, table: Any, path: Path) -> Preset:
             raise UserError(f"{where}: missing key model (expected one of: {', '.join(framework['models'])})")
         if model not in framework["models"]:
             raise UserError(f"{where}.model: unknown model {model!r} for framework {values['framework']!r} (expected one of: {', '.join(framework['models'])})")
+        if "data_parallel" in values and values["framework"] not in DATA_PARALLEL_FRAMEWORKS:
+            raise UserError(f"{where}.data_parallel: expected framework {' or '.join(map(repr, DATA_PARALLEL_FRAMEWORKS))} "
+                            f"(data-parallel training), got {values['framework']!r}")
+        if values.get("data_parallel") and values.get("find_max_batch"):
+            raise UserError(f"{where}.data_parallel: not allowed with find_max_batch (search the batch on one GPU)")
         precision = values.get("precision")
         if precision is not None and precision not in framework["precisions"]:
             raise UserError(f"{where}.precision: expected one of {', '.join(framework['precisions'])} for framework {values['framework']!r}, got {precision!r}")

@@ -174,6 +174,7 @@ EVENT_FIELDS: dict[str, Any] = {
     ev.WORKLOAD: _RUN_SETTINGS,
     ev.PHASE: {"phase": str | None},
     ev.THROUGHPUT: Throughput,
+    ev.RANK_THROUGHPUT: Throughput,
     ev.OUTPUT: {"stream": str | None, "text": str | None},
     ev.OOM: {"message": str | None, "batch_size": int | None},
     ev.OUTCOME: {"kind": str, "ok": bool | None, "exit_code": int | None, "signal": str | None,

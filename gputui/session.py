@@ -58,6 +58,8 @@ class SessionConfig:
     # Extra header fields from whoever drives the session (``gputui check`` writes its
     # options here, so the recording says what kind of session it was).
     header_extra: dict[str, Any] | None = None
+    # A data-parallel run's one-GPU baseline (gputui.baseline): the summary's scaling.
+    baseline: dict[str, Any] | None = None
 
     def diagnosis_settings(self) -> DiagnosisSettings:
         preset = self.preset
@@ -92,7 +94,7 @@ class Session:
         self._lines_after_stop = 0
         self._lines_skipped = 0  # backlog lines left out after a stop (see STOP_BACKLOG_LINES)
         self.summary_extra: dict[str, Any] = {}  # merged into the summary (set before run() ends)
-        self.summary_builder = SummaryBuilder()
+        self.summary_builder = SummaryBuilder(baseline=config.baseline)
         self.outcome: Outcome | None = None
         self.diagnoser = Diagnoser(config.diagnosis_settings())
         preset = config.preset
@@ -262,6 +264,9 @@ class Session:
         if self._speaks_protocol and not is_protocol:
             return  # a run that speaks our protocol is measured by it alone, not by its log lines
         for reading in self._parser.feed(text):
+            if reading.rank is not None:  # one rank's own; the ranks' total follows once all reported
+                self._emit_event(ev.RANK_THROUGHPUT, to_dict(reading))
+                continue
             if reading.phase and reading.phase != self._phase:
                 self._phase = reading.phase
                 self._emit_event(ev.PHASE, {"phase": reading.phase})
@@ -273,7 +278,8 @@ class Session:
         kind = payload.get("event")
         fields = {k: v for k, v in payload.items() if k != "event"}
         if kind == "start":
-            self._emit_event(ev.WORKLOAD, fields)
+            if fields.get("rank", 0) == 0:  # every rank of a data-parallel run starts alike: say it once
+                self._emit_event(ev.WORKLOAD, fields)
         elif kind == "result":
             self._emit_event(ev.RESULT, fields)
         elif kind == "oom":

@@ -10,7 +10,8 @@ from typing import Any, Iterable
 from gputui import events as ev
 from gputui.diagnosis.context import BASELINE_S, Context, med
 from gputui.diagnosis.hold import CLOSE, OPEN, RAISE, Hold
-from gputui.diagnosis.rules import SEVERITIES, Finding, Rule, make_rules
+from gputui.diagnosis.rules import SEVERITIES, Finding, Rule, make_rules as make_base_rules
+from gputui.diagnosis.rules_scaling import make_scaling_rules
 from gputui.diagnosis.settings import Settings
 from gputui.events import Event
 from gputui.model import Sample
@@ -28,7 +29,7 @@ class Diagnoser:
     def __init__(self, settings: Settings | None = None, rules: list[Rule] | None = None) -> None:
         self.settings = settings or Settings()
         self.ctx = Context(self.settings)
-        self.rules = make_rules() if rules is None else rules
+        self.rules = make_base_rules() + make_scaling_rules() if rules is None else rules
         self._holds: dict[tuple[str, int | None], Hold] = {}
         self._open: dict[tuple[str, int | None], Finding] = {}
         self._all: list[Finding] = []
@@ -155,6 +156,10 @@ class Diagnoser:
                 ctx.add_rate(event.t, float(rate))
                 for finding in self._open.values():
                     finding.rates.add(event.t, {"rate": float(rate)})
+        elif event.kind == ev.RANK_THROUGHPUT:
+            rate = data.get("samples_per_sec")
+            if not data.get("final") and data.get("phase") in (None, MEASURE) and isinstance(rate, (int, float)):
+                ctx.add_rank_rate(data.get("rank"), event.t, float(rate))
         elif event.kind == ev.OOM:
             return self._safe_oom(event.t, data)
         elif event.kind == ev.OUTCOME:

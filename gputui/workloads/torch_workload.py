@@ -355,17 +355,44 @@ def run(args, emitter: Emitter, *, mark=None) -> dict[str, Any]:
             raise ValueError("--device cuda: torch sees no CUDA device")
         device = torch.device(args.device)
     if device.type == "cuda":
-        torch.cuda.set_device(device.index or 0)
+        # A rank of a data-parallel run takes the GPU of its local rank (one process per GPU).
+        local = int(os.environ.get("LOCAL_RANK", device.index or 0)) if emitter.rank is not None else device.index or 0
+        torch.cuda.set_device(local)
         device = torch.device("cuda", torch.cuda.current_device())
     peak_memory, peak_source = _peak_memory_fn(torch, device)
     info = {"framework": "torch", "model": args.model, "precision": args.precision}
     try:
-        return _run(args, emitter, mods, spec, device, image_size, seq_len, info, peak_memory, peak_source, mark)
+        with data_parallel(torch, device, emitter):
+            return _run(args, emitter, mods, spec, device, image_size, seq_len, info, peak_memory, peak_source, mark)
     except BaseException as exc:
         oom = as_oom(exc, batch_size=args.batch_size, peak_memory_bytes=peak_memory(), **info)
         if oom is not None:
             raise oom from None
         raise
+
+
+@contextlib.contextmanager
+def data_parallel(torch, device, emitter: Emitter):
+    """Under torchrun (the emitter has a rank): the process group, NCCL on GPUs and gloo
+    on the CPU, from torchrun's environment (MASTER_ADDR, RANK, WORLD_SIZE); torn down
+    after.  Otherwise nothing."""
+    if emitter.rank is None:
+        yield None
+        return
+    backend = "nccl" if device.type == "cuda" else "gloo"
+    torch.distributed.init_process_group(backend=backend, **({"device_id": device} if device.type == "cuda" else {}))
+    try:
+        yield backend
+    finally:
+        torch.distributed.destroy_process_group()
+
+
+def wrap_data_parallel(torch, model, device):
+    """The model in DistributedDataParallel when a process group is up: gradients are
+    averaged across ranks in backward (each step waits for the slowest rank)."""
+    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        return model
+    return torch.nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
 
 
 def _run(args, emitter, mods, spec, device, image_size, seq_len, info, peak_memory, peak_source, mark):
@@ -389,7 +416,7 @@ def _run(args, emitter, mods, spec, device, image_size, seq_len, info, peak_memo
     model.train()
     if channels_last:
         model = model.to(memory_format=torch.channels_last)
-    module = _WithLoss.make(torch, model, spec.kind)
+    module = _WithLoss.make(torch, wrap_data_parallel(torch, model, device), spec.kind)
 
     params = [p for p in model.parameters() if p.requires_grad]
     opt_cls, opt_kw = (
@@ -485,6 +512,7 @@ def _run(args, emitter, mods, spec, device, image_size, seq_len, info, peak_memo
         "flops_per_sample": flops,
         "peak_memory_source": peak_source,
         "pid": os.getpid(),
+        "backend": torch.distributed.get_backend() if emitter.rank is not None else None,
     }
     emitter.start(**start)
     try:
