@@ -164,6 +164,8 @@ class SummaryBuilder(Observer):
             self.phase = data.get("phase")
         elif event.kind == ev.WORKLOAD:
             self.workload = data
+            # a data-parallel run's size: torchrun's ranks, or MirroredStrategy's replicas in one process
+            self.world_size = data.get("world_size") or data.get("replicas") or self.world_size
         elif event.kind == ev.OUTCOME:
             self.outcome = data
         elif event.kind == ev.RANK_THROUGHPUT:
