@@ -356,7 +356,7 @@ def run(args, emitter: Emitter, *, mark=None) -> dict[str, Any]:
         device = torch.device(args.device)
     if device.type == "cuda":
         # A rank of a data-parallel run takes the GPU of its local rank (one process per GPU).
-        local = int(os.environ.get("LOCAL_RANK", device.index or 0)) if emitter.rank is not None else device.index or 0
+        local = int(os.environ.get("LOCAL_RANK", device.index or 0)) if under_torchrun() else device.index or 0
         torch.cuda.set_device(local)
         device = torch.device("cuda", torch.cuda.current_device())
     peak_memory, peak_source = _peak_memory_fn(torch, device)
@@ -371,12 +371,18 @@ def run(args, emitter: Emitter, *, mark=None) -> dict[str, Any]:
         raise
 
 
+def under_torchrun() -> bool:
+    """Started by torchrun (it sets RANK and WORLD_SIZE), even as its only rank."""
+    return "RANK" in os.environ and "WORLD_SIZE" in os.environ
+
+
 @contextlib.contextmanager
 def data_parallel(torch, device, emitter: Emitter):
-    """Under torchrun (the emitter has a rank): the process group, NCCL on GPUs and gloo
-    on the CPU, from torchrun's environment (MASTER_ADDR, RANK, WORLD_SIZE); torn down
-    after.  Otherwise nothing."""
-    if emitter.rank is None:
+    """Under torchrun: the process group, NCCL on GPUs and gloo on the CPU, from
+    torchrun's environment (MASTER_ADDR, RANK, WORLD_SIZE); torn down after.  A single
+    rank runs DDP too (the same NCCL path as on many GPUs); its protocol lines carry no
+    rank (see protocol.Emitter).  Otherwise nothing."""
+    if not under_torchrun():
         yield None
         return
     backend = "nccl" if device.type == "cuda" else "gloo"
@@ -512,7 +518,8 @@ def _run(args, emitter, mods, spec, device, image_size, seq_len, info, peak_memo
         "flops_per_sample": flops,
         "peak_memory_source": peak_source,
         "pid": os.getpid(),
-        "backend": torch.distributed.get_backend() if emitter.rank is not None else None,
+        "backend": torch.distributed.get_backend() if torch.distributed.is_initialized() else None,
+        "world_size": torch.distributed.get_world_size() if torch.distributed.is_initialized() else None,
     }
     emitter.start(**start)
     try:
