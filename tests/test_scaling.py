@@ -194,3 +194,13 @@ def test_the_builtin_data_parallel_presets_load():
     presets = load_file(builtin_presets_path())
     for name in ("torch-resnet50-tuned-ddp", "torch-bert-large-tuned-ddp", "torch-resnet50-input-bound-ddp", "tf-resnet50-mirrored"):
         assert presets[name].data_parallel is not None, name
+
+
+def test_a_baseline_that_is_not_a_one_gpu_recording_stops_the_cli_with_one_line(tmp_path):
+    from tests.helpers import run_gputui
+
+    proc = run_gputui(["--record", str(tmp_path / "r.jsonl"), "--preset", "smoke", "--baseline",
+                       str(SCALING_TRACES / "ddp_balanced.jsonl"), "--no-history"], tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"gputui: error: --baseline {SCALING_TRACES / 'ddp_balanced.jsonl'}: expected a one-GPU run, got one on 2 ranks"]
