@@ -107,7 +107,7 @@ def test_a_single_gpu_recording_is_a_baseline_and_a_ddp_one_is_not(tmp_path):
         baseline_from_recording(SCALING_TRACES / "ddp_balanced.jsonl")
     cut = tmp_path / "cut.jsonl"
     cut.write_text(one.read_text().splitlines()[0] + "\n")
-    with pytest.raises(UserError, match="expected a finished recording with a measured throughput"):
+    with pytest.raises(UserError, match="expected a finished run with a measured throughput"):
         baseline_from_recording(cut)
 
 
@@ -204,3 +204,20 @@ def test_a_baseline_that_is_not_a_one_gpu_recording_stops_the_cli_with_one_line(
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         f"gputui: error: --baseline {SCALING_TRACES / 'ddp_balanced.jsonl'}: expected a one-GPU run, got one on 2 ranks"]
+
+
+def test_baseline_run_needs_a_data_parallel_preset(tmp_path):
+    from tests.helpers import run_gputui
+
+    proc = run_gputui(["--record", str(tmp_path / "r.jsonl"), "--preset", "smoke", "--baseline-run", "--no-history"], tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "gputui: error: --baseline-run: preset 'smoke' is not data-parallel (no data_parallel key): "
+        "expected a preset such as torch-resnet50-tuned-ddp"]
+
+
+def test_the_one_gpu_twin_keeps_the_first_pinned_gpu(tmp_path):
+    from gputui.baseline import one_gpu_twin
+
+    twin = one_gpu_twin(preset(tmp_path, 'framework = "torch"\nmodel = "resnet50"\ndata_parallel = 2\ngpus = [2, 3]'))
+    assert twin.data_parallel is None and twin.gpus == "2" and "torch.distributed.run" not in twin.argv()
