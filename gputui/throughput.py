@@ -102,8 +102,10 @@ def parse_gputui(line: str, hint: float | None) -> list[Throughput] | None:
 def _rank_fields(payload: dict[str, Any]) -> dict[str, int]:
     """``rank`` and ``ranks`` (the world size) of a data-parallel rank's line; {} otherwise."""
     rank, world = payload.get("rank"), payload.get("world_size")
-    ok = all(isinstance(v, int) and not isinstance(v, bool) for v in (rank, world))
-    return {"rank": rank, "ranks": world} if ok and 0 <= rank < world else {}
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (rank, world)):
+        return {}
+    assert isinstance(rank, int) and isinstance(world, int)
+    return {"rank": rank, "ranks": world} if 0 <= rank < world else {}
 
 
 class RankTotals:

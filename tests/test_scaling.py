@@ -5,7 +5,6 @@ one-GPU baseline, and flags a straggler (a slow rank, or one GPU throttled)."""
 from __future__ import annotations
 
 import io
-import json
 import sys
 from pathlib import Path
 
@@ -212,8 +211,8 @@ def test_baseline_run_needs_a_data_parallel_preset(tmp_path):
     proc = run_gputui(["--record", str(tmp_path / "r.jsonl"), "--preset", "smoke", "--baseline-run", "--no-history"], tmp_path)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        "gputui: error: --baseline-run: preset 'smoke' is not data-parallel (no data_parallel key): "
-        "expected a preset such as torch-resnet50-tuned-ddp"]
+        ("gputui: error: --baseline-run: preset 'smoke' is not data-parallel (no data_parallel key): "
+         "expected a preset such as torch-resnet50-tuned-ddp")]
 
 
 def test_the_one_gpu_twin_keeps_the_first_pinned_gpu(tmp_path):

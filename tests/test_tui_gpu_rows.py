@@ -8,11 +8,17 @@ from pathlib import Path
 
 from gputui.model import GpuSample
 from gputui.tui.app import make_app
-from gputui.tui.widgets.gpu import GpuGrid, GpuPanel, GpuRows
+from gputui.tui.widgets.gpu import GpuPanel, GpuRows
 from gputui.tui.widgets.gpu_rows import gpu_totals
 from tests.fake_nvml import FakeGpu
 from tests.test_tui_snapshots import eight_gpus
-from tests.test_tui_support import demo_preset, run_async, scripted_factory, shown, wait_until
+from tests.test_tui_support import (
+    demo_preset,
+    run_async,
+    scripted_factory,
+    shown,
+    wait_until,
+)
 
 
 def dashboard(size: tuple[int, int], gpus: list[FakeGpu], tmp_path: Path, keys: tuple[str, ...] = (), click_row: int | None = None):
@@ -79,7 +85,7 @@ def test_a_click_selects_a_row(tmp_path):
 
 def test_gpus_that_fit_side_by_side_keep_their_panels(tmp_path):
     two = eight_gpus()[:2]
-    text, panels, _, rows_shown, *_ = dashboard((160, 48), two, tmp_path)
+    _, panels, _, rows_shown, *_ = dashboard((160, 48), two, tmp_path)
     assert panels == [0, 1] and not rows_shown
     _, panels, _, rows_shown, *_ = dashboard((80, 24), eight_gpus()[:1], tmp_path)
     assert panels == [0] and not rows_shown  # one GPU: its one-line panel, no totals needed

@@ -65,10 +65,10 @@ class Straggler(Rule):
         lone = lone_throttled_gpu(ctx.d.run_gpus)
         if lone is not None:
             throttled, reasons = lone
-            others = [g.sm_clock_mhz for g in ctx.d.run_gpus if g is not throttled and g.sm_clock_mhz is not None]
+            free_clocks = [float(g.sm_clock_mhz) for g in ctx.d.run_gpus if g is not throttled and g.sm_clock_mhz is not None]
             level = 2
             obs.update({"throttled_gpu": float(throttled.index), "sm_clock": throttled.sm_clock_mhz,
-                        "others_sm_clock": med(others), "power_cap": float("SwPowerCap" in reasons),
+                        "others_sm_clock": med(free_clocks), "power_cap": float("SwPowerCap" in reasons),
                         "thermal": float(any("Thermal" in r for r in reasons)),
                         "hardware": float(any(r in ("HwSlowdown", "HwPowerBrakeSlowdown") for r in reasons))})
         return level, obs

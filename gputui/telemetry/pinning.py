@@ -8,7 +8,7 @@ order is "fastest first", which differs on machines with mixed GPUs).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from gputui.model import GpuInfo
 

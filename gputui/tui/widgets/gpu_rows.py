@@ -5,7 +5,7 @@ the energy each sample costs).  A cursor picks the GPU whose full panel shows
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from rich.style import Style
 from rich.text import Text

@@ -27,15 +27,19 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[3]))  # the repository, when run as a script
 sys.path.insert(0, str(HERE.parent))  # make_traces: the H200's facts
 
-from make_traces import BIT, H200, H200_MEMORY, GIB  # noqa: E402
+from make_traces import BIT, GIB, H200, H200_MEMORY
 
-from gputui import events as ev  # noqa: E402
-from gputui.events import Event  # noqa: E402
-from gputui.model import GpuSample, Sample, to_dict  # noqa: E402
-from gputui.model import Throughput  # noqa: E402
-from gputui.record import Recorder  # noqa: E402
-from gputui.summary import SummaryBuilder  # noqa: E402
-from gputui.telemetry.gpu import THROTTLE_REASONS  # noqa: E402
+from gputui import events as ev
+from gputui.events import Event
+from gputui.model import (
+    GpuSample,
+    Sample,
+    Throughput,
+    to_dict,
+)
+from gputui.record import Recorder
+from gputui.summary import SummaryBuilder
+from gputui.telemetry.gpu import THROTTLE_REASONS
 
 SECONDS = 60
 WARMUP_UNTIL = 8
