@@ -35,6 +35,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="keep no copy of this run in the run history (also: GPUTUI_NO_HISTORY=1)")
     parser.add_argument("--interval", type=float, default=1.0, metavar="S", help="sampling interval in seconds (0.1 or more; default 1)")
     parser.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
+    parser.add_argument("--baseline", type=Path, metavar="FILE",
+                        help="a recording of the preset on one GPU: a data-parallel run's scaling efficiency is judged against it")
+    parser.add_argument("--baseline-run", action="store_true",
+                        help="run a data-parallel preset on one GPU first, in this session, and judge its scaling against that")
     parser.add_argument("--pid", type=int, metavar="PID", help="watch the process tree of a job started elsewhere")
     parser.add_argument("--headless", action="store_true", help="no dashboard, even on a terminal")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
@@ -125,11 +129,22 @@ def cmd_record(args: argparse.Namespace) -> int:
     metrics = start_metrics(args)  # a port in use stops us before the recording exists
     if preset is None and args.pid is None and args.duration is None and not sys.stdin.isatty():
         print("gputui: recording telemetry until interrupted (Ctrl-C or SIGTERM)", file=sys.stderr)
+    baseline = None
+    if args.baseline is not None and args.baseline_run:
+        raise UserError("--baseline and --baseline-run: give one (a recording, or a run in this session)")
+    if args.baseline is not None:
+        from gputui.baseline import baseline_from_recording
+
+        baseline = baseline_from_recording(args.baseline)
+    if args.baseline_run:
+        baseline, received = _measure_baseline(args, preset)
+        if received:
+            return signal_exit_code(received[0])
     from gputui.lookback.report_cli import check_price
 
     price = check_price(args.run_price)
     session = SessionParts().build(SessionConfig(
-        preset=preset, interval=args.interval, duration=args.duration, attach_pid=args.pid,
+        preset=preset, interval=args.interval, duration=args.duration, attach_pid=args.pid, baseline=baseline,
         diagnosis=config.diagnosis, diagnosis_overrides={"price_per_hour": price} if price else None))
     # The disk filling up (or --record /dev/full) stops the run: a recording is its point.
     recording = Recorder(args.record, overwrite=args.force, on_error=lambda _text: session.stop("cannot write the recording"))
@@ -223,6 +238,26 @@ def _pid_max() -> int:
 RECORD_WRITE_FAILED = 74  # sysexits' EX_IOERR: the recording could not be written (disk full)
 
 
+def _measure_baseline(args: argparse.Namespace, preset) -> tuple[dict | None, list[int]]:
+    """--baseline-run: the preset's one-GPU twin, run headless before the real run."""
+    from gputui.baseline import THIS_SESSION, baseline_from_summary, one_gpu_twin
+    from gputui.progress import ProgressPrinter
+    from gputui.session import Session, SessionConfig
+
+    if preset is None:
+        raise UserError("--baseline-run: expected --preset NAME (a data-parallel preset)")
+    twin = one_gpu_twin(preset)
+    print(f"gputui: measuring the one-GPU baseline first: {twin.name}", file=sys.stderr)
+    session = Session(SessionConfig(preset=twin, interval=args.interval, duration=args.duration))
+    if not args.quiet:
+        session.add_observer(ProgressPrinter(session.summary_builder))
+    received = _stop_on_signals(session)
+    summary = session.run()
+    if received:
+        return None, received
+    return baseline_from_summary(summary, THIS_SESSION, "--baseline-run"), []
+
+
 def signal_exit_code(signum: int) -> int:
     """What a shell reports for a process ended by this signal: 128 + its number."""
     return 128 + int(signum)
@@ -262,6 +297,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_record(args)
         if args.headless:
             raise UserError("--headless needs --record FILE")
+        if args.baseline is not None or args.baseline_run:  # the dashboard's summary has no scaling yet
+            raise UserError("--baseline and --baseline-run: expected with --record FILE --headless")
         from gputui.tui.launch import run_dashboard  # Textual loads only for the dashboard
 
         return run_dashboard(args)

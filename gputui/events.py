@@ -15,7 +15,8 @@ from gputui.model import Sample
 STARTED = "started"  # the command was launched: pid, command
 WORKLOAD = "workload"  # the workload's own start line: model, batch size, FLOPs per sample
 PHASE = "phase"  # warm-up -> measure
-THROUGHPUT = "throughput"  # one reading parsed from the output
+THROUGHPUT = "throughput"  # one reading parsed from the output (a data-parallel run's: all ranks added)
+RANK_THROUGHPUT = "rank_throughput"  # one rank's own reading in a data-parallel run (its ``rank``)
 RESULT = "result"  # the workload's own final result line, whole
 OUTPUT = "output"  # one line of the child's output (progress redraws are skipped)
 OOM = "oom"  # the workload reported running out of memory

@@ -199,3 +199,5 @@ class Throughput:
     final: bool = False  # the tool's own end result rather than a live reading
     samples: float | None = None  # samples in the window the rate covers
     seconds: float | None = None
+    rank: int | None = None  # one rank's own reading in a data-parallel run
+    ranks: int | None = None  # a data-parallel total: how many ranks' readings it adds

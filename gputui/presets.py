@@ -68,6 +68,9 @@ class Preset:
     method: str | None = None
     epochs: int | None = None
     find_max_batch: bool | None = None
+    # Replicas, or "all" (every GPU the run sees): torch through torchrun, a process
+    # each; tf through MirroredStrategy in one process.
+    data_parallel: int | str | None = None
     # ... or any program.
     command: tuple[str, ...] | None = None
     # Both.
@@ -92,9 +95,13 @@ class Preset:
         if self.command is not None:
             return list(self.command)
         args = [sys.executable, "-m", "gputui.workloads"]
+        torchrun = self.framework == "torch" and self.data_parallel is not None
+        if torchrun:  # torchrun (torch.distributed.run) starts a worker per rank and sets RANK, WORLD_SIZE
+            nproc = "gpu" if self.data_parallel == "all" else self.data_parallel  # torchrun's "gpu": one per GPU
+            args[1:1] = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}"]
         for key in WORKLOAD_KEYS:
             value = getattr(self, key)
-            if value is None:
+            if value is None or (torchrun and key == "data_parallel"):
                 continue
             flag = "--" + key.replace("_", "-")
             if isinstance(value, bool):
@@ -108,7 +115,13 @@ class Preset:
         env = dict(self.env)
         if self.gpus is not None:
             env["CUDA_VISIBLE_DEVICES"] = self.gpus
+            # NVML numbers GPUs by PCI bus; CUDA, unless told, fastest first.
+            env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
         return env
+
+    def gpu_selectors(self) -> list[str]:
+        """The pinned GPUs as written (indices or UUIDs); [] when not pinned."""
+        return self.gpus.split(",") if self.gpus else []
 
     def throughput_batch_hint(self) -> int | None:
         """Batch size used to turn steps/s (tqdm, Keras) into samples/s."""
@@ -195,12 +208,44 @@ def _env(value: Any) -> dict[str, str]:
     return dict(value)
 
 
+_GPUS_EXPECTED = 'GPU indices or UUIDs, each once: a list like [0, 1] or ["GPU-8932f937", "GPU-1f3c2a10"], or a string like "0,1"'
+_GPU_SELECTOR = re.compile(r"\d+|(GPU|MIG)-[0-9A-Fa-f-]+")
+
+
 def _gpus(value: Any) -> str:
-    if isinstance(value, list) and value and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value):
-        return ",".join(str(v) for v in value)
-    if isinstance(value, str) and re.fullmatch(r"[\w-]+(,[\w-]+)*", value):
+    """The CUDA_VISIBLE_DEVICES value: indices or UUIDs (as CUDA reads them), each once."""
+    if isinstance(value, str):
+        items: list[Any] = value.split(",")
+    elif isinstance(value, list) and value:
+        items = value
+    else:
+        raise _Bad(_GPUS_EXPECTED)
+    selectors = []
+    for item in items:
+        if isinstance(item, int) and not isinstance(item, bool) and item >= 0:
+            selectors.append(str(item))
+        elif isinstance(item, str) and _GPU_SELECTOR.fullmatch(item.strip()):
+            selectors.append(item.strip())
+        else:
+            raise _Bad(f"{_GPUS_EXPECTED}; got {item!r}")
+    if len(set(selectors)) != len(selectors):
+        raise _Bad(f"{_GPUS_EXPECTED}; {_first_repeat(selectors)!r} is given twice")
+    return ",".join(selectors)
+
+
+def _first_repeat(items: list[str]) -> str:
+    seen: set[str] = set()
+    for item in items:
+        if item in seen:
+            return item
+        seen.add(item)
+    return ""
+
+
+def _replicas(value: Any) -> int | str:
+    if value == "all" or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
         return value
-    raise _Bad('GPU indices as a list like [0, 1] or a string like "0,1" or a GPU UUID')
+    raise _Bad('a whole number of 1 or more, or "all" (every GPU the run sees)')
 
 
 def _references(value: Any) -> tuple[Reference, ...]:
@@ -251,6 +296,7 @@ WORKLOAD_CHECKS: dict[str, Callable[[Any], Any]] = {
     "method": _one_of(METHODS),
     "epochs": _positive_int,
     "find_max_batch": _boolean,
+    "data_parallel": _replicas,
 }
 COMMON_CHECKS: dict[str, Callable[[Any], Any]] = {
     "description": _string,
@@ -264,6 +310,7 @@ COMMON_CHECKS: dict[str, Callable[[Any], Any]] = {
     "diagnosis": dict,  # checked key by key in _diagnosis_table
 }
 WORKLOAD_KEYS = tuple(WORKLOAD_CHECKS)
+DATA_PARALLEL_FRAMEWORKS = ("torch", "tf")
 ALL_KEYS = tuple(COMMON_CHECKS) + WORKLOAD_KEYS
 TOP_LEVEL_TABLES = ("presets", "diagnosis")
 
@@ -314,6 +361,11 @@ def _parse_preset(name: str, table: Any, path: Path) -> Preset:
             raise UserError(f"{where}: missing key model (expected one of: {', '.join(framework['models'])})")
         if model not in framework["models"]:
             raise UserError(f"{where}.model: unknown model {model!r} for framework {values['framework']!r} (expected one of: {', '.join(framework['models'])})")
+        if "data_parallel" in values and values["framework"] not in DATA_PARALLEL_FRAMEWORKS:
+            raise UserError(f"{where}.data_parallel: expected framework {' or '.join(map(repr, DATA_PARALLEL_FRAMEWORKS))} "
+                            f"(data-parallel training), got {values['framework']!r}")
+        if values.get("data_parallel") and values.get("find_max_batch"):
+            raise UserError(f"{where}.data_parallel: not allowed with find_max_batch (search the batch on one GPU)")
         precision = values.get("precision")
         if precision is not None and precision not in framework["precisions"]:
             raise UserError(f"{where}.precision: expected one of {', '.join(framework['precisions'])} for framework {values['framework']!r}, got {precision!r}")

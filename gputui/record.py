@@ -202,13 +202,15 @@ EVENT_FIELDS: dict[str, Any] = {
     ev.WORKLOAD: _RUN_SETTINGS,
     ev.PHASE: {"phase": str | None},
     ev.THROUGHPUT: Throughput,
+    ev.RANK_THROUGHPUT: Throughput,
     ev.OUTPUT: {"stream": str | None, "text": str | None},
     ev.OOM: {"message": str | None, "batch_size": int | None},
     ev.OUTCOME: {"kind": str, "ok": bool | None, "exit_code": int | None, "signal": str | None,
                  "message": str | None, "duration_s": float | None},
     ev.STOPPING: {"reason": str | None},
     ev.FINDING: {"id": str, "kind": str, "state": str | None, "severity": str | None, "title": str | None,
-                 "since": float | None, "until": float | None, "evidence": dict | None, "advice": list[str] | None},
+                 "since": float | None, "until": float | None, "evidence": dict | None, "advice": list[str] | None,
+                 "gpu": int | None},
 }
 SUMMARY_FIELDS: dict[str, Any] = {
     "duration_s": float | None, "outcome": dict | None, "throughput": dict | None,

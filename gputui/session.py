@@ -24,6 +24,7 @@ from gputui import __version__
 from gputui import events as ev
 from gputui.diagnosis import Diagnoser
 from gputui.diagnosis import Settings as DiagnosisSettings
+from gputui.errors import UserError
 from gputui.events import Event, Observer
 from gputui.model import Sample, to_dict
 from gputui.presets import Preset
@@ -33,6 +34,7 @@ from gputui.runner import Outcome, OutputLine, Runner
 from gputui.summary import SummaryBuilder
 from gputui.telemetry.gpu import GpuTelemetry, gpm_wanted
 from gputui.telemetry.host import HostTelemetry, host_info
+from gputui.telemetry.pinning import match_gpus
 from gputui.throughput import ThroughputParser
 from gputui.workloads import protocol
 
@@ -60,6 +62,8 @@ class SessionConfig:
     header_extra: dict[str, Any] | None = None
     # Diagnosis settings given on the command line (``--price``): they win over the files.
     diagnosis_overrides: dict[str, Any] | None = None
+    # A data-parallel run's one-GPU baseline (gputui.baseline): the summary's scaling.
+    baseline: dict[str, Any] | None = None
 
     def diagnosis_settings(self) -> DiagnosisSettings:
         return DiagnosisSettings.from_tables(self.diagnosis, self.preset.diagnosis if self.preset else {},
@@ -97,7 +101,7 @@ class Session:
         # summary's windows start on an exact energy and throttle-time reading.
         self._exact_next = False
         self.summary_extra: dict[str, Any] = {}  # merged into the summary (set before run() ends)
-        self.summary_builder = SummaryBuilder()
+        self.summary_builder = SummaryBuilder(baseline=config.baseline)
         self.outcome: Outcome | None = None
         self.diagnoser = Diagnoser(diagnosis)
         preset = config.preset
@@ -132,6 +136,11 @@ class Session:
         """Blocks until the run ends (or the duration passes, or stop()); returns the summary."""
         self._t0 = self._clock()
         self.gpu.open()
+        try:
+            self._pin_gpus()
+        except UserError:
+            self.gpu.close()
+            raise
         sampler = threading.Thread(target=self._sample_loop, name="gputui-sampler", daemon=True)
         try:
             self._emit_header()
@@ -160,6 +169,20 @@ class Session:
                 observer.on_summary(summary)
             self.gpu.close()
         return summary
+
+    def _pin_gpus(self) -> None:
+        """Telemetry and findings cover only the GPUs a preset pins (``gpus = [0, 1]``)."""
+        preset = self.config.preset
+        selectors = preset.gpu_selectors() if preset else []
+        if not selectors or not self.gpu.available:
+            return  # no NVML (a CPU box): nothing to narrow, and the child decides
+        indices, unmatched = match_gpus(self.gpu.infos, selectors)
+        if unmatched:
+            assert preset is not None
+            have = ", ".join(f"{i.index} ({i.uuid})" if i.uuid else str(i.index) for i in self.gpu.infos) or "none"
+            raise UserError(f"{preset.source}: [presets.{preset.name}].gpus: no GPU {unmatched[0]!r} on this machine "
+                            f"(expected an index or a unique UUID prefix of: {have})")
+        self.gpu.keep_only(indices)
 
     def _start_runner(self) -> None:
         preset = self.config.preset
@@ -250,6 +273,9 @@ class Session:
         if self._speaks_protocol and not is_protocol:
             return  # a run that speaks our protocol is measured by it alone, not by its log lines
         for reading in self._parser.feed(text):
+            if reading.rank is not None:  # one rank's own; the ranks' total follows once all reported
+                self._emit_event(ev.RANK_THROUGHPUT, to_dict(reading))
+                continue
             if reading.phase and reading.phase != self._phase:
                 self._phase = reading.phase
                 self._emit_event(ev.PHASE, {"phase": reading.phase})
@@ -261,7 +287,8 @@ class Session:
         kind = payload.get("event")
         fields = {k: v for k, v in payload.items() if k != "event"}
         if kind == "start":
-            self._emit_event(ev.WORKLOAD, fields)
+            if fields.get("rank", 0) == 0:  # every rank of a data-parallel run starts alike: say it once
+                self._emit_event(ev.WORKLOAD, fields)
         elif kind == "result":
             self._emit_event(ev.RESULT, fields)
         elif kind == "oom":

@@ -155,8 +155,20 @@ class _HostWindow:
         return out
 
 
+def scaling_efficiency(total_rate: float | None, world_size: int | None, single_rate: float | None) -> float | None:
+    """How much of N times the one-GPU rate N GPUs reach: total / (N x single), 1.0 perfect."""
+    if not total_rate or not world_size or not single_rate or single_rate <= 0:
+        return None
+    return total_rate / (world_size * single_rate)
+
+
 class SummaryBuilder(Observer):
-    def __init__(self) -> None:
+    def __init__(self, baseline: dict[str, Any] | None = None) -> None:
+        # The same preset on one GPU, to judge scaling against: samples_per_sec and
+        # where it comes from (a recording's path, or "this session").
+        self.baseline = baseline
+        self.rank_rates: dict[int, array] = {}  # each rank's measured readings (data-parallel runs)
+        self.world_size: int | None = None
         self.phase: str | None = None
         self.first_t: float | None = None
         self.last_t: float | None = None
@@ -193,8 +205,14 @@ class SummaryBuilder(Observer):
             self.phase = data.get("phase")
         elif event.kind == ev.WORKLOAD:
             self.workload = data
+            # a data-parallel run's size: torchrun's ranks, or MirroredStrategy's replicas in one process
+            self.world_size = data.get("world_size") or data.get("replicas") or self.world_size
         elif event.kind == ev.OUTCOME:
             self.outcome = data
+        elif event.kind == ev.RANK_THROUGHPUT:
+            if isinstance(data.get("rank"), int) and not data.get("final") and data.get("phase") in (None, MEASURE):
+                self.rank_rates.setdefault(data["rank"], array("d")).append(data["samples_per_sec"])
+            self.world_size = data.get("ranks") or self.world_size
         elif event.kind == ev.THROUGHPUT:
             if data.get("final"):
                 self.reported = {"samples_per_sec": data["samples_per_sec"], "source": data.get("source")}
@@ -249,4 +267,18 @@ class SummaryBuilder(Observer):
             out["mean"] = self.rate_samples / self.rate_seconds  # samples over time, not a mean of rates
         if self.reported:
             out["reported"] = self.reported
+        if self.world_size:
+            out.update(self._ranks(out.get("median")))
+        return out
+
+    def _ranks(self, total: float | None) -> dict[str, Any]:
+        """Each rank's median rate, and the scaling against the one-GPU baseline."""
+        out: dict[str, Any] = {"world_size": self.world_size, "ranks": [
+            {"rank": rank, "median": spread(rates).get("median"), "readings": len(rates)}
+            for rank, rates in sorted(self.rank_rates.items())]}
+        if self.baseline:
+            single = self.baseline.get("samples_per_sec")
+            efficiency = scaling_efficiency(total, self.world_size, single)
+            out["scaling"] = {"baseline_samples_per_sec": single, "baseline_source": self.baseline.get("source"),
+                              "efficiency": round(efficiency, 4) if efficiency is not None else None}
         return out

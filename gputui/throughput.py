@@ -93,10 +93,46 @@ def parse_gputui(line: str, hint: float | None) -> list[Throughput] | None:
             phase=phase if phase in protocol.PHASES else None,
             samples=samples,
             seconds=seconds,
+            **_rank_fields(payload),
         )
     if event == "result":
-        return _reading(_number(payload.get("samples_per_sec")), "gputui", final=True)
+        return _reading(_number(payload.get("samples_per_sec")), "gputui", final=True, **_rank_fields(payload))
     return []
+
+
+def _rank_fields(payload: dict[str, Any]) -> dict[str, int]:
+    """``rank`` and ``ranks`` (the world size) of a data-parallel rank's line; {} otherwise."""
+    rank, world = payload.get("rank"), payload.get("world_size")
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (rank, world)):
+        return {}
+    assert isinstance(rank, int) and isinstance(world, int)
+    return {"rank": rank, "ranks": world} if 0 <= rank < world else {}
+
+
+class RankTotals:
+    """Adds the ranks of a data-parallel run into one reading.
+
+    Ranks of a DDP run step together (each step waits for the gradients' all-reduce), so
+    the run's rate is the sum of its ranks' latest rates.  A total is made once every
+    rank has reported since the last one, in the phase of the rank that completed it;
+    a final total once every rank has given its result.
+    """
+
+    def __init__(self) -> None:
+        self._latest: dict[int, Throughput] = {}
+        self._finals: dict[int, Throughput] = {}
+
+    def add(self, reading: Throughput) -> Throughput | None:
+        assert reading.rank is not None and reading.ranks is not None
+        pending = self._finals if reading.final else self._latest
+        pending[reading.rank] = reading
+        if len(pending) < reading.ranks:
+            return None
+        rate = sum(r.samples_per_sec for r in pending.values())
+        samples = sum(r.samples or 0.0 for r in pending.values()) if not reading.final else None
+        pending.clear()
+        return Throughput(samples_per_sec=rate, source=reading.source, phase=reading.phase, final=reading.final,
+                          samples=samples or None, seconds=samples / rate if samples else None, ranks=reading.ranks)
 
 
 # --- MLPerf logging -------------------------------------------------------------------
@@ -336,6 +372,7 @@ class ThroughputParser:
 
     def __init__(self, batch_size_hint: int | None = None):
         self.batch_size_hint = batch_size_hint
+        self._ranks = RankTotals()
 
     @property
     def _hint(self) -> float | None:
@@ -351,8 +388,19 @@ class ThroughputParser:
                     if trigger in line:
                         readings = parse(line, self._hint)
                         if readings is not None:
-                            return readings
+                            return self._with_totals(readings)
                         break  # not this format: on to the next one
             return []
         except Exception:  # a parser bug must never take the session down
             return []
+
+    def _with_totals(self, readings: list[Throughput]) -> list[Throughput]:
+        """A rank's reading, then the run's total when this reading completes one."""
+        out = []
+        for reading in readings:
+            out.append(reading)
+            if reading.rank is not None:
+                total = self._ranks.add(reading)
+                if total is not None:
+                    out.append(total)
+        return out

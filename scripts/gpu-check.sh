@@ -21,6 +21,8 @@
 #               nvidia-smi dmon, nvitop's collector from .whl/, an idle pynvml process; 20 s each
 #               under a bf16 matmul loop), perturbation and fidelity (A/B/A/B/A/B, 15 s each),
 #               and the telemetry tick cost; results in perf/
+#     ddp       DDP ResNet-50 (torchrun, NCCL) on every GPU, with the 1-GPU tuned run as its baseline;
+#               on a 1-GPU device it runs one rank: that proves the torchrun/NCCL path, not scaling
 # Everything is written to a temporary folder and packed into $OUT/results.tgz (few files come back).
 # Results go to $OUT (or ./gpu-check-out). Never changes the card's settings.
 set -uo pipefail
@@ -47,6 +49,16 @@ export PYTHONUNBUFFERED=1 XDG_CONFIG_HOME=/tmp/gputui-xdg GPUTUI_CACHE_DIR=/tmp/
 for step in "$@"; do
   echo "##### $step $(date -u +%T)"
   case $step in
+    ddp)
+      gpus=$(nvidia-smi -L | wc -l)
+      echo "GPUs on this device: $gpus (torch-resnet50-tuned-ddp runs one rank per GPU$([ "$gpus" -lt 2 ] && echo '; one GPU: this proves the torchrun/NCCL path, not scaling'))" | tee "$out/ddp-gpus.txt"
+      python3 -m gputui --headless --record "$out/ddp-baseline.jsonl" --preset torch-resnet50-tuned --duration 300 \
+        2> "$out/ddp-baseline.stderr"; echo "1-GPU baseline exit $?"; tail -8 "$out/ddp-baseline.stderr"
+      # NVLink multicast (NVLS) stays off on the lent machines; NCCL_DEBUG=INFO shows NCCL's init in the recording
+      NCCL_NVLS_ENABLE=0 NCCL_DEBUG=INFO python3 -m gputui --headless --record "$out/ddp.jsonl" \
+        --preset torch-resnet50-tuned-ddp --baseline "$out/ddp-baseline.jsonl" --duration 300 2> "$out/ddp.stderr"
+      echo "ddp exit $?"; tail -20 "$out/ddp.stderr"
+      echo "NCCL INFO lines in the recording: $(grep -c 'NCCL INFO' "$out/ddp.jsonl")" ;;
     tests) GPUTUI_SCREENSHOT_DIR="$out" python3 -m pytest -m gpu -q -rs tests 2>&1 | tee "$out/pytest-gpu.txt" | tail -25 ;;
     core)
       python3 -m gputui --presets benchmarks/gpu-presets.toml --record "$out/gpu-loop.jsonl" --preset gpu-loop \

@@ -47,7 +47,7 @@ source = "seed article 000"
     )
     preset = load_file(path)["mine"]
     assert preset.argv() == ["python", "train.py", "--bs", "64"]
-    assert preset.child_env() == {"NCCL_DEBUG": "WARN", "CUDA_VISIBLE_DEVICES": "0,2"}
+    assert preset.child_env() == {"NCCL_DEBUG": "WARN", "CUDA_VISIBLE_DEVICES": "0,2", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
     assert preset.timeout == 600.0
     assert preset.throughput_batch_hint() == 64
     assert preset.reference[0].samples_per_sec == 616.0

@@ -21,7 +21,7 @@ from gputui.tui.app import GpuTuiApp, make_app
 from gputui.tui.screens.dashboard import DashboardScreen
 from gputui.tui.screens.findings import FindingsScreen
 from gputui.tui.screens.summary import SummaryScreen
-from gputui.tui.widgets.gpu import GpuGrid, GpuPanel
+from gputui.tui.widgets.gpu import GpuGrid, GpuPanel, GpuRows
 from gputui.tui.widgets.presets import PresetList
 from tests.fake_nvml import FakeGpu, FakeNvml
 from tests.helpers import REPO
@@ -158,9 +158,9 @@ def test_theme_by_key_palette_and_option_is_remembered(isolated, tmp_path):
 
 def test_resize_from_200x60_to_80x24_collapses_panels_instead_of_cutting_them(isolated, tmp_path):
     async def scenario():
-        app = app_for(isolated, tmp_path, gpu_factory=fake_gpus(4))
+        app = app_for(isolated, tmp_path, gpu_factory=fake_gpus(3))
         async with app.run_test(size=(200, 60)) as pilot:
-            await wait_until(pilot, lambda: len(app.dashboard.query(GpuPanel)) == 4, what="GPU panels")
+            await wait_until(pilot, lambda: len(app.dashboard.query(GpuPanel)) == 3, what="GPU panels")
             screen = app.dashboard
             assert not screen.has_class("-compact")
             assert screen.query_one(GpuGrid).styles.grid_size_columns == 3
@@ -175,9 +175,9 @@ def test_resize_from_200x60_to_80x24_collapses_panels_instead_of_cutting_them(is
             for widget_id in ("machine", "presets", "runs", "throughput", "cpu", "gpus", "findings", "log"):
                 region = screen.query_one(f"#{widget_id}").region
                 assert region.height >= 1 and region.right <= width and region.bottom <= height - 1, widget_id
-            panels = list(screen.query(GpuPanel))
-            assert all(p.region.height == 1 for p in panels)  # one line per GPU
-            assert all(p.region.bottom <= height - 1 for p in panels)  # all four fit above the footer
+            rows = screen.query_one(GpuRows)  # one line per GPU, and the totals
+            assert rows.display and rows.region.height == 4 and not any(p.display for p in screen.query(GpuPanel))
+            assert rows.region.bottom <= height - 1  # all three fit above the footer
             text = await shown(pilot)
             assert "GPUs" in text and "CPU" in text and "Throughput" in text and "Output" in text
 

@@ -1,5 +1,5 @@
 """SVG snapshots of the dashboard at 80×24 and 160×48 (and 80×24 in the
-high-contrast theme), fed by deterministic sessions: fixed times, GPU samples from
+high-contrast theme; 8 GPUs at 80×24 and 200×60), fed by deterministic sessions: fixed times, GPU samples from
 the real GpuTelemetry reading tests/fake_nvml.py, a fixed host sample.
 
 Each snapshot is stored twice in tests/snapshots/: the SVG (what it looks like) and
@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from gputui.tui.app import make_app
+from tests.fake_nvml import GIB, FakeGpu
 from tests.test_tui_support import demo_preset, run_async, scripted_factory, shown, wait_until
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
@@ -27,11 +28,18 @@ FINDING = {"id": "input-1", "kind": "input_bound", "state": "open", "severity": 
            "evidence": {"busiest_worker_cpu": 97.0}, "advice": ["Raise num_workers"]}
 
 
-def render(size: tuple[int, int], tmp_path: Path, theme: str | None) -> tuple[str, str]:
+def eight_gpus() -> list[FakeGpu]:
+    """An 8-GPU box: VRAM filling up across the GPUs, GPU3 thermally throttled, GPU5 power-capped."""
+    return [FakeGpu(uuid=f"GPU-{i}", pci=(0, 0x19 + i, 0), memory_used=(3 + 11 * i) * GIB,
+                    throttle_mask={3: 0x20 | 0x40, 5: 0x4}.get(i, 0), sm_clock=1755 if i == 3 else 1980)
+            for i in range(8)]
+
+
+def render(size: tuple[int, int], tmp_path: Path, theme: str | None, gpus: list[FakeGpu] | None = None) -> tuple[str, str]:
     preset = demo_preset()
 
     async def scenario():
-        app = make_app({preset.name: preset}, session_factory=scripted_factory(findings=[FINDING]),
+        app = make_app({preset.name: preset}, session_factory=scripted_factory(gpus=gpus, findings=[FINDING]),
                        start_preset=preset.name, theme=theme, clock=lambda: 1000.0,
                        settings_file=tmp_path / "settings.toml", user_themes_dir=tmp_path / "no-themes")
         async with app.run_test(size=size) as pilot:
@@ -48,7 +56,15 @@ def render(size: tuple[int, int], tmp_path: Path, theme: str | None) -> tuple[st
                          ids=["80x24", "160x48", "80x24-high-contrast"])
 def test_dashboard_snapshot(size, theme, tmp_path):
     name = f"dashboard_{size[0]}x{size[1]}" + (f"_{theme}" if theme else "")
-    text, svg = render(size, tmp_path, theme)
+    check_snapshot(name, *render(size, tmp_path, theme), tmp_path)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 60)], ids=["80x24", "200x60"])
+def test_dashboard_snapshot_with_eight_gpus(size, tmp_path):
+    check_snapshot(f"dashboard_8gpu_{size[0]}x{size[1]}", *render(size, tmp_path, None, eight_gpus()), tmp_path)
+
+
+def check_snapshot(name: str, text: str, svg: str, tmp_path: Path) -> None:
     text_file, svg_file = SNAPSHOTS / f"{name}.txt", SNAPSHOTS / f"{name}.svg"
     if UPDATE or not svg_file.exists():
         SNAPSHOTS.mkdir(exist_ok=True)

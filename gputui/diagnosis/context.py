@@ -61,6 +61,7 @@ class Context:
         self.sample: Sample | None = None
         self.d = Derived()
         self.rates: deque[tuple[float, float]] = deque()
+        self.rank_rates: dict[int, deque[tuple[float, float]]] = {}  # data-parallel runs: each rank's
         self.swap: deque[tuple[float, float]] = deque()
         self.cpu_stat: deque[tuple[float, int, int, float | None]] = deque()
         self.cores_visible: int | None = None  # the machine's logical CPUs, whatever we may use
@@ -99,6 +100,23 @@ class Context:
         self.rates.append((t, rate))
         while self.rates and self.rates[0][0] < t - RATE_KEEP_S:
             self.rates.popleft()
+
+    def add_rank_rate(self, rank: Any, t: float, rate: float) -> None:
+        if not isinstance(rank, int):
+            return
+        rates = self.rank_rates.setdefault(rank, deque())
+        rates.append((t, rate))
+        while rates and rates[0][0] < t - RATE_KEEP_S:
+            rates.popleft()
+
+    def recent_rank_rates(self) -> dict[int, float]:
+        """Each rank's median rate over the last RATE_RECENT_S (ranks without one left out)."""
+        out = {}
+        for rank, rates in self.rank_rates.items():
+            recent = median([r for (t, r) in rates if self.t - RATE_RECENT_S <= t <= self.t])
+            if recent is not None:
+                out[rank] = recent
+        return out
 
     def rates_between(self, t0: float, t1: float) -> list[float]:
         return [r for (t, r) in self.rates if t0 <= t <= t1]

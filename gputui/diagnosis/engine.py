@@ -11,7 +11,9 @@ from typing import Any
 from gputui import events as ev
 from gputui.diagnosis.context import BASELINE_S, Context, med
 from gputui.diagnosis.hold import CLOSE, OPEN, RAISE, Hold
-from gputui.diagnosis.rules import SEVERITIES, Finding, Rule, make_rules
+from gputui.diagnosis.rules import SEVERITIES, Finding, Rule
+from gputui.diagnosis.rules import make_rules as make_base_rules
+from gputui.diagnosis.rules_scaling import make_scaling_rules
 from gputui.diagnosis.settings import Settings
 from gputui.events import Event
 from gputui.model import Sample
@@ -29,7 +31,7 @@ class Diagnoser:
     def __init__(self, settings: Settings | None = None, rules: list[Rule] | None = None) -> None:
         self.settings = settings or Settings()
         self.ctx = Context(self.settings)
-        self.rules = make_rules() if rules is None else rules
+        self.rules = make_base_rules() + make_scaling_rules() if rules is None else rules
         self._holds: dict[tuple[str, int | None], Hold] = {}
         self._open: dict[tuple[str, int | None], Finding] = {}
         self._all: list[Finding] = []
@@ -140,7 +142,10 @@ class Diagnoser:
         except Exception:  # say it with what we have rather than not at all
             log.exception("diagnosis rule %s could not describe its finding", rule.kind)
             finding.title = finding.title or finding.kind.replace("_", " ")
-        return finding.payload()
+        payload = finding.payload()
+        if finding.gpu is not None:  # which GPU, for readers that should not parse the title
+            payload["gpu"] = finding.gpu
+        return payload
 
     def on_event(self, event: Event) -> list[dict[str, Any]]:
         if not self.settings.enabled or self._finished:
@@ -157,6 +162,10 @@ class Diagnoser:
                 ctx.add_rate(event.t, float(rate))
                 for finding in self._open.values():
                     finding.rates.add(event.t, {"rate": float(rate)})
+        elif event.kind == ev.RANK_THROUGHPUT:
+            rate = data.get("samples_per_sec")
+            if not data.get("final") and data.get("phase") in (None, MEASURE) and isinstance(rate, (int, float)):
+                ctx.add_rank_rate(data.get("rank"), event.t, float(rate))
         elif event.kind == ev.OOM:
             return self._safe_oom(event.t, data)
         elif event.kind == ev.OUTCOME:

@@ -264,6 +264,17 @@ class GpuTelemetry:
         gpu.gpm_samples = []
         gpu.gpm_have_previous = False
 
+    def keep_only(self, indices: list[int]) -> None:
+        """Sample only these GPUs (a preset pinned them), in this order; the others'
+        GPM buffers are freed now."""
+        by_index = {gpu.index: (gpu, info) for gpu, info in zip(self._gpus, self.infos)}
+        for gpu, _ in by_index.values():
+            if gpu.index not in indices:
+                self._free_gpm(gpu)
+        kept = [by_index[i] for i in indices if i in by_index]
+        self._gpus = [gpu for gpu, _ in kept]
+        self.infos = [info for _, info in kept]
+
     def close(self) -> None:
         """Free GPM buffers and shut NVML down.  ``infos`` stay readable; ``sample()``
         returns [] afterwards."""

@@ -23,7 +23,7 @@ from gputui.workloads.measure import (
     MissingFramework,
     OutOfMemory,
 )
-from gputui.workloads.protocol import Emitter
+from gputui.workloads.protocol import Emitter, rank_from_environment
 
 
 def _positive(text: str) -> int:
@@ -38,6 +38,11 @@ def _non_negative(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError("expected a whole number of 0 or more")
     return value
+
+
+def _replicas(text: str) -> int:
+    """A number of replicas, or "all" (0: every GPU)."""
+    return 0 if text == "all" else _positive(text)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,6 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--method", choices=METHODS, default="steps")
     parser.add_argument("--epochs", type=_positive, default=TF_METAL_EPOCHS, help="tf-metal method: timed epochs")
     parser.add_argument("--find-max-batch", action=argparse.BooleanOptionalAction, default=False)
+    parser.add_argument("--data-parallel", type=_replicas, default=1, metavar="N|all",
+                        help="tf: replicas of MirroredStrategy (GPUs, else logical CPU devices); "
+                             "torch: launch through torchrun instead (a preset's data_parallel key does)")
     return parser
 
 
@@ -78,6 +86,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error(f"--precision: expected one of {', '.join(spec['precisions'])} for {args.framework}")
     if args.framework == "torch" and args.xla:
         parser.error("--xla is a TensorFlow option; PyTorch uses --compile")
+    if args.framework != "tf" and args.data_parallel != 1:
+        parser.error("--data-parallel: TensorFlow only; PyTorch runs one process per rank under torchrun")
     return args
 
 
@@ -98,7 +108,8 @@ def _summary(args: argparse.Namespace, result: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     raw = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(raw)
-    emitter = Emitter()
+    rank, world_size = rank_from_environment()  # torchrun's ranks say which they are
+    emitter = Emitter(rank=rank, world_size=world_size)
     info = {"framework": args.framework, "model": args.model, "precision": args.precision}
     try:
         if args.find_max_batch:

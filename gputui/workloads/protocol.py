@@ -11,12 +11,20 @@ A protocol line is the marker, one space, and one JSON object on a single line::
 ``step`` lines may cover one step or a window of steps: ``samples / seconds`` is the
 rate of that window.  ``phase`` is ``warmup`` or ``measure``; only measured windows
 count towards the summary.  This module must stay importable without any ML framework.
+
+Data-parallel runs (``torchrun``: one process per GPU) add ``rank`` and ``world_size``
+to every line of every rank; gputui adds the ranks' rates into the run's throughput and
+keeps each rank's own (gputui.throughput.RankTotals).  Lines without them are a
+single-process run, as before::
+
+    @gputui {"event": "step", "phase": "measure", "step": 11, "samples": 32, "seconds": 0.018, "rank": 1, "world_size": 2}
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from typing import Any, TextIO
 
@@ -60,13 +68,32 @@ def decode(line: str) -> dict[str, Any] | None:
     return payload
 
 
-class Emitter:
-    """Writes protocol lines to stdout (flushed at once, so gputui sees them live)."""
+def rank_from_environment(environ: dict[str, str] | None = None) -> tuple[int | None, int | None]:
+    """(rank, world_size) as torchrun sets them (RANK, WORLD_SIZE); (None, None) for a
+    single process or values that are not whole numbers."""
+    env = os.environ if environ is None else environ
+    try:
+        rank, world = int(env["RANK"]), int(env["WORLD_SIZE"])
+    except (KeyError, ValueError):
+        return None, None
+    if world < 2 or not 0 <= rank < world:
+        return None, None
+    return rank, world
 
-    def __init__(self, stream: TextIO | None = None) -> None:
+
+class Emitter:
+    """Writes protocol lines to stdout (flushed at once, so gputui sees them live).
+    With a ``rank`` and a ``world_size`` of 2 or more, every line carries both."""
+
+    def __init__(self, stream: TextIO | None = None, *, rank: int | None = None, world_size: int | None = None) -> None:
         self._stream = stream or sys.stdout
+        ranked = rank is not None and world_size is not None and world_size > 1
+        self.rank = rank if ranked else None
+        self.world_size = world_size if ranked else None
 
     def emit(self, event: str, **fields: Any) -> None:
+        if self.rank is not None:
+            fields = {**fields, "rank": self.rank, "world_size": self.world_size}
         self._stream.write(encode(event, **fields) + "\n")
         self._stream.flush()
 

@@ -252,6 +252,34 @@ def setup_device(tf, requested: str) -> tuple[str, str | None]:
     return "gpu", name
 
 
+def setup_replicas(tf, requested: str, replicas: int) -> tuple[str, str | None, list[str]]:
+    """Devices for MirroredStrategy, before TensorFlow initializes any: ``replicas``
+    GPUs (0: every GPU), memory growth on; without a GPU, the CPU split into
+    ``replicas`` logical devices (how data parallelism is tested without GPUs).
+    Returns ("gpu" | "cpu", the first device's name, the devices' names)."""
+    gpus = tf.config.list_physical_devices("GPU")
+    if requested == "cuda" and not gpus:
+        raise ValueError("--device cuda: TensorFlow sees no GPU")
+    if requested != "cpu" and gpus:
+        chosen = gpus if replicas == 0 else gpus[:replicas]
+        if len(chosen) < replicas:
+            raise ValueError(f"--data-parallel {replicas}: TensorFlow sees {len(gpus)} GPU(s)")
+        tf.config.set_visible_devices(chosen, "GPU")
+        for gpu in chosen:
+            with contextlib.suppress(RuntimeError, ValueError):
+                tf.config.experimental.set_memory_growth(gpu, True)
+        name = None
+        with contextlib.suppress(Exception):
+            name = tf.config.experimental.get_device_details(chosen[0]).get("device_name")
+        return "gpu", name, [f"/gpu:{i}" for i in range(len(chosen))]
+    with contextlib.suppress(RuntimeError, ValueError):
+        tf.config.set_visible_devices([], "GPU")
+    count = replicas or 1
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(count)])
+    return "cpu", None, [f"/cpu:{i}" for i in range(count)]
+
+
 def peak_memory_fn(tf, device: str):
     if device == "gpu":
 
@@ -486,12 +514,18 @@ def run(args, emitter: Emitter, *, mark=None) -> dict[str, Any]:
         raise ValueError("--image-size: at least 32 (Keras applications' smallest input)")
     mods = import_frameworks(spec.kind)
     tf = mods["tf"]
-    device, device_name = setup_device(tf, getattr(args, "device", "auto"))
+    replicas = getattr(args, "data_parallel", 1)
+    if replicas != 1 and args.method == "tf-metal":
+        raise ValueError("--data-parallel: the steps method only (tf-metal times model.fit as the original does)")
+    if replicas != 1:
+        device, device_name, devices = setup_replicas(tf, getattr(args, "device", "auto"), replicas)
+    else:
+        (device, device_name), devices = setup_device(tf, getattr(args, "device", "auto")), []
     peak_memory, peak_source = peak_memory_fn(tf, device)
     info = {"framework": "tf", "model": args.model, "precision": args.precision}
     try:
         return _run(args, emitter, mods, spec, device, device_name, image_size, seq_len, info, peak_memory,
-                    peak_source, mark)  # fmt: skip
+                    peak_source, mark, devices)  # fmt: skip
     except BaseException as exc:
         oom = as_oom(tf, exc, batch_size=args.batch_size, peak_memory_bytes=peak_memory(), **info)
         if oom is not None:
@@ -499,9 +533,15 @@ def run(args, emitter: Emitter, *, mark=None) -> dict[str, Any]:
         raise
 
 
-def _run(args, emitter, mods, spec, device, device_name, image_size, seq_len, info, peak_memory, peak_source, mark):
+def _run(args, emitter, mods, spec, device, device_name, image_size, seq_len, info, peak_memory, peak_source, mark,
+         devices=()):
     tf, keras = mods["tf"], mods["keras"]
     bs = args.batch_size
+    # MirroredStrategy (data parallel): a replica per device, each a batch of bs, the
+    # gradients all-reduced in every step; otherwise the default strategy (no-op).
+    strategy = tf.distribute.MirroredStrategy(devices=list(devices)) if devices else tf.distribute.get_strategy()
+    replicas = strategy.num_replicas_in_sync
+    global_bs = bs * replicas
     tf_metal = args.method == "tf-metal"
     xla = bool(args.xla)
     keras.mixed_precision.set_global_policy(PRECISIONS[args.precision])
@@ -511,16 +551,19 @@ def _run(args, emitter, mods, spec, device, device_name, image_size, seq_len, in
     tf.random.set_seed(0)
     keras.utils.set_random_seed(0)
 
-    if spec.kind == "cnn":
-        model = build_cnn(keras, args.model, image_size)
-        optimizer = keras.optimizers.SGD()
-        flops = _counted(lambda: cnn_train_flops(keras, model))
-    else:
-        model = build_transformer(mods["transformers"], args.model)
-        optimizer = keras.optimizers.Adam()
-        flops = _counted(lambda: transformer_train_flops(model.config, seq_len))
+    with strategy.scope():  # variables are mirrored on every replica's device
+        if spec.kind == "cnn":
+            model = build_cnn(keras, args.model, image_size)
+            optimizer = keras.optimizers.SGD()
+            flops = _counted(lambda: cnn_train_flops(keras, model))
+        else:
+            model = build_transformer(mods["transformers"], args.model)
+            optimizer = keras.optimizers.Adam()
+            flops = _counted(lambda: transformer_train_flops(model.config, seq_len))
     loss_scale = args.precision == "mixed_float16"
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    # Per-example losses averaged over the global batch: the replicas' gradients then sum
+    # to the gradient of the whole batch (tf.distribute's convention).
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none" if devices else "auto")
 
     start = {
         **info,
@@ -551,41 +594,59 @@ def _run(args, emitter, mods, spec, device, device_name, image_size, seq_len, in
         "flops_per_sample": flops,
         "peak_memory_source": peak_source,
         "pid": os.getpid(),
+        "replicas": replicas if devices else None,
+        "strategy": type(strategy).__name__ if devices else None,
+        "global_batch_size": global_bs if devices else None,
     }
     result_info = {**info, "device": device, "peak_memory_source": peak_source}
     if tf_metal:
         return _run_tf_metal(args, emitter, tf, keras, spec, model, optimizer, loss_fn, image_size, seq_len,
                              start, result_info, flops, peak_memory, mark)  # fmt: skip
 
-    if loss_scale:
-        optimizer = keras.mixed_precision.LossScaleOptimizer(optimizer)
-    transformer = spec.kind == "transformer"
-    if transformer:  # transformers' TF models create their weights on the first call
-        model(tf.zeros((1, seq_len), tf.int32), training=False)
+    with strategy.scope():
+        if loss_scale:
+            optimizer = keras.mixed_precision.LossScaleOptimizer(optimizer)
+        transformer = spec.kind == "transformer"
+        if transformer:  # transformers' TF models create their weights on the first call
+            model(tf.zeros((1, seq_len), tf.int32), training=False)
     variables = model.trainable_variables
 
-    @tf.function(jit_compile=xla, reduce_retracing=True)
-    def train_step(x, y):
+    def replica_step(x, y):
         with tf.GradientTape() as tape:
             out = model(x, training=True)
             logits = out.logits if transformer else out
             loss = loss_fn(y, tf.cast(logits, tf.float32))
+            if devices:
+                loss = tf.nn.compute_average_loss(loss, global_batch_size=global_bs)
             scaled = optimizer.get_scaled_loss(loss) if loss_scale else loss
         grads = tape.gradient(scaled, variables)
         if loss_scale:
             grads = optimizer.get_unscaled_gradients(grads)
-        optimizer.apply_gradients(zip(grads, variables))
+        optimizer.apply_gradients(zip(grads, variables))  # all-reduced across replicas
         return loss
 
+    # Under MirroredStrategy XLA compiles each replica's step (strategy.run itself cannot be).
+    replica = tf.function(replica_step, jit_compile=True) if devices and xla else replica_step
+
+    @tf.function(jit_compile=xla and not devices, reduce_retracing=True)
+    def train_step(x, y):
+        if not devices:
+            return replica_step(x, y)
+        losses = strategy.run(replica, args=(x, y))
+        return strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
+
     if args.pipeline == "synthetic":
-        x, y = _synthetic_batch(tf, spec.kind, bs, image_size, seq_len)
+        x, y = _synthetic_batch(tf, spec.kind, global_bs, image_size, seq_len)
+        if devices:  # the global batch split into the replicas' shares, once
+            x, y = next(iter(strategy.experimental_distribute_dataset(
+                tf.data.Dataset.from_tensors((x, y)).unbatch().batch(global_bs))))
 
         def next_batch():
             return x, y
     else:
-        dataset = host_dataset(tf, spec.kind, batch_size=bs, workers=args.workers, image_size=image_size,
+        dataset = host_dataset(tf, spec.kind, batch_size=global_bs, workers=args.workers, image_size=image_size,
                                seq_len=seq_len, augment=args.augment)  # fmt: skip
-        iterator = iter(dataset)
+        iterator = iter(strategy.experimental_distribute_dataset(dataset) if devices else dataset)
 
         def next_batch():
             return next(iterator)
@@ -606,7 +667,7 @@ def _run(args, emitter, mods, spec, device, device_name, image_size, seq_len, in
 
     emitter.start(**start)
     return measure(
-        step, sync, batch_size=bs, warmup_steps=args.warmup_steps, steps=args.steps, emitter=emitter,
+        step, sync, batch_size=global_bs, warmup_steps=args.warmup_steps, steps=args.steps, emitter=emitter,
         method="steps", flops_per_sample=flops, peak_memory=peak_memory, info=result_info, mark=mark,
     )  # fmt: skip
 

@@ -358,17 +358,50 @@ def run(args, emitter: Emitter, *, mark=None) -> dict[str, Any]:
             raise ValueError("--device cuda: torch sees no CUDA device")
         device = torch.device(args.device)
     if device.type == "cuda":
-        torch.cuda.set_device(device.index or 0)
+        # A rank of a data-parallel run takes the GPU of its local rank (one process per GPU).
+        local = int(os.environ.get("LOCAL_RANK", device.index or 0)) if under_torchrun() else device.index or 0
+        torch.cuda.set_device(local)
         device = torch.device("cuda", torch.cuda.current_device())
     peak_memory, peak_source = _peak_memory_fn(torch, device)
     info = {"framework": "torch", "model": args.model, "precision": args.precision}
     try:
-        return _run(args, emitter, mods, spec, device, image_size, seq_len, info, peak_memory, peak_source, mark)
+        with data_parallel(torch, device, emitter):
+            return _run(args, emitter, mods, spec, device, image_size, seq_len, info, peak_memory, peak_source, mark)
     except BaseException as exc:
         oom = as_oom(exc, batch_size=args.batch_size, peak_memory_bytes=peak_memory(), **info)
         if oom is not None:
             raise oom from None
         raise
+
+
+def under_torchrun() -> bool:
+    """Started by torchrun (it sets RANK and WORLD_SIZE), even as its only rank."""
+    return "RANK" in os.environ and "WORLD_SIZE" in os.environ
+
+
+@contextlib.contextmanager
+def data_parallel(torch, device, emitter: Emitter):
+    """Under torchrun: the process group, NCCL on GPUs and gloo on the CPU, from
+    torchrun's environment (MASTER_ADDR, RANK, WORLD_SIZE); torn down after.  A single
+    rank runs DDP too (the same NCCL path as on many GPUs); its protocol lines carry no
+    rank (see protocol.Emitter).  Otherwise nothing."""
+    if not under_torchrun():
+        yield None
+        return
+    backend = "nccl" if device.type == "cuda" else "gloo"
+    torch.distributed.init_process_group(backend=backend, **({"device_id": device} if device.type == "cuda" else {}))
+    try:
+        yield backend
+    finally:
+        torch.distributed.destroy_process_group()
+
+
+def wrap_data_parallel(torch, model, device):
+    """The model in DistributedDataParallel when a process group is up: gradients are
+    averaged across ranks in backward (each step waits for the slowest rank)."""
+    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        return model
+    return torch.nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
 
 
 def _run(args, emitter, mods, spec, device, image_size, seq_len, info, peak_memory, peak_source, mark):
@@ -392,7 +425,7 @@ def _run(args, emitter, mods, spec, device, image_size, seq_len, info, peak_memo
     model.train()
     if channels_last:
         model = model.to(memory_format=torch.channels_last)
-    module = _WithLoss.make(torch, model, spec.kind)
+    module = _WithLoss.make(torch, wrap_data_parallel(torch, model, device), spec.kind)
 
     params = [p for p in model.parameters() if p.requires_grad]
     opt_cls, opt_kw = (
@@ -488,6 +521,8 @@ def _run(args, emitter, mods, spec, device, image_size, seq_len, info, peak_memo
         "flops_per_sample": flops,
         "peak_memory_source": peak_source,
         "pid": os.getpid(),
+        "backend": torch.distributed.get_backend() if torch.distributed.is_initialized() else None,
+        "world_size": torch.distributed.get_world_size() if torch.distributed.is_initialized() else None,
     }
     emitter.start(**start)
     try:

@@ -1,7 +1,10 @@
 """One panel per GPU: utilization / SM activity, VRAM, temperature against its
 slowdown threshold and the 80 °C line, power against its limit, SM clock against its
 maximum, active throttle reasons as badges, and sparklines of recent history.
-On small screens each GPU collapses to one line."""
+
+With more GPUs than panels fit side by side (or on a small screen) the grid shows a
+row per GPU and a totals row instead (gputui.tui.widgets.gpu_rows), and the full
+panel of the GPU under the cursor beneath them."""
 
 from __future__ import annotations
 
@@ -17,22 +20,17 @@ from gputui.model import GpuInfo, GpuSample
 from gputui.tui import charts
 from gputui.tui import state as st
 from gputui.tui.widgets.base import StateView
+from gputui.tui.widgets.gpu_rows import HOT_LINE_C, SHORT_REASON, GpuRows, temp_role, throttle_badges
 
-HOT_LINE_C = 80.0  # GPUs above this throttle themselves: Dettmers' rule of thumb
+__all__ = ["GpuGrid", "GpuPanel", "GpuRows", "SHORT_REASON"]
+
 LABEL = 6
 VALUE = 17
 # The sparklines move on slower than the numbers beside them: each redraw shifts
 # every bar of a line one place per sample, so a noisy series (SM activity flickering
 # between two heights) rewrites its whole line each time.
 SPARK_EVERY_S = 6.0
-
-# Short names for badges on one-line panels.
-SHORT_REASON = {
-    "GpuIdle": "idle", "ApplicationsClocksSetting": "AppClk", "SwPowerCap": "PwrCap",
-    "HwSlowdown": "HwSlow", "SyncBoost": "Sync", "SwThermalSlowdown": "SwTherm",
-    "HwThermalSlowdown": "HwTherm", "HwPowerBrakeSlowdown": "PwrBrake", "DisplayClockSetting": "Disp",
-}
-SEVERE_REASONS = {"HwSlowdown", "HwThermalSlowdown", "HwPowerBrakeSlowdown", "SwThermalSlowdown"}
+DETAIL_ROWS = 7  # a drilled-down panel on a small screen: its title and six rows
 
 
 short_name = fmt.short_gpu_name  # the name the panels and the header use
@@ -65,6 +63,8 @@ class GpuPanel(StateView):
         self._sparks_at = float("-inf")
 
     def sync(self, force: bool = False) -> None:
+        if not self.display:
+            return  # hidden behind the rows: drawn again when shown (GpuGrid invalidates it)
         if force:
             self._sparks_at = float("-inf")
         super().sync(force)
@@ -88,7 +88,8 @@ class GpuPanel(StateView):
             return Text("waiting for the first sample…", self.style_of("gpu--dim"))
         if sample.lost:
             return Text(f"GPU{self.index} LOST: NVML no longer reaches it", self.style_of("gpu--hot"))
-        if self.compact:
+        detail = self.has_class("-detail")  # drilled into from the rows on a small screen
+        if self.compact and not detail:
             return self._one_line(info, sample)
         width = self.content_size.width or 48
         key = (width, history.info)
@@ -97,6 +98,8 @@ class GpuPanel(StateView):
             self._sparks, self._sparks_key, self._sparks_at = {}, key, now
         rows = [self._util(sample, history, width), self._memory(sample, width), self._temperature(info, sample, history, width),
                 self._power(sample, history, width), self._clock(info, sample, width), self._badges(sample, width)]
+        if detail and self.compact:
+            rows.insert(0, Text(f"{title} (enter closes)", self.style_of("gpu--label"), no_wrap=True))
         return Text("\n").join(rows)
 
     # -- rows ---------------------------------------------------------------------
@@ -125,11 +128,7 @@ class GpuPanel(StateView):
         return text
 
     def _temp_style(self, temp: float | None, slowdown: float | None) -> str:
-        if temp is None:
-            return "gpu--dim"
-        if slowdown is not None and temp >= slowdown:
-            return "gpu--hot"
-        return "gpu--warn" if temp >= HOT_LINE_C else "gpu--ok"
+        return temp_role(temp, slowdown)
 
     def _temperature(self, info: GpuInfo, s: GpuSample, h: st.GpuHistory, width: int) -> Text:
         slowdown = info.temp_slowdown_c
@@ -182,22 +181,10 @@ class GpuPanel(StateView):
         return text
 
     def _badges(self, s: GpuSample, width: int, short: bool = False) -> Text:
-        text = Text(no_wrap=True, overflow="ellipsis")
         reasons = s.throttle_reasons or []
         if not reasons:
-            text.append("no clock throttling" if not short else "", self.style_of("gpu--dim"))
-            return text
-        for i, reason in enumerate(reasons):
-            if i:
-                text.append(" ")
-            label = SHORT_REASON.get(reason, reason) if short else reason
-            if reason == "GpuIdle":
-                text.append(f"[{label}]", self.style_of("gpu--dim"))
-            else:
-                severe = reason in SEVERE_REASONS
-                padded = label if short else f" {label} "  # one-line panels have no room to spare
-                text.append(padded, self.style_of("gpu--badge-severe" if severe else "gpu--badge"))
-        return text
+            return Text("" if short else "no clock throttling", self.style_of("gpu--dim"), no_wrap=True)
+        return throttle_badges(reasons, self.style_of, short)
 
     def _one_line(self, info: GpuInfo, s: GpuSample) -> Text:
         text = Text(no_wrap=True, overflow="ellipsis")
@@ -214,7 +201,9 @@ class GpuPanel(StateView):
 
 
 class GpuGrid(Grid):
-    """The GPU panels, as many columns as fit; one column of one-liners when compact."""
+    """The GPU panels, as many columns as fit.  More GPUs than fit in one row of
+    panels, or two and more on a small screen: a row per GPU with a totals row, and
+    the selected GPU's full panel (on a small screen only once enter asks for it)."""
 
     PANEL_WIDTH = 52
 
@@ -230,14 +219,46 @@ class GpuGrid(Grid):
                 note.first(Static).update(message)
             return
         note.remove()
+        if not self.query(GpuRows):
+            self.mount(GpuRows())
         new = [GpuPanel(i) for i in indices if i not in existing]
         if new:
             self.mount_all(new)
         self.fit_columns()
 
+    def on_gpu_rows_changed(self, event: GpuRows.Changed) -> None:
+        event.stop()
+        self.fit_columns()
+
+    def table_mode(self) -> bool:
+        """Rows instead of side-by-side panels?"""
+        count = len(self.query(GpuPanel))
+        if count < 2:
+            return False
+        return self.screen.has_class("-compact") or count > self._columns_that_fit()
+
+    def _columns_that_fit(self) -> int:
+        return max(1, (self.size.width or 120) // self.PANEL_WIDTH)
+
     def fit_columns(self) -> None:
-        count = len(self.query(GpuPanel)) or 1
+        panels = list(self.query(GpuPanel))
         compact = self.screen.has_class("-compact")
-        columns = 1 if compact else max(1, min(count, (self.size.width or 120) // self.PANEL_WIDTH))
+        table = self.table_mode()
+        rows = self.query(GpuRows)
+        selected = rows.first(GpuRows).selected if rows else None
+        drilled = rows.first(GpuRows).drilled if rows else False
+        for row_view in rows:
+            row_view.display = table
+        for panel in panels:
+            shown = not table or (panel.index == (selected if selected is not None else panels[0].index)
+                                  and (drilled or not compact))
+            detail = table and compact and shown
+            if shown != panel.display or detail != panel.has_class("-detail"):
+                panel.display = shown
+                panel.set_class(detail, "-detail")
+                # app.tcss makes compact panels one line high; a drilled-down one needs its rows
+                panel.styles.height = DETAIL_ROWS if detail else None
+                panel.invalidate()
+        columns = 1 if compact or table else max(1, min(len(panels) or 1, self._columns_that_fit()))
         if self.styles.grid_size_columns != columns:
             self.styles.grid_size_columns = columns

@@ -1,0 +1,47 @@
+"""The one-GPU baseline a data-parallel run's scaling is judged against: taken from a
+recording of the same model on one GPU (``--baseline one.jsonl``), or measured in the
+same session just before (``--baseline-run``: the preset's one-GPU twin runs first)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from gputui.errors import UserError
+from gputui.presets import Preset
+
+THIS_SESSION = "this session, one GPU"
+
+
+def baseline_from_recording(path: Path) -> dict[str, Any]:
+    """``{"samples_per_sec", "source", "preset"}`` from a recording's summary: its
+    measured median throughput.  The recording must be of a run on one GPU (no
+    data-parallel ranks); a UserError naming the file says what is wrong otherwise."""
+    from gputui.record import read_recording
+
+    recording = read_recording(path)  # a UserError naming the file when it is not one
+    baseline = baseline_from_summary(recording.summary or {}, str(path), f"--baseline {path}")
+    baseline["preset"] = ((recording.header or {}).get("preset") or {}).get("name")
+    return baseline
+
+
+def baseline_from_summary(summary: dict[str, Any], source: str, where: str) -> dict[str, Any]:
+    """The baseline in a finished run's summary; ``where`` starts the error message."""
+    throughput = summary.get("throughput") or {}
+    rate = throughput.get("median")
+    if not isinstance(rate, (int, float)) or rate <= 0:
+        raise UserError(f"{where}: expected a finished run with a measured throughput in its summary")
+    if (throughput.get("world_size") or 1) > 1:
+        raise UserError(f"{where}: expected a one-GPU run, got one on {throughput['world_size']} ranks")
+    return {"samples_per_sec": float(rate), "source": source}
+
+
+def one_gpu_twin(preset: Preset) -> Preset:
+    """The data-parallel preset as a plain one-GPU run (its first pinned GPU, if pinned)."""
+    if preset.data_parallel is None:
+        raise UserError(f"--baseline-run: preset {preset.name!r} is not data-parallel (no data_parallel key): "
+                        "expected a preset such as torch-resnet50-tuned-ddp")
+    pinned = preset.gpu_selectors()[:1]
+    return dataclasses.replace(preset, name=f"{preset.name} (one GPU)", data_parallel=None,
+                               gpus=pinned[0] if pinned else None)
