@@ -9,6 +9,7 @@ throughput series, so memory stays flat over a 24-hour run.
 from __future__ import annotations
 
 import re
+import shlex
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from gputui.history import KeptRun
 
 HISTORY = 240  # samples per sparkline series: 4 minutes at 1 s
-LOG_LINES = 500
+LOG_LINES = 10_000  # the output pane's scrollable history
 MAX_BINS = 1024  # throughput bins per run; pairs merge beyond this
 FIRST_BIN_S = 0.25
 
@@ -377,7 +378,7 @@ class DashboardState:
             self.touch(THROUGHPUT, STATUS)
         elif kind == ev.STARTED:
             run.pid = data.get("pid")
-            self.note("$ " + " ".join(data.get("command") or []))
+            self.note("$ " + shlex.join(data.get("command") or []))  # as a shell would take it back
         elif kind == ev.WORKLOAD:
             run.workload = data
             self.touch(THROUGHPUT)
