@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import OptionList, Static
@@ -41,7 +43,7 @@ def describe_preset(preset: Preset | None, gpu_names: list[str], compact: bool) 
     if preset.description:
         text.append(fmt.printable(preset.description) + "\n")
     if not compact:
-        what = f"{preset.framework} {preset.model or ''}".strip() if preset.is_workload else " ".join(preset.command or ())
+        what = f"{preset.framework} {preset.model or ''}".strip() if preset.is_workload else shlex.join(preset.command or ())
         text.append(fmt.printable(what) + "\n", "dim")
     if preset.reference:
         text.append("reference:\n", "dim")
