@@ -220,6 +220,8 @@ class DashboardState:
         self._recording_serial: int | None = None
         self.history: list[KeptRun] = []  # kept runs of earlier sessions, newest first
         self.replay: ReplayStatus | None = None  # set while replaying a recording
+        self.watched_pid: int | None = None  # --pid: the job started elsewhere being watched
+        self.watched_exit: str | None = None  # ... and, once it has gone, what ended it
         self.versions: Counter[str] = Counter()
 
     # -- Reading ------------------------------------------------------------------
@@ -232,6 +234,15 @@ class DashboardState:
     def live_run(self) -> RunView | None:
         run = self.run
         return run if run is not None and not run.ended else None
+
+    def idle_note(self) -> str:
+        """What the run's panels say while no run has started here."""
+        if self.watched_pid is None:
+            return "No run yet: pick a preset and press Enter."
+        if self.watched_exit:
+            return f"{self.watched_exit}; watching the machine. Pick a preset and press Enter to run one."
+        return (f"Watching pid {self.watched_pid}: its GPUs, CPU and processes are followed; "
+                "its throughput and output are not read (they go to its own terminal).")
 
     def gpu_names(self) -> list[str]:
         return [g["name"] for g in (self.header or {}).get("gpus") or [] if g.get("name")]
@@ -254,6 +265,9 @@ class DashboardState:
     def session_started(self, ticket: SessionTicket) -> RunView | None:
         self.session = ticket
         self.touch(STATUS)
+        if ticket.attach_pid is not None:
+            self.watched_pid, self.watched_exit = ticket.attach_pid, None
+            self.touch(THROUGHPUT, LOG)
         if not ticket.is_run:
             return None
         run = RunView(ticket=ticket)
@@ -359,6 +373,10 @@ class DashboardState:
                 self.touch(FINDINGS)
             return
         if run is None:
+            if kind == ev.STOPPING and ticket.attach_pid is not None:  # the watched job is gone
+                self.watched_exit = str(data.get("reason") or f"process {ticket.attach_pid} ended")
+                self.note(f"── {self.watched_exit}: watching the machine only ──")
+                self.touch(THROUGHPUT, STATUS)
             return  # watching has no output, throughput or outcome to show
         run.last_t = max(run.last_t, event.t)
         if kind == ev.THROUGHPUT:

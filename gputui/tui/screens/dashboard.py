@@ -40,6 +40,7 @@ class DashboardScreen(Screen):
     def __init__(self, presets: dict[str, Preset]) -> None:
         super().__init__(id="dashboard")
         self.presets = presets
+        self.initial_preset: str | None = None  # --preset: the sidebar describes it from the start
         crop_updates(self)  # partial updates send the changed cells, not whole panel rows
 
     def compose(self) -> ComposeResult:
@@ -63,7 +64,10 @@ class DashboardScreen(Screen):
                                  ("cpu", "CPU"), ("gpus", "GPUs"), ("log", "Output")):
             self.query_one(f"#{widget_id}").border_title = title
         self.fit_to(self.size.width, self.size.height)
-        self.query_one(PresetList).focus()
+        presets = self.query_one(PresetList)
+        presets.focus()
+        if self.initial_preset:
+            presets.select_name(self.initial_preset)
         self.show_highlighted_preset()
 
     def on_resize(self, event) -> None:

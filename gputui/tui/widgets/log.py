@@ -48,7 +48,6 @@ class LogPane(StateView):
         # counts them all; the deque keeps the last ones).  None: follow the tail.
         self._top: int | None = None
         self._shown_subtitle: str | None = None
-        self.empty_note = "The run's output appears here."
 
     # -- What is shown ------------------------------------------------------------------
     @property
@@ -78,7 +77,7 @@ class LogPane(StateView):
         lines = [log[i] for i in range(start, min(len(log), start + self._height()))]
         self._show_position(top, first, end)
         if not lines:
-            return Text(self.empty_note, self.style_of("log--note"))
+            return Text(self._empty_note(), self.style_of("log--note"))
         text = Text(no_wrap=True, overflow="ellipsis")
         for i, (stream, line) in enumerate(lines):
             if i:
@@ -87,6 +86,11 @@ class LogPane(StateView):
             # one entry, one row: a note quoting a multi-line command keeps to its row
             text.append(line.expandtabs(4).replace("\n", "⏎"), self.style_of(style) if style else None)
         return text
+
+    def _empty_note(self) -> str:
+        if self.state.watched_pid is not None:
+            return f"Watching pid {self.state.watched_pid}: its output goes to its own terminal, not here."
+        return "The run's output appears here."
 
     def _show_position(self, top: int, first: int, end: int) -> None:
         """The border says where the view is while it does not follow the tail."""

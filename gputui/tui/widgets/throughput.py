@@ -3,6 +3,7 @@ the preset's reference result as lines, with the figures in one line above."""
 
 from __future__ import annotations
 
+import textwrap
 import time
 
 from rich.style import Style
@@ -57,7 +58,8 @@ class ThroughputChart(StateView):
         run = self.state.run
         width, height = self.content_size.width or 40, self.content_size.height or 8
         if run is None:
-            return Text("No run yet: pick a preset and press Enter.", self.style_of("chart--dim"))
+            # wrapped here: panels crop their lines, and this one is longer than the chart
+            return Text(textwrap.fill(self.state.idle_note(), max(20, width)), self.style_of("chart--dim"))
         reference = st.pick_reference(run.preset, self.state.gpu_names())
         text = self._legend(run, reference)
         key = (run.ticket.serial, run.ended, width, height, reference)
