@@ -1,4 +1,4 @@
-"""SVG snapshots of the dashboard at 80×24 and 160×48 (and 80×24 in the
+"""SVG snapshots of the dashboard at 80×24, 120×40, 160×48 and 200×60 (and 80×24 in the
 high-contrast theme), fed by deterministic sessions: fixed times, GPU samples from
 the real GpuTelemetry reading tests/fake_nvml.py, a fixed host sample.
 
@@ -44,8 +44,9 @@ def render(size: tuple[int, int], tmp_path: Path, theme: str | None) -> tuple[st
     return run_async(scenario())
 
 
-@pytest.mark.parametrize("size, theme", [((80, 24), None), ((160, 48), None), ((80, 24), "gputui-high-contrast")],
-                         ids=["80x24", "160x48", "80x24-high-contrast"])
+@pytest.mark.parametrize("size, theme", [((80, 24), None), ((120, 40), None), ((160, 48), None), ((200, 60), None),
+                                         ((80, 24), "gputui-high-contrast")],
+                         ids=["80x24", "120x40", "160x48", "200x60", "80x24-high-contrast"])
 def test_dashboard_snapshot(size, theme, tmp_path):
     name = f"dashboard_{size[0]}x{size[1]}" + (f"_{theme}" if theme else "")
     text, svg = render(size, tmp_path, theme)
