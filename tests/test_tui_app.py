@@ -113,7 +113,7 @@ def test_stop_run_again_and_quit_leave_no_process_and_a_finished_recording(isola
             await wait_until(pilot, lambda: second.pid and second.series.readings >= 3, what="second throughput")
             groups.append(os.getpgid(second.pid))
             text = await shown(pilot)
-            assert "■ #1 smoke-long stopped" in text and "● #2 smoke-long" in text
+            assert "■ #1 smoke-long stopped" in text and "● #2 smoke-long" in text, text
             await pilot.press("q")
         assert app.return_value == 0
 

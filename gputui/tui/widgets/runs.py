@@ -20,7 +20,6 @@ from gputui.tui.widgets.base import StateView
 
 _MARKS = {"ok": "✓", "running": "●", "stopping": "■", "stopped": "■", "watched": "○"}
 Entry = Union[st.RunView, KeptRun]
-MIN_LABEL = 10  # a run's name keeps at least this many cells before its figure is left out
 
 
 def entry_key(entry: Entry) -> tuple[str, str]:
@@ -109,10 +108,17 @@ class RunsList(StateView):
         rows = max(1, entries) + frame
         if self.styles.max_height is None or self.styles.max_height.value != rows:
             self.styles.max_height = rows
+            self.invalidate()
+
+    def on_mount(self) -> None:
+        self.fit_height(0)
+
+    def sync(self, force: bool = False) -> None:
+        self.fit_height(len(self.entries()))  # before drawing: the box grows, then its lines are drawn
+        super().sync(force)
 
     def build(self) -> Text:
         entries = self.entries()
-        self.fit_height(len(entries))
         if not entries:
             return Text("No runs yet.", self.style_of("runs--dim"))
         self.cursor = min(self.cursor, len(entries) - 1)
@@ -141,9 +147,9 @@ class RunsList(StateView):
         right = f"{fmt.rate(median)}/s" if median else ""
         middle = "" if word in ("ok", "watched") else f" {word}"
         room = width - 2 - len(middle) - len(right) - 1
-        if right and room < MIN_LABEL:  # narrow: the name and outcome first, the figure goes
+        if right and len(left) > room:  # short of room: the name and outcome first, the figure goes
             right, room = "", room + len(right)
-        if len(left) > room:  # keep the outcome (and the figure) in view: the name gives way, marked
+        if len(left) > room:  # keep the outcome in view: the name gives way, marked
             left = left[:max(1, room - 1)] + "…"
         pad = max(1, width - 2 - len(left) - len(middle) - len(right))
         text.append(left, self.style_of("runs--dim") if isinstance(entry, KeptRun) else None)
