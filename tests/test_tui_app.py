@@ -258,9 +258,11 @@ def _all_bindings():
     from gputui.tui.screens.compare import CompareScreen
     from gputui.tui.replay import ReplayApp
     from gputui.tui.widgets.runs import RunsList
+    from gputui.tui.widgets.log import LogPane
+    from gputui.tui.widgets.presets import PresetFilter
 
     for owner in (GpuTuiApp, DashboardScreen, PresetList, S, F, PresetEditorScreen, NameScreen, ConflictScreen,
-                  RunsList, CompareScreen, ReplayApp):
+                  RunsList, CompareScreen, ReplayApp, LogPane, PresetFilter):
         for binding in owner.BINDINGS:
             yield owner.__name__, binding
 

@@ -17,7 +17,6 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Input, Label, Select, Static, TabbedContent, TabPane, TextArea
-from textual.widgets.option_list import Option
 
 from gputui.errors import UserError
 from gputui.preset_store import TEMPLATE, ConflictError, PresetFile, check_name, is_builtin, source_table
@@ -431,9 +430,7 @@ def apply_saved(app, saved: dict[str, Preset], removed: str | None, select: str)
     from gputui.tui.widgets.presets import PresetList
 
     for plist in app.dashboard.query(PresetList):
-        plist.clear_options()
-        plist.add_options([Option(name, id=name) for name in sorted(presets)])
-        plist.select_name(select)
+        plist.refill(select)
     app.dashboard.show_highlighted_preset()
 
 
