@@ -8,7 +8,7 @@ import shlex
 from textual.widgets import Input
 
 from gputui.presets import load_file, load_presets
-from gputui.tui.screens.editor import PresetEditorScreen, readable_join
+from gputui.tui.screens.editor import PresetEditorScreen
 from gputui.tui.widgets.presets import PresetDetails, PresetList
 from tests.test_tui_app import app_for
 from tests.test_tui_support import run_async, shown, wait_until
@@ -17,6 +17,8 @@ COMMAND = 'python3 -c "print(\'hi there\')"'
 
 
 def test_readable_join_quotes_as_a_person_would_and_a_shell_splits_it_back():
+    from gputui.tui.screens.editor import readable_join
+
     for argv in (["python3", "-c", "print('hi there')"], ["echo", "it's $HOME"], ["a b", "c"], ["plain"]):
         assert shlex.split(readable_join(argv)) == argv
     assert readable_join(["python3", "-c", "print('hi there')"]) == COMMAND

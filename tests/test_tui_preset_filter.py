@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from gputui.tui.app import make_app
-from gputui.tui.widgets.presets import PresetDetails, PresetFilter, PresetList
+from gputui.tui.widgets.presets import PresetDetails, PresetList
 from tests.test_tui_support import demo_preset, run_async, scripted_factory, wait_until
 
 
@@ -25,7 +25,7 @@ def test_slash_filters_a_list_longer_than_the_screen_and_esc_clears_it(tmp_path)
             plist = app.dashboard.query_one(PresetList)
             await wait_until(pilot, lambda: plist.region.height > 0, what="the list")
             assert plist.option_count == 30 and plist.option_count > plist.region.height  # longer than its room
-            field = app.dashboard.query_one(PresetFilter)
+            field = app.dashboard.query_one("#preset-filter")
             assert not field.display
             await pilot.press("slash")
             assert field.display and app.focused is field
