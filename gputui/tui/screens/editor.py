@@ -12,6 +12,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -290,7 +291,7 @@ class PresetEditorScreen(DismissOnce, Screen):
             self.show_rows()
         self.validate()
 
-    def on_descendant_focus(self, event: Any) -> None:
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
         # The cursor goes to the end of a field tabbed into, so typing adds to it.
         if isinstance(event.widget, Input):
             event.widget.cursor_position = len(event.widget.value)

@@ -147,9 +147,11 @@ class RunsList(StateView):
         right = f"{fmt.rate(median)}/s" if median else ""
         middle = "" if word in ("ok", "watched") else f" {word}"
         room = width - 2 - len(middle) - len(right) - 1
-        if right and len(left) > room:  # short of room: the name and outcome first, the figure goes
+        # Short of room, this session's runs keep their name and outcome (the figure
+        # goes first); a kept run keeps its figure (its label is mostly the date).
+        if right and len(left) > room and isinstance(entry, st.RunView):
             right, room = "", room + len(right)
-        if len(left) > room:  # keep the outcome in view: the name gives way, marked
+        if len(left) > room:  # the outcome (and figure) stay in view: the name gives way, marked
             left = left[:max(1, room - 1)] + "…"
         pad = max(1, width - 2 - len(left) - len(middle) - len(right))
         text.append(left, self.style_of("runs--dim") if isinstance(entry, KeptRun) else None)
