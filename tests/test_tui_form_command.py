@@ -4,6 +4,7 @@ the command stays as typed, and the sidebar shows it quoted for a shell."""
 from __future__ import annotations
 
 import shlex
+import time
 
 from textual.widgets import Input
 
@@ -12,6 +13,7 @@ from gputui.tui.screens.editor import PresetEditorScreen
 from gputui.tui.widgets.presets import PresetDetails, PresetList
 from tests.test_tui_app import app_for
 from tests.test_tui_support import run_async, shown, wait_until
+from tests.test_tui_tmux import needs_tmux, tmux, wait_gone  # noqa: F401 (tmux: the fixture)
 
 COMMAND = 'python3 -c "print(\'hi there\')"'
 
@@ -90,3 +92,28 @@ def test_typing_into_a_field_tabbed_into_adds_to_it(tmp_path, monkeypatch):
             assert description.value == before + " (mine)"
 
     run_async(scenario())
+
+
+@needs_tmux
+def test_a_command_preset_made_with_the_form_alone_runs_in_a_real_terminal(tmux, tmp_path):
+    user = tmp_path / "xdg" / "gputui" / "presets.toml"
+    gputui = tmux.start([])  # 80×24
+    tmux.wait_for(r"Presets")
+    tmux.keys("n")
+    tmux.wait_for(r"New preset, not saved yet")
+    tmux.wait_for(r"✓ valid")
+    tmux.keys(*["BSpace"] * 12)
+    tmux.wait_for(r"(?m)^ name\s*$")
+    tmux.keys("-l", "by-keys")
+    tmux.wait_for(r"name\s+by-keys")
+    tmux.keys("Tab", "Tab")  # description, command
+    time.sleep(0.5)
+    tmux.keys("-l", "python3 -c \"print('hello from the form')\"")
+    tmux.wait_for(r"command\s+python3 -c \"print\('hello from the form'\)\"")
+    tmux.wait_for(r"✓ valid")  # no framework, batch size or warmup_steps asked for
+    tmux.keys("C-r")  # save and run
+    tmux.wait_for(r"hello from the form")  # in the output pane
+    tmux.keys("q")
+    wait_gone([gputui])
+    preset = load_file(user)["by-keys"]
+    assert preset.command == ("python3", "-c", "print('hello from the form')") and preset.framework is None
