@@ -522,8 +522,7 @@ class Runner:
         try:
             for pipe, stream in pipes:
                 decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-                splitter = LineSplitter(lambda text, progress, truncated, stream=stream:
-                                        self._deliver(text, stream, progress, truncated))
+                splitter = LineSplitter(self._emitter(stream))
                 sel.register(pipe.fileno(), selectors.EVENT_READ, (pipe, stream, decoder, splitter))
             while sel.get_map():
                 timeout = max(0.0, min(settle_at.values()) - time.monotonic()) if settle_at else None
@@ -555,6 +554,12 @@ class Runner:
                     pipe.close()
                 except OSError:
                     pass
+
+    def _emitter(self, stream: str) -> Callable[[str, bool, bool], None]:
+        """What a stream's LineSplitter calls with each line."""
+        def emit(text: str, progress: bool, truncated: bool) -> None:
+            self._deliver(text, stream, progress, truncated)
+        return emit
 
     def _deliver(self, text: str, stream: str, progress: bool, truncated: bool) -> None:
         text = strip_ansi(text)

@@ -95,7 +95,7 @@ def test_typing_into_a_field_tabbed_into_adds_to_it(tmp_path, monkeypatch):
 
 
 @needs_tmux
-def test_a_command_preset_made_with_the_form_alone_runs_in_a_real_terminal(tmux, tmp_path):
+def test_a_command_preset_made_with_the_form_alone_runs_in_a_real_terminal(tmux, tmp_path):  # noqa: F811
     user = tmp_path / "xdg" / "gputui" / "presets.toml"
     gputui = tmux.start([])  # 80×24
     tmux.wait_for(r"Presets")
