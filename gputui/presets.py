@@ -193,7 +193,13 @@ def _one_of(choices: tuple[str, ...]) -> Callable[[Any], str]:
 
 def _argv(value: Any) -> tuple[str, ...]:
     if isinstance(value, str):
-        raise _Bad(f"a list of arguments, e.g. {shlex.split(value)!r}" if value.strip() else "a non-empty list of strings")
+        if not value.strip():
+            raise _Bad("a non-empty list of strings")
+        try:
+            example = shlex.split(value)
+        except ValueError:  # half-typed in the editor: an open quote
+            raise _Bad(f"a list of arguments; {value!r} has a quote that is not closed") from None
+        raise _Bad(f"a list of arguments, e.g. {example!r}")
     if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
         raise _Bad("a non-empty list of strings")
     return tuple(value)

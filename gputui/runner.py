@@ -11,10 +11,10 @@ guard's descendants that left the group (``setsid()``) get the same signals, and
 guard, a child subreaper, adopts them when their parent dies so they stay findable.
 
 Threads.  :meth:`Runner.start` spawns the guard from the calling thread, which may be
-any thread and need not outlive the run (see above).  Each pipe has a reader thread
-that calls ``on_line``; one monitor thread waits for the guard, enforces the timeout
-and the KILL deadline, and classifies the outcome.  **``on_line`` is called from the
-reader threads (stdout and stderr concurrently): it must be quick and thread-safe.**
+any thread and need not outlive the run (see above).  One reader thread reads both
+pipes, in arrival order, and calls ``on_line``; one monitor thread waits for the guard,
+enforces the timeout and the KILL deadline, and classifies the outcome.  **``on_line``
+is called from the reader thread: it must be quick and thread-safe.**
 Exceptions it raises are logged and swallowed; they never stop the reader.
 
 Typical use by the session::
@@ -34,6 +34,7 @@ import logging
 import os
 import re
 import select
+import selectors
 import shutil
 import signal
 import subprocess
@@ -43,6 +44,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from gputui import _guard
 
@@ -471,10 +473,10 @@ class Runner:
             self._proc = proc
             self._pgid = proc.pid  # the guard leads the new session and group
             stop_early = self._stop_reason is not None
-        for stream, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
-            t = threading.Thread(target=self._read, args=(pipe, stream), name=f"gputui-runner-{stream}-{proc.pid}", daemon=True)
-            t.start()
-            self._readers.append(t)
+        t = threading.Thread(target=self._read, args=([(proc.stdout, "stdout"), (proc.stderr, "stderr")],),
+                             name=f"gputui-runner-output-{proc.pid}", daemon=True)
+        t.start()
+        self._readers.append(t)
         if stop_early:
             self._signal_group(signal.SIGTERM)
         self._read_report(report_r)
@@ -516,27 +518,53 @@ class Runner:
 
     # -- output -----------------------------------------------------------------------
 
-    def _read(self, pipe, stream: str) -> None:
-        fd = pipe.fileno()
-        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        splitter = LineSplitter(lambda text, progress, truncated: self._deliver(text, stream, progress, truncated))
+    def _read(self, pipes: list[tuple[Any, str]]) -> None:
+        """Read both pipes in one thread, in the order their bytes become readable: with
+        a thread per pipe, a stderr line could overtake the stdout line printed before
+        it whenever the stdout thread waited (for the GIL, or on a slow ``on_line``)."""
+        sel = selectors.DefaultSelector()
+        settle_at: dict[int, float] = {}  # fd -> when its trailing '\r' counts as progress
         try:
-            while True:
-                if splitter.pending_cr and not _readable(fd, CR_SETTLE_S):
-                    splitter.settle_cr()
-                chunk = os.read(fd, READ_CHUNK)
-                if not chunk:
-                    break
-                splitter.feed(decoder.decode(chunk))
-            splitter.feed(decoder.decode(b"", final=True))
-            splitter.close()
+            for pipe, stream in pipes:
+                decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+                splitter = LineSplitter(self._emitter(stream))
+                sel.register(pipe.fileno(), selectors.EVENT_READ, (pipe, stream, decoder, splitter))
+            while sel.get_map():
+                timeout = max(0.0, min(settle_at.values()) - time.monotonic()) if settle_at else None
+                ready = sel.select(timeout)
+                for key, _ in ready:
+                    pipe, stream, decoder, splitter = key.data
+                    settle_at.pop(key.fd, None)
+                    chunk = os.read(key.fd, READ_CHUNK)
+                    if chunk:
+                        splitter.feed(decoder.decode(chunk))
+                    else:
+                        sel.unregister(key.fd)
+                        splitter.feed(decoder.decode(b"", final=True))
+                        splitter.close()
+                        continue
+                    if splitter.pending_cr:
+                        settle_at[key.fd] = time.monotonic() + CR_SETTLE_S
+                now = time.monotonic()
+                for fd, due in list(settle_at.items()):
+                    if due <= now:  # no '\n' came soon after the '\r'
+                        del settle_at[fd]
+                        sel.get_key(fd).data[3].settle_cr()
         except Exception:
-            log.exception("runner: reading %s failed", stream)
+            log.exception("runner: reading the output failed")
         finally:
-            try:
-                pipe.close()
-            except OSError:
-                pass
+            sel.close()
+            for pipe, _ in pipes:
+                try:
+                    pipe.close()
+                except OSError:
+                    pass
+
+    def _emitter(self, stream: str) -> Callable[[str, bool, bool], None]:
+        """What a stream's LineSplitter calls with each line."""
+        def emit(text: str, progress: bool, truncated: bool) -> None:
+            self._deliver(text, stream, progress, truncated)
+        return emit
 
     def _deliver(self, text: str, stream: str, progress: bool, truncated: bool) -> None:
         text = strip_ansi(text)

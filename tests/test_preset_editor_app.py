@@ -160,7 +160,7 @@ def test_create_a_preset_in_a_real_terminal_with_keys_alone(tmux, tmp_path):  # 
     gputui = tmux.start([])
     tmux.wait_for(r"Presets")
     tmux.keys("n")
-    tmux.wait_for(r"New preset: saved to")
+    tmux.wait_for(r"New preset, not saved yet")
     tmux.wait_for(r"✓ valid")  # the form is up, the name field has the focus
     # Wait for each key's effect: keys typed faster than the app reads them may merge.
     tmux.keys(*["BSpace"] * 12)

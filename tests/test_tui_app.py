@@ -259,10 +259,12 @@ def _all_bindings():
     from gputui.tui.screens.editor import ConflictScreen, NameScreen, PresetEditorScreen
     from gputui.tui.screens.findings import FindingsScreen as F
     from gputui.tui.screens.summary import SummaryScreen as S
+    from gputui.tui.widgets.log import LogPane
+    from gputui.tui.widgets.presets import PresetFilter
     from gputui.tui.widgets.runs import RunsList
 
     for owner in (GpuTuiApp, DashboardScreen, PresetList, S, F, PresetEditorScreen, NameScreen, ConflictScreen,
-                  RunsList, CompareScreen, ReplayApp):
+                  RunsList, CompareScreen, ReplayApp, LogPane, PresetFilter):
         for binding in owner.BINDINGS:
             yield owner.__name__, binding
 

@@ -1,4 +1,4 @@
-"""SVG snapshots of the dashboard at 80×24 and 160×48 (and 80×24 in the
+"""SVG snapshots of the dashboard at 80×24, 120×40, 160×48 and 200×60 (and 80×24 in the
 high-contrast theme; 8 GPUs at 80×24 and 200×60), fed by deterministic sessions: fixed times, GPU samples from
 the real GpuTelemetry reading tests/fake_nvml.py, a fixed host sample.
 
@@ -52,8 +52,9 @@ def render(size: tuple[int, int], tmp_path: Path, theme: str | None, gpus: list[
     return run_async(scenario())
 
 
-@pytest.mark.parametrize("size, theme", [((80, 24), None), ((160, 48), None), ((80, 24), "gputui-high-contrast")],
-                         ids=["80x24", "160x48", "80x24-high-contrast"])
+@pytest.mark.parametrize("size, theme", [((80, 24), None), ((120, 40), None), ((160, 48), None), ((200, 60), None),
+                                         ((80, 24), "gputui-high-contrast")],
+                         ids=["80x24", "120x40", "160x48", "200x60", "80x24-high-contrast"])
 def test_dashboard_snapshot(size, theme, tmp_path):
     name = f"dashboard_{size[0]}x{size[1]}" + (f"_{theme}" if theme else "")
     check_snapshot(name, *render(size, tmp_path, theme), tmp_path)

@@ -405,6 +405,7 @@ class GpuTuiApp(DashboardApp):
         self.supervisor = SessionSupervisor(make_session, self._observers_for, self._session_ended, interval=interval,
                                             duration=duration, attach_pid=attach_pid, diagnosis=diagnosis)
         self._start_preset = start_preset
+        self.dashboard.initial_preset = start_preset
         self._record_path = record_path
         self._record_force = record_force
         self._recorder: Recorder | None = None

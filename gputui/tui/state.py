@@ -9,6 +9,7 @@ throughput series, so memory stays flat over a 24-hour run.
 from __future__ import annotations
 
 import re
+import shlex
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from gputui.history import KeptRun
 
 HISTORY = 240  # samples per sparkline series: 4 minutes at 1 s
-LOG_LINES = 500
+LOG_LINES = 10_000  # the output pane's scrollable history
 MAX_BINS = 1024  # throughput bins per run; pairs merge beyond this
 FIRST_BIN_S = 0.25
 
@@ -219,6 +220,8 @@ class DashboardState:
         self._recording_serial: int | None = None
         self.history: list[KeptRun] = []  # kept runs of earlier sessions, newest first
         self.replay: ReplayStatus | None = None  # set while replaying a recording
+        self.watched_pid: int | None = None  # --pid: the job started elsewhere being watched
+        self.watched_exit: str | None = None  # ... and, once it has gone, what ended it
         self.versions: Counter[str] = Counter()
 
     # -- Reading ------------------------------------------------------------------
@@ -231,6 +234,15 @@ class DashboardState:
     def live_run(self) -> RunView | None:
         run = self.run
         return run if run is not None and not run.ended else None
+
+    def idle_note(self) -> str:
+        """What the run's panels say while no run has started here."""
+        if self.watched_pid is None:
+            return "No run yet: pick a preset and press Enter."
+        if self.watched_exit:
+            return f"{self.watched_exit}; watching the machine. Pick a preset and press Enter to run one."
+        return (f"Watching pid {self.watched_pid}: its GPUs, CPU and processes are followed; "
+                "its throughput and output are not read (they go to its own terminal).")
 
     def gpu_names(self) -> list[str]:
         return [g["name"] for g in (self.header or {}).get("gpus") or [] if g.get("name")]
@@ -253,6 +265,9 @@ class DashboardState:
     def session_started(self, ticket: SessionTicket) -> RunView | None:
         self.session = ticket
         self.touch(STATUS)
+        if ticket.attach_pid is not None:
+            self.watched_pid, self.watched_exit = ticket.attach_pid, None
+            self.touch(THROUGHPUT, LOG)
         if not ticket.is_run:
             return None
         run = RunView(ticket=ticket)
@@ -358,6 +373,10 @@ class DashboardState:
                 self.touch(FINDINGS)
             return
         if run is None:
+            if kind == ev.STOPPING and ticket.attach_pid is not None:  # the watched job is gone
+                self.watched_exit = str(data.get("reason") or f"process {ticket.attach_pid} ended")
+                self.note(f"── {self.watched_exit}: watching the machine only ──")
+                self.touch(THROUGHPUT, STATUS)
             return  # watching has no output, throughput or outcome to show
         run.last_t = max(run.last_t, event.t)
         if kind == ev.THROUGHPUT:
@@ -377,7 +396,7 @@ class DashboardState:
             self.touch(THROUGHPUT, STATUS)
         elif kind == ev.STARTED:
             run.pid = data.get("pid")
-            self.note("$ " + " ".join(data.get("command") or []))
+            self.note("$ " + shlex.join(data.get("command") or []))  # as a shell would take it back
         elif kind == ev.WORKLOAD:
             run.workload = data
             self.touch(THROUGHPUT)

@@ -21,7 +21,7 @@ from gputui.tui.widgets.findings import FindingsStrip
 from gputui.tui.widgets.gpu import GpuGrid
 from gputui.tui.widgets.header import MachineHeader
 from gputui.tui.widgets.log import LogPane
-from gputui.tui.widgets.presets import PresetDetails, PresetList
+from gputui.tui.widgets.presets import PresetDetails, PresetFilter, PresetList
 from gputui.tui.widgets.runs import RunsList
 from gputui.tui.widgets.throughput import ThroughputChart
 
@@ -39,17 +39,20 @@ class DashboardScreen(Screen):
         Binding("u", "app.show_summary", "Summary", id="show_summary"),
         Binding("e", "edit_preset", "Edit", id="edit_preset"),
         Binding("n", "new_preset", "New", id="new_preset"),
+        Binding("slash", "filter_presets", "Filter presets", id="filter_presets", show=False),
     ]
 
     def __init__(self, presets: dict[str, Preset]) -> None:
         super().__init__(id="dashboard")
         self.presets = presets
+        self.initial_preset: str | None = None  # --preset: the sidebar describes it from the start
         crop_updates(self)  # partial updates send the changed cells, not whole panel rows
 
     def compose(self) -> ComposeResult:
         yield MachineHeader(id="machine")
         with Horizontal(id="body"):
             with Vertical(id="sidebar"):
+                yield PresetFilter(id="preset-filter")
                 yield PresetList(self.presets, id="presets")
                 yield PresetDetails(id="preset-details")
                 yield RunsList(id="runs")
@@ -67,7 +70,10 @@ class DashboardScreen(Screen):
                                  ("cpu", "CPU"), ("gpus", "GPUs"), ("log", "Output")):
             self.query_one(f"#{widget_id}").border_title = title
         self.fit_to(self.size.width, self.size.height)
-        self.query_one(PresetList).focus()
+        presets = self.query_one(PresetList)
+        presets.focus()
+        if self.initial_preset:
+            presets.select_name(self.initial_preset)
         self.show_highlighted_preset()
 
     def on_resize(self, event) -> None:
@@ -101,6 +107,24 @@ class DashboardScreen(Screen):
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         if event.option.id:
             self.app.start_preset(event.option.id)  # type: ignore[attr-defined]
+
+    # -- The preset list's filter ---------------------------------------------------------
+    def action_filter_presets(self) -> None:
+        """``/``: a field above the list narrows it (lists longer than the screen)."""
+        field = self.query_one(PresetFilter)
+        field.add_class("-active")
+        field.focus()
+
+    def on_input_changed(self, event: PresetFilter.Changed) -> None:
+        if isinstance(event.input, PresetFilter):
+            self.query_one(PresetList).filter_by(event.value)
+            self.show_highlighted_preset()
+
+    def on_preset_filter_done(self, event: PresetFilter.Done) -> None:
+        field = self.query_one(PresetFilter)
+        if event.cleared or not field.value:
+            field.remove_class("-active")
+        self.query_one(PresetList).focus()
 
     def action_edit_preset(self) -> None:
         self._open_editor(self.query_one(PresetList).selected_preset, new=False)

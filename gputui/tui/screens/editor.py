@@ -11,16 +11,16 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Input, Label, Select, Static, TabbedContent, TabPane, TextArea
-from textual.widgets.option_list import Option
 
 from gputui.errors import UserError
 from gputui.preset_store import TEMPLATE, ConflictError, PresetFile, check_name, is_builtin, source_table
-from gputui.presets import Preset, check_preset, parse_text, user_presets_path
+from gputui.presets import WORKLOAD_CHECKS, Preset, check_preset, parse_text, user_presets_path
 from gputui.tui.screens.once import DismissOnce
 from gputui.workloads.catalog import FRAMEWORKS, PIPELINES
 
@@ -38,6 +38,22 @@ FIELDS = (
     ("env", "env", "env"),
 )
 TOML_TAB = Path("<TOML tab>")
+# Rows of the form that only a built-in workload has: hidden while a command is typed.
+WORKLOAD_FIELDS = tuple(key for key, _label, _kind in FIELDS if key in WORKLOAD_CHECKS)
+# What a shell leaves alone inside double quotes.
+_DOUBLE_QUOTE_SPECIAL = set('"$`\\!')
+
+
+def readable_join(argv: list[str]) -> str:
+    """A command line a shell splits back into ``argv``, quoted as a person would:
+    ``python3 -c "print('hi')"`` rather than shlex's ``'print('"'"'hi'"'"')'``."""
+    words = []
+    for word in argv:
+        quoted = shlex.quote(word)
+        if quoted != word and "'" in word and not _DOUBLE_QUOTE_SPECIAL & set(word):
+            quoted = f'"{word}"'
+        words.append(quoted)
+    return " ".join(words)
 
 
 def _select_options(key: str, framework: str | None) -> list[tuple[str, str]]:
@@ -56,7 +72,7 @@ def _field_text(kind: str, value: Any) -> str:
     if value is None:
         return ""
     if kind == "words":
-        return shlex.join(value) if isinstance(value, list) else str(value)
+        return readable_join(value) if isinstance(value, list) else str(value)
     if kind == "env":
         return " ".join(f"{k}={shlex.quote(str(v))}" for k, v in value.items()) if isinstance(value, dict) else str(value)
     return str(value)
@@ -136,6 +152,7 @@ class PresetEditorScreen(DismissOnce, Screen):
         self.saved = (self.original_name, dict(values))
         self._initial = (name, values)
         self._filling = False
+        self._typed_command: str | None = None  # the command as typed, shown back as typed
 
     # -- Layout ------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -147,9 +164,9 @@ class PresetEditorScreen(DismissOnce, Screen):
                 with VerticalScroll():
                     with Horizontal(classes="row"):
                         yield Label("name")
-                        yield Input(name, id="field-name", compact=True)
+                        yield Input(name, id="field-name", compact=True, select_on_focus=False)
                     for key, label, kind in FIELDS:
-                        with Horizontal(classes="row"):
+                        with Horizontal(classes="row", id=f"row-{key}"):
                             yield Label(label)
                             if kind == "select":
                                 options = _select_options(key, framework)
@@ -157,7 +174,8 @@ class PresetEditorScreen(DismissOnce, Screen):
                                 yield Select(options, id=f"field-{key}", compact=True, allow_blank=True,
                                              value=value if (value, value) in options else Select.NULL)
                             else:
-                                yield Input(_field_text(kind, values.get(key)), id=f"field-{key}", compact=True)
+                                yield Input(_field_text(kind, values.get(key)), id=f"field-{key}", compact=True,
+                                            select_on_focus=False)  # typing adds to the text, never replaces it
             with TabPane("TOML", id="tab-toml"):
                 yield TextArea(preset_toml(name, values), language="toml", id="editor-toml")
         yield Static("", id="editor-status")
@@ -165,16 +183,17 @@ class PresetEditorScreen(DismissOnce, Screen):
 
     def _source_line(self) -> str:
         if self.source_path is None:
-            return f"New preset: saved to {self.path}"
+            return f"New preset, not saved yet: ctrl+s saves it to {self.path}"
         if self.read_only:
             return (f"From {self.source_path} (built-in, read-only): "
                     f"ctrl+o saves an editable copy to {user_presets_path()}")
         if self.original_name is None:
-            return f"A copy, saved to {self.path}"
+            return f"A copy, not saved yet: ctrl+s saves it to {self.path}"
         return f"From {self.source_path}"
 
     def on_mount(self) -> None:
         self.query_one("#field-name", Input).focus()
+        self.show_rows()
         self.validate()
         self._clean = self.edited()  # what "no unsaved changes" looks like
 
@@ -190,10 +209,24 @@ class PresetEditorScreen(DismissOnce, Screen):
     def has_unsaved_changes(self) -> bool:
         return self.edited() != self._clean
 
+    def has_command(self) -> bool:
+        return bool(self.query_one("#field-command", Input).value.strip())
+
+    def show_rows(self) -> None:
+        """A command preset runs its own program: the workload's rows do not apply."""
+        command = self.has_command()
+        for key in WORKLOAD_FIELDS:
+            self.query_one(f"#row-{key}").display = not command
+
     # -- Reading the form --------------------------------------------------------------
     def form_values(self) -> tuple[str, dict[str, Any]]:
         values = dict(self.base)
+        command = self.has_command()
+        if command:  # workload keys (the template's warmup_steps too) do not apply
+            values = {k: v for k, v in values.items() if k not in WORKLOAD_CHECKS}
         for key, _label, kind in FIELDS:
+            if command and key in WORKLOAD_CHECKS:
+                continue
             if kind == "select":
                 chosen = self.query_one(f"#field-{key}", Select).value
                 value = chosen if chosen != Select.NULL else None
@@ -257,13 +290,27 @@ class PresetEditorScreen(DismissOnce, Screen):
                 select.set_options(options)
                 value = values.get(key)
                 select.value = value if (value, value) in options else Select.NULL
+            elif key == "command" and self._typed_command is not None and \
+                    _field_value(kind, self._typed_command) == values.get(key):
+                # the same command: keep it as it was typed
+                self.query_one("#field-command", Input).value = self._typed_command
             else:
                 self.query_one(f"#field-{key}", Input).value = _field_text(kind, values.get(key))
         self._filling = False
+        self.show_rows()
 
     # -- Events ------------------------------------------------------------------------
     def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "field-command":
+            if not self._filling:
+                self._typed_command = event.value
+            self.show_rows()
         self.validate()
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        # The cursor goes to the end of a field tabbed into, so typing adds to it.
+        if isinstance(event.widget, Input):
+            event.widget.cursor_position = len(event.widget.value)
 
     def on_select_changed(self, event: Select.Changed) -> None:
         if event.select.id == "field-framework" and not self._filling:
@@ -413,9 +460,7 @@ def apply_saved(app, saved: dict[str, Preset], removed: str | None, select: str)
     from gputui.tui.widgets.presets import PresetList
 
     for plist in app.dashboard.query(PresetList):
-        plist.clear_options()
-        plist.add_options([Option(name, id=name) for name in sorted(presets)])
-        plist.select_name(select)
+        plist.refill(select)
     app.dashboard.show_highlighted_preset()
 
 

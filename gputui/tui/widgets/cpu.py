@@ -13,6 +13,7 @@ from gputui.tui.widgets.base import StateView
 
 CORE_BAR_CELL = 18  # " 0 ██████▌    45%" per core when they fit as bars
 MIB = 1024 * 1024
+NARROW_PROCESS_LINE = 44  # below this many columns a process line leaves out the pid
 
 
 def rss(num_bytes: int | None) -> str:
@@ -44,8 +45,10 @@ class CpuPanel(StateView):
         if self.compact:  # two or three lines: machine and cores in one, then the run
             lines = [self._machine_and_cores(host, width), self._run_line(host.processes)]
         else:
-            lines = [self._machine(host, width)]
-            lines += self._cores(host.per_core or [], width)
+            lines = self._machine(host, width)
+            # bars per core where the rows the process tree leaves allow them
+            spare = height - len(lines) - (len(host.processes) + 1 if host.processes else 1)
+            lines += self._cores(host.per_core or [], width, spare)
             lines += self._processes(host.processes, width, max(1, height - len(lines)))
         return Text("\n").join(lines)
 
@@ -54,17 +57,24 @@ class CpuPanel(StateView):
             return "cpu--dim"
         return "cpu--high" if percent >= 90 else "cpu--mid" if percent >= 60 else "cpu--low"
 
-    def _machine(self, host: HostSample, width: int) -> Text:
+    def _machine(self, host: HostSample, width: int) -> list[Text]:
+        """One line, or two (memory on its own) when the panel is narrow."""
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append("CPU ", self.style_of("cpu--label"))
         text.append(fmt.pct(host.cpu_percent), self.style_of(self._level(host.cpu_percent)))
         if host.load_avg:
             text.append("  load ", self.style_of("cpu--label"))
             text.append(" ".join(f"{x:.1f}" for x in host.load_avg))
-        if host.memory_used is not None:
-            text.append("  mem ", self.style_of("cpu--label"))
-            text.append(f"{fmt.gib(host.memory_used)}/{fmt.gib(host.memory_total)} GiB")
-        return text
+        if host.memory_used is None:
+            return [text]
+        memory = Text(no_wrap=True, overflow="ellipsis")
+        memory.append("mem ", self.style_of("cpu--label"))
+        memory.append(f"{fmt.gib(host.memory_used)}/{fmt.gib(host.memory_total)} GiB")
+        if text.cell_len + 2 + memory.cell_len > width:
+            return [text, memory]
+        text.append("  ")
+        text.append_text(memory)
+        return [text]
 
     def _machine_and_cores(self, host: HostSample, width: int) -> Text:
         text = Text(no_wrap=True, overflow="ellipsis")
@@ -82,11 +92,11 @@ class CpuPanel(StateView):
         text.append(memory, self.style_of("cpu--label"))
         return text
 
-    def _cores(self, cores: list[float], width: int) -> list[Text]:
+    def _cores(self, cores: list[float], width: int, spare_rows: int = 4) -> list[Text]:
         if not cores:
             return []
         per_row = width // CORE_BAR_CELL
-        if per_row and len(cores) <= per_row * 4:
+        if per_row and len(cores) <= per_row * max(4, spare_rows):
             return self._core_bars(cores, per_row)
         # One cell per core, wrapped: 128 cores fit in two lines of a wide panel.
         lines = []
@@ -161,7 +171,10 @@ class CpuPanel(StateView):
         text.append("├ " if not is_main else "", self.style_of("cpu--dim"))
         label = f"{proc.role:<10}" if is_main else f"{proc.role:<8}"  # the tree mark takes two cells
         text.append(label, self.style_of("cpu--main" if is_main else "cpu--worker"))
-        text.append(f"{proc.pid:>7} ", self.style_of("cpu--dim"))
+        if width >= NARROW_PROCESS_LINE:  # narrow: the pid gives way to the name
+            text.append(f"{proc.pid:>7} ", self.style_of("cpu--dim"))
+        else:
+            text.append(" ")
         text.append(f"{fmt.num(proc.cpu_percent, '%'):>5}", self.style_of(self._level(proc.cpu_percent)))
         text.append(f" {rss(proc.rss):>6} ")
         text.append(proc.name or "", self.style_of("cpu--dim"))

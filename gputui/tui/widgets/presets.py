@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import shlex
+
 from rich.text import Text
 from textual.binding import Binding
-from textual.widgets import OptionList, Static
+from textual.message import Message
+from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from gputui import fmt
@@ -19,6 +22,27 @@ class PresetList(OptionList):
     def __init__(self, presets: dict[str, Preset], **kwargs) -> None:
         super().__init__(*(Option(fmt.printable(name), id=name) for name in sorted(presets)), **kwargs)
         self.presets = presets
+        self.filter_text = ""
+
+    def matching(self) -> list[str]:
+        """The names shown: those whose name or description holds the filter's text."""
+        needle = self.filter_text.casefold()
+        return [name for name in sorted(self.presets)
+                if needle in name.casefold() or needle in self.presets[name].description.casefold()]
+
+    def refill(self, select: str | None = None) -> None:
+        """Show the presets that match the filter (the app's presets may have changed)."""
+        keep = select or (self.highlighted_option.id if self.highlighted_option is not None else None)
+        self.clear_options()
+        self.add_options([Option(fmt.printable(name), id=name) for name in self.matching()])
+        if keep is not None:
+            self.select_name(keep)
+        if self.highlighted is None and self.option_count:
+            self.highlighted = 0
+
+    def filter_by(self, text: str) -> None:
+        self.filter_text = text
+        self.refill()
 
     @property
     def selected_preset(self) -> Preset | None:
@@ -41,7 +65,7 @@ def describe_preset(preset: Preset | None, gpu_names: list[str], compact: bool) 
     if preset.description:
         text.append(fmt.printable(preset.description) + "\n")
     if not compact:
-        what = f"{preset.framework} {preset.model or ''}".strip() if preset.is_workload else " ".join(preset.command or ())
+        what = f"{preset.framework} {preset.model or ''}".strip() if preset.is_workload else shlex.join(preset.command or ())
         text.append(fmt.printable(what) + "\n", "dim")
     if preset.reference:
         text.append("reference:\n", "dim")
@@ -61,3 +85,33 @@ class PresetDetails(Static):
 
     def show(self, preset: Preset | None, gpu_names: list[str], compact: bool) -> None:
         self.update(describe_preset(preset, gpu_names, compact))
+
+
+class PresetFilter(Input):
+    """The preset list's filter (``/``): a one-line field above the list, shown while
+    filtering.  Typing narrows the list; Enter or ↓ goes to the list; Esc clears it."""
+
+    BINDINGS = [
+        Binding("escape", "clear", "Clear filter", id="preset_filter_clear"),
+        Binding("down", "to_list", "To the list", id="preset_filter_to_list", show=False),
+    ]
+
+    class Done(Message):
+        """The filter was left: ``cleared`` when Esc emptied it."""
+
+        def __init__(self, cleared: bool) -> None:
+            super().__init__()
+            self.cleared = cleared
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(placeholder="filter presets", compact=True, select_on_focus=False, **kwargs)
+
+    def action_clear(self) -> None:
+        self.value = ""
+        self.post_message(self.Done(cleared=True))
+
+    def action_to_list(self) -> None:
+        self.post_message(self.Done(cleared=False))
+
+    async def action_submit(self) -> None:
+        self.post_message(self.Done(cleared=False))

@@ -99,6 +99,22 @@ class RunsList(StateView):
         self.invalidate()
 
     # -- Drawing -------------------------------------------------------------------------
+    def fit_height(self, entries: int) -> None:
+        """As tall as its entries (the sidebar's space goes unused rather than to an
+        empty box), up to what the sidebar has."""
+        frame = 1 if self.compact else 2  # a title rule, or a box
+        rows = max(1, entries) + frame
+        if self.styles.max_height is None or self.styles.max_height.value != rows:
+            self.styles.max_height = rows
+            self.invalidate()
+
+    def on_mount(self) -> None:
+        self.fit_height(0)
+
+    def sync(self, force: bool = False) -> None:
+        self.fit_height(len(self.entries()))  # before drawing: the box grows, then its lines are drawn
+        super().sync(force)
+
     def build(self) -> Text:
         entries = self.entries()
         if not entries:
@@ -129,7 +145,11 @@ class RunsList(StateView):
         right = f"{fmt.rate(median)}/s" if median else ""
         middle = "" if word in ("ok", "watched") else f" {word}"
         room = width - 2 - len(middle) - len(right) - 1
-        if isinstance(entry, KeptRun) and len(left) > room:  # keep the figure in view
+        # Short of room, this session's runs keep their name and outcome (the figure
+        # goes first); a kept run keeps its figure (its label is mostly the date).
+        if right and len(left) > room and isinstance(entry, st.RunView):
+            right, room = "", room + len(right)
+        if len(left) > room:  # the outcome (and figure) stay in view: the name gives way, marked
             left = left[:max(1, room - 1)] + "…"
         pad = max(1, width - 2 - len(left) - len(middle) - len(right))
         text.append(left, self.style_of("runs--dim") if isinstance(entry, KeptRun) else None)

@@ -3,6 +3,7 @@ the preset's reference result as lines, with the figures in one line above."""
 
 from __future__ import annotations
 
+import textwrap
 import time
 
 from rich.style import Style
@@ -17,6 +18,7 @@ GUTTER = 6  # y-axis labels
 
 
 PLOT_EVERY_S = 4.0
+LEGEND_SEPARATOR = " · "
 
 
 class ThroughputChart(StateView):
@@ -57,9 +59,11 @@ class ThroughputChart(StateView):
         run = self.state.run
         width, height = self.content_size.width or 40, self.content_size.height or 8
         if run is None:
-            return Text("No run yet: pick a preset and press Enter.", self.style_of("chart--dim"))
+            # wrapped here: panels crop their lines, and this one is longer than the chart
+            return Text(textwrap.fill(self.state.idle_note(), max(20, width)), self.style_of("chart--dim"))
         reference = st.pick_reference(run.preset, self.state.gpu_names())
-        text = self._legend(run, reference)
+        text = self._fit_legend(self._legend(run, reference), width)
+        height -= len(text.plain.split("\n")) - 1  # a legend on two lines leaves the plot a row less
         key = (run.ticket.serial, run.ended, width, height, reference)
         now = time.monotonic()
         if key != self._plot_key or now - self._plotted_at >= PLOT_EVERY_S:
@@ -94,6 +98,26 @@ class ThroughputChart(StateView):
             lines.append(axis)
         return lines
 
+    def _fit_legend(self, legend: Text, width: int) -> Text:
+        """The figures on as many lines as they need (at most two), broken between
+        figures rather than cut: a narrow chart keeps its key."""
+        if legend.cell_len <= width:
+            return legend
+        lines: list[Text] = []
+        for part in legend.split(LEGEND_SEPARATOR):
+            if lines and lines[-1].cell_len + len(LEGEND_SEPARATOR) + part.cell_len <= width:
+                lines[-1].append(LEGEND_SEPARATOR, self.style_of("chart--dim"))
+                lines[-1].append_text(part)
+            else:
+                lines.append(part)
+        if len(lines) > 2:  # the rest on the second line, cut with an ellipsis
+            rest = lines[1]
+            for more in lines[2:]:
+                rest.append(LEGEND_SEPARATOR, self.style_of("chart--dim"))
+                rest.append_text(more)
+            lines = lines[:2]
+        return Text("\n", no_wrap=True, overflow="ellipsis").join(lines)
+
     def _legend(self, run: st.RunView, reference) -> Text:
         text = Text(no_wrap=True, overflow="ellipsis")
         if run.current is None and run.result is None:
@@ -104,19 +128,19 @@ class ThroughputChart(StateView):
         text.append(f"{fmt.rate(now)}/s", self.style_of("chart--value"))
         text.append(" now" if not run.ended else " median", self.style_of("chart--dim"))
         if run.median is not None and not run.ended:
-            text.append(" · ", self.style_of("chart--dim"))
+            text.append(LEGEND_SEPARATOR, self.style_of("chart--dim"))
             text.append("─ median ", self.style_of("chart--median"))
             text.append(fmt.rate(run.median))
         if reference is not None:
             ref, matched = reference
-            text.append(" · ", self.style_of("chart--dim"))
+            text.append(LEGEND_SEPARATOR, self.style_of("chart--dim"))
             text.append(f"╌ {ref.gpu} ", self.style_of("chart--reference"))
             text.append(fmt.rate(ref.samples_per_sec))
             best = run.result or run.median
             if best and matched:
                 text.append(f" ({best / ref.samples_per_sec:.0%})", self.style_of("chart--value"))
         if run.phase and not run.ended:
-            text.append(f" · {run.phase}", self.style_of("chart--dim"))
+            text.append(f"{LEGEND_SEPARATOR}{run.phase}", self.style_of("chart--dim"))
         return text
 
     def _role_styles(self) -> dict[str, Style]:
