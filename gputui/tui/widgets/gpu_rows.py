@@ -91,8 +91,9 @@ class GpuRows(StateView):
     GpuRows .gpu--warn { color: $warning; }
     GpuRows .gpu--hot { color: $error; text-style: bold; }
     GpuRows .gpu--dim { color: $text-muted; }
-    GpuRows .gpu--badge { background: $warning; color: $background; }
-    GpuRows .gpu--badge-severe { background: $error; color: $background; text-style: bold; }
+    /* reversed, as GpuPanel's badges: an ANSI theme's background is the terminal's default */
+    GpuRows .gpu--badge { color: $warning; text-style: reverse; }
+    GpuRows .gpu--badge-severe { color: $error; text-style: reverse bold; }
     GpuRows .gpu--cursor { background: $primary 40%; }
     GpuRows .gpu--total { text-style: bold; }
     """
