@@ -46,6 +46,15 @@ export PYTHONUNBUFFERED=1 XDG_CONFIG_HOME=/tmp/gputui-xdg GPUTUI_CACHE_DIR=/tmp/
   nproc; free -g | head -2
 } > "$out/machine.txt" 2>&1
 
+# benchmarks/SCRIPT ARGS... while a bf16 matmul loop keeps the GPU busy; the loop is
+# stopped by pid: a bare `wait` would also wait for the log's tee (bash 5.1+ waits for
+# process substitutions), which never ends.
+loaded() {
+  python3 benchmarks/gpu_loop.py 4000 > /dev/null & local loop=$!
+  sleep 5; python3 "benchmarks/$1" "${@:2}"; local rc=$?
+  kill "$loop" 2> /dev/null; wait "$loop" 2> /dev/null; return $rc
+}
+
 for step in "$@"; do
   echo "##### $step $(date -u +%T)"
   case $step in
@@ -63,8 +72,7 @@ for step in "$@"; do
     core)
       python3 -m gputui --presets benchmarks/gpu-presets.toml --record "$out/gpu-loop.jsonl" --preset gpu-loop \
         --interval 0.5 2> "$out/gpu-loop.stderr"; echo "gpu-loop exit $?"; tail -12 "$out/gpu-loop.stderr"
-      (python3 benchmarks/gpu_loop.py 4000 > /dev/null &) ; sleep 5
-      python3 benchmarks/sample_cost.py --ticks 300 | tee "$out/sample-cost.txt"; wait ;;
+      loaded sample_cost.py --ticks 300 | tee "$out/sample-cost.txt" ;;
     twins) benchmarks/run-workloads.sh "$out/twins" torch-resnet50 torch-mobilenetv2 torch-distilbert torch-bert-large \
              torch-efficientnet-b0 torch-efficientnet-b3 torch-efficientnet-b7 ;;
     tuned) benchmarks/run-workloads.sh "$out/tuned" torch-resnet50-tuned torch-bert-large-tuned ;;
@@ -111,8 +119,7 @@ PY
           python3 benchmarks/sampler_table.py --seconds 20 --load --out "$out/perf"; echo "sampler table exit $?"
           python3 benchmarks/perturb.py --rounds 3 --seconds 15 --warmup 3 --interval 0.1 --out "$out/perf"
           echo "perturb exit $?"
-          (python3 benchmarks/gpu_loop.py 3000 > /dev/null &) ; sleep 5
-          python3 benchmarks/sample_cost.py --ticks 300 | tee "$out/perf/sample-cost.txt"; wait ;;
+          loaded sample_cost.py --ticks 300 | tee "$out/perf/sample-cost.txt" ;;
     *) echo "unknown step $step" ;;
   esac
 done
