@@ -42,4 +42,7 @@ class SessionParts:
         """A Session for ``config`` (its diagnosis table included) with fresh telemetry."""
         from gputui.session import Session
 
-        return Session(config, gpu=self.gpu_telemetry(), host=self.host_telemetry(), clock=self.clock)
+        # No GPU source given: the Session opens NVML itself, as the config's [diagnosis]
+        # asks (use_gpm = false samples without GPM; XID events are watched).
+        gpu = self.gpu() if self.gpu is not None else None
+        return Session(config, gpu=gpu, host=self.host_telemetry(), clock=self.clock)

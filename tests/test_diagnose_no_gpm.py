@@ -169,3 +169,13 @@ def test_the_real_input_bound_pair_without_gpm_is_judged_as_with_it():
     pinned = of_kind(findings(busy_reading_util(without_gpm(h200("torch-resnet50-input-bound")))), "input_bound")
     assert pinned["evidence"]["judged_by_power_pct"] >= 80 and pinned["evidence"]["gpu_power_pct_of_limit"] < 30
     assert findings(busy_reading_util(without_gpm(h200("torch-resnet50-input-fed")))) == []  # ~560 W, fed
+
+
+def test_the_session_factory_honours_use_gpm_false_from_the_config():
+    # The headless CLI and the dashboard build sessions through SessionParts: the
+    # [diagnosis] use_gpm = false setting must reach the sampler that way too.
+    from gputui.assemble import SessionParts
+
+    session = SessionParts().build(SessionConfig(diagnosis={"use_gpm": False}))
+    assert session.gpu.use_gpm is False
+    assert SessionParts().build(SessionConfig(diagnosis={})).gpu.use_gpm is True
