@@ -39,7 +39,10 @@ def test_two_gloo_ranks_report_each_and_add_up(tmp_path):
     assert workload.data["world_size"] == 2 and workload.data["backend"] == "gloo"
     per_rank = [e.data for e in rec.events_of(ev.RANK_THROUGHPUT) if not e.data.get("final")]
     assert {d["rank"] for d in per_rank} == {0, 1} and all(d["ranks"] == 2 for d in per_rank)
-    assert sum(d["phase"] == "measure" for d in per_rank) == 2 * 3  # 3 measured steps on each rank
+    # 3 measured steps of batch 2 on each rank (steps faster than 0.1 s share a window)
+    for rank in (0, 1):
+        measured = [d for d in per_rank if d["rank"] == rank and d["phase"] == "measure"]
+        assert measured and sum(d["samples"] for d in measured) == 3 * 2
     totals = [e.data for e in rec.events_of(ev.THROUGHPUT) if not e.data.get("final")]
     assert totals and all(d["ranks"] == 2 for d in totals)
     finals = [e.data for e in rec.events_of(ev.RANK_THROUGHPUT) if e.data.get("final")]
@@ -48,7 +51,7 @@ def test_two_gloo_ranks_report_each_and_add_up(tmp_path):
 
     tp = rec.summary["throughput"]
     assert tp["world_size"] == 2 and [r["rank"] for r in tp["ranks"]] == [0, 1]
-    assert all(r["readings"] == 3 and r["median"] > 0 for r in tp["ranks"])
+    assert all(1 <= r["readings"] <= 3 and r["median"] > 0 for r in tp["ranks"])  # a window per step at most
     scaling = tp["scaling"]
     assert scaling["baseline_source"] == "this session, one GPU" and scaling["baseline_samples_per_sec"] > 0
     assert scaling["efficiency"] == pytest.approx(tp["median"] / (2 * scaling["baseline_samples_per_sec"]), rel=1e-3)

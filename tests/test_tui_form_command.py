@@ -113,6 +113,7 @@ def test_a_command_preset_made_with_the_form_alone_runs_in_a_real_terminal(tmux,
     tmux.wait_for(r"✓ valid")  # no framework, batch size or warmup_steps asked for
     tmux.keys("C-r")  # save and run
     tmux.wait_for(r"hello from the form")  # in the output pane
+    tmux.wait_for(r"Run #1 by-keys — ok")  # ended: q quits without asking
     tmux.keys("q")
     wait_gone([gputui])
     preset = load_file(user)["by-keys"]

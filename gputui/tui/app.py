@@ -102,6 +102,7 @@ class DashboardApp(App[int]):
         self.exit_reason: str | None = None
         self.key_overrides: dict[str, str] = {}  # settings.toml's [keys]: binding id -> key(s)
         self._footer_state: tuple | None = None
+        self._seen_milestone: tuple | None = None
         self.dashboard = DashboardScreen(presets)
         self._muted_dim = AnsiMutedDim()
 
@@ -128,8 +129,14 @@ class DashboardApp(App[int]):
         if self.screen is not dashboard and not force:
             # Under a modal (summary, findings) Textual repaints the whole screen for
             # any change beneath it: ~8 KB/s at 140x40.  The panels catch up in one
-            # repaint when the dashboard is back on top (DashboardScreen.on_screen_resume).
-            return
+            # repaint when the dashboard is back on top (DashboardScreen.on_screen_resume);
+            # a run starting or ending, or its recording being finished, costs one
+            # repaint now (the top line shows above the modal).
+            milestone = self.milestone()
+            if milestone == self._seen_milestone:
+                return
+            self._seen_milestone = milestone
+            force = True
         # GPU panels come and go with the machine's GPUs, not with every sample.
         reason = (self.state.header or {}).get("gpu_unavailable_reason")
         machine = (tuple(sorted(self.state.gpus)), reason, self.state.versions[st.HEADER])
@@ -143,6 +150,12 @@ class DashboardApp(App[int]):
         if footer_state != self._footer_state:
             self._footer_state = footer_state
             self.refresh_bindings()  # the footer shows the keys that apply now
+
+    def milestone(self) -> tuple:
+        """What is worth one repaint even under a modal: runs starting and ending, and
+        the recording's state (not the elapsed time or samples, which change every tick)."""
+        last = self.state.run
+        return (len(self.state.runs), last.outcome_word if last else None, self.state.recording_state)
 
     # -- Which keys apply now (the footer shows only those) -----------------------------
     def footer_state(self) -> tuple[bool, ...]:

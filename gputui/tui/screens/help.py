@@ -29,6 +29,7 @@ HELP: tuple[tuple[str, tuple[Row, ...]], ...] = (
         ("new_preset", "n", "a new preset, saved to your presets file"),
         ("check", "k", "check this machine (gputui check)"),
         ("next_theme", "t", "next colour theme (remembered)"),
+        ("filter_presets", "/", "filter the presets by name or description"),
         (None, "tab", "move between the presets and the runs list"),
         ("command_palette", "ctrl+p", "command palette: themes, stop, run again, screenshot, …"),
         ("close_keys_panel", "escape", "close Textual's Keys panel (palette: Keys)"),
@@ -74,6 +75,18 @@ HELP: tuple[tuple[str, tuple[Row, ...]], ...] = (
         ("replay_start", "home", "the start"),
         ("replay_end", "end", "the end"),
         ("replay_speed_1", "1 2 3 4", "speed 1×, 10×, 60×, as fast as it goes"),
+    )),
+    ("Preset filter (/)", (
+        ("preset_filter_to_list", "enter,down", "to the list, the filter kept"),
+        ("preset_filter_clear", "escape", "clear the filter and close it"),
+    )),
+    ("Output pane (tab or click)", (
+        ("log_page_up", "pageup", "a page back; new output no longer moves the view"),
+        ("log_page_down", "pagedown", "a page forward"),
+        ("log_line_up", "up", "a line back"),
+        ("log_line_down", "down", "a line forward"),
+        ("log_oldest", "home", "the oldest line kept (the last 10,000)"),
+        ("log_follow", "end", "follow the newest line again"),
     )),
 )
 
