@@ -7,6 +7,7 @@ import pytest
 
 from gputui.cli import main
 from gputui.diagnosis import Settings
+from gputui.errors import UserError
 from gputui.presets import Preset
 from gputui.session import SessionConfig
 from tests.diagnose_helpers import findings, load, of_kind
@@ -54,3 +55,13 @@ def test_a_bad_price_in_a_diagnosis_table_names_the_key(tmp_path):
     path.write_text("[diagnosis]\nprice_per_hour = 0\n")
     with pytest.raises(UserError, match=r"\[diagnosis\]\.price_per_hour: expected a number greater than 0"):
         load_diagnosis_file(path)
+
+
+def test_the_dashboard_takes_price_on_top_of_the_diagnosis_table():
+    from gputui.tui.launch import with_price
+
+    table = {"thermal_warn_c": 50}
+    assert with_price(table, 2.5) == {"thermal_warn_c": 50, "price_per_hour": 2.5}
+    assert with_price(table, None) is table
+    with pytest.raises(UserError, match="--price: expected a price per hour greater than 0"):
+        with_price(table, -1.0)

@@ -34,7 +34,7 @@ def run_dashboard(args: argparse.Namespace) -> int:
         interval=args.interval,
         duration=args.duration,
         attach_pid=args.pid,
-        diagnosis=config.diagnosis,
+        diagnosis=with_price(config.diagnosis, args.run_price),
         start_preset=args.preset,
         record_path=args.record,
         theme=args.theme,
@@ -57,6 +57,14 @@ def run_dashboard(args: argparse.Namespace) -> int:
         note = f"recorded to {args.record}" if app.recorded else f"nothing recorded to {args.record}: no run was started"
         print(f"gputui: {note}", file=sys.stderr)
     return dashboard_exit_code(app, code)
+
+
+def with_price(diagnosis: dict, price: float | None) -> dict:
+    """The [diagnosis] table with ``--price`` on top: the idle finding prices idle time."""
+    from gputui.lookback.report_cli import check_price
+
+    price = check_price(price)
+    return {**diagnosis, "price_per_hour": price} if price else diagnosis
 
 
 def dashboard_exit_code(app, returned: object) -> int:
