@@ -241,3 +241,16 @@ def test_sigterm_stops_a_check_with_143_and_a_finished_recording(tmp_path):
     assert "stopped early" in out
     recording = read_recording(record)
     assert recording.cut is None and recording.summary["check"]["stopped"] is True
+
+
+def test_a_check_recording_to_a_full_disk_warns_at_once_and_still_gives_the_verdict(tmp_path):
+    import os
+
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    proc = subprocess.run([sys.executable, "-m", "gputui", "check", "--quick", "--skip", "micro", "--no-history",
+                           "--record", "/dev/full", "--force"], capture_output=True, text=True, cwd=tmp_path, env=env,
+                          timeout=300)
+    assert proc.returncode in (0, 1), proc.stderr
+    assert "gputui: warning: /dev/full: cannot write the recording (No space left on device); the check goes on" \
+        in proc.stderr
+    assert "Traceback" not in proc.stderr and "verdict" in (proc.stdout + proc.stderr).lower()

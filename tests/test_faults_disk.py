@@ -18,6 +18,8 @@ from gputui.record import Recorder, read_recording
 from tests.helpers import gputui_env, run_gputui
 from tests.leftovers import no_leftovers  # noqa: F401  (the fixture)
 from tests.test_cli_record import slow_presets
+from tests.test_tui_app import app_for, isolated  # noqa: F401  (a fixture)
+from tests.test_tui_support import run_async, wait_until
 
 pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc"),
@@ -109,3 +111,19 @@ def test_the_recorder_reports_a_failed_write_once_and_never_raises(tmp_path):
 def test_a_recording_folder_that_cannot_be_written_is_one_line(tmp_path):
     with pytest.raises(UserError, match="cannot write the recording"):
         Recorder(tmp_path / "missing" / "r.jsonl")
+
+
+def test_the_dashboard_stops_the_run_and_says_why_when_the_recording_cannot_be_written(isolated, tmp_path):  # noqa: F811
+    app = app_for(isolated, tmp_path, record_path=Path("/dev/full"), record_force=True, start_preset="smoke-long")
+
+    async def scenario():
+        async with app.run_test(size=(120, 40)) as pilot:
+            run = await wait_until(pilot, lambda: app.state.run, what="run started")
+            await wait_until(pilot, lambda: run.ended, what="the run stopped", timeout=60)
+            notes = [text for stream, text in app.state.log if stream == "note"]
+            assert "/dev/full: cannot write the recording (No space left on device); the run was stopped" in notes
+            assert run.outcome is None  # the header could not be written: the child never started
+            assert app.is_running  # the dashboard stays: only the run stopped
+            await app.quit_now()
+
+    run_async(scenario())

@@ -209,7 +209,9 @@ def run_check_cli(options: CheckOptions, *, record: Path | None, as_json: bool, 
     from gputui.record import Recorder
     from gputui.safe_write import write_atomic
 
-    recorders = [Recorder(record, overwrite=force)] if record is not None else []
+    # A full disk loses the recording, not the verdict: say so at once and go on.
+    recorders = [Recorder(record, overwrite=force, on_error=lambda text: print(
+        f"gputui: warning: {text}; the check goes on", file=sys.stderr))] if record is not None else []
     history = RunHistory.from_environment(no_history)
     if history is not None:
         kept = history.start_recording("check", warn=lambda text: print(f"gputui: warning: {text}", file=sys.stderr))

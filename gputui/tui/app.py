@@ -535,7 +535,8 @@ class GpuTuiApp(DashboardApp):
             from gputui.record import Recorder
 
             try:
-                self._recorder = Recorder(self._record_path, overwrite=self._record_force)
+                self._recorder = Recorder(self._record_path, overwrite=self._record_force,
+                                          on_error=lambda text: self._recording_failed(session, bridge, text))
             except UserError as exc:
                 bridge.note(f"not recording: {exc}")
             else:
@@ -551,6 +552,13 @@ class GpuTuiApp(DashboardApp):
                 observers.insert(0, kept)
                 bridge.kept(str(kept.path))
         return observers
+
+    @staticmethod
+    def _recording_failed(session: Session, bridge: SessionBridge, text: str) -> None:
+        """The disk filled up (or --record /dev/full): the run stops, as headless, and the
+        output pane says why; what was written stays readable.  Called on the session's thread."""
+        bridge.note(f"{text}; the run was stopped")
+        session.stop("cannot write the recording")
 
     def _session_ended(self, ticket: SessionTicket, error: BaseException | None) -> None:
         if self._recorder is not None and self._recorded_serial == ticket.serial:
