@@ -17,6 +17,10 @@ enforces the timeout and the KILL deadline, and classifies the outcome.  **``on_
 is called from the reader thread: it must be quick and thread-safe.**
 Exceptions it raises are logged and swallowed; they never stop the reader.
 
+Its jobs are owning the process and keeping to the thread rules above: the output
+pipes are cut into lines by :mod:`gputui.output_stream`, and what the run's end means
+is decided by :mod:`gputui.outcome` from the facts gathered here.
+
 Typical use by the session::
 
     runner = Runner(argv, env=..., timeout=..., on_line=handle)
@@ -29,12 +33,8 @@ Typical use by the session::
 
 from __future__ import annotations
 
-import codecs
 import logging
 import os
-import re
-import select
-import selectors
 import shutil
 import signal
 import subprocess
@@ -43,247 +43,23 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
 from gputui import _guard
+from gputui.outcome import Outcome, _cgroup_oom_kill_count, _oom_detail, _short, _signal_name, classify, oom_evidence, stopped_outcome
+from gputui.output_stream import LINE_CAP, TRUNCATION_MARK, LineSplitter, OutputLine, read_pipes, readable_within, strip_ansi
+
+# This module once held the output stream and the outcome as well; their names stay
+# importable from here (the private ones too: tests and scripts reached for them).
+__all__ = [
+    "LINE_CAP", "TAIL_LINES", "TRUNCATION_MARK", "LineSplitter", "Outcome", "OutputLine", "Runner", "strip_ansi",
+    "_cgroup_oom_kill_count", "_oom_detail", "_signal_name",
+]
 
 log = logging.getLogger(__name__)
 
-READ_CHUNK = 64 * 1024
-LINE_CAP = 64 * 1024  # characters kept of one line; the rest up to the newline is dropped
-TRUNCATION_MARK = "…"
 TAIL_LINES = 200
 REPORT_TIMEOUT_S = 10.0  # how long start() waits for the guard to report the pid
-CR_SETTLE_S = 0.05  # a '\r' at the end of a read waits this long for a '\n' (CRLF)
 _POLL_S = 0.1
-_MESSAGE_CAP = 300
-
-
-@dataclass
-class OutputLine:
-    text: str  # one line, ANSI escape codes stripped, no trailing newline/CR
-    stream: str  # "stdout" or "stderr"
-    progress: bool  # the segment ended with '\r': a redraw that the next one overwrites
-
-
-@dataclass
-class Outcome:
-    # "exited" (code 0 or not), "signaled", "timeout", "oom", "stopped", "failed_to_start"
-    kind: str
-    exit_code: int | None = None
-    signal: str | None = None  # e.g. "SIGKILL"
-    message: str | None = None  # a human one-liner
-    duration_s: float | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.kind == "exited" and self.exit_code == 0
-
-
-# --- text --------------------------------------------------------------------------
-
-_ANSI_RE = re.compile(
-    r"""
-      \x1b\][^\x07\x1b]*(?:\x07|\x1b\\|$)     # OSC ... (BEL | ST), e.g. titles, hyperlinks
-    | \x1b[P^_X][^\x1b]*(?:\x1b\\|$)          # DCS / PM / APC / SOS strings
-    | \x1b\[[0-?]*[ -/]*[@-~]                 # CSI, e.g. colours, cursor moves
-    | \x1b\[[0-?]*[ -/]*$                     # CSI cut off by the end of the line
-    | \x1b[ -/]*[0-~]                         # other escapes: ESC ( B, ESC 7, ESC =
-    | \x1b                                    # a lone ESC
-    | \x9b[0-?]*[ -/]*[@-~]                   # 8-bit CSI
-    | [\x00-\x08\x0b-\x1f\x7f]                # other C0 controls (keep tab)
-    """,
-    re.VERBOSE,
-)
-
-
-def strip_ansi(text: str) -> str:
-    """Remove ANSI escape sequences (CSI, OSC, DCS, simple ESC) and control characters."""
-    if "\x1b" not in text and "\x9b" not in text and text.isprintable():
-        return text
-    return _ANSI_RE.sub("", text)
-
-
-_EOL_RE = re.compile(r"[\r\n]")
-
-
-class LineSplitter:
-    """Cut a text stream into lines on '\\n', '\\r' and '\\r\\n' (one newline).
-
-    ``emit(text, progress, truncated)`` is called per segment; ``progress`` is True for
-    a segment ended by a lone '\\r'.  At most ``cap`` characters of a line are kept; the
-    rest, up to its end, is dropped and ``truncated`` is True, so memory stays bounded
-    whatever the line length.  A '\\r' at the very end of the fed text is held back
-    (``pending_cr``) until the next text shows whether a '\\n' follows; the owner may
-    settle it earlier with :meth:`settle_cr`.
-    """
-
-    def __init__(self, emit: Callable[[str, bool, bool], None], cap: int = LINE_CAP) -> None:
-        self._emit = emit
-        self._cap = cap
-        self._parts: list[str] = []
-        self._len = 0
-        self._truncated = False
-        self.pending_cr = False
-        self._swallow_lf = False
-
-    def _append(self, s: str) -> None:
-        if not s:
-            return
-        room = self._cap - self._len
-        if room <= 0:
-            self._truncated = True
-            return
-        if len(s) > room:
-            s = s[:room]
-            self._truncated = True
-        self._parts.append(s)
-        self._len += len(s)
-
-    def _end(self, progress: bool) -> None:
-        text = "".join(self._parts)
-        truncated = self._truncated
-        self._parts.clear()
-        self._len = 0
-        self._truncated = False
-        self._emit(text, progress, truncated)
-
-    def settle_cr(self) -> None:
-        """No '\\n' came soon after a trailing '\\r': end the segment as progress now.
-        A '\\n' arriving first in the next text is then the rest of a slow CRLF."""
-        if self.pending_cr:
-            self.pending_cr = False
-            self._swallow_lf = True
-            self._end(progress=True)
-
-    def feed(self, text: str) -> None:
-        if not text:
-            return
-        i = 0
-        if self._swallow_lf:
-            self._swallow_lf = False
-            if text[0] == "\n":
-                i = 1
-        if self.pending_cr:
-            self.pending_cr = False
-            if text[0] == "\n":
-                self._end(progress=False)
-                i = 1
-            else:
-                self._end(progress=True)
-        n = len(text)
-        while i < n:
-            m = _EOL_RE.search(text, i)
-            if m is None:
-                self._append(text[i:])
-                return
-            j = m.start()
-            self._append(text[i:j])
-            if text[j] == "\n":
-                self._end(progress=False)
-                i = j + 1
-            elif j + 1 == n:
-                self.pending_cr = True
-                return
-            elif text[j + 1] == "\n":
-                self._end(progress=False)
-                i = j + 2
-            else:
-                self._end(progress=True)
-                i = j + 1
-
-    def close(self) -> None:
-        """End of stream: deliver what is left (a final line without newline)."""
-        if self.pending_cr:
-            self.pending_cr = False
-            self._end(progress=True)
-        elif self._parts or self._truncated:
-            self._end(progress=False)
-
-
-# --- OOM ---------------------------------------------------------------------------
-
-_OOM_RE = re.compile(
-    r"CUDA out of memory"
-    r"|CUDA error: out of memory"
-    r"|OutOfMemoryError"  # torch.OutOfMemoryError, torch.cuda.OutOfMemoryError
-    r"|ResourceExhaustedError"
-    r"|OOM when allocating"
-    r"|RESOURCE_EXHAUSTED: Out of memory"  # XLA
-    r"|CUBLAS_STATUS_ALLOC_FAILED"
-    r"|cudaErrorMemoryAllocation"
-)
-# Host memory: Python's MemoryError (as under an RLIMIT_AS), C++'s bad_alloc, ENOMEM.
-_HOST_OOM_RE = re.compile(r"^\s*MemoryError\b|std::bad_alloc|Cannot allocate memory")
-_EXC_PREFIX_RE = re.compile(r"^\s*[\w.]*(?:Error|Exception)\s*:\s*")
-
-
-def _short(text: str, cap: int = _MESSAGE_CAP) -> str:
-    text = text.strip()
-    return text if len(text) <= cap else text[: cap - 1] + TRUNCATION_MARK
-
-
-def _oom_detail(line: str) -> str:
-    """'torch.OutOfMemoryError: CUDA out of memory. ...' -> 'CUDA out of memory. ...'"""
-    detail = _EXC_PREFIX_RE.sub("", line, count=1).strip()
-    return _short(detail or line)
-
-
-def _cgroup_oom_kill_count() -> int | None:
-    """The kernel OOM killer's ``oom_kill`` counter for our cgroup, or None.
-
-    cgroup v2: ``<cgroup2 mount>/<path from /proc/self/cgroup "0::">/memory.events``;
-    cgroup v1 (hybrid hosts): ``<memory mount>/<path>/memory.oom_control``.  Inside a
-    container the recorded path may not exist under the mount (no cgroup namespace),
-    so the mount's root is tried as well.  Anything missing or unreadable: None.
-    """
-    try:
-        with open("/proc/self/cgroup") as f:
-            cgroup_lines = f.read().splitlines()
-        with open("/proc/self/mounts") as f:
-            mounts = [line.split() for line in f.read().splitlines()]
-    except OSError:
-        return None
-    v2_mount = v1_memory_mount = None
-    for fields in mounts:
-        if len(fields) < 4:
-            continue
-        if fields[2] == "cgroup2" and v2_mount is None:
-            v2_mount = fields[1]
-        elif fields[2] == "cgroup" and "memory" in fields[3].split(",") and v1_memory_mount is None:
-            v1_memory_mount = fields[1]
-    candidates: list[str] = []
-    for line in cgroup_lines:
-        parts = line.split(":", 2)
-        if len(parts) != 3:
-            continue
-        _, controllers, path = parts
-        rel = path.lstrip("/")
-        if controllers == "" and v2_mount:
-            candidates += [os.path.join(v2_mount, rel, "memory.events"), os.path.join(v2_mount, "memory.events")]
-        elif "memory" in controllers.split(",") and v1_memory_mount:
-            candidates += [
-                os.path.join(v1_memory_mount, rel, "memory.oom_control"),
-                os.path.join(v1_memory_mount, "memory.oom_control"),
-            ]
-    for path in candidates:
-        try:
-            with open(path) as f:
-                for row in f:
-                    key, _, value = row.partition(" ")
-                    if key == "oom_kill":
-                        return int(value)
-        except (OSError, ValueError):
-            continue
-    return None
-
-
-def _signal_name(signum: int) -> str:
-    try:
-        return signal.Signals(signum).name
-    except ValueError:
-        return f"signal {signum}"
 
 
 # --- the runner ----------------------------------------------------------------------
@@ -359,7 +135,7 @@ class Runner:
             self._started = True
             self._t0 = time.monotonic()
             if self._stop_reason is not None:  # stopped before it started
-                self._finish(self._stopped_outcome(self._stop_reason, None, None, 0.0))
+                self._finish(stopped_outcome(self._stop_reason, None, None, 0.0, self.timeout))
                 return
         try:
             self._spawn()
@@ -473,7 +249,7 @@ class Runner:
             self._proc = proc
             self._pgid = proc.pid  # the guard leads the new session and group
             stop_early = self._stop_reason is not None
-        t = threading.Thread(target=self._read, args=([(proc.stdout, "stdout"), (proc.stderr, "stderr")],),
+        t = threading.Thread(target=read_pipes, args=([(proc.stdout, "stdout"), (proc.stderr, "stderr")], self._deliver),
                              name=f"gputui-runner-output-{proc.pid}", daemon=True)
         t.start()
         self._readers.append(t)
@@ -488,7 +264,7 @@ class Runner:
         try:
             while b"\n" not in data:
                 remaining = deadline - time.monotonic()
-                if remaining <= 0 or not _readable(fd, remaining):
+                if remaining <= 0 or not readable_within(fd, remaining):
                     log.warning("runner: the guard did not report the command's pid in time")
                     break
                 chunk = os.read(fd, 4096)
@@ -518,66 +294,12 @@ class Runner:
 
     # -- output -----------------------------------------------------------------------
 
-    def _read(self, pipes: list[tuple[Any, str]]) -> None:
-        """Read both pipes in one thread, in the order their bytes become readable: with
-        a thread per pipe, a stderr line could overtake the stdout line printed before
-        it whenever the stdout thread waited (for the GIL, or on a slow ``on_line``)."""
-        sel = selectors.DefaultSelector()
-        settle_at: dict[int, float] = {}  # fd -> when its trailing '\r' counts as progress
-        try:
-            for pipe, stream in pipes:
-                decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-                splitter = LineSplitter(self._emitter(stream))
-                sel.register(pipe.fileno(), selectors.EVENT_READ, (pipe, stream, decoder, splitter))
-            while sel.get_map():
-                timeout = max(0.0, min(settle_at.values()) - time.monotonic()) if settle_at else None
-                ready = sel.select(timeout)
-                for key, _ in ready:
-                    pipe, stream, decoder, splitter = key.data
-                    settle_at.pop(key.fd, None)
-                    chunk = os.read(key.fd, READ_CHUNK)
-                    if chunk:
-                        splitter.feed(decoder.decode(chunk))
-                    else:
-                        sel.unregister(key.fd)
-                        splitter.feed(decoder.decode(b"", final=True))
-                        splitter.close()
-                        continue
-                    if splitter.pending_cr:
-                        settle_at[key.fd] = time.monotonic() + CR_SETTLE_S
-                now = time.monotonic()
-                for fd, due in list(settle_at.items()):
-                    if due <= now:  # no '\n' came soon after the '\r'
-                        del settle_at[fd]
-                        sel.get_key(fd).data[3].settle_cr()
-        except Exception:
-            log.exception("runner: reading the output failed")
-        finally:
-            sel.close()
-            for pipe, _ in pipes:
-                try:
-                    pipe.close()
-                except OSError:
-                    pass
-
-    def _emitter(self, stream: str) -> Callable[[str, bool, bool], None]:
-        """What a stream's LineSplitter calls with each line."""
-        def emit(text: str, progress: bool, truncated: bool) -> None:
-            self._deliver(text, stream, progress, truncated)
-        return emit
-
-    def _deliver(self, text: str, stream: str, progress: bool, truncated: bool) -> None:
-        text = strip_ansi(text)
-        if truncated:
-            text += TRUNCATION_MARK
-        if progress and not text:
-            return  # e.g. the empty segment before tqdm's leading '\r'
-        line = OutputLine(text, stream, progress)
-        if _OOM_RE.search(text):
-            self._oom_line = text
-        elif _HOST_OOM_RE.search(text):
-            self._oom_line = f"host memory ({text.strip()})"
-        if not progress:
+    def _deliver(self, line: OutputLine) -> None:
+        """Each output line, on the reader thread: kept for the outcome, then ``on_line``."""
+        oom = oom_evidence(line.text)
+        if oom is not None:
+            self._oom_line = oom
+        if not line.progress:
             self._tail.append(line)
         callback = self.on_line
         if callback is None:
@@ -689,60 +411,19 @@ class Runner:
 
     # -- outcome --------------------------------------------------------------------
 
-    def _last_error_line(self) -> str | None:
-        lines = list(self._tail)
-        for stream in ("stderr", "stdout"):
-            for line in reversed(lines):
-                if line.stream == stream and line.text.strip():
-                    return _short(line.text)
-        return None
-
-    def _stopped_outcome(self, reason: str | None, exit_code: int | None, sig: str | None, duration: float) -> Outcome:
-        reason = reason or "stopped"
-        if reason == "timeout":
-            return Outcome("timeout", exit_code, sig, f"timed out after {self.timeout:g} s", duration)
-        message = "stopped by user" if reason == "stopped" else f"stopped: {reason}"
-        return Outcome("stopped", exit_code, sig, message, duration)
-
     def _classify(self, returncode: int, duration: float, stop_reason: str | None) -> Outcome:
-        exit_code = returncode if returncode >= 0 else None
-        sig = _signal_name(-returncode) if returncode < 0 else None
-
-        if self._start_error is not None:
-            return Outcome("failed_to_start", exit_code, sig, self._start_error, duration)
-        if self._pid is None and stop_reason is None and returncode != 0:
-            detail = self._last_error_line()
-            message = f"the guard process failed ({f'exit code {exit_code}' if sig is None else sig})"
-            return Outcome("failed_to_start", exit_code, sig, message + (f": {detail}" if detail else ""), duration)
-
-        succeeded = returncode == 0 and stop_reason is None
-        if not succeeded:
-            oom = None
-            if self._oom_mark is not None:
-                oom = _short(self._oom_mark)
-            elif self._oom_line is not None:
-                oom = _oom_detail(self._oom_line)
-            elif sig == "SIGKILL" and not self._killed and self._oom_kills_before is not None:
-                after = _cgroup_oom_kill_count()
-                if after is not None and after > self._oom_kills_before:
-                    oom = "killed by the kernel OOM killer (host memory)"
-            if oom is not None:
-                message = oom if oom.lower().startswith("out of memory") else f"out of memory: {oom}"
-                if stop_reason is not None:
-                    message += "; then " + (self._stopped_outcome(stop_reason, None, None, 0).message or "")
-                return Outcome("oom", exit_code, sig, message, duration)
-
-        if stop_reason is not None:
-            return self._stopped_outcome(stop_reason, exit_code, sig, duration)
-        if sig is not None:
-            detail = self._last_error_line()
-            return Outcome("signaled", None, sig, f"killed by signal {sig}" + (f": {detail}" if detail else ""), duration)
-        message = f"exited with code {exit_code}"
-        if exit_code != 0:
-            detail = self._last_error_line()
-            if detail:
-                message += f": {detail}"
-        return Outcome("exited", exit_code, None, message, duration)
+        return classify(
+            returncode, duration, stop_reason,
+            timeout=self.timeout,
+            start_error=self._start_error,
+            pid=self._pid,
+            killed=self._killed,
+            oom_mark=self._oom_mark,
+            oom_line=self._oom_line,
+            oom_kills_before=self._oom_kills_before,
+            oom_kill_count=_cgroup_oom_kill_count,  # this module's name, as read at the start
+            tail=list(self._tail),
+        )
 
     def _finish(self, outcome: Outcome) -> None:
         with self._lock:
@@ -751,13 +432,3 @@ class Runner:
             self._outcome = outcome
             self._group_gone = True
             self._done.set()
-
-
-def _readable(fd: int, timeout: float) -> bool:
-    """Whether ``fd`` has data (or EOF) within ``timeout`` seconds (poll: any fd number)."""
-    if hasattr(select, "poll"):
-        p = select.poll()
-        p.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
-        return bool(p.poll(max(0, int(timeout * 1000))))
-    r, _, _ = select.select([fd], [], [], timeout)
-    return bool(r)

@@ -27,10 +27,12 @@ from gputui.diagnosis import Settings as DiagnosisSettings
 from gputui.errors import UserError
 from gputui.events import Event, Observer
 from gputui.model import Sample, to_dict
+from gputui.outcome import Outcome
+from gputui.output_stream import OutputLine
 from gputui.presets import Preset
 from gputui.record import SCHEMA_VERSION
 from gputui.redact import redact_env
-from gputui.runner import Outcome, OutputLine, Runner
+from gputui.runner import Runner
 from gputui.summary import SummaryBuilder
 from gputui.telemetry.gpu import GpuTelemetry, gpm_wanted
 from gputui.telemetry.host import HostTelemetry, host_info

@@ -17,8 +17,10 @@ from typing import Any
 from gputui.check.expectations import GpuModel, find_model
 from gputui.check.model import CheckResult
 from gputui.model import GpuInfo
+from gputui.outcome import Outcome
+from gputui.output_stream import OutputLine
 from gputui.presets import Config
-from gputui.runner import Outcome, OutputLine, Runner
+from gputui.runner import Runner
 from gputui.workloads import protocol
 
 CHECK_EVENT = "check"  # one recording event per check result

@@ -17,7 +17,7 @@ from gputui.check.context import GpuUnderTest, StageContext
 from gputui.check.expectations import Expectation, datasheet_peak, expect
 from gputui.check.model import FAIL, INFO, MICRO, OK, WARN, CheckResult, skipped
 from gputui.check.thresholds import ACHIEVABLE, grade_ratio, pcie_gbs
-from gputui.runner import OutputLine
+from gputui.output_stream import OutputLine
 
 MIB = 1024**2
 
