@@ -9,7 +9,7 @@ from tests.helpers import REPO
 
 CORE_MODULES = [
     "gputui.cli", "gputui.session", "gputui.record", "gputui.summary", "gputui.presets",
-    "gputui.runner", "gputui.throughput", "gputui.progress", "gputui.preset_store", "gputui.preset_cli",
+    "gputui.runner", "gputui.output_stream", "gputui.outcome", "gputui.throughput", "gputui.progress", "gputui.preset_store", "gputui.preset_cli",
     "gputui.safe_write", "gputui.history", "gputui.lookback.runs_cli", "gputui.lookback.replay_cli",
     "gputui.telemetry.gpu", "gputui.telemetry.host", "gputui.workloads.protocol", "gputui.workloads.smoke",
     "gputui.check.preflight", "gputui.check.xid", "gputui.check.runner", "gputui.check.cli",
