@@ -40,8 +40,8 @@ def baseline_from_summary(summary: dict[str, Any], source: str, where: str) -> d
 def one_gpu_twin(preset: Preset) -> Preset:
     """The data-parallel preset as a plain one-GPU run (its first pinned GPU, if pinned)."""
     if preset.data_parallel is None:
-        raise UserError(f"--baseline-run: preset {preset.name!r} is not data-parallel (no data_parallel key): "
-                        "expected a preset such as torch-resnet50-tuned-ddp")
+        raise UserError(
+            f"--baseline-run: preset {preset.name!r} is not data-parallel (no data_parallel key): expected a preset such as torch-resnet50-tuned-ddp"
+        )
     pinned = preset.gpu_selectors()[:1]
-    return dataclasses.replace(preset, name=f"{preset.name} (one GPU)", data_parallel=None,
-                               gpus=pinned[0] if pinned else None)
+    return dataclasses.replace(preset, name=f"{preset.name} (one GPU)", data_parallel=None, gpus=pinned[0] if pinned else None)

@@ -28,29 +28,37 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"gputui {__version__}")
     parser.add_argument("--presets", type=Path, metavar="FILE", help="an extra presets file, merged last")
     parser.add_argument("--preset", metavar="NAME", help="run this preset")
-    parser.add_argument("--record", type=Path, metavar="FILE",
-                        help="record to FILE (JSON Lines); on a terminal the dashboard shows it, else headless")
+    parser.add_argument("--record", type=Path, metavar="FILE", help="record to FILE (JSON Lines); on a terminal the dashboard shows it, else headless")
     parser.add_argument("--force", action="store_true", help="let --record replace an existing FILE")
-    parser.add_argument("--no-history", action="store_true",
-                        help="keep no copy of this run in the run history (also: GPUTUI_NO_HISTORY=1)")
+    parser.add_argument("--no-history", action="store_true", help="keep no copy of this run in the run history (also: GPUTUI_NO_HISTORY=1)")
     parser.add_argument("--interval", type=float, default=1.0, metavar="S", help="sampling interval in seconds (0.1 or more; default 1)")
     parser.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
-    parser.add_argument("--baseline", type=Path, metavar="FILE",
-                        help="a recording of the preset on one GPU: a data-parallel run's scaling efficiency is judged against it")
-    parser.add_argument("--baseline-run", action="store_true",
-                        help="run a data-parallel preset on one GPU first, in this session, and judge its scaling against that")
+    parser.add_argument(
+        "--baseline", type=Path, metavar="FILE", help="a recording of the preset on one GPU: a data-parallel run's scaling efficiency is judged against it"
+    )
+    parser.add_argument(
+        "--baseline-run", action="store_true", help="run a data-parallel preset on one GPU first, in this session, and judge its scaling against that"
+    )
     parser.add_argument("--pid", type=int, metavar="PID", help="watch the process tree of a job started elsewhere")
     parser.add_argument("--headless", action="store_true", help="no dashboard, even on a terminal")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     parser.add_argument("--theme", metavar="NAME", help="dashboard colour theme (remembered), e.g. gputui-light")
-    parser.add_argument("--serve-metrics", nargs="?", const="127.0.0.1:9400", metavar="[HOST:]PORT",
-                        help="serve Prometheus metrics while gputui runs (default 127.0.0.1:9400; see docs/fleet.md)")
+    parser.add_argument(
+        "--serve-metrics",
+        nargs="?",
+        const="127.0.0.1:9400",
+        metavar="[HOST:]PORT",
+        help="serve Prometheus metrics while gputui runs (default 127.0.0.1:9400; see docs/fleet.md)",
+    )
     # Its own dest: report and compare have a --price of their own.
-    parser.add_argument("--price", dest="run_price", type=float, metavar="USD_PER_HOUR",
-                        help="what this machine costs per hour: the idle finding says what idle time cost, "
-                             "and --serve-metrics adds the cost per million samples")
-    parser.add_argument("--no-confirm-quit", action="store_true",
-                        help="q quits at once, even while a run is going (default: a second q confirms)")
+    parser.add_argument(
+        "--price",
+        dest="run_price",
+        type=float,
+        metavar="USD_PER_HOUR",
+        help="what this machine costs per hour: the idle finding says what idle time cost, and --serve-metrics adds the cost per million samples",
+    )
+    parser.add_argument("--no-confirm-quit", action="store_true", help="q quits at once, even while a run is going (default: a second q confirms)")
 
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     presets = sub.add_parser("presets", help="list, show, check and edit presets")
@@ -143,13 +151,22 @@ def cmd_record(args: argparse.Namespace) -> int:
     from gputui.lookback.report_cli import check_price
 
     price = check_price(args.run_price)
-    session = SessionParts().build(SessionConfig(
-        preset=preset, interval=args.interval, duration=args.duration, attach_pid=args.pid, baseline=baseline,
-        diagnosis=config.diagnosis, diagnosis_overrides={"price_per_hour": price} if price else None))
+    session = SessionParts().build(
+        SessionConfig(
+            preset=preset,
+            interval=args.interval,
+            duration=args.duration,
+            attach_pid=args.pid,
+            baseline=baseline,
+            diagnosis=config.diagnosis,
+            diagnosis_overrides={"price_per_hour": price} if price else None,
+        )
+    )
     # The disk filling up (or --record /dev/full) stops the run: a recording is its point.
     recording = Recorder(args.record, overwrite=args.force, on_error=lambda _text: session.stop("cannot write the recording"))
     recorders = [recording]
     if history is not None:
+
         def warn(text: str) -> None:
             print(f"gputui: warning: {printable(text)}", file=sys.stderr)
 

@@ -42,14 +42,14 @@ def duration(seconds: float | None) -> str:
 
 
 def short_gpu_name(name: str) -> str:
-    """"NVIDIA H200" -> "H200": the brand says nothing on a GPU machine."""
+    """ "NVIDIA H200" -> "H200": the brand says nothing on a GPU machine."""
     for noise in ("NVIDIA ", "GeForce ", "Tesla "):
         name = name.replace(noise, "")
     return name
 
 
 def gpu_summary(names: list[str]) -> str:
-    """"2× H200" (or "1× H200, 1× A100"); empty for no GPU."""
+    """ "2× H200" (or "1× H200, 1× A100"); empty for no GPU."""
     return ", ".join(f"{n}× {name}" for name, n in Counter(names).items())
 
 

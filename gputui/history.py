@@ -123,9 +123,19 @@ class KeptRun:
         return gpu_summary(names) or "no GPU"
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": str(self.path), "name": self.path.name, "started_at": self.started_at, "preset": self.label,
-                "gpus": self.gpus, "outcome": self.outcome, "median": self.median, "findings": self.findings,
-                "cut": self.cut, "problem": self.problem, "size_bytes": self.size}
+        return {
+            "path": str(self.path),
+            "name": self.path.name,
+            "started_at": self.started_at,
+            "preset": self.label,
+            "gpus": self.gpus,
+            "outcome": self.outcome,
+            "median": self.median,
+            "findings": self.findings,
+            "cut": self.cut,
+            "problem": self.problem,
+            "size_bytes": self.size,
+        }
 
 
 def _last_line(handle, size: int) -> tuple[bytes | None, bool]:
@@ -142,7 +152,7 @@ def _last_line(handle, size: int) -> tuple[bytes | None, bool]:
         body = tail[:-1] if whole else tail
         cut_at = body.rfind(b"\n")
         if cut_at >= 0 or start == 0:
-            return (body[cut_at + 1:] if whole else None), whole
+            return (body[cut_at + 1 :] if whole else None), whole
         chunk *= 4
 
 
@@ -183,13 +193,14 @@ def read_kept_run(path: Path) -> KeptRun:
         live = is_live(path)
         run.outcome = "running" if live else "cut"
         if not live:
-            run.cut = "no summary: the recorder was stopped before it could finish" if whole else \
-                "the last line is incomplete: the file was cut while being written"
+            run.cut = (
+                "no summary: the recorder was stopped before it could finish" if whole else "the last line is incomplete: the file was cut while being written"
+            )
         return run
     run.outcome = outcome_word(summary.get("outcome")) if summary.get("outcome") else "watched"
     if isinstance(summary.get("check"), dict):
         run.outcome = f"check {summary['check'].get('verdict', '?')}"
-    run.median = ((summary.get("throughput") or {}).get("median"))
+    run.median = (summary.get("throughput") or {}).get("median")
     run.findings = len(summary.get("findings") or [])
     return run
 
@@ -228,8 +239,7 @@ class RunHistory:
         self._warned = False
 
     @classmethod
-    def from_environment(cls, no_history_flag: bool = False,
-                         environ: Mapping[str, str] = os.environ) -> RunHistory | None:
+    def from_environment(cls, no_history_flag: bool = False, environ: Mapping[str, str] = os.environ) -> RunHistory | None:
         """The history the user asked for, or None when they opted out."""
         if history_disabled(no_history_flag, environ):
             return None
@@ -238,8 +248,7 @@ class RunHistory:
     def runs(self) -> list[KeptRun]:
         return list_kept_runs(self.folder)
 
-    def start_recording(self, label: str, warn: Callable[[str], None],
-                        now: Callable[[], float] = time.time) -> Recorder | None:
+    def start_recording(self, label: str, warn: Callable[[str], None], now: Callable[[], float] = time.time) -> Recorder | None:
         """A Recorder for a new run's history file, after pruning to the cap; None
         (with one warning, the first time) when the folder cannot be written."""
         try:
@@ -276,8 +285,7 @@ class RunHistory:
             total -= run.size
         return self._remove(runs, doomed)
 
-    def prune(self, keep: int | None = None, older_than_days: float | None = None,
-              now: Callable[[], float] = time.time) -> Pruned:
+    def prune(self, keep: int | None = None, older_than_days: float | None = None, now: Callable[[], float] = time.time) -> Pruned:
         """Remove all but the newest ``keep`` runs, and runs older than the days given."""
         runs = self.runs()
         cutoff = now() - older_than_days * 86400 if older_than_days is not None else None

@@ -202,10 +202,12 @@ def read_pipes(pipes: list[tuple[Any, str]], on_line: Callable[[OutputLine], Non
 
 def _emitter(stream: str, on_line: Callable[[OutputLine], None]) -> Callable[[str, bool, bool], None]:
     """What a stream's LineSplitter calls with each line."""
+
     def emit(text: str, progress: bool, truncated: bool) -> None:
         line = output_line(text, stream, progress, truncated)
         if line is not None:
             on_line(line)
+
     return emit
 
 

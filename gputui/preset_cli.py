@@ -35,14 +35,16 @@ def add_commands(presets_sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    return {"validate": cmd_validate, "new": cmd_new, "edit": cmd_edit, "rm": cmd_rm, "path": cmd_path}[
-        args.presets_command](args)
+    return {"validate": cmd_validate, "new": cmd_new, "edit": cmd_edit, "rm": cmd_rm, "path": cmd_path}[args.presets_command](args)
 
 
 def candidate_files(extra: Path | None, cwd: Path | None = None) -> list[tuple[Path, str]]:
     """Every file gputui looks for, in merge order, with what it is."""
-    files = [(builtin_presets_path(), "built-in, read-only"), (user_presets_path(), "your presets file"),
-             ((cwd or Path.cwd()) / "presets.toml", "this directory")]
+    files = [
+        (builtin_presets_path(), "built-in, read-only"),
+        (user_presets_path(), "your presets file"),
+        ((cwd or Path.cwd()) / "presets.toml", "this directory"),
+    ]
     if extra is not None:
         files.append((extra, "--presets"))
     return files
@@ -111,8 +113,7 @@ def cmd_edit(args: argparse.Namespace) -> int:
         store = PresetFile.user()
         if args.name not in store.names():
             store.set_preset(args.name, source_table(preset))
-        print(f"{args.name!r} is built-in (read-only): editing a copy in {store.path}, which then wins over the built-in",
-              file=sys.stderr)
+        print(f"{args.name!r} is built-in (read-only): editing a copy in {store.path}, which then wins over the built-in", file=sys.stderr)
     else:
         store = PresetFile.load(preset.source)
     return edit_in_editor(store, args.name)
@@ -149,8 +150,9 @@ def edit_in_editor(store: PresetFile, name: str) -> int:
             try:
                 edited = data.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise UserError(f"{store.path}: your edit is not UTF-8 text (byte {exc.start}; save it as UTF-8); "
-                                f"not saved (your version is in {keep_edit(store, data)})") from None
+                raise UserError(
+                    f"{store.path}: your edit is not UTF-8 text (byte {exc.start}; save it as UTF-8); not saved (your version is in {keep_edit(store, data)})"
+                ) from None
             if edited == text:
                 print(f"no changes; {store.path} left as it was")
                 return 0

@@ -207,10 +207,10 @@ def _argv(value: Any) -> tuple[str, ...]:
 
 def _env(value: Any) -> dict[str, str]:
     if not isinstance(value, dict):
-        raise _Bad("a table of NAME = \"value\" strings")
+        raise _Bad('a table of NAME = "value" strings')
     for key, item in value.items():
         if not isinstance(item, str):
-            raise _Bad(f"a string for env.{key} (quote numbers: \"{item}\")")
+            raise _Bad(f'a string for env.{key} (quote numbers: "{item}")')
     return dict(value)
 
 
@@ -368,8 +368,10 @@ def _parse_preset(name: str, table: Any, path: Path) -> Preset:
         if model not in framework["models"]:
             raise UserError(f"{where}.model: unknown model {model!r} for framework {values['framework']!r} (expected one of: {', '.join(framework['models'])})")
         if "data_parallel" in values and values["framework"] not in DATA_PARALLEL_FRAMEWORKS:
-            raise UserError(f"{where}.data_parallel: expected framework {' or '.join(map(repr, DATA_PARALLEL_FRAMEWORKS))} "
-                            f"(data-parallel training), got {values['framework']!r}")
+            raise UserError(
+                f"{where}.data_parallel: expected framework {' or '.join(map(repr, DATA_PARALLEL_FRAMEWORKS))} "
+                f"(data-parallel training), got {values['framework']!r}"
+            )
         if values.get("data_parallel") and values.get("find_max_batch"):
             raise UserError(f"{where}.data_parallel: not allowed with find_max_batch (search the batch on one GPU)")
         precision = values.get("precision")
@@ -501,8 +503,7 @@ def load_config(extra: Path | None = None, cwd: Path | None = None) -> Config:
             builtin_names = set(presets)
         merged.update(presets)
         diagnosis.update(table)
-    presets = {name: dataclasses.replace(p, overrides=builtin if name in builtin_names and p.source != builtin else None)
-               for name, p in merged.items()}
+    presets = {name: dataclasses.replace(p, overrides=builtin if name in builtin_names and p.source != builtin else None) for name, p in merged.items()}
     return Config(presets=presets, diagnosis=diagnosis)
 
 

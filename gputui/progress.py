@@ -42,8 +42,7 @@ class ProgressPrinter(Observer):
         else:
             self._print(f"gputui: no GPU: {fmt.printable(header.get('gpu_unavailable_reason'))}")
         if header.get("command"):
-            self._print("gputui: running " + " ".join(fmt.printable(arg) for arg in header["command"])
-                        + fmt.printable(_origin(header.get("preset") or {})))
+            self._print("gputui: running " + " ".join(fmt.printable(arg) for arg in header["command"]) + fmt.printable(_origin(header.get("preset") or {})))
 
     def on_event(self, event: Event) -> None:
         if event.kind == ev.THROUGHPUT and not event.data.get("final"):
@@ -94,8 +93,7 @@ def finding_label(data: dict[str, Any]) -> str:
     return f"{label} GPU{gpu}" if gpu is not None else label
 
 
-def progress_line(sample: Sample, phase: str | None, current: float | None, summary: SummaryBuilder,
-                  findings: list[dict[str, Any]] | None = None) -> str:
+def progress_line(sample: Sample, phase: str | None, current: float | None, summary: SummaryBuilder, findings: list[dict[str, Any]] | None = None) -> str:
     parts = [f"{sample.t:7.1f}s"]
     if current is not None:
         median = summary.recent_median()
@@ -132,9 +130,13 @@ def rank_rows(tp: dict[str, Any]) -> list[tuple[str, str]]:
     rows = [(f"rank {r['rank']} median", f"{fmt.rate(r.get('median'))} samples/s") for r in tp.get("ranks") or []]
     scaling = tp.get("scaling")
     if scaling and scaling.get("efficiency") is not None:
-        rows.append((f"scaling on {tp.get('world_size')} GPUs",
-                     f"{scaling['efficiency']:.0%} of {tp.get('world_size')}× {fmt.rate(scaling.get('baseline_samples_per_sec'))}"
-                     f" samples/s on one ({fmt.printable(scaling.get('baseline_source'))})"))
+        rows.append(
+            (
+                f"scaling on {tp.get('world_size')} GPUs",
+                f"{scaling['efficiency']:.0%} of {tp.get('world_size')}× {fmt.rate(scaling.get('baseline_samples_per_sec'))}"
+                f" samples/s on one ({fmt.printable(scaling.get('baseline_source'))})",
+            )
+        )
     return rows
 
 

@@ -63,8 +63,7 @@ class Recorder(Observer):
     so that whoever drives the session can stop the run.
     """
 
-    def __init__(self, path: Path, *, overwrite: bool = True,
-                 on_error: Callable[[str], None] | None = None) -> None:
+    def __init__(self, path: Path, *, overwrite: bool = True, on_error: Callable[[str], None] | None = None) -> None:
         self.path = path
         self.on_error = on_error
         self.error: str | None = None
@@ -157,8 +156,7 @@ def check_schema(path: Path, header: dict[str, Any]) -> None:
     if isinstance(schema, bool) or not isinstance(schema, int):
         raise UserError(f"{path}:1: not a gputui recording (the header's schema is not a version number)")
     if schema > SCHEMA_VERSION:
-        raise UserError(f"{path}:1: recording format {schema} is newer than this gputui reads "
-                        f"(up to {SCHEMA_VERSION}): upgrade gputui")
+        raise UserError(f"{path}:1: recording format {schema} is newer than this gputui reads (up to {SCHEMA_VERSION}): upgrade gputui")
     if schema < 1:
         raise UserError(f"{path}:1: not a gputui recording (format {schema} was never written; expected 1 to {SCHEMA_VERSION})")
 
@@ -187,15 +185,32 @@ def is_live(path: Path) -> bool:
 # listed are let through: they are text or numbers no reader relies on.
 
 _RUN_SETTINGS: dict[str, Any] = {  # what diagnosis reads from the preset and the workload line
-    "framework": str | None, "model": str | None, "device": str | None, "pipeline": str | None,
-    "precision": str | None, "batch_size": int | None, "workers": int | None, "find_max_batch": bool | None,
+    "framework": str | None,
+    "model": str | None,
+    "device": str | None,
+    "pipeline": str | None,
+    "precision": str | None,
+    "batch_size": int | None,
+    "workers": int | None,
+    "find_max_batch": bool | None,
 }
 HEADER_FIELDS: dict[str, Any] = {
-    "schema": int, "interval": float | None, "started_at": str | None, "gputui": str | None,
-    "host": HostInfo | None, "gpus": list[GpuInfo] | None, "driver_version": str | None,
-    "cuda_version": str | None, "gpu_unavailable_reason": str | None, "preset": (_RUN_SETTINGS, None),
-    "command": list[str] | None, "env": dict[str, str] | None, "env_redacted": list[str] | None,
-    "cwd": str | None, "attach_pid": int | None, "diagnosis": dict | None,
+    "schema": int,
+    "interval": float | None,
+    "started_at": str | None,
+    "gputui": str | None,
+    "host": HostInfo | None,
+    "gpus": list[GpuInfo] | None,
+    "driver_version": str | None,
+    "cuda_version": str | None,
+    "gpu_unavailable_reason": str | None,
+    "preset": (_RUN_SETTINGS, None),
+    "command": list[str] | None,
+    "env": dict[str, str] | None,
+    "env_redacted": list[str] | None,
+    "cwd": str | None,
+    "attach_pid": int | None,
+    "diagnosis": dict | None,
 }
 EVENT_FIELDS: dict[str, Any] = {
     ev.STARTED: {"pid": int | None, "command": list[str] | None},
@@ -205,19 +220,29 @@ EVENT_FIELDS: dict[str, Any] = {
     ev.RANK_THROUGHPUT: Throughput,
     ev.OUTPUT: {"stream": str | None, "text": str | None},
     ev.OOM: {"message": str | None, "batch_size": int | None},
-    ev.OUTCOME: {"kind": str, "ok": bool | None, "exit_code": int | None, "signal": str | None,
-                 "message": str | None, "duration_s": float | None},
+    ev.OUTCOME: {"kind": str, "ok": bool | None, "exit_code": int | None, "signal": str | None, "message": str | None, "duration_s": float | None},
     ev.STOPPING: {"reason": str | None},
-    ev.FINDING: {"id": str, "kind": str, "state": str | None, "severity": str | None, "title": str | None,
-                 "since": float | None, "until": float | None, "evidence": dict | None, "advice": list[str] | None,
-                 "gpu": int | None},
+    ev.FINDING: {
+        "id": str,
+        "kind": str,
+        "state": str | None,
+        "severity": str | None,
+        "title": str | None,
+        "since": float | None,
+        "until": float | None,
+        "evidence": dict | None,
+        "advice": list[str] | None,
+        "gpu": int | None,
+    },
 }
 SUMMARY_FIELDS: dict[str, Any] = {
-    "duration_s": float | None, "outcome": dict | None, "throughput": dict | None,
-    "gpus": list[dict] | None, "findings": list[dict] | None,
+    "duration_s": float | None,
+    "outcome": dict | None,
+    "throughput": dict | None,
+    "gpus": list[dict] | None,
+    "findings": list[dict] | None,
 }
-_NAMES = {int: "a whole number", float: "a number", str: "a string", bool: "true or false",
-          list: "a list", dict: "an object", type(None): "null"}
+_NAMES = {int: "a whole number", float: "a number", str: "a string", bool: "true or false", list: "a list", dict: "an object", type(None): "null"}
 
 
 class _Wrong(Exception):
@@ -230,8 +255,7 @@ class _Wrong(Exception):
 @functools.cache
 def _hints(cls: type) -> dict[str, Any]:
     hints = typing.get_type_hints(cls)
-    required = {f.name for f in dataclasses.fields(cls)
-                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+    required = {f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
     return {f.name: (hints[f.name], f.name in required) for f in dataclasses.fields(cls)}
 
 
@@ -264,8 +288,7 @@ def _check(value: Any, hint: Any, where: str) -> None:
     if isinstance(hint, dict) or dataclasses.is_dataclass(hint):
         if not isinstance(value, dict):
             raise _Wrong(where, "an object")
-        fields = {k: (h, False) for k, h in hint.items()} if isinstance(hint, dict) else \
-            _hints(hint if isinstance(hint, type) else type(hint))
+        fields = {k: (h, False) for k, h in hint.items()} if isinstance(hint, dict) else _hints(hint if isinstance(hint, type) else type(hint))
         for key, (inner, required) in fields.items():
             if key in value:
                 _check(value[key], inner, f"{where}.{key}" if where else key)

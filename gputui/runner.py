@@ -51,8 +51,17 @@ from gputui.output_stream import LINE_CAP, TRUNCATION_MARK, LineSplitter, Output
 # This module once held the output stream and the outcome as well; their names stay
 # importable from here (the private ones too: tests and scripts reached for them).
 __all__ = [
-    "LINE_CAP", "TAIL_LINES", "TRUNCATION_MARK", "LineSplitter", "Outcome", "OutputLine", "Runner", "strip_ansi",
-    "_cgroup_oom_kill_count", "_oom_detail", "_signal_name",
+    "LINE_CAP",
+    "TAIL_LINES",
+    "TRUNCATION_MARK",
+    "LineSplitter",
+    "Outcome",
+    "OutputLine",
+    "Runner",
+    "strip_ansi",
+    "_cgroup_oom_kill_count",
+    "_oom_detail",
+    "_signal_name",
 ]
 
 log = logging.getLogger(__name__)
@@ -249,8 +258,9 @@ class Runner:
             self._proc = proc
             self._pgid = proc.pid  # the guard leads the new session and group
             stop_early = self._stop_reason is not None
-        t = threading.Thread(target=read_pipes, args=([(proc.stdout, "stdout"), (proc.stderr, "stderr")], self._deliver),
-                             name=f"gputui-runner-output-{proc.pid}", daemon=True)
+        t = threading.Thread(
+            target=read_pipes, args=([(proc.stdout, "stdout"), (proc.stderr, "stderr")], self._deliver), name=f"gputui-runner-output-{proc.pid}", daemon=True
+        )
         t.start()
         self._readers.append(t)
         if stop_early:
@@ -413,7 +423,9 @@ class Runner:
 
     def _classify(self, returncode: int, duration: float, stop_reason: str | None) -> Outcome:
         return classify(
-            returncode, duration, stop_reason,
+            returncode,
+            duration,
+            stop_reason,
             timeout=self.timeout,
             start_error=self._start_error,
             pid=self._pid,

@@ -68,8 +68,7 @@ class SessionConfig:
     baseline: dict[str, Any] | None = None
 
     def diagnosis_settings(self) -> DiagnosisSettings:
-        return DiagnosisSettings.from_tables(self.diagnosis, self.preset.diagnosis if self.preset else {},
-                                             self.diagnosis_overrides)
+        return DiagnosisSettings.from_tables(self.diagnosis, self.preset.diagnosis if self.preset else {}, self.diagnosis_overrides)
 
 
 class Session:
@@ -182,8 +181,9 @@ class Session:
         if unmatched:
             assert preset is not None
             have = ", ".join(f"{i.index} ({i.uuid})" if i.uuid else str(i.index) for i in self.gpu.infos) or "none"
-            raise UserError(f"{preset.source}: [presets.{preset.name}].gpus: no GPU {unmatched[0]!r} on this machine "
-                            f"(expected an index or a unique UUID prefix of: {have})")
+            raise UserError(
+                f"{preset.source}: [presets.{preset.name}].gpus: no GPU {unmatched[0]!r} on this machine (expected an index or a unique UUID prefix of: {have})"
+            )
         self.gpu.keep_only(indices)
 
     def _start_runner(self) -> None:

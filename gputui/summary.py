@@ -273,12 +273,16 @@ class SummaryBuilder(Observer):
 
     def _ranks(self, total: float | None) -> dict[str, Any]:
         """Each rank's median rate, and the scaling against the one-GPU baseline."""
-        out: dict[str, Any] = {"world_size": self.world_size, "ranks": [
-            {"rank": rank, "median": spread(rates).get("median"), "readings": len(rates)}
-            for rank, rates in sorted(self.rank_rates.items())]}
+        out: dict[str, Any] = {
+            "world_size": self.world_size,
+            "ranks": [{"rank": rank, "median": spread(rates).get("median"), "readings": len(rates)} for rank, rates in sorted(self.rank_rates.items())],
+        }
         if self.baseline:
             single = self.baseline.get("samples_per_sec")
             efficiency = scaling_efficiency(total, self.world_size, single)
-            out["scaling"] = {"baseline_samples_per_sec": single, "baseline_source": self.baseline.get("source"),
-                              "efficiency": round(efficiency, 4) if efficiency is not None else None}
+            out["scaling"] = {
+                "baseline_samples_per_sec": single,
+                "baseline_source": self.baseline.get("source"),
+                "efficiency": round(efficiency, 4) if efficiency is not None else None,
+            }
         return out

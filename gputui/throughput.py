@@ -131,8 +131,15 @@ class RankTotals:
         rate = sum(r.samples_per_sec for r in pending.values())
         samples = sum(r.samples or 0.0 for r in pending.values()) if not reading.final else None
         pending.clear()
-        return Throughput(samples_per_sec=rate, source=reading.source, phase=reading.phase, final=reading.final,
-                          samples=samples or None, seconds=samples / rate if samples else None, ranks=reading.ranks)
+        return Throughput(
+            samples_per_sec=rate,
+            source=reading.source,
+            phase=reading.phase,
+            final=reading.final,
+            samples=samples or None,
+            seconds=samples / rate if samples else None,
+            ranks=reading.ranks,
+        )
 
 
 # --- MLPerf logging -------------------------------------------------------------------
@@ -167,9 +174,7 @@ _DLL = re.compile(r"(?:^|\s)DLL \d{4}-\d\d-\d\d[ T][\d:.]+ - (.*)")
 _DLL_METRIC = re.compile(r"(?<![\w.])([A-Za-z][\w.]*) : " + _NUM + r"(?: ([A-Za-z]+/s(?:ec)?)\b)?")
 _DLL_NOT_TRAINING = {"val", "valid", "validation", "eval", "test", "infer", "inference", "calib"}
 _DLL_NOT_SAMPLES = {"token", "tokens", "tok", "frames", "items", "item", "words", "wps"}
-_SAMPLE_UNITS = re.compile(
-    r"(?:samples?|images?|imgs?|examples?|seqs?|sequences?)/s(?:ec(?:ond)?)?$", re.IGNORECASE
-)
+_SAMPLE_UNITS = re.compile(r"(?:samples?|images?|imgs?|examples?|seqs?|sequences?)/s(?:ec(?:ond)?)?$", re.IGNORECASE)
 
 
 def _dll_rank(key: str) -> int | None:

@@ -36,8 +36,7 @@ class Failure:
     bg: tuple[int, int, int]
 
     def __str__(self) -> str:
-        return (f"{self.system}: ({self.x},{self.y}) {self.text!r} {self.ratio:.2f}:1 "
-                f"fg #{bytes(self.fg).hex()} on bg #{bytes(self.bg).hex()}")
+        return f"{self.system}: ({self.x},{self.y}) {self.text!r} {self.ratio:.2f}:1 fg #{bytes(self.fg).hex()} on bg #{bytes(self.bg).hex()}"
 
 
 def luminance(rgb: tuple[int, int, int]) -> float:
@@ -132,6 +131,5 @@ def report(failures: list[Failure], screen_text: str, limit: int = 25) -> str:
     for (system, fg, bg), hits in list(groups.items())[:limit]:
         first = hits[0]
         row = rows[first.y] if first.y < len(rows) else ""
-        lines.append(f"{system}: #{bytes(fg).hex()} on #{bytes(bg).hex()} {first.ratio:.2f}:1, "
-                     f"{len(hits)} cells, e.g. row {first.y}: {row.strip()[:70]!r}")
+        lines.append(f"{system}: #{bytes(fg).hex()} on #{bytes(bg).hex()} {first.ratio:.2f}:1, {len(hits)} cells, e.g. row {first.y}: {row.strip()[:70]!r}")
     return "\n".join(lines)

@@ -28,8 +28,7 @@ GIB = 1024**3
 
 
 def _h200_gpm() -> dict[int, float]:
-    return {SM_UTIL: 42.0, SM_OCCUPANCY: 21.5, ANY_TENSOR_UTIL: 30.0, DRAM_BW_UTIL: 55.0,
-            PCIE_TX_PER_SEC: 100.0, PCIE_RX_PER_SEC: 2.5}
+    return {SM_UTIL: 42.0, SM_OCCUPANCY: 21.5, ANY_TENSOR_UTIL: 30.0, DRAM_BW_UTIL: 55.0, PCIE_TX_PER_SEC: 100.0, PCIE_RX_PER_SEC: 2.5}
 
 
 @dataclass
@@ -49,11 +48,13 @@ class FakeGpu:
     mem_clock: int = 3201
     sm_clock_max: int = 1980
     mem_clock_max: int = 3201
-    thresholds: dict[int, int] = field(default_factory=lambda: {
-        pynvml.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN: 89,
-        pynvml.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN: 95,
-        pynvml.NVML_TEMPERATURE_THRESHOLD_GPU_MAX: 87,
-    })
+    thresholds: dict[int, int] = field(
+        default_factory=lambda: {
+            pynvml.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN: 89,
+            pynvml.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN: 95,
+            pynvml.NVML_TEMPERATURE_THRESHOLD_GPU_MAX: 87,
+        }
+    )
     throttle_mask: int = 0x4 | 0x20
     # Cumulative clock-event times (ns) by NVML field id; a field left out answers
     # NOT_SUPPORTED in its slot, as a driver without that counter does.
@@ -100,9 +101,15 @@ class _EventSet:
 class FakeNvml:
     """Stands in for the ``pynvml`` module.  ``calls`` counts every nvml* call."""
 
-    def __init__(self, gpus: list[FakeGpu] | None = None, *, init_error: type | None = None,
-                 missing: set[str] | frozenset[str] = frozenset(),
-                 driver: str = "580.159.03", cuda: int = 13000) -> None:
+    def __init__(
+        self,
+        gpus: list[FakeGpu] | None = None,
+        *,
+        init_error: type | None = None,
+        missing: set[str] | frozenset[str] = frozenset(),
+        driver: str = "580.159.03",
+        cuda: int = 13000,
+    ) -> None:
         self.gpus = [FakeGpu()] if gpus is None else gpus
         self.init_error = init_error
         self.missing = set(missing)
@@ -274,8 +281,7 @@ class FakeNvml:
 
     def nvmlDeviceGetComputeRunningProcesses(self, h):
         gpu = self._gpu("nvmlDeviceGetComputeRunningProcesses", h)
-        return [SimpleNamespace(pid=pid, usedGpuMemory=used, gpuInstanceId=0xFFFFFFFF,
-                                computeInstanceId=0xFFFFFFFF) for pid, used in gpu.processes]
+        return [SimpleNamespace(pid=pid, usedGpuMemory=used, gpuInstanceId=0xFFFFFFFF, computeInstanceId=0xFFFFFFFF) for pid, used in gpu.processes]
 
     # --- GPM ------------------------------------------------------------------------
 
@@ -315,8 +321,7 @@ class FakeNvml:
         first = self._gpm_taken.get(self._address(request.sample1))
         second = self._gpm_taken.get(self._address(request.sample2))
         # Real NVML wants two samples of the same GPU, the older one first.
-        if (request.version != pynvml.NVML_GPM_METRICS_GET_VERSION or first is None or second is None
-                or first[0] != second[0] or first[1] >= second[1]):
+        if request.version != pynvml.NVML_GPM_METRICS_GET_VERSION or first is None or second is None or first[0] != second[0] or first[1] >= second[1]:
             raise pynvml.NVMLError_InvalidArgument()
         gpu = self.gpus[first[0]]
         if gpu.lost:
@@ -408,9 +413,9 @@ class FakeNvml:
         received = 0
         for event_set in self.event_sets:
             if not event_set.freed and event_set.registered.get(index, 0) & kind:
-                event_set.pending.put(SimpleNamespace(device=self._handles[index], eventType=kind,
-                                                      eventData=xid, gpuInstanceId=0xFFFFFFFF,
-                                                      computeInstanceId=0xFFFFFFFF))
+                event_set.pending.put(
+                    SimpleNamespace(device=self._handles[index], eventType=kind, eventData=xid, gpuInstanceId=0xFFFFFFFF, computeInstanceId=0xFFFFFFFF)
+                )
                 received += 1
         return received
 

@@ -28,14 +28,22 @@ def gputui_env(tmp_path: Path) -> dict[str, str]:
 def run_gputui(args: list[str], tmp_path: Path, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "gputui", *args],
-        cwd=tmp_path, env=gputui_env(tmp_path), capture_output=True, text=True, timeout=timeout,
+        cwd=tmp_path,
+        env=gputui_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 
 def start_gputui(args: list[str], tmp_path: Path) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "gputui", *args],
-        cwd=tmp_path, env=gputui_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=tmp_path,
+        env=gputui_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 

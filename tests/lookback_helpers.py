@@ -27,35 +27,66 @@ def write_lines(path: Path, records: list[dict]) -> Path:
 
 def check_recording(path: Path, hostname: str, results: list[CheckResult], verdict: str) -> Path:
     """A small ``gputui check`` recording: header with the check options, one event per check."""
-    header = {"type": "header", "schema": 1, "interval": 1.0,
-              "host": {"hostname": hostname, "os": "Linux", "cpu_model": "Xeon", "cpu_logical": 16},
-              "driver_version": "580.95.05",
-              "gpus": [{"index": 0, "name": "NVIDIA H200", "memory_total": 150754820096, "temp_slowdown_c": 89.0}],
-              "check": {"quick": True, "price_per_hour": None}}
+    header = {
+        "type": "header",
+        "schema": 1,
+        "interval": 1.0,
+        "host": {"hostname": hostname, "os": "Linux", "cpu_model": "Xeon", "cpu_logical": 16},
+        "driver_version": "580.95.05",
+        "gpus": [{"index": 0, "name": "NVIDIA H200", "memory_total": 150754820096, "temp_slowdown_c": 89.0}],
+        "check": {"quick": True, "price_per_hour": None},
+    }
     events = [{"type": "event", "t": float(i), "event": "check", **r.to_dict()} for i, r in enumerate(results)]
     counts: dict[str, int] = {}
     for r in results:
         counts[r.status] = counts.get(r.status, 0) + 1
-    summary = {"type": "summary", "window": "all", "duration_s": 10.0, "samples": 0,
-               "check": {"verdict": verdict, "counts": counts}}
+    summary = {"type": "summary", "window": "all", "duration_s": 10.0, "samples": 0, "check": {"verdict": verdict, "counts": counts}}
     return write_lines(path, [header, *events, summary])
 
 
 def two_check_recordings(tmp_path: Path) -> tuple[Path, Path]:
     fast = [
-        CheckResult(id="gpu0.power_limit", group="preflight", name="power limit", status="ok", value=700.0, unit="W",
-                    expected=700.0, expected_source="datasheet", gpu=0),
-        CheckResult(id="micro.gpu0.matmul_bf16", group="micro", name="bf16 matmul", status="ok", value=800.0,
-                    unit="TFLOPS", expected=850.0, expected_source="datasheet x0.85", gpu=0),
+        CheckResult(
+            id="gpu0.power_limit", group="preflight", name="power limit", status="ok", value=700.0, unit="W", expected=700.0, expected_source="datasheet", gpu=0
+        ),
+        CheckResult(
+            id="micro.gpu0.matmul_bf16",
+            group="micro",
+            name="bf16 matmul",
+            status="ok",
+            value=800.0,
+            unit="TFLOPS",
+            expected=850.0,
+            expected_source="datasheet x0.85",
+            gpu=0,
+        ),
         CheckResult(id="host.shm", group="preflight", name="shared memory", status="ok", value=64.0, unit="GiB"),
     ]
     slow = [
-        CheckResult(id="gpu0.power_limit", group="preflight", name="power limit", status="fail", value=450.0, unit="W",
-                    expected=700.0, expected_source="datasheet", gpu=0, cause="the power limit was lowered",
-                    advice="ask the provider to restore 700 W"),
-        CheckResult(id="micro.gpu0.matmul_bf16", group="micro", name="bf16 matmul", status="warn", value=600.0,
-                    unit="TFLOPS", expected=850.0, expected_source="datasheet x0.85", gpu=0),
+        CheckResult(
+            id="gpu0.power_limit",
+            group="preflight",
+            name="power limit",
+            status="fail",
+            value=450.0,
+            unit="W",
+            expected=700.0,
+            expected_source="datasheet",
+            gpu=0,
+            cause="the power limit was lowered",
+            advice="ask the provider to restore 700 W",
+        ),
+        CheckResult(
+            id="micro.gpu0.matmul_bf16",
+            group="micro",
+            name="bf16 matmul",
+            status="warn",
+            value=600.0,
+            unit="TFLOPS",
+            expected=850.0,
+            expected_source="datasheet x0.85",
+            gpu=0,
+        ),
         CheckResult(id="host.disk", group="preflight", name="disk read", status="skipped", cause="no fio"),
     ]
-    return (check_recording(tmp_path / "node-a.jsonl", "node-a", fast, "ok"),
-            check_recording(tmp_path / "node-b.jsonl", "node-b", slow, "fail"))
+    return (check_recording(tmp_path / "node-a.jsonl", "node-a", fast, "ok"), check_recording(tmp_path / "node-b.jsonl", "node-b", slow, "fail"))

@@ -20,9 +20,7 @@ from tests.helpers import REPO
 # The script beside this interpreter (a virtual environment not on PATH), else on PATH.
 _BESIDE = Path(sys.executable).parent / "lint-imports"
 LINT_IMPORTS = str(_BESIDE) if _BESIDE.exists() else shutil.which("lint-imports")
-needs_import_linter = pytest.mark.skipif(
-    LINT_IMPORTS is None, reason="import-linter not installed (pip install -e '.[test]'): layer contracts NOT checked"
-)
+needs_import_linter = pytest.mark.skipif(LINT_IMPORTS is None, reason="import-linter not installed (pip install -e '.[test]'): layer contracts NOT checked")
 
 
 def run_lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
@@ -54,10 +52,13 @@ def test_a_planted_import_of_the_dashboard_breaks_the_build_naming_it(tmp_path):
     assert "gputui.session -> gputui.tui" in result.stdout
 
 
-@pytest.mark.parametrize("contract_id, allowed", [
-    ("workloads-protocol-only", {"gputui.workloads", "gputui.stats"}),
-    ("telemetry-knows-no-session", {"gputui.telemetry", "gputui.model"}),
-])
+@pytest.mark.parametrize(
+    "contract_id, allowed",
+    [
+        ("workloads-protocol-only", {"gputui.workloads", "gputui.stats"}),
+        ("telemetry-knows-no-session", {"gputui.telemetry", "gputui.model"}),
+    ],
+)
 def test_forbidden_lists_name_every_other_module(contract_id, allowed):
     # A module added to gputui later must be forbidden too, or allowed here on purpose.
     top_level = {f"gputui.{m.name}" for m in pkgutil.iter_modules(gputui.__path__) if m.name != "__main__"}
@@ -69,5 +70,5 @@ def test_ci_runs_the_readme_command_with_the_checkers_before_the_tests():
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     ci_command = (REPO / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()[-1]
     assert ci_command in readme  # verbatim
-    checks = ci_command.index("ruff check gputui tests && mypy gputui && lint-imports && ")
+    checks = ci_command.index("ruff check gputui tests && ruff format --check gputui tests && mypy gputui && lint-imports && ")
     assert checks < ci_command.index("python3 -m pytest")

@@ -25,13 +25,11 @@ GIB = 1024**3
 
 
 def h200(index: int = 0) -> GpuUnderTest:
-    return gpus_under_test([GpuInfo(index=index, name="NVIDIA H200", memory_total=141 * GIB,
-                                    pcie_max_gen=5, pcie_max_width=16)], None)[0]
+    return gpus_under_test([GpuInfo(index=index, name="NVIDIA H200", memory_total=141 * GIB, pcie_max_gen=5, pcie_max_width=16)], None)[0]
 
 
 def unknown_gpu(index: int = 0) -> GpuUnderTest:
-    return gpus_under_test([GpuInfo(index=index, name="Acme Accelerator 9000", memory_total=48 * GIB,
-                                    pcie_max_gen=4, pcie_max_width=16)], None)[0]
+    return gpus_under_test([GpuInfo(index=index, name="Acme Accelerator 9000", memory_total=48 * GIB, pcie_max_gen=4, pcie_max_width=16)], None)[0]
 
 
 def micro(metric: str, value: float, **fields) -> dict:
@@ -51,8 +49,8 @@ def by_id(results: list[CheckResult]) -> dict[str, CheckResult]:
 def test_h200_bf16_at_790_is_ok_and_at_500_fails():
     gpu = h200()
     assert gpu.model is not None and gpu.model.model == "NVIDIA H200 SXM"
-    good, = grade_micro([micro("matmul_bf16", 790.0, gpu=0, size=8192)], [gpu])
-    bad, = grade_micro([micro("matmul_bf16", 500.0, gpu=0, size=8192)], [gpu])
+    (good,) = grade_micro([micro("matmul_bf16", 790.0, gpu=0, size=8192)], [gpu])
+    (bad,) = grade_micro([micro("matmul_bf16", 500.0, gpu=0, size=8192)], [gpu])
 
     assert good.id == "micro.gpu0.matmul_bf16" and good.group == MICRO
     assert good.status == OK
@@ -67,11 +65,16 @@ def test_h200_bf16_at_790_is_ok_and_at_500_fails():
 
 
 def test_every_datasheet_metric_is_graded_with_its_own_id():
-    results = by_id(grade_micro([
-        micro("matmul_fp16", 780.0, gpu=1, size=8192),
-        micro("matmul_tf32", 380.0, gpu=1, size=8192),
-        micro("memory_bandwidth", 4300.0, gpu=1, bytes=GIB),
-    ], [h200(1)]))
+    results = by_id(
+        grade_micro(
+            [
+                micro("matmul_fp16", 780.0, gpu=1, size=8192),
+                micro("matmul_tf32", 380.0, gpu=1, size=8192),
+                micro("memory_bandwidth", 4300.0, gpu=1, bytes=GIB),
+            ],
+            [h200(1)],
+        )
+    )
     assert set(results) == {"micro.gpu1.matmul_fp16", "micro.gpu1.matmul_tf32", "micro.gpu1.memory_bandwidth"}
     assert results["micro.gpu1.matmul_tf32"].expected == pytest.approx(494 * ACHIEVABLE["matmul"])
     membw = results["micro.gpu1.memory_bandwidth"]
@@ -119,11 +122,16 @@ def test_copies_without_a_link_reading_have_no_link_check():
 def test_gpu_not_in_the_table_gets_info_without_a_verdict():
     gpu = unknown_gpu()
     assert gpu.model is None
-    results = by_id(grade_micro([
-        micro("matmul_bf16", 150.0, gpu=0, size=8192),
-        micro("memory_bandwidth", 800.0, gpu=0, bytes=GIB),
-        micro("h2d", 24.0, gpu=0, bytes=256 * 1024**2, pcie_gen_loaded=4, pcie_width_loaded=16),
-    ], [gpu]))
+    results = by_id(
+        grade_micro(
+            [
+                micro("matmul_bf16", 150.0, gpu=0, size=8192),
+                micro("memory_bandwidth", 800.0, gpu=0, bytes=GIB),
+                micro("h2d", 24.0, gpu=0, bytes=256 * 1024**2, pcie_gen_loaded=4, pcie_width_loaded=16),
+            ],
+            [gpu],
+        )
+    )
     for key in ("micro.gpu0.matmul_bf16", "micro.gpu0.memory_bandwidth"):
         assert results[key].status == INFO
         assert results[key].detail == "no reference for Acme Accelerator 9000"
@@ -136,30 +144,40 @@ def test_gpu_not_in_the_table_gets_info_without_a_verdict():
 
 
 def test_skipped_and_unavailable_payloads_become_skipped_results():
-    results = by_id(grade_micro([
-        {"event": "micro_env", "torch": "2.9", "cuda": "12.8", "device_count": 1, "devices": ["NVIDIA H200"]},
-        {"event": "micro_skipped", "metric": "matmul_bf16", "gpu": 0, "reason": "OutOfMemoryError: CUDA out of memory"},
-        {"event": "micro_skipped", "metric": "p2p", "reason": "needs two or more GPUs (1 under test)"},
-        {"event": "micro_skipped", "metric": "allreduce", "reason": "needs two or more GPUs (1 under test)"},
-    ], [h200()]))
+    results = by_id(
+        grade_micro(
+            [
+                {"event": "micro_env", "torch": "2.9", "cuda": "12.8", "device_count": 1, "devices": ["NVIDIA H200"]},
+                {"event": "micro_skipped", "metric": "matmul_bf16", "gpu": 0, "reason": "OutOfMemoryError: CUDA out of memory"},
+                {"event": "micro_skipped", "metric": "p2p", "reason": "needs two or more GPUs (1 under test)"},
+                {"event": "micro_skipped", "metric": "allreduce", "reason": "needs two or more GPUs (1 under test)"},
+            ],
+            [h200()],
+        )
+    )
     assert set(results) == {"micro.gpu0.matmul_bf16", "micro.p2p", "micro.allreduce"}
     assert all(r.status == SKIPPED for r in results.values())
     assert results["micro.gpu0.matmul_bf16"].cause == "OutOfMemoryError: CUDA out of memory"
     assert results["micro.gpu0.matmul_bf16"].gpu == 0
     assert results["micro.p2p"].cause == "needs two or more GPUs (1 under test)"
 
-    unavailable, = grade_micro([{"event": "micro_unavailable", "reason": "PyTorch is not installed"}], [h200()])
+    (unavailable,) = grade_micro([{"event": "micro_unavailable", "reason": "PyTorch is not installed"}], [h200()])
     assert unavailable.id == "micro" and unavailable.status == SKIPPED
     assert unavailable.cause == "PyTorch is not installed"
 
 
 def test_p2p_without_access_warns_and_allreduce_is_info():
     gpus = [h200(0), h200(1)]
-    results = by_id(grade_micro([
-        micro("p2p", 12.0, gpu=0, peer=1, access=False),
-        micro("p2p", 370.0, gpu=1, peer=0, access=True),
-        micro("allreduce", 360.0, gpus=2, bytes=256 * 1024**2),
-    ], gpus))
+    results = by_id(
+        grade_micro(
+            [
+                micro("p2p", 12.0, gpu=0, peer=1, access=False),
+                micro("p2p", 370.0, gpu=1, peer=0, access=True),
+                micro("allreduce", 360.0, gpus=2, bytes=256 * 1024**2),
+            ],
+            gpus,
+        )
+    )
     no_access = results["micro.p2p.gpu0-gpu1"]
     assert no_access.status == WARN
     assert "cannot reach GPU 1" in no_access.cause and "host memory" in no_access.cause and no_access.advice
@@ -169,17 +187,22 @@ def test_p2p_without_access_warns_and_allreduce_is_info():
 
 
 def test_torch_devices_are_matched_to_nvml_by_uuid_then_pci():
-    nvml = [{"index": 0, "uuid": "aaaa", "pci": (0, 0x19, 0)}, {"index": 1, "uuid": "bbbb", "pci": (0, 0x3b, 0)},
-            {"index": 2, "uuid": None, "pci": (0, 0x5d, 0)}]
-    torch_ids = [{"index": 0, "uuid": "bbbb", "pci": None}, {"index": 1, "uuid": None, "pci": (0, 0x5d, 0)},
-                 {"index": 2, "uuid": "cccc", "pci": (0, 0x99, 0)}]  # CUDA_VISIBLE_DEVICES=1,2 reorders
+    nvml = [
+        {"index": 0, "uuid": "aaaa", "pci": (0, 0x19, 0)},
+        {"index": 1, "uuid": "bbbb", "pci": (0, 0x3B, 0)},
+        {"index": 2, "uuid": None, "pci": (0, 0x5D, 0)},
+    ]
+    torch_ids = [
+        {"index": 0, "uuid": "bbbb", "pci": None},
+        {"index": 1, "uuid": None, "pci": (0, 0x5D, 0)},
+        {"index": 2, "uuid": "cccc", "pci": (0, 0x99, 0)},
+    ]  # CUDA_VISIBLE_DEVICES=1,2 reorders
     matched = match_devices(torch_ids, nvml)
     assert {t: n["index"] for t, n in matched.items()} == {0: 1, 1: 2}
 
 
 def test_nvml_identities_and_the_loaded_link_come_through_the_nvml_wrapper():
-    fake = FakeNvml([FakeGpu(uuid="GPU-AAAA", pci=(0, 0x19, 0), pcie_gen=3, pcie_width=8),
-                     FakeGpu(uuid="GPU-BBBB", pci=(1, 0x3B, 0))])
+    fake = FakeNvml([FakeGpu(uuid="GPU-AAAA", pci=(0, 0x19, 0), pcie_gen=3, pcie_width=8), FakeGpu(uuid="GPU-BBBB", pci=(1, 0x3B, 0))])
     nvml = Nvml(fake)
     assert nvml.init() is None
     ids = nvml_identities(nvml)
@@ -204,8 +227,7 @@ def test_nvml_identities_and_the_loaded_link_come_through_the_nvml_wrapper():
 
 def run_child(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    return subprocess.run([sys.executable, "-m", "gputui.check.micro", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "-m", "gputui.check.micro", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
 
 
 def payloads_of(stdout: str) -> list[dict]:
@@ -216,12 +238,18 @@ def payloads_of(stdout: str) -> list[dict]:
 
 
 def test_child_imports_only_the_protocol_and_the_nvml_wrapper_of_gputui():
-    code = ("import sys, gputui.check.micro, gputui.check.micro_allreduce\n"
-            "print(' '.join(sorted(m for m in sys.modules if m.startswith('gputui'))))\n")
+    code = "import sys, gputui.check.micro, gputui.check.micro_allreduce\nprint(' '.join(sorted(m for m in sys.modules if m.startswith('gputui'))))\n"
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120, check=True)
     assert set(proc.stdout.split()) == {
-        "gputui", "gputui.check", "gputui.check.micro", "gputui.check.micro_allreduce",
-        "gputui.telemetry", "gputui.telemetry.nvml", "gputui.workloads", "gputui.workloads.protocol"}
+        "gputui",
+        "gputui.check",
+        "gputui.check.micro",
+        "gputui.check.micro_allreduce",
+        "gputui.telemetry",
+        "gputui.telemetry.nvml",
+        "gputui.workloads",
+        "gputui.workloads.protocol",
+    }
 
 
 def test_cpu_mode_child_prints_parseable_measurements():
@@ -246,7 +274,7 @@ def test_cuda_child_without_a_usable_gpu_says_why_and_exits_0():
         pytest.skip("this machine has a usable GPU")
     proc = run_child("--quick")
     assert proc.returncode == 0, proc.stderr
-    payload, = payloads_of(proc.stdout)
+    (payload,) = payloads_of(proc.stdout)
     assert payload["event"] == "micro_unavailable" and payload["reason"]
 
 
@@ -280,10 +308,9 @@ def test_real_child_measures_every_metric_on_the_gpus():
 
 def test_stage_without_gpus_reports_one_skipped_result():
     reported: list[CheckResult] = []
-    ctx = StageContext(CheckOptions(quick=True), [], report=reported.append,
-                       gpu_unavailable_reason="NVML library not found (no NVIDIA driver installed?)")
+    ctx = StageContext(CheckOptions(quick=True), [], report=reported.append, gpu_unavailable_reason="NVML library not found (no NVIDIA driver installed?)")
     run_micro_stage(ctx)
-    result, = reported
+    (result,) = reported
     assert result.id == "micro" and result.status == SKIPPED and result.group == MICRO
     assert result.cause == "NVML library not found (no NVIDIA driver installed?)"
 
@@ -311,8 +338,7 @@ class ScriptedContext(StageContext):
 
 
 def test_stage_streams_results_and_runs_the_child_on_the_nvml_indices():
-    ctx = ScriptedContext([h200(2), h200(5)], [micro("matmul_bf16", 790.0, gpu=2, size=8192)],
-                          Outcome(kind="exited", exit_code=0))
+    ctx = ScriptedContext([h200(2), h200(5)], [micro("matmul_bf16", 790.0, gpu=2, size=8192)], Outcome(kind="exited", exit_code=0))
     run_micro_stage(ctx)
     assert ctx.argv[1:] == ["-m", "gputui.check.micro", "--gpus", "2,5", "--quick"]
     assert ctx.timeout and ctx.timeout > 0
@@ -321,8 +347,7 @@ def test_stage_streams_results_and_runs_the_child_on_the_nvml_indices():
 
 
 def test_stage_turns_a_timed_out_child_into_a_failure():
-    ctx = ScriptedContext([h200()], [micro("matmul_bf16", 790.0, gpu=0, size=8192)],
-                          Outcome(kind="timeout", message="no end after 240 s"))
+    ctx = ScriptedContext([h200()], [micro("matmul_bf16", 790.0, gpu=0, size=8192)], Outcome(kind="timeout", message="no end after 240 s"))
     run_micro_stage(ctx)
     assert [r.id for r in ctx.reported] == ["micro.gpu0.matmul_bf16", "micro"]
     failure = ctx.reported[-1]
@@ -335,7 +360,6 @@ def test_stage_turns_a_stopped_child_into_skipped_and_no_torch_into_one_skip():
     run_micro_stage(stopped)
     assert [(r.id, r.status, r.cause) for r in stopped.reported] == [("micro", SKIPPED, "check stopped")]
 
-    no_torch = ScriptedContext([h200()], [{"event": "micro_unavailable", "reason": "PyTorch is not installed"}],
-                               Outcome(kind="exited", exit_code=0))
+    no_torch = ScriptedContext([h200()], [{"event": "micro_unavailable", "reason": "PyTorch is not installed"}], Outcome(kind="exited", exit_code=0))
     run_micro_stage(no_torch)
     assert [(r.id, r.status, r.cause) for r in no_torch.reported] == [("micro", SKIPPED, "PyTorch is not installed")]

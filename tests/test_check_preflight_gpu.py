@@ -38,11 +38,26 @@ def h200(index: int = 0, name: str = "NVIDIA H200") -> GpuUnderTest:
 
 
 def healthy(**changes) -> GpuFacts:
-    facts = GpuFacts(name="NVIDIA H200", power_limit_w=700.0, power_default_w=700.0, sm_clock_max_mhz=1980,
-                     persistence_on=True, mig_on=False, mig_pending_on=False, ecc_on=True, ecc_pending_on=True,
-                     ecc_volatile_uncorrected=0, ecc_aggregate_uncorrected=0,
-                     remapped_rows_correctable=0, remapped_rows_uncorrectable=0, remap_pending=False,
-                     remap_failure=False, temp_c=35.0, temp_slowdown_c=89.0, temp_shutdown_c=95.0)
+    facts = GpuFacts(
+        name="NVIDIA H200",
+        power_limit_w=700.0,
+        power_default_w=700.0,
+        sm_clock_max_mhz=1980,
+        persistence_on=True,
+        mig_on=False,
+        mig_pending_on=False,
+        ecc_on=True,
+        ecc_pending_on=True,
+        ecc_volatile_uncorrected=0,
+        ecc_aggregate_uncorrected=0,
+        remapped_rows_correctable=0,
+        remapped_rows_uncorrectable=0,
+        remap_pending=False,
+        remap_failure=False,
+        temp_c=35.0,
+        temp_slowdown_c=89.0,
+        temp_shutdown_c=95.0,
+    )
     for key, value in changes.items():
         setattr(facts, key, value)
     return facts
@@ -64,15 +79,21 @@ def opened_nvml(fake: FakeNvml) -> Nvml:
 
 
 def test_read_gpu_facts_reads_every_value_in_model_units():
-    gpu = FakeGpu(power_limit_mw=450_000, persistence_mode=0, mig_mode=(1, 0), ecc_mode=(1, 0),
-                  ecc_errors={(UNCORRECTED, pynvml.NVML_VOLATILE_ECC): 2, (UNCORRECTED, pynvml.NVML_AGGREGATE_ECC): 7},
-                  retired_pages={pynvml.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR: [0x1000, 0x2000]},
-                  retired_pages_pending=1, remapped_rows=(3, 1, 1, 0), temp_c=44)
+    gpu = FakeGpu(
+        power_limit_mw=450_000,
+        persistence_mode=0,
+        mig_mode=(1, 0),
+        ecc_mode=(1, 0),
+        ecc_errors={(UNCORRECTED, pynvml.NVML_VOLATILE_ECC): 2, (UNCORRECTED, pynvml.NVML_AGGREGATE_ECC): 7},
+        retired_pages={pynvml.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR: [0x1000, 0x2000]},
+        retired_pages_pending=1,
+        remapped_rows=(3, 1, 1, 0),
+        temp_c=44,
+    )
     fake = FakeNvml([gpu])
     nvml = opened_nvml(fake)
     facts = read_gpu_facts(nvml, nvml.call("nvmlDeviceGetHandleByIndex", 0))
-    assert (facts.name, facts.power_limit_w, facts.power_default_w, facts.sm_clock_max_mhz) == (
-        "NVIDIA H200", 450.0, 700.0, 1980)
+    assert (facts.name, facts.power_limit_w, facts.power_default_w, facts.sm_clock_max_mhz) == ("NVIDIA H200", 450.0, 700.0, 1980)
     assert (facts.persistence_on, facts.mig_on, facts.mig_pending_on) == (False, True, False)
     assert (facts.ecc_on, facts.ecc_pending_on) == (True, False)
     assert (facts.ecc_volatile_uncorrected, facts.ecc_aggregate_uncorrected) == (2, 7)
@@ -83,8 +104,14 @@ def test_read_gpu_facts_reads_every_value_in_model_units():
 
 
 def test_values_a_gpu_does_not_report_are_skipped_never_failed():
-    unsupported = {"nvmlDeviceGetRetiredPages", "nvmlDeviceGetRetiredPagesPendingStatus", "nvmlDeviceGetMigMode",
-                   "nvmlDeviceGetPersistenceMode", "nvmlDeviceGetEccMode", "nvmlDeviceGetTotalEccErrors"}
+    unsupported = {
+        "nvmlDeviceGetRetiredPages",
+        "nvmlDeviceGetRetiredPagesPendingStatus",
+        "nvmlDeviceGetMigMode",
+        "nvmlDeviceGetPersistenceMode",
+        "nvmlDeviceGetEccMode",
+        "nvmlDeviceGetTotalEccErrors",
+    }
     fake = FakeNvml([FakeGpu(unsupported=unsupported)], missing={"nvmlDeviceGetRemappedRows"})
     nvml = opened_nvml(fake)
     results = by_id(grade_gpu(read_gpu_facts(nvml, nvml.call("nvmlDeviceGetHandleByIndex", 0)), h200()))
@@ -144,8 +171,7 @@ def test_a_gpu_not_in_the_reference_table_gets_measurements_without_verdicts():
 
 
 def test_a_volatile_uncorrected_ecc_error_fails():
-    result = by_id(grade_gpu(healthy(ecc_volatile_uncorrected=1, ecc_aggregate_uncorrected=1), h200()))[
-        "gpu0.ecc_uncorrected"]
+    result = by_id(grade_gpu(healthy(ecc_volatile_uncorrected=1, ecc_aggregate_uncorrected=1), h200()))["gpu0.ecc_uncorrected"]
     assert result.status == FAIL and result.value == 1 and result.expected == 0
     assert "since the driver loaded" in result.cause and "reset" in result.advice
 
@@ -156,8 +182,7 @@ def test_uncorrected_errors_only_in_the_aggregate_count_warn():
 
 
 def test_ecc_turned_off_warns_and_has_no_counts():
-    results = by_id(grade_gpu(healthy(ecc_on=False, ecc_pending_on=True, ecc_volatile_uncorrected=None,
-                                      ecc_aggregate_uncorrected=None), h200()))
+    results = by_id(grade_gpu(healthy(ecc_on=False, ecc_pending_on=True, ecc_volatile_uncorrected=None, ecc_aggregate_uncorrected=None), h200()))
     assert results["gpu0.ecc_mode"].status == WARN and "next reboot" in results["gpu0.ecc_mode"].detail
     assert results["gpu0.ecc_uncorrected"].status == SKIPPED and "ECC is off" in results["gpu0.ecc_uncorrected"].cause
 
@@ -177,11 +202,9 @@ def test_row_remapping_pending_warns_and_failure_fails():
 
 
 def test_retired_pages_pending_warn_and_many_fail():
-    pending = by_id(grade_gpu(healthy(retired_pages_sbe=2, retired_pages_dbe=1, retired_pages_pending=True),
-                              h200()))["gpu0.retired_pages"]
+    pending = by_id(grade_gpu(healthy(retired_pages_sbe=2, retired_pages_dbe=1, retired_pages_pending=True), h200()))["gpu0.retired_pages"]
     assert pending.status == WARN and pending.value == 3
-    many = by_id(grade_gpu(healthy(retired_pages_sbe=40, retired_pages_dbe=20, retired_pages_pending=False),
-                           h200()))["gpu0.retired_pages"]
+    many = by_id(grade_gpu(healthy(retired_pages_sbe=40, retired_pages_dbe=20, retired_pages_pending=False), h200()))["gpu0.retired_pages"]
     assert many.status == FAIL and "60" in many.cause
 
 
@@ -203,8 +226,16 @@ def test_temperature_is_information_until_it_passes_the_slowdown_threshold():
 
 
 def test_every_result_that_is_not_ok_says_why_and_what_to_do():
-    bad = healthy(power_limit_w=300.0, power_default_w=500.0, sm_clock_max_mhz=1000, persistence_on=False,
-                  mig_on=True, ecc_volatile_uncorrected=1, remap_failure=True, temp_c=99.0)
+    bad = healthy(
+        power_limit_w=300.0,
+        power_default_w=500.0,
+        sm_clock_max_mhz=1000,
+        persistence_on=False,
+        mig_on=True,
+        ecc_volatile_uncorrected=1,
+        remap_failure=True,
+        temp_c=99.0,
+    )
     for result in grade_gpu(bad, h200()):
         assert result.status in STATUSES
         if result.status in (WARN, FAIL):
@@ -283,18 +314,26 @@ def test_driver_versions_are_information():
 def stage_context(fake, tmp_path: Path, reported: list) -> StageContext:
     telemetry = GpuTelemetry(fake)
     telemetry.open()
-    return StageContext(CheckOptions(quick=True, workdir=tmp_path), gpus_under_test(telemetry.infos, None),
-                        report=reported.append, nvml=opened_nvml(fake),
-                        gpu_unavailable_reason=telemetry.unavailable_reason)
+    return StageContext(
+        CheckOptions(quick=True, workdir=tmp_path),
+        gpus_under_test(telemetry.infos, None),
+        report=reported.append,
+        nvml=opened_nvml(fake),
+        gpu_unavailable_reason=telemetry.unavailable_reason,
+    )
 
 
 def test_stage_reports_driver_and_gpu_checks_first_and_the_disk_read_last(tmp_path):
     reported = []
     fake = FakeNvml([FakeGpu(), FakeGpu(power_limit_mw=420_000)])
     steal_times = iter([_times(0, 0), _times(100, 0)])
-    run_preflight_stage(stage_context(fake, tmp_path, reported), cuda_devices=lambda: CudaDevices(2),
-                        cgroup_root=tmp_path / "no-cgroup", cpu_times=lambda: next(steal_times),
-                        read_test_bytes=1024**2)
+    run_preflight_stage(
+        stage_context(fake, tmp_path, reported),
+        cuda_devices=lambda: CudaDevices(2),
+        cgroup_root=tmp_path / "no-cgroup",
+        cpu_times=lambda: next(steal_times),
+        read_test_bytes=1024**2,
+    )
     ids = [r.id for r in reported]
     assert ids[:3] == ["driver.version", "driver.cuda", "cuda.devices"]
     assert ids.index("gpu1.temperature") < ids.index("host.cores")
@@ -324,8 +363,9 @@ def test_stage_reports_a_gpu_that_stops_answering_as_a_failure(tmp_path):
     assert "gpu1.answers" not in ids  # stopped before the GPU loop
     ctx.stopped.clear()
     reported.clear()
-    run_preflight_stage(ctx, cuda_devices=lambda: CudaDevices(2), cgroup_root=tmp_path,
-                        cpu_times=iter([_times(0, 0), _times(10, 0)]).__next__, read_test_bytes=1024**2)
+    run_preflight_stage(
+        ctx, cuda_devices=lambda: CudaDevices(2), cgroup_root=tmp_path, cpu_times=iter([_times(0, 0), _times(10, 0)]).__next__, read_test_bytes=1024**2
+    )
     lost = by_id(reported)["gpu1.answers"]
     assert lost.status == FAIL and "stopped answering" in lost.cause
     assert by_id(reported)["gpu0.power_limit"].status == OK
@@ -341,8 +381,7 @@ def test_preflight_stage_on_real_nvml(tmp_path):
     nvml = Nvml()
     assert nvml.init() is None
     reported = []
-    ctx = StageContext(CheckOptions(quick=True, workdir=tmp_path), gpus_under_test(telemetry.infos, None),
-                       report=reported.append, nvml=nvml)
+    ctx = StageContext(CheckOptions(quick=True, workdir=tmp_path), gpus_under_test(telemetry.infos, None), report=reported.append, nvml=nvml)
     try:
         run_preflight_stage(ctx)
     finally:

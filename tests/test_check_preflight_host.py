@@ -39,8 +39,7 @@ Times = namedtuple("Times", "user nice system idle iowait irq softirq steal gues
 
 
 def gpus(count: int, memory: int = 80 * GIB) -> list[GpuUnderTest]:
-    return [GpuUnderTest(info=GpuInfo(index=i, name="NVIDIA H100 80GB HBM3", memory_total=memory), model=None)
-            for i in range(count)]
+    return [GpuUnderTest(info=GpuInfo(index=i, name="NVIDIA H100 80GB HBM3", memory_total=memory), model=None) for i in range(count)]
 
 
 def cgroup(tmp_path: Path, **files: str) -> Path:
@@ -55,10 +54,12 @@ def cgroup(tmp_path: Path, **files: str) -> Path:
 
 def disk_usage_of(sizes: dict[Path, int]):
     """A shutil.disk_usage double: ``sizes`` maps a path to its total (= free) bytes."""
+
     def usage(path):
         if Path(path) not in sizes:
             raise FileNotFoundError(2, "No such file or directory")
         return Usage(sizes[Path(path)], 0, sizes[Path(path)])
+
     return usage
 
 
@@ -133,8 +134,7 @@ def test_steal_without_a_steal_counter_is_skipped():
 
 def test_a_cgroup_memory_limit_below_the_gpus_memory_fails(tmp_path):
     root = cgroup(tmp_path, **{"memory.max": str(64 * GIB)})
-    facts = read_host_facts(tmp_path, cgroup_root=root, shm_path=tmp_path,
-                            virtual_memory=lambda: SimpleNamespace(total=2048 * GIB))
+    facts = read_host_facts(tmp_path, cgroup_root=root, shm_path=tmp_path, virtual_memory=lambda: SimpleNamespace(total=2048 * GIB))
     assert (facts.memory_total, facts.memory_limit, facts.memory_usable) == (2048 * GIB, 64 * GIB, 64 * GIB)
     result = grade_memory(facts, gpus(2))
     assert result.status == FAIL and result.value == 32.0 and result.expected == 80.0
@@ -225,16 +225,13 @@ def test_without_a_gpu_the_host_checks_run_and_one_line_says_why(tmp_path, many_
     readings = iter([Times(100, 0, 0, 100, 0, 0, 0, 0, 0, 0), Times(150, 0, 0, 150, 0, 0, 0, 0, 0, 0)])
     reported = []
     reason = "NVML library not found (no NVIDIA driver installed?)"
-    ctx = StageContext(CheckOptions(quick=True, workdir=tmp_path), [], report=reported.append,
-                       gpu_unavailable_reason=reason)
-    run_preflight_stage(ctx, cgroup_root=root, shm_path=tmp_path, cpu_times=lambda: next(readings),
-                        read_test_bytes=MIB)
+    ctx = StageContext(CheckOptions(quick=True, workdir=tmp_path), [], report=reported.append, gpu_unavailable_reason=reason)
+    run_preflight_stage(ctx, cgroup_root=root, shm_path=tmp_path, cpu_times=lambda: next(readings), read_test_bytes=MIB)
     ids = [r.id for r in reported]
     gpu_lines = [r for r in reported if not r.id.startswith("host.")]
     assert len(gpu_lines) == 1
     assert gpu_lines[0].id == "gpu.none" and gpu_lines[0].status == SKIPPED and reason in gpu_lines[0].cause
-    assert ids == ["gpu.none", "host.cores", "host.cpu_throttling", "host.memory", "host.shm", "host.disk_free",
-                   "host.steal", "host.disk_read"]
+    assert ids == ["gpu.none", "host.cores", "host.cpu_throttling", "host.memory", "host.shm", "host.disk_free", "host.steal", "host.disk_read"]
     results = {r.id: r for r in reported}
     assert results["host.cores"].status == INFO and results["host.cores"].value == 4.0
     assert results["host.steal"].status == OK and results["host.steal"].value == 0.0

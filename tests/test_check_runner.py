@@ -45,6 +45,7 @@ def _stage(*results: CheckResult):
     def run(ctx: StageContext) -> None:
         for result in results:
             ctx.report(result)
+
     return run
 
 
@@ -53,9 +54,9 @@ def test_a_check_is_a_recording_with_one_event_per_result_and_the_verdict(tmp_pa
 
     path = tmp_path / "check.jsonl"
     listener = _Collect()
+
     def micro(ctx):
-        ctx.report(CheckResult(id="micro.gpu0.matmul_bf16", group=MICRO, name="matmul", status=OK, value=790.0,
-                               unit="TFLOP/s", gpu=0))
+        ctx.report(CheckResult(id="micro.gpu0.matmul_bf16", group=MICRO, name="matmul", status=OK, value=790.0, unit="TFLOP/s", gpu=0))
         deadline = time.monotonic() + 20  # the load lasts until the sampler has seen it
         while time.monotonic() < deadline and sum(t.samples for t in check.load.tallies.values()) < 2:
             time.sleep(0.05)
@@ -64,9 +65,14 @@ def test_a_check_is_a_recording_with_one_event_per_result_and_the_verdict(tmp_pa
         "preflight": _stage(CheckResult(id="host.shm", group=PREFLIGHT, name="/dev/shm", status=FAIL, value=64, unit="MB")),
         "micro": micro,
     }
-    check = CheckRun(CheckOptions(interval=0.1, price_per_hour=2.0), observers=[Recorder(path)], listener=listener,
-                     gpu=GpuTelemetry(FakeNvml([FakeGpu(throttle_mask=0x4)])), nvml_module=FakeNvml([FakeGpu()]),
-                     stages=stages)
+    check = CheckRun(
+        CheckOptions(interval=0.1, price_per_hour=2.0),
+        observers=[Recorder(path)],
+        listener=listener,
+        gpu=GpuTelemetry(FakeNvml([FakeGpu(throttle_mask=0x4)])),
+        nvml_module=FakeNvml([FakeGpu()]),
+        stages=stages,
+    )
     report = check.run()
     assert report.exit_code == 1  # one check failed
     assert listener.stages == [("preflight", "start"), ("preflight", "end"), ("micro", "start"), ("micro", "end")]
@@ -90,8 +96,7 @@ def test_quick_leaves_out_the_workloads_and_skip_leaves_out_named_stages():
         return lambda ctx: ran.append(name)
 
     stages = {name: mark(name) for name in ("preflight", "micro", "workload")}
-    CheckRun(CheckOptions(quick=True, skip={"micro"}, interval=0.1), gpu=GpuTelemetry(FakeNvml([])),
-             nvml_module=FakeNvml([]), stages=stages).run()
+    CheckRun(CheckOptions(quick=True, skip={"micro"}, interval=0.1), gpu=GpuTelemetry(FakeNvml([])), nvml_module=FakeNvml([]), stages=stages).run()
     assert ran == ["preflight"]
 
 
@@ -103,8 +108,7 @@ def test_no_gpu_gives_the_stages_one_clear_reason():
 
     import pynvml
 
-    CheckRun(CheckOptions(interval=0.1), gpu=GpuTelemetry(FakeNvml(init_error=pynvml.NVMLError_LibraryNotFound)),
-             stages={"preflight": preflight}).run()
+    CheckRun(CheckOptions(interval=0.1), gpu=GpuTelemetry(FakeNvml(init_error=pynvml.NVMLError_LibraryNotFound)), stages={"preflight": preflight}).run()
     assert seen["gpus"] == []
     assert "NVML library not found" in seen["reason"]
 
@@ -148,8 +152,7 @@ def test_samples_outside_the_loaded_stages_do_not_count():
 def test_cost_per_million_samples_and_per_pflop_hour():
     assert cost_per_million(3.6, 1000.0) == pytest.approx(1.0)  # 3.6 M samples an hour for 3.6 USD
     assert cost_per_pflop_hour(2.0, 500.0) == pytest.approx(4.0)  # 0.5 PFLOP/s: two hours for one PFLOP-hour
-    results = [CheckResult(id="workload.gpu0.resnet50_tuned", group=WORKLOAD, name="ResNet-50", status=OK,
-                           value=7200.0, unit="images/s", gpu=0)]
+    results = [CheckResult(id="workload.gpu0.resnet50_tuned", group=WORKLOAD, name="ResNet-50", status=OK, value=7200.0, unit="images/s", gpu=0)]
     (cost,) = cost_results(results, 2.0)
     assert cost.id == "cost.resnet50_tuned"
     assert cost.value == pytest.approx(2.0 / (7200 * 3600) * 1e6, rel=1e-3)
@@ -157,9 +160,19 @@ def test_cost_per_million_samples_and_per_pflop_hour():
 
 
 def test_rendering_names_the_cause_and_the_expectation_source():
-    result = CheckResult(id="gpu0.power_limit", group=PREFLIGHT, name="Power limit", status=FAIL, gpu=0, value=420.0,
-                         unit="W", expected=700.0, expected_source="the default power limit",
-                         cause="power-limited to 420 W of its 700 W default", advice="ask the provider")
+    result = CheckResult(
+        id="gpu0.power_limit",
+        group=PREFLIGHT,
+        name="Power limit",
+        status=FAIL,
+        gpu=0,
+        value=420.0,
+        unit="W",
+        expected=700.0,
+        expected_source="the default power limit",
+        cause="power-limited to 420 W of its 700 W default",
+        advice="ask the provider",
+    )
     line = progress_line(result)
     assert line.startswith("[FAIL] gpu0 Power limit: 420 W (expected 700 W)")
     assert "power-limited to 420 W" in line
@@ -173,12 +186,15 @@ def _gputui(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "gputui", *args], capture_output=True, text=True, cwd=cwd, timeout=300)
 
 
-@pytest.mark.parametrize("args, expected", [
-    (["--price", "-1"], "--price: expected a price per hour greater than 0"),
-    (["--gpus", "x"], "--gpus: expected GPU indices"),
-    (["--skip", "gpu"], "--skip: expected any of preflight, micro, workload"),
-    (["--markdown", "/nonexistent/dir/x.md"], "--markdown: /nonexistent/dir is not a directory"),
-])
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["--price", "-1"], "--price: expected a price per hour greater than 0"),
+        (["--gpus", "x"], "--gpus: expected GPU indices"),
+        (["--skip", "gpu"], "--skip: expected any of preflight, micro, workload"),
+        (["--markdown", "/nonexistent/dir/x.md"], "--markdown: /nonexistent/dir is not a directory"),
+    ],
+)
 def test_bad_arguments_are_one_line_and_exit_2(tmp_path, args, expected):
     proc = _gputui("check", *args, cwd=tmp_path)
     assert proc.returncode == 2
@@ -189,8 +205,7 @@ def test_bad_arguments_are_one_line_and_exit_2(tmp_path, args, expected):
 def test_quick_json_runs_on_a_machine_without_a_gpu(tmp_path):
     """What CI runs: host checks, one line about the GPU, JSON on stdout, exit 0 or 1."""
     record = tmp_path / "check.jsonl"
-    proc = _gputui("check", "--quick", "--json", "--record", str(record), "--markdown", str(tmp_path / "c.md"),
-                   cwd=tmp_path)
+    proc = _gputui("check", "--quick", "--json", "--record", str(record), "--markdown", str(tmp_path / "c.md"), cwd=tmp_path)
     assert proc.returncode in (0, 1), proc.stderr
     result = json.loads(proc.stdout)
     ids = [c["id"] for c in result["checks"]]
@@ -209,16 +224,22 @@ def test_a_check_never_records_over_a_file_and_is_kept_in_the_history(tmp_path):
     env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
     existing = tmp_path / "old.jsonl"
     existing.write_text("precious\n")
-    proc = subprocess.run([sys.executable, "-m", "gputui", "check", "--quick", "--skip", "micro", "--record",
-                           str(existing)], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "gputui", "check", "--quick", "--skip", "micro", "--record", str(existing)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=300,
+    )
     assert proc.returncode == 2 and "already exists" in proc.stderr
     assert existing.read_text() == "precious\n"
 
-    proc = subprocess.run([sys.executable, "-m", "gputui", "check", "--quick", "--skip", "micro"],
-                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "gputui", "check", "--quick", "--skip", "micro"], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300
+    )
     assert proc.returncode in (0, 1), proc.stderr
-    listing = subprocess.run([sys.executable, "-m", "gputui", "runs", "--json"], capture_output=True, text=True,
-                             cwd=tmp_path, env=env, timeout=60)
+    listing = subprocess.run([sys.executable, "-m", "gputui", "runs", "--json"], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
     (kept,) = json.loads(listing.stdout)
     assert kept["preset"] == "check" and kept["outcome"].startswith("check ")
 
@@ -229,9 +250,14 @@ def test_sigterm_stops_a_check_with_143_and_a_finished_recording(tmp_path):
 
     env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
     record = tmp_path / "check.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "gputui", "check", "--skip", "preflight,micro", "--record",
-                             str(record)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
-                            env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gputui", "check", "--skip", "preflight,micro", "--record", str(record)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and "workload" not in (record.read_text() if record.exists() else ""):
         time.sleep(0.2)  # the host-pipeline child is running
@@ -247,10 +273,14 @@ def test_a_check_recording_to_a_full_disk_warns_at_once_and_still_gives_the_verd
     import os
 
     env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
-    proc = subprocess.run([sys.executable, "-m", "gputui", "check", "--quick", "--skip", "micro", "--no-history",
-                           "--record", "/dev/full", "--force"], capture_output=True, text=True, cwd=tmp_path, env=env,
-                          timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "gputui", "check", "--quick", "--skip", "micro", "--no-history", "--record", "/dev/full", "--force"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=300,
+    )
     assert proc.returncode in (0, 1), proc.stderr
-    assert "gputui: warning: /dev/full: cannot write the recording (No space left on device); the check goes on" \
-        in proc.stderr
+    assert "gputui: warning: /dev/full: cannot write the recording (No space left on device); the check goes on" in proc.stderr
     assert "Traceback" not in proc.stderr and "verdict" in (proc.stdout + proc.stderr).lower()

@@ -87,13 +87,11 @@ def test_older_nvidia_ml_py_without_wait_v2_still_watches():
 
 
 def test_gpus_that_cannot_report_xids_are_skipped_with_the_reason():
-    fake = FakeNvml([FakeGpu(), FakeGpu(event_types=pynvml.nvmlEventTypePState),
-                     FakeGpu(unsupported={"nvmlDeviceRegisterEvents"})])
+    fake = FakeNvml([FakeGpu(), FakeGpu(event_types=pynvml.nvmlEventTypePState), FakeGpu(unsupported={"nvmlDeviceRegisterEvents"})])
     watch = watcher(fake, [0, 1, 2])
     watch.start()
     report = watch.stop()
-    assert report.unwatched == {1: "this GPU does not report XID events",
-                                2: "NVML refused to register this GPU for XID events"}
+    assert report.unwatched == {1: "this GPU does not report XID events", 2: "NVML refused to register this GPU for XID events"}
     ok, no_events, refused = xid_results(report, gpus(3))
     assert ok.status == OK
     assert no_events.status == SKIPPED and "does not report XID events" in no_events.cause

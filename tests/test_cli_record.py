@@ -34,7 +34,7 @@ def slow_presets(tmp_path):
     script = tmp_path / "slow.py"
     script.write_text(SLOW_WORKLOAD)
     path = tmp_path / "slow.toml"
-    path.write_text(f'[presets.slow]\ncommand = [{json.dumps(sys.executable)}, {json.dumps(str(script))}]\n')
+    path.write_text(f"[presets.slow]\ncommand = [{json.dumps(sys.executable)}, {json.dumps(str(script))}]\n")
     return path
 
 
@@ -102,6 +102,7 @@ def test_sigkill_of_the_recorder_leaves_no_child_and_a_readable_file(tmp_path):
     out = tmp_path / "r.jsonl"
     proc = start_gputui(["--presets", str(slow_presets(tmp_path)), "--record", str(out), "--preset", "slow", "--interval", "0.1"], tmp_path)
     try:
+
         def started_and_sampling():
             rec = try_read(out)
             if rec is None:
@@ -168,8 +169,7 @@ def test_the_users_diagnosis_table_reaches_headless_watch_and_run(tmp_path, pres
     user_file.parent.mkdir(parents=True)
     user_file.write_text("[diagnosis]\nthermal_warn_c = 50\n")
     out = tmp_path / "w.jsonl"
-    result = run_gputui(["--headless", "--record", str(out), "--duration", "1.5", "--interval", "0.5", *preset_args],
-                        tmp_path)
+    result = run_gputui(["--headless", "--record", str(out), "--duration", "1.5", "--interval", "0.5", *preset_args], tmp_path)
     assert result.returncode in (0, 130), result.stderr  # 130: the duration stopped the preset's run
     assert read_recording(out).header["diagnosis"]["thermal_warn_c"] == 50.0
 

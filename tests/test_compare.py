@@ -92,8 +92,7 @@ def test_runs_line_up_by_preset(tmp_path):
 
 
 def test_throttling_and_findings_rows():
-    header, rows = compare_rows([load_recording(TRACES / "thermal_crossing.jsonl"),
-                                 load_recording(TRACES / "power_capped.jsonl")])
+    header, rows = compare_rows([load_recording(TRACES / "thermal_crossing.jsonl"), load_recording(TRACES / "power_capped.jsonl")])
     assert row(rows, "throttling")[1] == "GPU0: SwThermalSlowdown 25%"
     assert row(rows, "throttling")[2].startswith("GPU0: SwPowerCap 83%")
     assert "critical: GPU0 thermal throttling" in row(rows, "findings")[1]
@@ -131,10 +130,13 @@ def test_cli_csv_and_markdown(tmp_path):
     assert plain.returncode == 0 and "real: slower" in plain.stdout
 
 
-@pytest.mark.parametrize("args, message", [
-    (["only-one.jsonl"], r"compare: expected two recordings or more, got 1"),
-    (["missing.jsonl", "missing2.jsonl"], r"missing\.jsonl: no such file"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["only-one.jsonl"], r"compare: expected two recordings or more, got 1"),
+        (["missing.jsonl", "missing2.jsonl"], r"missing\.jsonl: no such file"),
+    ],
+)
 def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
     result = run_gputui(["compare", *args], tmp_path)
     assert result.returncode == 2

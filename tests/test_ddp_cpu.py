@@ -22,15 +22,24 @@ def test_two_gloo_ranks_report_each_and_add_up(tmp_path):
     from tests.test_workloads_torch import needs
 
     needs("mobilenetv2")
-    env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
-           "GPUTUI_CACHE_DIR": str(tmp_path / "cache"), "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"}
+    env = {
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+        "GPUTUI_CACHE_DIR": str(tmp_path / "cache"),
+        "CUDA_VISIBLE_DEVICES": "",
+        "OMP_NUM_THREADS": "1",
+    }
     path = tmp_path / "ddp.toml"
-    path.write_text("[presets.ddp]\nframework = \"torch\"\nmodel = \"mobilenetv2\"\nimage_size = 32\nbatch_size = 2\n"
-                    "steps = 3\nwarmup_steps = 1\ndevice = \"cpu\"\ndata_parallel = 2\ntimeout = 300\n"
-                    "env = { " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in env.items()) + " }\n")
+    path.write_text(
+        '[presets.ddp]\nframework = "torch"\nmodel = "mobilenetv2"\nimage_size = 32\nbatch_size = 2\n'
+        'steps = 3\nwarmup_steps = 1\ndevice = "cpu"\ndata_parallel = 2\ntimeout = 300\n'
+        "env = { " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in env.items()) + " }\n"
+    )
     assert load_file(path)["ddp"].argv()[1:5] == ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2"]
-    proc = run_gputui(["--presets", str(path), "--preset", "ddp", "--record", str(tmp_path / "r.jsonl"),
-                       "--baseline-run", "--headless", "--no-history", "--interval", "0.5"], tmp_path, timeout=600)
+    proc = run_gputui(
+        ["--presets", str(path), "--preset", "ddp", "--record", str(tmp_path / "r.jsonl"), "--baseline-run", "--headless", "--no-history", "--interval", "0.5"],
+        tmp_path,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "measuring the one-GPU baseline first: ddp (one GPU)" in proc.stderr
     rec = read_recording(tmp_path / "r.jsonl")

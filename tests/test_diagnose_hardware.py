@@ -14,10 +14,12 @@ from tests.fake_nvml import FakeGpu, FakeNvml
 
 def healthy(**counters):
     """healthy_synthetic with ECC, row-remap and replay counters that stay put."""
+
     def put(t, g):
         g.ecc_uncorrected, g.remap_pending, g.remap_failure, g.pcie_replays = 3, False, False, 40
         for key, value in counters.items():
             setattr(g, key, value(t) if callable(value) else value)
+
     return each_gpu(load("healthy_synthetic"), put)
 
 
@@ -47,6 +49,7 @@ def test_an_xid_on_a_gpu_that_then_stopped_answering_is_still_reported():
         if t >= 70:
             g.lost = True
             g.xids = [79] if t < 71 else None
+
     events = findings(each_gpu(healthy(), lost))
     assert of_kind(events, "failing_hardware")["evidence"]["xid"] == 79
 

@@ -23,8 +23,7 @@ def seed_twin():
     """A ResNet-50 at batch 32 in tf32 on the H200: ~1,790 images/s (docs/benchmarks.md),
     44 TFLOP/s of a 494 TFLOP/s tf32 peak, 7 GiB of 140 GiB.  Built from the healthy
     trace with its throughput and memory rescaled."""
-    rec = with_workload(load("healthy_synthetic"), flops_per_sample=RESNET50_TRAIN_FLOPS, precision="tf32",
-                        batch_size=32, image_size=224)
+    rec = with_workload(load("healthy_synthetic"), flops_per_sample=RESNET50_TRAIN_FLOPS, precision="tf32", batch_size=32, image_size=224)
     for event in rec.events:
         if event.kind == "throughput" and "samples_per_sec" in event.data:
             event.data["samples_per_sec"] = round(event.data["samples_per_sec"] * 1790 / 2930, 2)
@@ -34,8 +33,9 @@ def seed_twin():
 def tuned():
     """ResNet-50 tuned (bf16, channels_last, compile, bs256): ~6,750 images/s, 166
     TFLOP/s, 17% of the 989 TFLOP/s bf16 peak."""
-    rec = with_workload(load("healthy_synthetic"), flops_per_sample=RESNET50_TRAIN_FLOPS, precision="bf16",
-                        batch_size=256, image_size=224, channels_last=True, compile=True)
+    rec = with_workload(
+        load("healthy_synthetic"), flops_per_sample=RESNET50_TRAIN_FLOPS, precision="bf16", batch_size=256, image_size=224, channels_last=True, compile=True
+    )
     for event in rec.events:
         if event.kind == "throughput" and "samples_per_sec" in event.data:
             event.data["samples_per_sec"] = round(event.data["samples_per_sec"] * 6754 / 2930, 2)

@@ -44,7 +44,7 @@ def test_closes_only_after_the_condition_cleared_for_the_close_time():
 
 def test_a_signal_flapping_between_the_shares_neither_opens_nor_closes_again():
     hold = make()
-    flapping = ([1, 1, 1, 0, 0] * 40)  # active 60% of the time: between 20% and 80%
+    flapping = [1, 1, 1, 0, 0] * 40  # active 60% of the time: between 20% and 80%
     assert feed(hold, flapping) == []  # never held 80% for 10 s: stays closed
 
     hold = make()

@@ -12,8 +12,7 @@ from gputui.telemetry.host import HostTelemetry, read_cpu_throttling, steal_perc
 from tests.diagnose_helpers import findings, hosts, kinds, load, of_kind
 
 
-def rented(name: str, *, throttled_share: float = 0.0, steal: float | None = None, cores: float = 7.65,
-           visible: int = 96, from_t: float = 0.0):
+def rented(name: str, *, throttled_share: float = 0.0, steal: float | None = None, cores: float = 7.65, visible: int = 96, from_t: float = 0.0):
     """The trace as a container with a ``cores`` quota on a ``visible``-core host would
     record it: cpu.stat periods every 100 ms, throttled in ``throttled_share`` of them
     (120 ms held back each) from ``from_t`` on, and ``steal`` % stolen."""

@@ -115,8 +115,7 @@ def ctx_for(preset: dict, gpu_name: str = "NVIDIA H200", settings: Settings | No
 def test_known_ceiling_comes_from_the_setting_then_the_baselines_then_the_references():
     assert known_ceiling(ctx_for({"name": "torch-resnet50-tuned"})) == 6754.0  # baselines.toml, H200 SXM
     assert known_ceiling(ctx_for({"name": "torch-resnet50-tuned"}, settings=Settings(ceiling_samples_per_sec=1.0))) == 1.0
-    refs = [{"gpu": "NVIDIA H200", "samples_per_sec": 1759, "source": "x"},
-            {"gpu": "A100 80GB", "samples_per_sec": 9999, "source": "y"}]
+    refs = [{"gpu": "NVIDIA H200", "samples_per_sec": 1759, "source": "x"}, {"gpu": "A100 80GB", "samples_per_sec": 9999, "source": "y"}]
     assert known_ceiling(ctx_for({"name": "torch-resnet50", "reference": refs})) == 1759.0  # this GPU's only
     assert known_ceiling(ctx_for({"name": "torch-resnet50", "reference": refs}, gpu_name="NVIDIA L4")) is None
     assert known_ceiling(ctx_for({"name": "my-script"})) is None

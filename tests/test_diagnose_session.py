@@ -24,7 +24,7 @@ FAST = {"start_grace_s": 0.0, "open_after_s": 0.5, "close_after_s": 0.5}
 
 
 def preset_file(tmp_path: Path, seconds: float, diagnosis: dict[str, float] | None = None, top: str = "") -> Path:
-    lines = [top, "[presets.wait]", f"command = [{json.dumps(sys.executable)}, \"-c\", \"import time; time.sleep({seconds})\"]"]
+    lines = [top, "[presets.wait]", f'command = [{json.dumps(sys.executable)}, "-c", "import time; time.sleep({seconds})"]']
     if diagnosis:
         lines.append("[presets.wait.diagnosis]")
         lines += [f"{k} = {v}" for k, v in diagnosis.items()]
@@ -75,8 +75,7 @@ def test_no_finding_on_a_healthy_fake_gpu(tmp_path):
 def test_record_a_waiting_command_end_to_end(tmp_path):
     # No GPU needed: a run whose processes do nothing is "idle"; on a GPU machine its
     # idle GPU agrees.  The files' [diagnosis] table and the preset's own both apply.
-    path = preset_file(tmp_path, 5, {"open_after_s": 1.0, "close_after_s": 1.0},
-                       top="[diagnosis]\nstart_grace_s = 0.5\n")
+    path = preset_file(tmp_path, 5, {"open_after_s": 1.0, "close_after_s": 1.0}, top="[diagnosis]\nstart_grace_s = 0.5\n")
     out = tmp_path / "r.jsonl"
     result = run_gputui(["--presets", str(path), "--record", str(out), "--preset", "wait", "--interval", "0.2"], tmp_path)
     assert result.returncode == 0, result.stderr

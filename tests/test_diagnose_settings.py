@@ -54,7 +54,7 @@ def test_a_diagnosis_table_is_checked_and_converted(tmp_path):
         ('[presets.a]\ncommand = ["x"]\n[presets.a.diagnosis]\nthermal = 1\n', "[presets.a].diagnosis.thermal: unknown key"),
         ('[presets.a]\ncommand = ["x"]\n[presets.a.diagnosis]\nidle_cpu_pct = "low"\n', "[presets.a].diagnosis.idle_cpu_pct: expected a percentage"),
         ('[presets.a]\ncommand = ["x"]\ndiagnosis = 5\n', "[presets.a].diagnosis: expected a table of diagnosis settings"),
-        ('[diagnostics]\nenabled = true\n', "[diagnostics]: unknown table (expected [presets.NAME] or [diagnosis])"),
+        ("[diagnostics]\nenabled = true\n", "[diagnostics]: unknown table (expected [presets.NAME] or [diagnosis])"),
     ],
 )
 def test_schema_errors_name_file_and_key_on_one_line(tmp_path, body, expected):
@@ -81,8 +81,7 @@ def test_files_merge_key_by_key_and_a_preset_table_wins(tmp_path, monkeypatch):
     write(config / "gputui", "[diagnosis]\nthermal_warn_c = 82\nopen_after_s = 5\n")
     cwd = tmp_path / "project"
     write(cwd, "[diagnosis]\nopen_after_s = 7\n")
-    extra = write(tmp_path, '[diagnosis]\nidle_cpu_pct = 5\n[presets.x]\ncommand = ["x"]\n'
-                            "[presets.x.diagnosis]\nthermal_warn_c = 84\n", "extra.toml")
+    extra = write(tmp_path, '[diagnosis]\nidle_cpu_pct = 5\n[presets.x]\ncommand = ["x"]\n[presets.x.diagnosis]\nthermal_warn_c = 84\n', "extra.toml")
 
     config = load_config(extra=extra, cwd=cwd)
     merged = config.diagnosis

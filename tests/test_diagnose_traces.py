@@ -108,8 +108,7 @@ def test_input_bound_is_flagged_within_30_s_of_the_measured_phase_with_its_evide
 
 def test_busy_workers_feeding_a_busy_gpu_are_not_input_bound():
     rec = load("input_enough_workers")
-    worker_cpu = [p.cpu_percent for s in rec.samples if s.host for p in s.host.processes
-                  if p.role == "worker" and p.cpu_percent is not None]
+    worker_cpu = [p.cpu_percent for s in rec.samples if s.host for p in s.host.processes if p.role == "worker" and p.cpu_percent is not None]
     assert sum(worker_cpu) / len(worker_cpu) > 85  # the workers are saturated ...
     assert findings(rec) == []  # ... but the GPU is busy
 

@@ -48,8 +48,7 @@ def test_run_cpu_by_role_sums_the_processes(tmp_path):
     recording = load_recording(RECORDINGS / "torch-resnet50-input-bound.jsonl")
     write_csv(recording, tmp_path / "run.csv")
     rows = read_csv(tmp_path / "run.csv")
-    index, sample = next((i, s) for i, s in enumerate(recording.samples)
-                         if any(p.role == "worker" and p.cpu_percent for p in s.host.processes))
+    index, sample = next((i, s) for i, s in enumerate(recording.samples) if any(p.role == "worker" and p.cpu_percent for p in s.host.processes))
     workers = sum(p.cpu_percent or 0 for p in sample.host.processes if p.role == "worker")
     assert float(rows[index]["run_worker_cpu_percent"]) == pytest.approx(workers)
     assert int(rows[index]["run_workers"]) == sum(p.role == "worker" for p in sample.host.processes)
@@ -92,20 +91,27 @@ def test_parquet_without_pyarrow_is_one_line_and_exit_2(tmp_path):
     (blocker / "pyarrow" / "__init__.py").write_text("raise ImportError('pyarrow is blocked in this test')\n")
     env = gputui_env(tmp_path)
     env["PYTHONPATH"] = str(blocker) + ":" + env["PYTHONPATH"]
-    result = subprocess.run([sys.executable, "-m", "gputui", "export", str(TRACES / "power_capped.jsonl"),
-                             "--parquet", str(tmp_path / "x.parquet")],
-                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "gputui", "export", str(TRACES / "power_capped.jsonl"), "--parquet", str(tmp_path / "x.parquet")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 2
-    assert result.stderr.strip() == ("gputui: error: --parquet: needs pyarrow, which is not installed: "
-                                     "pip install 'gputui[parquet]'")
+    assert result.stderr.strip() == ("gputui: error: --parquet: needs pyarrow, which is not installed: pip install 'gputui[parquet]'")
     assert not (tmp_path / "x.parquet").exists()
 
 
-@pytest.mark.parametrize("setup, message", [
-    ("missing", r"missing\.jsonl: no such file"),
-    ("directory", r"is a directory, expected a file to write"),
-    ("empty", r"empty\.jsonl: empty file, not a gputui recording"),
-])
+@pytest.mark.parametrize(
+    "setup, message",
+    [
+        ("missing", r"missing\.jsonl: no such file"),
+        ("directory", r"is a directory, expected a file to write"),
+        ("empty", r"empty\.jsonl: empty file, not a gputui recording"),
+    ],
+)
 def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, setup, message):
     source, out = TRACES / "power_capped.jsonl", tmp_path / "out.csv"
     if setup == "missing":

@@ -28,7 +28,7 @@ RSS_BOUND_MB = 400  # generous: gputui idles near 60 MB; an unbounded queue of 1
 def write_preset(tmp_path: Path, code: str, timeout: float | None = None) -> Path:
     script = tmp_path / "child.py"
     script.write_text(textwrap.dedent(code))
-    line = f'[presets.fault]\ncommand = [{json.dumps(sys.executable)}, {json.dumps(str(script))}]\n'
+    line = f"[presets.fault]\ncommand = [{json.dumps(sys.executable)}, {json.dumps(str(script))}]\n"
     if timeout is not None:
         line += f"timeout = {timeout}\n"
     path = tmp_path / "fault.toml"
@@ -52,8 +52,7 @@ def record(tmp_path: Path, code: str, timeout: float | None = None, limit: float
     presets = write_preset(tmp_path, code, timeout)
     out = tmp_path / "r.jsonl"
     t0 = time.monotonic()
-    proc = start_gputui(["--presets", str(presets), "--record", str(out), "--preset", "fault",
-                         "--interval", "0.2", "--no-history"], tmp_path)
+    proc = start_gputui(["--presets", str(presets), "--record", str(out), "--preset", "fault", "--interval", "0.2", "--no-history"], tmp_path)
     stderr: list[str] = []
     reader = threading.Thread(target=lambda: stderr.append(proc.stderr.read()), daemon=True)
     reader.start()

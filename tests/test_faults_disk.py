@@ -68,15 +68,14 @@ def error_lines(stderr: str) -> list[str]:
 
 def test_a_disk_that_fills_mid_run_stops_the_run_with_one_line_and_keeps_what_was_written(tmp_path):
     out = tmp_path / "r.jsonl"
-    args = ["--presets", str(slow_presets(tmp_path)), "--record", str(out), "--preset", "slow",
-            "--interval", "0.1", "--no-history", "--headless"]
+    args = ["--presets", str(slow_presets(tmp_path)), "--record", str(out), "--preset", "slow", "--interval", "0.1", "--no-history", "--headless"]
     env = dict(gputui_env(tmp_path), FAULT_DISK_BYTES="30000")  # the header and some samples fit
-    result = subprocess.run([sys.executable, "-c", FULL_DISK_MAIN, str(out), *args], cwd=tmp_path, env=env,
-                            capture_output=True, text=True, timeout=120, check=False)
+    result = subprocess.run(
+        [sys.executable, "-c", FULL_DISK_MAIN, str(out), *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
     assert result.returncode == RECORD_WRITE_FAILED == 74, result.stderr
     assert "Traceback" not in result.stderr
-    assert error_lines(result.stderr) == [
-        f"gputui: error: {out}: cannot write the recording (No space left on device); the run was stopped"]
+    assert error_lines(result.stderr) == [f"gputui: error: {out}: cannot write the recording (No space left on device); the run was stopped"]
     rec = read_recording(out)  # readable to its last whole line
     assert rec.cut and rec.summary is None
     assert rec.samples and out.stat().st_size == 30000
@@ -84,18 +83,19 @@ def test_a_disk_that_fills_mid_run_stops_the_run_with_one_line_and_keeps_what_wa
 
 
 def test_recording_to_dev_full_is_one_line_and_starts_nothing(tmp_path):
-    result = run_gputui(["--presets", str(slow_presets(tmp_path)), "--record", "/dev/full", "--force",
-                         "--preset", "slow", "--no-history", "--headless"], tmp_path)
+    result = run_gputui(
+        ["--presets", str(slow_presets(tmp_path)), "--record", "/dev/full", "--force", "--preset", "slow", "--no-history", "--headless"], tmp_path
+    )
     assert result.returncode == 74, result.stderr
     assert "Traceback" not in result.stderr
-    assert error_lines(result.stderr) == [
-        "gputui: error: /dev/full: cannot write the recording (No space left on device); the run was stopped"]
+    assert error_lines(result.stderr) == ["gputui: error: /dev/full: cannot write the recording (No space left on device); the run was stopped"]
 
 
 def test_without_force_dev_full_is_refused_as_an_existing_file(tmp_path):
     result = run_gputui(["--record", "/dev/full", "--duration", "1", "--no-history"], tmp_path)
     assert result.returncode == 2 and error_lines(result.stderr) == [
-        "gputui: error: /dev/full: already exists; not overwriting it (add --force to replace it, or pick another file)"]
+        "gputui: error: /dev/full: already exists; not overwriting it (add --force to replace it, or pick another file)"
+    ]
 
 
 def test_the_recorder_reports_a_failed_write_once_and_never_raises(tmp_path):

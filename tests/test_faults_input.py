@@ -22,10 +22,26 @@ FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCh
 
 # --- presets files ------------------------------------------------------------------------
 
-KEYS = ["command", "framework", "model", "batch_size", "timeout", "env", "gpus", "reference", "diagnosis",
-        "description", "cwd", "steps", "workers", "precision", "x"]
-SCALARS = st.sampled_from(['"a"', "1", "-1", "0", "1.5", "inf", "-inf", "nan", "true", "[]", "{}", '"\\u0000"',
-                           "1979-05-27", '["python", "-c", "pass"]', '{a = 1}', "1e400", "0x10"])
+KEYS = [
+    "command",
+    "framework",
+    "model",
+    "batch_size",
+    "timeout",
+    "env",
+    "gpus",
+    "reference",
+    "diagnosis",
+    "description",
+    "cwd",
+    "steps",
+    "workers",
+    "precision",
+    "x",
+]
+SCALARS = st.sampled_from(
+    ['"a"', "1", "-1", "0", "1.5", "inf", "-inf", "nan", "true", "[]", "{}", '"\\u0000"', "1979-05-27", '["python", "-c", "pass"]', "{a = 1}", "1e400", "0x10"]
+)
 
 
 @st.composite
@@ -81,18 +97,21 @@ def test_a_preset_timeout_must_be_finite(tmp_path, value):
 # --- arguments -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("args, expected", [
-    (["--interval", "inf"], "--interval: expected a number of seconds from 0.1 to 3600, got inf"),
-    (["--interval", "nan"], "--interval: expected a number of seconds from 0.1 to 3600, got nan"),
-    (["--interval", "1e300"], "--interval: expected a number of seconds from 0.1 to 3600, got 1e+300"),
-    (["--interval=-1"], "--interval: expected 0.1 s or more, got -1.0"),
-    (["--duration", "nan"], "--duration: expected a finite number of seconds greater than 0, got nan"),
-    (["--duration", "inf"], "--duration: expected a finite number of seconds greater than 0, got inf"),
-    (["--duration=-inf"], "--duration: expected a finite number of seconds greater than 0, got -inf"),
-    (["--pid", "99999999999"], "--pid: expected a process id from 1 to "),
-    (["--pid", "0"], "--pid: expected a process id from 1 to "),
-    (["--pid=-5"], "--pid: expected a process id from 1 to "),
-])
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["--interval", "inf"], "--interval: expected a number of seconds from 0.1 to 3600, got inf"),
+        (["--interval", "nan"], "--interval: expected a number of seconds from 0.1 to 3600, got nan"),
+        (["--interval", "1e300"], "--interval: expected a number of seconds from 0.1 to 3600, got 1e+300"),
+        (["--interval=-1"], "--interval: expected 0.1 s or more, got -1.0"),
+        (["--duration", "nan"], "--duration: expected a finite number of seconds greater than 0, got nan"),
+        (["--duration", "inf"], "--duration: expected a finite number of seconds greater than 0, got inf"),
+        (["--duration=-inf"], "--duration: expected a finite number of seconds greater than 0, got -inf"),
+        (["--pid", "99999999999"], "--pid: expected a process id from 1 to "),
+        (["--pid", "0"], "--pid: expected a process id from 1 to "),
+        (["--pid=-5"], "--pid: expected a process id from 1 to "),
+    ],
+)
 def test_out_of_range_arguments_are_one_line_and_exit_2(tmp_path, monkeypatch, capsys, args, expected):
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     out = tmp_path / "r.jsonl"
@@ -146,8 +165,7 @@ def test_a_recording_with_any_byte_changed_reads_or_is_one_line(tmp_path, at, by
     _read_or_one_line(path)
 
 
-@pytest.mark.parametrize("content", [b"\x89PNG\r\n\x1a\n\x00\x00", b"not json\n", b"[1, 2]\n", b"\xff\xfe\n",
-                                     b'{"type": "header", "schema": 2}\n', b"\n\n\n"])
+@pytest.mark.parametrize("content", [b"\x89PNG\r\n\x1a\n\x00\x00", b"not json\n", b"[1, 2]\n", b"\xff\xfe\n", b'{"type": "header", "schema": 2}\n', b"\n\n\n"])
 def test_files_that_are_not_recordings_are_one_line(tmp_path, content):
     path = tmp_path / "odd.jsonl"
     path.write_bytes(content)

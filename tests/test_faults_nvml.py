@@ -61,9 +61,14 @@ def test_a_gpu_lost_mid_run_leaves_the_others_and_the_host_recorded(tmp_path, er
     assert rec.summary is not None
 
 
-@pytest.mark.parametrize("error, words", [(pynvml.NVMLError_LibraryNotFound, "library not found"),
-                                          (pynvml.NVMLError_DriverNotLoaded, "driver not loaded"),
-                                          (pynvml.NVMLError_Unknown, "failed to initialise")])
+@pytest.mark.parametrize(
+    "error, words",
+    [
+        (pynvml.NVMLError_LibraryNotFound, "library not found"),
+        (pynvml.NVMLError_DriverNotLoaded, "driver not loaded"),
+        (pynvml.NVMLError_Unknown, "failed to initialise"),
+    ],
+)
 def test_nvml_failing_at_init_still_records_the_host_and_says_why(tmp_path, error, words):
     rec = record_session(tmp_path / "r.jsonl", GpuTelemetry(FakeNvml(init_error=error)), duration=0.8)
     assert rec.header["gpus"] == [] and words in rec.header["gpu_unavailable_reason"].lower()

@@ -28,8 +28,21 @@ pytestmark = [
 
 
 def gputui_args(tmp_path: Path, out: Path) -> list[str]:
-    return [sys.executable, "-m", "gputui", "--presets", str(slow_presets(tmp_path)), "--record", str(out),
-            "--preset", "slow", "--interval", "0.1", "--no-history", "--headless"]
+    return [
+        sys.executable,
+        "-m",
+        "gputui",
+        "--presets",
+        str(slow_presets(tmp_path)),
+        "--record",
+        str(out),
+        "--preset",
+        "slow",
+        "--interval",
+        "0.1",
+        "--no-history",
+        "--headless",
+    ]
 
 
 def start(tmp_path: Path, out: Path, how: str) -> subprocess.Popen:
@@ -38,8 +51,9 @@ def start(tmp_path: Path, out: Path, how: str) -> subprocess.Popen:
     argv = gputui_args(tmp_path, out)
     if how == "nohup":
         argv = ["nohup", *argv]
-    return subprocess.Popen(argv, cwd=tmp_path, env=gputui_env(tmp_path), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    return subprocess.Popen(
+        argv, cwd=tmp_path, env=gputui_env(tmp_path), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+    )
 
 
 def sampling(out: Path, at_least: int = 3):
@@ -51,8 +65,7 @@ EXIT_CODES = {signal.SIGTERM: 143, signal.SIGINT: 130, signal.SIGHUP: 129}
 
 
 @pytest.mark.parametrize("how", ["nohup", "setsid"])
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGHUP, signal.SIGINT],
-                         ids=lambda s: signal.Signals(s).name)
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=lambda s: signal.Signals(s).name)
 def test_the_recorder_killed_mid_run_leaves_a_readable_recording_and_no_process(tmp_path, how, sig):
     out = tmp_path / "r.jsonl"
     proc = start(tmp_path, out, how)
@@ -91,9 +104,16 @@ def test_closing_the_terminal_stops_the_run_and_finishes_the_recording(tmp_path)
     def take_the_terminal() -> None:  # in the child: new session, this pty as its terminal
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
-    proc = subprocess.Popen(gputui_args(tmp_path, out), cwd=tmp_path, env=gputui_env(tmp_path), stdin=slave,
-                            stdout=slave, stderr=slave, start_new_session=True,
-                            preexec_fn=take_the_terminal)  # noqa: PLW1509 - the only way to take a controlling tty
+    proc = subprocess.Popen(
+        gputui_args(tmp_path, out),
+        cwd=tmp_path,
+        env=gputui_env(tmp_path),
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        start_new_session=True,
+        preexec_fn=take_the_terminal,
+    )  # noqa: PLW1509 - the only way to take a controlling tty
     os.close(slave)
     try:
         wait_for(lambda: sampling(out), timeout=60)

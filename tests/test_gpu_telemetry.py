@@ -95,8 +95,14 @@ def test_unknown_pstate_is_absent():
 
 
 def test_unsupported_calls_become_absent_and_the_rest_still_reads():
-    gpu = FakeGpu(unsupported={"nvmlDeviceGetPowerUsage", "nvmlDeviceGetTotalEnergyConsumption",
-                               "nvmlDeviceGetTemperatureThreshold", "nvmlDeviceGetComputeRunningProcesses"})
+    gpu = FakeGpu(
+        unsupported={
+            "nvmlDeviceGetPowerUsage",
+            "nvmlDeviceGetTotalEnergyConsumption",
+            "nvmlDeviceGetTemperatureThreshold",
+            "nvmlDeviceGetComputeRunningProcesses",
+        }
+    )
     telemetry = opened(FakeNvml([gpu]))
     (info,) = telemetry.infos
     assert info.temp_slowdown_c is None and info.temp_shutdown_c is None
@@ -110,8 +116,7 @@ def test_unsupported_calls_become_absent_and_the_rest_still_reads():
 
 
 def test_functions_missing_from_the_module_are_tolerated_and_fall_back():
-    missing = {"nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetTemperatureV",
-               "nvmlGpmQueryDeviceSupport", "nvmlDeviceGetTotalEnergyConsumption"}
+    missing = {"nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetTemperatureV", "nvmlGpmQueryDeviceSupport", "nvmlDeviceGetTotalEnergyConsumption"}
     fake = FakeNvml([FakeGpu(throttle_mask=0x8)], missing=missing)
     telemetry = opened(fake)
     assert telemetry.infos[0].gpm_supported is False
@@ -148,8 +153,7 @@ def test_an_absent_value_is_logged_once_not_every_sample(caplog):
 # --- lost GPUs ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("error", [pynvml.NVMLError_GpuIsLost, pynvml.NVMLError_GpuNotFound,
-                                   pynvml.NVMLError_Unknown])
+@pytest.mark.parametrize("error", [pynvml.NVMLError_GpuIsLost, pynvml.NVMLError_GpuNotFound, pynvml.NVMLError_Unknown])
 def test_a_lost_gpu_is_marked_lost_while_the_other_keeps_reporting(error):
     gpus = [FakeGpu(), FakeGpu(name="second", lost_error=error)]
     fake = FakeNvml(gpus)
@@ -195,11 +199,14 @@ def test_unknown_error_before_the_gpu_ever_answered_is_only_an_absent_value():
 # --- no NVML, no GPU ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("error, words", [
-    (pynvml.NVMLError_LibraryNotFound, "library not found"),
-    (pynvml.NVMLError_DriverNotLoaded, "driver not loaded"),
-    (pynvml.NVMLError_NoPermission, "permission"),
-])
+@pytest.mark.parametrize(
+    "error, words",
+    [
+        (pynvml.NVMLError_LibraryNotFound, "library not found"),
+        (pynvml.NVMLError_DriverNotLoaded, "driver not loaded"),
+        (pynvml.NVMLError_NoPermission, "permission"),
+    ],
+)
 def test_init_failure_gives_no_gpus_and_a_reason(error, words):
     telemetry = GpuTelemetry(FakeNvml(init_error=error))
     telemetry.open()  # must not raise

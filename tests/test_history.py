@@ -42,10 +42,10 @@ def with_started_at(tmp_path, name: str, source: str, started: dt.datetime):
 
 # -- Kept, or not ---------------------------------------------------------------------------
 
+
 def test_a_headless_run_is_kept_beside_its_record_file(tmp_path):
     out = tmp_path / "r.jsonl"
-    result = run_gputui(["--presets", str(fail_preset(tmp_path)), "--record", str(out), "--preset", "quick",
-                         "--interval", "0.1", "--quiet"], tmp_path)
+    result = run_gputui(["--presets", str(fail_preset(tmp_path)), "--record", str(out), "--preset", "quick", "--interval", "0.1", "--quiet"], tmp_path)
     assert result.returncode == 0, result.stderr
     [kept] = kept_files(tmp_path)
     assert kept.name.endswith("-quick.jsonl") and kept.name[:8].isdigit()
@@ -64,8 +64,7 @@ def test_opting_out_keeps_nothing(tmp_path, how, monkeypatch):
         import subprocess
 
         env = {**gputui_env(tmp_path), "GPUTUI_NO_HISTORY": "1"}
-        result = subprocess.run([sys.executable, "-m", "gputui", *args], cwd=tmp_path, env=env,
-                                capture_output=True, text=True, timeout=120)
+        result = subprocess.run([sys.executable, "-m", "gputui", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "r.jsonl").exists() and kept_files(tmp_path) == []
 
@@ -79,15 +78,13 @@ def test_opt_out_and_cap_come_from_the_environment():
     assert cap_bytes({"GPUTUI_HISTORY_MAX_MB": "1.5"}) == 1_500_000
     with pytest.raises(UserError, match="GPUTUI_HISTORY_MAX_MB: expected a size in MB greater than 0, got 'lots'"):
         cap_bytes({"GPUTUI_HISTORY_MAX_MB": "lots"})
-    assert runs_dir({"XDG_STATE_HOME": "/s"}) == runs_dir({"XDG_STATE_HOME": "/s"}) and \
-        str(runs_dir({"XDG_STATE_HOME": "/s"})) == "/s/gputui/runs"
+    assert runs_dir({"XDG_STATE_HOME": "/s"}) == runs_dir({"XDG_STATE_HOME": "/s"}) and str(runs_dir({"XDG_STATE_HOME": "/s"})) == "/s/gputui/runs"
 
 
 def test_a_state_folder_that_cannot_be_made_is_one_warning_and_the_run_goes_on(tmp_path):
     (tmp_path / "state").write_text("a file where the folder should be")
     out = tmp_path / "r.jsonl"
-    result = run_gputui(["--presets", str(fail_preset(tmp_path)), "--record", str(out), "--preset", "quick", "--quiet"],
-                        tmp_path)
+    result = run_gputui(["--presets", str(fail_preset(tmp_path)), "--record", str(out), "--preset", "quick", "--quiet"], tmp_path)
     assert result.returncode == 0
     warnings = [line for line in result.stderr.splitlines() if line]
     assert len(warnings) == 1 and warnings[0].startswith("gputui: warning: run history off: cannot write to "), result.stderr
@@ -110,6 +107,7 @@ def test_a_read_only_state_folder_warns_once_per_history(tmp_path):
 
 # -- The cap ------------------------------------------------------------------------------------
 
+
 def test_the_cap_prunes_the_oldest_runs_when_a_new_one_starts(tmp_path):
     folder = tmp_path / "runs"
     folder.mkdir()
@@ -131,6 +129,7 @@ def test_the_cap_prunes_the_oldest_runs_when_a_new_one_starts(tmp_path):
 
 # -- --record and existing files ------------------------------------------------------------------
 
+
 def test_record_refuses_to_overwrite_without_force(tmp_path):
     out = tmp_path / "r.jsonl"
     out.write_text("precious\n")
@@ -138,8 +137,7 @@ def test_record_refuses_to_overwrite_without_force(tmp_path):
     result = run_gputui(args, tmp_path)
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
-    assert lines == [f"gputui: error: {out}: already exists; not overwriting it (add --force to replace it, "
-                     "or pick another file)"]
+    assert lines == [f"gputui: error: {out}: already exists; not overwriting it (add --force to replace it, or pick another file)"]
     assert out.read_text() == "precious\n" and kept_files(tmp_path) == []
 
     result = run_gputui(args + ["--force"], tmp_path)
@@ -180,13 +178,17 @@ def test_the_dashboard_keeps_every_run_and_records_over_a_file_only_with_force(t
     history = RunHistory(tmp_path / "runs")
 
     async def scenario():
-        app = make_app(presets, gpu_factory=fake_gpus(1), interval=0.25, settings_file=tmp_path / "s.toml",
-                       record_path=record, record_force=True, history=history)
+        app = make_app(
+            presets, gpu_factory=fake_gpus(1), interval=0.25, settings_file=tmp_path / "s.toml", record_path=record, record_force=True, history=history
+        )
         async with app.run_test(size=(120, 40)) as pilot:
             for n in (1, 2):
                 app.start_preset("quick")
-                await wait_until(pilot, lambda: len(app.state.runs) == n and app.state.runs[-1].ended,  # noqa: B023 (awaited here)
-                                 what=f"run {n}")
+                await wait_until(
+                    pilot,
+                    lambda: len(app.state.runs) == n and app.state.runs[-1].ended,  # noqa: B023 (awaited here)
+                    what=f"run {n}",
+                )
                 await pilot.press("escape")  # its summary
             await wait_until(pilot, lambda: len(app.state.history) == 2, what="the history reloaded")
 

@@ -120,10 +120,7 @@ def _check_tree(tmp_path, method: str) -> None:
         telemetry = HostTelemetry()
 
         def complete(s: HostSample) -> bool:
-            return (
-                sum(p.role == "worker" for p in s.processes) >= 3
-                and any(p.name == "sleep" for p in s.processes)
-            )
+            return sum(p.role == "worker" for p in s.processes) >= 3 and any(p.name == "sleep" for p in s.processes)
 
         first = _wait_for(telemetry, proc.pid, complete)
         assert complete(first), first.processes
@@ -210,9 +207,7 @@ def test_zombie_child_is_not_listed(tmp_path):
     try:
         deadline = time.monotonic() + 5
         kids = psutil.Process(proc.pid).children()
-        while time.monotonic() < deadline and not (
-            kids and all(k.status() == psutil.STATUS_ZOMBIE for k in kids)
-        ):
+        while time.monotonic() < deadline and not (kids and all(k.status() == psutil.STATUS_ZOMBIE for k in kids)):
             time.sleep(0.05)
             kids = psutil.Process(proc.pid).children()
         assert kids and kids[0].status() == psutil.STATUS_ZOMBIE
@@ -299,8 +294,7 @@ def test_classify_role_rule():
     # a fork of the main program
     assert classify_role(root, "python", root) == "worker"
     # spawn / forkserver children
-    spawn = ["python", "-c", "from multiprocessing.spawn import spawn_main; spawn_main(tracker_fd=5)",
-             "--multiprocessing-fork"]
+    spawn = ["python", "-c", "from multiprocessing.spawn import spawn_main; spawn_main(tracker_fd=5)", "--multiprocessing-fork"]
     assert classify_role(spawn, "python", root, root) == "worker"
     fs = ["python", "-c", "from multiprocessing.forkserver import main; main(3, 4, ['__main__'])"]
     assert classify_role(fs, "python", root, fs) == "worker"  # a fork of the forkserver

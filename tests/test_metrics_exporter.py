@@ -69,21 +69,41 @@ HEADER = {
 
 
 def _gpu(index: int, energy_mj: int, **extra) -> GpuSample:
-    values = {"util_gpu": 97.0, "util_mem": 40.0, "memory_used": 3 * 1024 * MIB, "memory_total": 141 * 1024 * MIB,
-              "temp_c": 51.0, "power_w": 312.5, "energy_mj": energy_mj, "sm_clock_mhz": 1980, "mem_clock_mhz": 3201,
-              "throttle_mask": 0x4, "throttle_reasons": ["SwPowerCap"], "sm_active": 42.0, "sm_occupancy": 21.5,
-              "tensor_active": 30.0, "dram_active": 55.0, "pcie_tx_bps": 1.5e9, "pcie_rx_bps": 2.5e8}
+    values = {
+        "util_gpu": 97.0,
+        "util_mem": 40.0,
+        "memory_used": 3 * 1024 * MIB,
+        "memory_total": 141 * 1024 * MIB,
+        "temp_c": 51.0,
+        "power_w": 312.5,
+        "energy_mj": energy_mj,
+        "sm_clock_mhz": 1980,
+        "mem_clock_mhz": 3201,
+        "throttle_mask": 0x4,
+        "throttle_reasons": ["SwPowerCap"],
+        "sm_active": 42.0,
+        "sm_occupancy": 21.5,
+        "tensor_active": 30.0,
+        "dram_active": 55.0,
+        "pcie_tx_bps": 1.5e9,
+        "pcie_rx_bps": 2.5e8,
+    }
     values.update(extra)
     return GpuSample(index=index, **values)
 
 
 def _host() -> HostSample:
-    return HostSample(cpu_percent=37.5, memory_used=10 * 1024 * MIB, memory_total=64 * 1024 * MIB,
-                      memory_available=50 * 1024 * MIB, processes=[
-                          ProcessSample(pid=10, role="main", cpu_percent=120.0, rss=2_000_000),
-                          ProcessSample(pid=11, role="worker", cpu_percent=90.0, rss=500_000),
-                          ProcessSample(pid=12, role="worker", cpu_percent=60.0, rss=700_000),
-                      ])
+    return HostSample(
+        cpu_percent=37.5,
+        memory_used=10 * 1024 * MIB,
+        memory_total=64 * 1024 * MIB,
+        memory_available=50 * 1024 * MIB,
+        processes=[
+            ProcessSample(pid=10, role="main", cpu_percent=120.0, rss=2_000_000),
+            ProcessSample(pid=11, role="worker", cpu_percent=90.0, rss=500_000),
+            ProcessSample(pid=12, role="worker", cpu_percent=60.0, rss=700_000),
+        ],
+    )
 
 
 def fed(price: float | None = None) -> LiveMetrics:
@@ -91,16 +111,18 @@ def fed(price: float | None = None) -> LiveMetrics:
     live = LiveMetrics(price)
     live.on_header(HEADER)
     live.on_sample(Sample(t=1.0, gpus=[_gpu(0, 9_000_000), _gpu(1, 5_000_000)], host=_host()))
-    live.on_sample(Sample(t=2.0, gpus=[_gpu(0, 9_312_500), _gpu(1, 5_100_000, throttle_reasons=[], throttle_mask=0)],
-                          host=_host()))
+    live.on_sample(Sample(t=2.0, gpus=[_gpu(0, 9_312_500), _gpu(1, 5_100_000, throttle_reasons=[], throttle_mask=0)], host=_host()))
     live.on_event(Event(t=1.5, kind=ev.THROUGHPUT, data={"samples_per_sec": 2400.0, "samples": 256, "source": "gputui"}))
     live.on_event(Event(t=2.0, kind=ev.THROUGHPUT, data={"samples_per_sec": 2560.0, "samples": 256, "source": "gputui"}))
-    live.on_event(Event(t=2.0, kind=ev.FINDING, data={"id": "thermal-gpu1-1", "kind": "thermal", "state": "open",
-                                                      "severity": "warning", "evidence": {"gpu": 1}}))
-    live.on_event(Event(t=2.0, kind=ev.FINDING, data={"id": "input_bound-run-1", "kind": "input_bound", "state": "open",
-                                                      "severity": "critical", "evidence": {}}))
-    live.on_event(Event(t=2.1, kind=ev.FINDING, data={"id": "input_bound-run-1", "kind": "input_bound", "state": "closed",
-                                                      "severity": "critical", "evidence": {}}))
+    live.on_event(
+        Event(t=2.0, kind=ev.FINDING, data={"id": "thermal-gpu1-1", "kind": "thermal", "state": "open", "severity": "warning", "evidence": {"gpu": 1}})
+    )
+    live.on_event(
+        Event(t=2.0, kind=ev.FINDING, data={"id": "input_bound-run-1", "kind": "input_bound", "state": "open", "severity": "critical", "evidence": {}})
+    )
+    live.on_event(
+        Event(t=2.1, kind=ev.FINDING, data={"id": "input_bound-run-1", "kind": "input_bound", "state": "closed", "severity": "critical", "evidence": {}})
+    )
     return live
 
 
@@ -112,8 +134,7 @@ def scrape(live: LiveMetrics) -> dict:
 
 
 def value(families: dict, name: str, **labels) -> float:
-    matches = [s.value for f in families.values() for s in f.samples
-               if s.name == name and all(s.labels.get(k) == v for k, v in labels.items())]
+    matches = [s.value for f in families.values() for s in f.samples if s.name == name and all(s.labels.get(k) == v for k, v in labels.items())]
     assert len(matches) == 1, (name, labels, matches)
     return matches[0]
 
@@ -130,11 +151,21 @@ def test_gpu_metrics_carry_dcgm_exporters_names_types_and_labels():
         assert [s.name for s in family.samples] == [name, name], name
         for sample in family.samples:
             assert set(sample.labels) == DCGM_LABELS
-    assert set(dcgm) >= {"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE",
-                         "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE",
-                         "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_MEM_CLOCK", "DCGM_FI_PROF_SM_ACTIVE",
-                         "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_PROF_DRAM_ACTIVE",
-                         "DCGM_FI_PROF_PCIE_TX_BYTES", "DCGM_FI_PROF_PCIE_RX_BYTES"}
+    assert set(dcgm) >= {
+        "DCGM_FI_DEV_GPU_UTIL",
+        "DCGM_FI_DEV_GPU_TEMP",
+        "DCGM_FI_DEV_POWER_USAGE",
+        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+        "DCGM_FI_DEV_FB_USED",
+        "DCGM_FI_DEV_FB_FREE",
+        "DCGM_FI_DEV_SM_CLOCK",
+        "DCGM_FI_DEV_MEM_CLOCK",
+        "DCGM_FI_PROF_SM_ACTIVE",
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+        "DCGM_FI_PROF_DRAM_ACTIVE",
+        "DCGM_FI_PROF_PCIE_TX_BYTES",
+        "DCGM_FI_PROF_PCIE_RX_BYTES",
+    }
 
 
 def test_gpu_values_are_in_dcgm_units():
@@ -202,11 +233,14 @@ def test_the_server_answers_scrapes_with_the_latest_snapshot():
     assert value(families, "gputui_throughput_samples_per_second") == 77.0
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("9400", ("127.0.0.1", 9400)),
-    ("0.0.0.0:9500", ("0.0.0.0", 9500)),
-    ("[::1]:9401", ("::1", 9401)),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("9400", ("127.0.0.1", 9400)),
+        ("0.0.0.0:9500", ("0.0.0.0", 9500)),
+        ("[::1]:9401", ("::1", 9401)),
+    ],
+)
 def test_listen_address(text, expected):
     assert parse_listen_address(text) == expected
 
@@ -222,19 +256,16 @@ def test_port_in_use_is_one_line_and_exit_2_before_anything_runs(tmp_path):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        result = run_gputui(["--headless", "--record", "x.jsonl", "--serve-metrics", f"127.0.0.1:{port}",
-                             "--preset", "smoke"], tmp_path)
+        result = run_gputui(["--headless", "--record", "x.jsonl", "--serve-metrics", f"127.0.0.1:{port}", "--preset", "smoke"], tmp_path)
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
-    expected = (f"gputui: error: --serve-metrics: port {port} on 127.0.0.1 is already in use "
-                "(is another exporter running? pick another port)")
+    expected = f"gputui: error: --serve-metrics: port {port} on 127.0.0.1 is already in use (is another exporter running? pick another port)"
     assert lines == [expected]
     assert not (tmp_path / "x.jsonl").exists()
 
 
 def test_bad_price_is_one_line_and_exit_2(tmp_path):
-    result = run_gputui(["--headless", "--record", "x.jsonl", "--serve-metrics", "127.0.0.1:0", "--price", "-1",
-                         "--preset", "smoke"], tmp_path)
+    result = run_gputui(["--headless", "--record", "x.jsonl", "--serve-metrics", "127.0.0.1:0", "--price", "-1", "--preset", "smoke"], tmp_path)
     assert result.returncode == 2
     assert result.stderr.strip() == "gputui: error: --price: expected a price per hour greater than 0, got -1.0"
 

@@ -55,9 +55,9 @@ def start_prometheus(tmp_path: Path, target_port: int) -> tuple[subprocess.Popen
         f"scrape_configs:\n  - job_name: gputui\n    static_configs:\n      - targets: ['127.0.0.1:{target_port}']\n"
     )
     proc = subprocess.Popen(
-        [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-         f"--web.listen-address=127.0.0.1:{web_port}"],
-        stdout=subprocess.DEVNULL, stderr=(tmp_path / "prometheus.log").open("w"),
+        [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}", f"--web.listen-address=127.0.0.1:{web_port}"],
+        stdout=subprocess.DEVNULL,
+        stderr=(tmp_path / "prometheus.log").open("w"),
     )
     web = f"http://127.0.0.1:{web_port}"
 
@@ -78,13 +78,28 @@ def test_prometheus_scrapes_throughput_and_host_metrics_that_match_the_recording
     prometheus, web = start_prometheus(tmp_path, port)
     gputui = None
     try:
-        gputui = start_gputui(["--headless", "--presets", "long.toml", "--preset", "long-smoke", "--record", "x.jsonl",
-                               "--serve-metrics", f"127.0.0.1:{port}", "--interval", "0.2", "--price", "3.6"], tmp_path)
+        gputui = start_gputui(
+            [
+                "--headless",
+                "--presets",
+                "long.toml",
+                "--preset",
+                "long-smoke",
+                "--record",
+                "x.jsonl",
+                "--serve-metrics",
+                f"127.0.0.1:{port}",
+                "--interval",
+                "0.2",
+                "--price",
+                "3.6",
+            ],
+            tmp_path,
+        )
 
         def scraped_enough() -> bool:
             assert gputui.poll() is None, gputui.communicate()[1]
-            counts = [query(web, f"count_over_time({name}[1h])")
-                      for name in ("gputui_throughput_samples_per_second", "gputui_host_cpu_utilization_ratio")]
+            counts = [query(web, f"count_over_time({name}[1h])") for name in ("gputui_throughput_samples_per_second", "gputui_host_cpu_utilization_ratio")]
             return all(len(c) == 1 and float(c[0]["value"][1]) >= 3 for c in counts)
 
         wait_for(scraped_enough, timeout=120, interval=0.5)

@@ -30,10 +30,18 @@ def pinned_preset(tmp_path: Path, gpus: str, seconds: float = 1.5):
 
 
 def three_gpus(hot: set[int]) -> FakeNvml:
-    return FakeNvml([FakeGpu(uuid=f"GPU-{i}aaaaaaa-0000-0000-0000-00000000000{i}", pci=(0, 0x19 + i, 0),
-                             temp_c=86 if i in hot else 50, throttle_mask=0x20 if i in hot else 0,
-                             sm_clock=1500 if i in hot else 1980)
-                     for i in range(3)])
+    return FakeNvml(
+        [
+            FakeGpu(
+                uuid=f"GPU-{i}aaaaaaa-0000-0000-0000-00000000000{i}",
+                pci=(0, 0x19 + i, 0),
+                temp_c=86 if i in hot else 50,
+                throttle_mask=0x20 if i in hot else 0,
+                sm_clock=1500 if i in hot else 1980,
+            )
+            for i in range(3)
+        ]
+    )
 
 
 def test_pinned_gpus_reach_the_child_and_bound_telemetry_and_findings(tmp_path):
@@ -79,33 +87,40 @@ def test_without_nvml_a_pinned_preset_still_runs(tmp_path):
     import pynvml
 
     preset = pinned_preset(tmp_path, "[1]", seconds=0.1)
-    session = Session(SessionConfig(preset=preset, interval=0.1),
-                      gpu=GpuTelemetry(FakeNvml(init_error=pynvml.NVMLError_LibraryNotFound)))
+    session = Session(SessionConfig(preset=preset, interval=0.1), gpu=GpuTelemetry(FakeNvml(init_error=pynvml.NVMLError_LibraryNotFound)))
     summary = session.run()
     assert summary["outcome"]["ok"]
 
 
-@pytest.mark.parametrize("gpus, expected", [
-    ("[0, 1]", "0,1"), ('"0,1"', "0,1"), ('["GPU-8932f937", "GPU-1f3c2a10"]', "GPU-8932f937,GPU-1f3c2a10"),
-    ('"MIG-8932f937-aaaa"', "MIG-8932f937-aaaa"),
-])
+@pytest.mark.parametrize(
+    "gpus, expected",
+    [
+        ("[0, 1]", "0,1"),
+        ('"0,1"', "0,1"),
+        ('["GPU-8932f937", "GPU-1f3c2a10"]', "GPU-8932f937,GPU-1f3c2a10"),
+        ('"MIG-8932f937-aaaa"', "MIG-8932f937-aaaa"),
+    ],
+)
 def test_good_gpus_values(tmp_path, gpus, expected):
     preset = pinned_preset(tmp_path, gpus)
     assert preset.child_env()["CUDA_VISIBLE_DEVICES"] == expected
     assert preset.gpu_selectors() == expected.split(",")
 
 
-@pytest.mark.parametrize("gpus, detail", [
-    ("[]", "GPU indices or UUIDs"),
-    ("[0, 0]", "'0' is given twice"),
-    ("[-1]", "got -1"),
-    ("[true]", "got True"),
-    ("[1.5]", "got 1.5"),
-    ('"0,,1"', "got ''"),
-    ('"cuda:0"', "got 'cuda:0'"),
-    ('["0", 0]', "'0' is given twice"),
-    ("3", "GPU indices or UUIDs"),
-])
+@pytest.mark.parametrize(
+    "gpus, detail",
+    [
+        ("[]", "GPU indices or UUIDs"),
+        ("[0, 0]", "'0' is given twice"),
+        ("[-1]", "got -1"),
+        ("[true]", "got True"),
+        ("[1.5]", "got 1.5"),
+        ('"0,,1"', "got ''"),
+        ('"cuda:0"', "got 'cuda:0'"),
+        ('["0", 0]', "'0' is given twice"),
+        ("3", "GPU indices or UUIDs"),
+    ],
+)
 def test_bad_gpus_values_name_file_and_key(tmp_path, gpus, detail):
     with pytest.raises(UserError) as err:
         pinned_preset(tmp_path, gpus)

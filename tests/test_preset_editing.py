@@ -39,7 +39,7 @@ CUDA_LAUNCH_BLOCKING = "0"   # keep async
 
 
 def comments(text: str) -> list[str]:
-    return [line[line.index("#"):] for line in text.splitlines() if "#" in line]
+    return [line[line.index("#") :] for line in text.splitlines() if "#" in line]
 
 
 @pytest.fixture
@@ -50,15 +50,21 @@ def commented(tmp_path) -> Path:
 
 
 def one_line_diff(before: str, after: str) -> list[str]:
-    return [line for line in difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
-            if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+    return [
+        line
+        for line in difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
+        if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    ]
 
 
-@pytest.mark.parametrize("name,key,value,expected", [
-    ("quick", "batch_size", 128, ("-batch_size  = 64    # small on purpose", "+batch_size  = 128    # small on purpose")),
-    ("quick", "steps", 11, ("-steps       = 10", "+steps       = 11")),
-    ("train", "batch_size_hint", 16, ("-batch_size_hint = 32", "+batch_size_hint = 16")),
-])
+@pytest.mark.parametrize(
+    "name,key,value,expected",
+    [
+        ("quick", "batch_size", 128, ("-batch_size  = 64    # small on purpose", "+batch_size  = 128    # small on purpose")),
+        ("quick", "steps", 11, ("-steps       = 10", "+steps       = 11")),
+        ("train", "batch_size_hint", 16, ("-batch_size_hint = 32", "+batch_size_hint = 16")),
+    ],
+)
 def test_editing_one_key_changes_that_line_only_and_keeps_every_comment(commented, name, key, value, expected):
     store = PresetFile.load(commented)
     values = store.table(name)
@@ -81,8 +87,7 @@ def test_nested_tables_and_new_presets_keep_the_rest_of_the_file(commented):
     store.set_preset("extra", {"framework": "smoke", "env": {"B": "2"}})
     store.save()
     after = commented.read_text()
-    assert one_line_diff(COMMENTED, after)[:2] == ['-CUDA_LAUNCH_BLOCKING = "0"   # keep async',
-                                                   '+CUDA_LAUNCH_BLOCKING = "1"   # keep async']
+    assert one_line_diff(COMMENTED, after)[:2] == ['-CUDA_LAUNCH_BLOCKING = "0"   # keep async', '+CUDA_LAUNCH_BLOCKING = "1"   # keep async']
     assert after.startswith(COMMENTED.replace('"0"   # keep', '"1"   # keep'))  # the new preset is appended
     assert load_file(commented)["extra"].env == {"B": "2"}
     store = PresetFile.load(commented)
@@ -141,8 +146,9 @@ store.save()
 
 def test_a_writer_killed_between_write_and_replace_leaves_the_file_intact(commented):
     before = commented.read_bytes()
-    result = subprocess.run([sys.executable, "-c", KILL_BEFORE_REPLACE, str(commented)], cwd=REPO,
-                            env=gputui_env(commented.parent), capture_output=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-c", KILL_BEFORE_REPLACE, str(commented)], cwd=REPO, env=gputui_env(commented.parent), capture_output=True, timeout=60
+    )
     assert result.returncode == -9, result.stderr
     assert commented.read_bytes() == before
     leftovers = [p.name for p in commented.parent.iterdir() if p.name.endswith(".tmp")]
@@ -165,8 +171,7 @@ def editor_script(tmp_path: Path, body: str) -> str:
 def run_with_editor(args, tmp_path, editor: str):
     env = gputui_env(tmp_path)
     env["EDITOR"] = editor
-    return subprocess.run([sys.executable, "-m", "gputui", *args], cwd=tmp_path, env=env, stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, "-m", "gputui", *args], cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
 
 
 def test_cli_new_path_validate_rm(tmp_path):
@@ -186,7 +191,7 @@ def test_cli_new_path_validate_rm(tmp_path):
 
     assert run_gputui(["presets", "validate"], tmp_path).returncode == 0
     bad = tmp_path / "bad.toml"
-    bad.write_text("[presets.x]\nframework = \"smoke\"\nsteps = -1\n")
+    bad.write_text('[presets.x]\nframework = "smoke"\nsteps = -1\n')
     result = run_gputui(["presets", "validate", str(bad)], tmp_path)
     assert result.returncode == 2 and "[presets.x].steps: expected" in result.stderr
 
@@ -196,10 +201,13 @@ def test_cli_new_path_validate_rm(tmp_path):
     assert result.returncode == 0 and "mine" not in load_file(user_file(tmp_path))
 
 
-@pytest.mark.parametrize("body,error", [
-    ("text = text.replace('steps = 40', 'stepz = 40')", r"[presets.mine].stepz: unknown key"),
-    ("text = text.replace('steps = 40', 'steps = ')", "TOML syntax error"),
-])
+@pytest.mark.parametrize(
+    "body,error",
+    [
+        ("text = text.replace('steps = 40', 'stepz = 40')", r"[presets.mine].stepz: unknown key"),
+        ("text = text.replace('steps = 40', 'steps = ')", "TOML syntax error"),
+    ],
+)
 def test_cli_edit_to_something_invalid_leaves_the_file_byte_identical(tmp_path, body, error):
     assert run_gputui(["presets", "new", "mine", "--from", "smoke"], tmp_path).returncode == 0
     before = user_file(tmp_path).read_bytes()

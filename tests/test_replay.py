@@ -40,6 +40,7 @@ def as_recorded_at(recording, t: float):
 
 # -- The command line --------------------------------------------------------------------
 
+
 def test_replay_errors_are_one_line_before_any_screen(tmp_path):
     newer = tmp_path / "newer.jsonl"
     lines = INPUT_BOUND.read_text(encoding="utf-8").splitlines(keepends=True)
@@ -82,6 +83,7 @@ def test_read_recording_refuses_a_newer_format_for_every_reader(tmp_path):
 
 # -- The player ---------------------------------------------------------------------------
 
+
 def test_the_player_folds_the_recording_as_the_live_app_does_and_seeks_both_ways():
     recording = read_recording(INPUT_BOUND)
     player = ReplayPlayer(recording)
@@ -121,6 +123,7 @@ def test_a_cut_recording_replays_to_where_it_ends_and_says_so(tmp_path):
 
 # -- The dashboard --------------------------------------------------------------------------
 
+
 def test_replay_seeks_to_the_finding_and_the_widgets_show_that_moment(tmp_path):
     recording = read_recording(INPUT_BOUND)
     finding_t = recording.events_of(ev.FINDING)[0].t
@@ -128,8 +131,7 @@ def test_replay_seeks_to_the_finding_and_the_widgets_show_that_moment(tmp_path):
     gpu = sample.gpus[0]
 
     async def scenario():
-        app = make_replay_app(recording, start_paused=True, settings_file=tmp_path / "s.toml",
-                              user_themes_dir=tmp_path / "no-themes")
+        app = make_replay_app(recording, start_paused=True, settings_file=tmp_path / "s.toml", user_themes_dir=tmp_path / "no-themes")
         async with app.run_test(size=(160, 48)) as pilot:
             await wait_until(pilot, lambda: app.dashboard.query(GpuPanel), what="GPU panel")
             assert "REPLAY ❚❚ 1x 0:00/0:44" in await shown(pilot)
@@ -203,6 +205,7 @@ def test_replay_resolves_a_kept_runs_name(tmp_path, monkeypatch):
 
 # -- The Runs list: past runs open, two marked compare ------------------------------------------
 
+
 def dashboard_with_history(tmp_path, monkeypatch):
     from gputui.history import RunHistory
     from gputui.tui.app import make_app
@@ -214,8 +217,7 @@ def dashboard_with_history(tmp_path, monkeypatch):
     shutil.copy(INPUT_BOUND, folder / "20261121-072940-torch-resnet50-input-bound.jsonl")
     shutil.copy(REPO / "docs" / "recordings" / "torch-resnet50.jsonl", folder / "20261121-080000-torch-resnet50.jsonl")
     preset = demo_preset()
-    return make_app({preset.name: preset}, session_factory=scripted_factory(samples=2),
-                    settings_file=tmp_path / "s.toml", history=RunHistory(folder))
+    return make_app({preset.name: preset}, session_factory=scripted_factory(samples=2), settings_file=tmp_path / "s.toml", history=RunHistory(folder))
 
 
 def test_enter_on_a_kept_run_opens_its_summary_from_the_recording(tmp_path, monkeypatch):
@@ -238,8 +240,7 @@ def test_enter_on_a_kept_run_opens_its_summary_from_the_recording(tmp_path, monk
             text = await shown(pilot)
             assert "torch-resnet50-input-bound — ok" in text and "throughput median" in text and "133" in text
             await pilot.press("r")  # run again: that run's own preset, which this machine does not have
-            await wait_until(pilot, lambda: any("No preset named 'torch-resnet50-input-bound'" in n.message
-                                                for n in app._notifications), what="the note")
+            await wait_until(pilot, lambda: any("No preset named 'torch-resnet50-input-bound'" in n.message for n in app._notifications), what="the note")
             assert not any(run.ticket.is_run for run in app.state.runs)
 
     run_async(scenario())
@@ -259,8 +260,7 @@ def test_two_marked_runs_open_the_comparison_or_say_it_is_missing(tmp_path, monk
         app = dashboard_with_history(tmp_path, monkeypatch)
         async with app.run_test(size=(120, 40)) as pilot:
             await mark_two(app, pilot)
-            await wait_until(pilot, lambda: any("needs gputui.lookback.compare" in n.message
-                                                for n in app._notifications), what="the note")
+            await wait_until(pilot, lambda: any("needs gputui.lookback.compare" in n.message for n in app._notifications), what="the note")
             assert not isinstance(app.screen, CompareScreen)
 
     monkeypatch.setitem(sys.modules, "gputui.lookback.compare", None)  # not merged yet: ImportError

@@ -48,6 +48,7 @@ def inner_columns(plot) -> tuple[int, int]:
 
 # --- content ---------------------------------------------------------------------
 
+
 def test_report_of_an_input_bound_run_says_what_ran_how_fast_and_why():
     text = markdown_report(load_recording(RECORDINGS / "torch-resnet50-input-bound.jsonl"), price_per_hour=2.5)
     assert text.startswith("# gputui report: torch-resnet50-input-bound")
@@ -106,12 +107,27 @@ def test_a_cut_recording_says_so_at_the_top_and_rebuilds_its_figures(tmp_path):
 
 
 def test_a_check_recording_shows_the_check_table_instead_of_throughput(tmp_path):
-    path = check_recording(tmp_path / "check.jsonl", "node-a", [
-        CheckResult(id="gpu0.power_limit", group="preflight", name="power limit", status="fail", value=450.0, unit="W",
-                    expected=700.0, expected_source="datasheet", gpu=0, cause="the limit was lowered",
-                    advice="ask the provider"),
-        CheckResult(id="host.disk", group="preflight", name="disk read", status="skipped", cause="no fio"),
-    ], verdict="fail")
+    path = check_recording(
+        tmp_path / "check.jsonl",
+        "node-a",
+        [
+            CheckResult(
+                id="gpu0.power_limit",
+                group="preflight",
+                name="power limit",
+                status="fail",
+                value=450.0,
+                unit="W",
+                expected=700.0,
+                expected_source="datasheet",
+                gpu=0,
+                cause="the limit was lowered",
+                advice="ask the provider",
+            ),
+            CheckResult(id="host.disk", group="preflight", name="disk read", status="skipped", cause="no fio"),
+        ],
+        verdict="fail",
+    )
     text = markdown_report(load_recording(path))
     assert "## Throughput" not in text
     assert "Verdict: **fail**." in text
@@ -120,6 +136,7 @@ def test_a_check_recording_shows_the_check_table_instead_of_throughput(tmp_path)
 
 
 # --- plots, read back ----------------------------------------------------------------
+
 
 def test_throughput_plot_draws_the_median_line_at_the_median(tmp_path):
     recording = load_recording(RECORDINGS / "torch-resnet50-input-bound.jsonl")
@@ -165,8 +182,7 @@ def test_power_plot_draws_the_limit(tmp_path):
 
 def test_every_plot_is_written_and_referenced_from_report_md(tmp_path):
     written, plots = write_report(load_recording(RECORDINGS / "torch-resnet50-input-bound.jsonl"), tmp_path)
-    assert [p.name for p in plots] == ["throughput", "utilization", "temperature", "power", "sm_clock", "vram",
-                                       "cpu_roles"]
+    assert [p.name for p in plots] == ["throughput", "utilization", "temperature", "power", "sm_clock", "vram", "cpu_roles"]
     report = (tmp_path / "report.md").read_text(encoding="utf-8")
     for plot in plots:
         assert plot.file and (tmp_path / plot.file) in written
@@ -190,7 +206,7 @@ def test_html_report_is_self_contained(tmp_path):
     written, plots = write_report(load_recording(RECORDINGS / "torch-resnet50.jsonl"), tmp_path, html=True)
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
     assert page.count('src="data:image/png;base64,') == sum(1 for p in plots if p.file)
-    assert ".png\"" not in page
+    assert '.png"' not in page
     assert "<td>Median</td><td>1,790 samples/s</td>" in page
     assert "<code>/opt/torch/.venv/bin/python3 -m gputui.workloads" in page
 
@@ -203,6 +219,7 @@ def test_unwritable_out_is_a_user_error(tmp_path):
 
 
 # --- the CLI --------------------------------------------------------------------------
+
 
 def test_cli_prints_the_report_without_out(tmp_path):
     result = run_gputui(["report", str(RECORDINGS / "torch-resnet50.jsonl"), "--price", "3"], tmp_path)
@@ -219,13 +236,16 @@ def test_cli_writes_report_files_with_out_and_html(tmp_path):
     assert str(out / "report.md") in result.stdout.splitlines()
 
 
-@pytest.mark.parametrize("setup, message", [
-    ("missing", r"missing\.jsonl: no such file"),
-    ("text", r"text\.jsonl:1: not a gputui recording line \(expected a JSON object\)"),
-    ("newer", r"newer\.jsonl:1: recording format 99 is newer than this gputui reads \(up to 1\)"),
-    ("out", r"--out .*: cannot write the report"),
-    ("price", r"--price: expected a price per hour greater than 0"),
-])
+@pytest.mark.parametrize(
+    "setup, message",
+    [
+        ("missing", r"missing\.jsonl: no such file"),
+        ("text", r"text\.jsonl:1: not a gputui recording line \(expected a JSON object\)"),
+        ("newer", r"newer\.jsonl:1: recording format 99 is newer than this gputui reads \(up to 1\)"),
+        ("out", r"--out .*: cannot write the report"),
+        ("price", r"--price: expected a price per hour greater than 0"),
+    ],
+)
 def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, setup, message):
     fixture = RECORDINGS / "torch-resnet50.jsonl"
     args = ["report", str(tmp_path / f"{setup}.jsonl")]
@@ -255,12 +275,14 @@ def test_lookback_is_core_and_its_subcommands_are_cheap_to_import():
 
     from tests.helpers import REPO
 
-    code = ("import sys\n"
-            "import gputui.cli, gputui.lookback.report_cli, gputui.lookback.compare_cli, gputui.lookback.export_cli\n"
-            "heavy = sorted(m for m in ('matplotlib', 'numpy', 'pyarrow', 'textual') if m in sys.modules)\n"
-            "import gputui.lookback.report, gputui.lookback.compare, gputui.lookback.export, gputui.lookback.plots\n"
-            "tui = [m for m in sys.modules if m == 'textual' or m.startswith('textual.')]\n"
-            "print(','.join(heavy) + '/' + ','.join(tui))\n")
+    code = (
+        "import sys\n"
+        "import gputui.cli, gputui.lookback.report_cli, gputui.lookback.compare_cli, gputui.lookback.export_cli\n"
+        "heavy = sorted(m for m in ('matplotlib', 'numpy', 'pyarrow', 'textual') if m in sys.modules)\n"
+        "import gputui.lookback.report, gputui.lookback.compare, gputui.lookback.export, gputui.lookback.plots\n"
+        "tui = [m for m in sys.modules if m == 'textual' or m.startswith('textual.')]\n"
+        "print(','.join(heavy) + '/' + ','.join(tui))\n"
+    )
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "/"
 

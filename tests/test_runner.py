@@ -300,8 +300,7 @@ def test_env_is_added_to_os_environ_and_python_is_unbuffered(monkeypatch):
     monkeypatch.setenv("GPUTUI_OUTER", "outer")
     monkeypatch.setenv("PYTHONUNBUFFERED", "0")
     outcome, lines, _ = run(
-        "import os, sys; print(os.environ['GPUTUI_OUTER'], os.environ['GPUTUI_ADDED'], "
-        "os.environ['PYTHONUNBUFFERED'], sys.stdout.write_through)",
+        "import os, sys; print(os.environ['GPUTUI_OUTER'], os.environ['GPUTUI_ADDED'], os.environ['PYTHONUNBUFFERED'], sys.stdout.write_through)",
         env={"GPUTUI_ADDED": "added"},
     )
     assert outcome.ok
@@ -583,9 +582,7 @@ time.sleep(60)
 @pytest.mark.parametrize("child_code", [textwrap.dedent(SPAWNS_GRANDCHILD), GRANDCHILD_IGNORING_TERM], ids=["cooperative", "ignores-sigterm"])
 def test_children_die_when_gputui_is_sigkilled(child_code):
     env = dict(os.environ, PYTHONPATH=REPO_ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    parent = subprocess.Popen(
-        [PY, "-c", PARENT, child_code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
-    )
+    parent = subprocess.Popen([PY, "-c", PARENT, child_code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     out: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [out.put(line) for line in parent.stdout], daemon=True).start()
     pids: dict[str, list[int]] = {}
@@ -617,10 +614,7 @@ def test_children_die_when_gputui_is_sigkilled(child_code):
 def test_guard_notices_a_dead_parent_by_polling_without_pdeathsig():
     """Where prctl is unavailable (or PDEATHSIG went to a finished thread), the guard
     still sees gputui die because its getppid() changes."""
-    fake_guard = (
-        f"import sys; sys.path.insert(0, {REPO_ROOT!r}); from gputui import _guard; "
-        "_guard.set_pdeathsig = lambda sig: False; sys.exit(_guard.main())"
-    )
+    fake_guard = f"import sys; sys.path.insert(0, {REPO_ROOT!r}); from gputui import _guard; _guard.set_pdeathsig = lambda sig: False; sys.exit(_guard.main())"
     child = "import os, time; print('pid', os.getpid(), flush=True); time.sleep(60)"
     intermediate = textwrap.dedent(
         f"""

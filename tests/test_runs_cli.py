@@ -89,8 +89,10 @@ def test_prune_by_count_by_age_and_bad_values(tmp_path):
     result = run_gputui(["runs", "prune", "--keep", "1"], tmp_path, timeout=60)
     assert result.returncode == 0 and result.stdout.startswith("removed 2 run(s)"), result.stdout
     assert sorted(p.name for p in folder.iterdir()) == ["notes.jsonl"]  # the newest
-    for args, expected in ((["--keep", "-1"], "--keep: expected a number of runs of 0 or more, got -1"),
-                           (["--older-than", "0"], "--older-than: expected a number of days greater than 0, got 0.0")):
+    for args, expected in (
+        (["--keep", "-1"], "--keep: expected a number of runs of 0 or more, got -1"),
+        (["--older-than", "0"], "--older-than: expected a number of days greater than 0, got 0.0"),
+    ):
         result = run_gputui(["runs", "prune", *args], tmp_path, timeout=60)
         assert result.returncode == 2 and result.stderr.strip() == f"gputui: error: {expected}"
 

@@ -56,8 +56,7 @@ def test_energy_and_clock_event_times_are_read_every_ten_seconds_not_every_tick(
         got.append(telemetry.sample()[0])
     assert fake.calls[ENERGY] == 1 and fake.calls[FIELDS] == 1  # the first tick only
     assert got[0].energy_mj == 9_000_000
-    assert got[0].throttle_time_ns == {"SwPowerCap": 5_000_000_000, "SyncBoost": 0, "SwThermalSlowdown": 0,
-                                       "HwThermalSlowdown": 0, "HwPowerBrakeSlowdown": 0}
+    assert got[0].throttle_time_ns == {"SwPowerCap": 5_000_000_000, "SyncBoost": 0, "SwThermalSlowdown": 0, "HwThermalSlowdown": 0, "HwPowerBrakeSlowdown": 0}
     assert all(s.energy_mj is None and s.throttle_time_ns is None for s in got[1:])
     assert all(s.power_w == 312.5 for s in got)  # the cheap per-tick values stay per tick
     clock.now = 10.0
@@ -129,10 +128,12 @@ def test_energy_is_power_integrated_where_the_counter_is_absent():
 
 
 def test_the_session_reads_the_counters_when_a_phase_starts_and_at_the_run_end(tmp_path):
-    script = ("import time, json\n"
-              "time.sleep(0.4)\n"
-              "print('@gputui ' + json.dumps({'event': 'step', 'phase': 'measure', 'step': 1, 'samples': 8, 'seconds': 0.1}), flush=True)\n"
-              "time.sleep(0.6)\n")
+    script = (
+        "import time, json\n"
+        "time.sleep(0.4)\n"
+        "print('@gputui ' + json.dumps({'event': 'step', 'phase': 'measure', 'step': 1, 'samples': 8, 'seconds': 0.1}), flush=True)\n"
+        "time.sleep(0.6)\n"
+    )
     (tmp_path / "w.py").write_text(script)
     (tmp_path / "p.toml").write_text(f"[presets.w]\ncommand = [{json.dumps(sys.executable)}, {json.dumps(str(tmp_path / 'w.py'))}]\n")
     preset = load_file(tmp_path / "p.toml")["w"]
@@ -150,9 +151,15 @@ def test_the_session_reads_the_counters_when_a_phase_starts_and_at_the_run_end(t
     phases: list[float] = []
 
     class Phases:
-        def on_header(self, header): pass
-        def on_sample(self, sample): pass
-        def on_summary(self, summary): pass
+        def on_header(self, header):
+            pass
+
+        def on_sample(self, sample):
+            pass
+
+        def on_summary(self, summary):
+            pass
+
         def on_event(self, event: Event) -> None:
             if event.kind == ev.PHASE:
                 phases.append(event.t)

@@ -31,17 +31,22 @@ SCALING_TRACES = Path(__file__).parent / "data" / "traces" / "scaling"
 def test_a_rank_says_which_it_is_on_every_line_and_a_single_process_does_not():
     out = io.StringIO()
     protocol.Emitter(out, rank=1, world_size=2).step("measure", 3, 32, 0.1)
-    assert protocol.decode(out.getvalue()) == {"event": "step", "phase": "measure", "step": 3, "samples": 32,
-                                               "seconds": 0.1, "rank": 1, "world_size": 2}
+    assert protocol.decode(out.getvalue()) == {"event": "step", "phase": "measure", "step": 3, "samples": 32, "seconds": 0.1, "rank": 1, "world_size": 2}
     out = io.StringIO()
     protocol.Emitter(out, rank=0, world_size=1).step("measure", 3, 32, 0.1)  # one rank: the old lines
     assert "rank" not in protocol.decode(out.getvalue())
 
 
-@pytest.mark.parametrize("env, expected", [
-    ({"RANK": "1", "WORLD_SIZE": "4"}, (1, 4)), ({}, (None, None)), ({"RANK": "0", "WORLD_SIZE": "1"}, (None, None)),
-    ({"RANK": "x", "WORLD_SIZE": "2"}, (None, None)), ({"RANK": "2", "WORLD_SIZE": "2"}, (None, None)),
-])
+@pytest.mark.parametrize(
+    "env, expected",
+    [
+        ({"RANK": "1", "WORLD_SIZE": "4"}, (1, 4)),
+        ({}, (None, None)),
+        ({"RANK": "0", "WORLD_SIZE": "1"}, (None, None)),
+        ({"RANK": "x", "WORLD_SIZE": "2"}, (None, None)),
+        ({"RANK": "2", "WORLD_SIZE": "2"}, (None, None)),
+    ],
+)
 def test_rank_from_torchruns_environment(env, expected):
     assert protocol.rank_from_environment(env) == expected
 
@@ -143,8 +148,7 @@ def test_one_throttled_gpu_among_free_ones_is_a_straggler_named_by_gpu():
 def test_the_scaling_traces_are_reproducible(tmp_path):
     import subprocess
 
-    subprocess.run([sys.executable, str(SCALING_TRACES / "make_scaling_traces.py"), "--out", str(tmp_path)],
-                   check=True, capture_output=True, timeout=120)
+    subprocess.run([sys.executable, str(SCALING_TRACES / "make_scaling_traces.py"), "--out", str(tmp_path)], check=True, capture_output=True, timeout=120)
     for path in SCALING_TRACES.glob("*.jsonl"):
         assert (tmp_path / path.name).read_bytes() == path.read_bytes(), path.name
 
@@ -175,12 +179,15 @@ def test_a_tf_data_parallel_preset_asks_the_worker_for_replicas(tmp_path):
     assert argv[argv.index("--data-parallel") + 1] == "2"
 
 
-@pytest.mark.parametrize("body, message", [
-    ('framework = "smoke"\ndata_parallel = 2', "[presets.dp].data_parallel: expected framework 'torch' or 'tf'"),
-    ('framework = "torch"\nmodel = "resnet50"\ndata_parallel = 0', "[presets.dp].data_parallel: expected a whole number of 1 or more, or \"all\""),
-    ('framework = "torch"\nmodel = "resnet50"\ndata_parallel = "every"', "[presets.dp].data_parallel: expected a whole number of 1 or more, or \"all\""),
-    ('framework = "torch"\nmodel = "resnet50"\ndata_parallel = 2\nfind_max_batch = true', "[presets.dp].data_parallel: not allowed with find_max_batch"),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ('framework = "smoke"\ndata_parallel = 2', "[presets.dp].data_parallel: expected framework 'torch' or 'tf'"),
+        ('framework = "torch"\nmodel = "resnet50"\ndata_parallel = 0', '[presets.dp].data_parallel: expected a whole number of 1 or more, or "all"'),
+        ('framework = "torch"\nmodel = "resnet50"\ndata_parallel = "every"', '[presets.dp].data_parallel: expected a whole number of 1 or more, or "all"'),
+        ('framework = "torch"\nmodel = "resnet50"\ndata_parallel = 2\nfind_max_batch = true', "[presets.dp].data_parallel: not allowed with find_max_batch"),
+    ],
+)
 def test_bad_data_parallel_values(tmp_path, body, message):
     with pytest.raises(UserError) as err:
         preset(tmp_path, body)
@@ -198,11 +205,13 @@ def test_the_builtin_data_parallel_presets_load():
 def test_a_baseline_that_is_not_a_one_gpu_recording_stops_the_cli_with_one_line(tmp_path):
     from tests.helpers import run_gputui
 
-    proc = run_gputui(["--record", str(tmp_path / "r.jsonl"), "--preset", "smoke", "--baseline",
-                       str(SCALING_TRACES / "ddp_balanced.jsonl"), "--no-history"], tmp_path)
+    proc = run_gputui(
+        ["--record", str(tmp_path / "r.jsonl"), "--preset", "smoke", "--baseline", str(SCALING_TRACES / "ddp_balanced.jsonl"), "--no-history"], tmp_path
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        f"gputui: error: --baseline {SCALING_TRACES / 'ddp_balanced.jsonl'}: expected a one-GPU run, got one on 2 ranks"]
+        f"gputui: error: --baseline {SCALING_TRACES / 'ddp_balanced.jsonl'}: expected a one-GPU run, got one on 2 ranks"
+    ]
 
 
 def test_baseline_run_needs_a_data_parallel_preset(tmp_path):
@@ -211,8 +220,8 @@ def test_baseline_run_needs_a_data_parallel_preset(tmp_path):
     proc = run_gputui(["--record", str(tmp_path / "r.jsonl"), "--preset", "smoke", "--baseline-run", "--no-history"], tmp_path)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        ("gputui: error: --baseline-run: preset 'smoke' is not data-parallel (no data_parallel key): "
-         "expected a preset such as torch-resnet50-tuned-ddp")]
+        ("gputui: error: --baseline-run: preset 'smoke' is not data-parallel (no data_parallel key): expected a preset such as torch-resnet50-tuned-ddp")
+    ]
 
 
 def test_the_one_gpu_twin_keeps_the_first_pinned_gpu(tmp_path):

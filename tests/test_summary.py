@@ -20,8 +20,7 @@ def reading(rate, phase=None, samples=None, seconds=None, final=False):
 
 
 def gpu(t_energy_mj, util, power, reasons=(), temp=60.0, mem=1000):
-    return GpuSample(index=0, util_gpu=util, power_w=power, temp_c=temp, energy_mj=t_energy_mj,
-                     throttle_reasons=list(reasons), memory_used=mem)
+    return GpuSample(index=0, util_gpu=util, power_w=power, temp_c=temp, energy_mj=t_energy_mj, throttle_reasons=list(reasons), memory_used=mem)
 
 
 def test_warmup_is_excluded_and_gpu_stats_cover_the_measured_phase():
@@ -54,10 +53,18 @@ def test_without_phases_every_reading_counts_and_window_is_all():
     b = SummaryBuilder()
     for rate in (5.0, 7.0, 6.0):
         b.on_event(Event(0, ev.THROUGHPUT, {"samples_per_sec": rate, "source": "tqdm"}))
-    b.on_sample(Sample(t=0.0, host=HostSample(cpu_percent=50.0, processes=[
-        ProcessSample(pid=1, role="main", cpu_percent=100.0, rss=10),
-        ProcessSample(pid=2, role="worker", cpu_percent=99.0, rss=20),
-    ])))
+    b.on_sample(
+        Sample(
+            t=0.0,
+            host=HostSample(
+                cpu_percent=50.0,
+                processes=[
+                    ProcessSample(pid=1, role="main", cpu_percent=100.0, rss=10),
+                    ProcessSample(pid=2, role="worker", cpu_percent=99.0, rss=20),
+                ],
+            ),
+        )
+    )
     s = b.build()
     assert s["window"] == "all"
     assert s["throughput"]["median"] == 6.0 and s["throughput"]["source"] == "tqdm"

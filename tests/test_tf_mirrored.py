@@ -19,23 +19,29 @@ from gputui.telemetry.gpu import GpuTelemetry
 from tests.fake_nvml import FakeNvml
 from tests.helpers import REPO
 
-pytestmark = pytest.mark.skipif(any(importlib.util.find_spec(n) is None for n in ("tensorflow", "tf_keras")),
-                                reason="TensorFlow stack not installed: pip install 'gputui[tf]'")
+pytestmark = pytest.mark.skipif(
+    any(importlib.util.find_spec(n) is None for n in ("tensorflow", "tf_keras")), reason="TensorFlow stack not installed: pip install 'gputui[tf]'"
+)
 
 
 def test_mirrored_strategy_on_two_logical_cpus(tmp_path):
     import pynvml
 
-    env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
-           "GPUTUI_CACHE_DIR": str(tmp_path / "cache"), "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"}
+    env = {
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+        "GPUTUI_CACHE_DIR": str(tmp_path / "cache"),
+        "CUDA_VISIBLE_DEVICES": "",
+        "OMP_NUM_THREADS": "1",
+    }
     path = tmp_path / "tf.toml"
-    path.write_text("[presets.mirrored]\nframework = \"tf\"\nmodel = \"mobilenetv2\"\nimage_size = 32\nbatch_size = 2\n"
-                    "steps = 2\nwarmup_steps = 1\ndevice = \"cpu\"\ndata_parallel = 2\ntimeout = 400\n"
-                    "env = { " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in env.items()) + " }\n")
+    path.write_text(
+        '[presets.mirrored]\nframework = "tf"\nmodel = "mobilenetv2"\nimage_size = 32\nbatch_size = 2\n'
+        'steps = 2\nwarmup_steps = 1\ndevice = "cpu"\ndata_parallel = 2\ntimeout = 400\n'
+        "env = { " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in env.items()) + " }\n"
+    )
     preset = load_file(path)["mirrored"]
     baseline = {"samples_per_sec": 10.0, "source": "one-replica.jsonl"}
-    session = Session(SessionConfig(preset=preset, interval=1.0, baseline=baseline),
-                      gpu=GpuTelemetry(FakeNvml(init_error=pynvml.NVMLError_LibraryNotFound)))
+    session = Session(SessionConfig(preset=preset, interval=1.0, baseline=baseline), gpu=GpuTelemetry(FakeNvml(init_error=pynvml.NVMLError_LibraryNotFound)))
     session.add_observer(Recorder(tmp_path / "r.jsonl"))
     summary = session.run()
     rec = read_recording(tmp_path / "r.jsonl")

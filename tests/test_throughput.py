@@ -57,20 +57,16 @@ def fixture_lines(name: str) -> list[str]:
 
 POSITIVE = [
     # 1. gputui protocol: the examples of gputui/workloads/protocol.py's docstring.
-    ('@gputui {"event": "step", "phase": "measure", "step": 11, "samples": 32, "seconds": 0.018}',
-     None, 32 / 0.018, "gputui", False),
-    ('@gputui {"event": "step", "phase": "warmup", "step": 1, "samples": 32, "seconds": 0.41}',
-     None, 32 / 0.41, "gputui", False),
-    ('@gputui {"event": "result", "samples_per_sec": 1771.2, "p5": 1740.0, "p95": 1790.3}',
-     None, 1771.2, "gputui", True),
+    ('@gputui {"event": "step", "phase": "measure", "step": 11, "samples": 32, "seconds": 0.018}', None, 32 / 0.018, "gputui", False),
+    ('@gputui {"event": "step", "phase": "warmup", "step": 1, "samples": 32, "seconds": 0.41}', None, 32 / 0.41, "gputui", False),
+    ('@gputui {"event": "result", "samples_per_sec": 1771.2, "p5": 1740.0, "p95": 1790.3}', None, 1771.2, "gputui", True),
     # 2. tlkh/tf-metal-experiments train_benchmark.py: print("Sample/sec:", fps), with the
     #    M1 Max ResNet50 / M1 Pro DistilBERT figures of its README.
     ("Sample/sec: 140.0", None, 140.0, "tf-metal", True),
     ("Sample/sec: 65.9", 64, 65.9, "tf-metal", True),
     # 3. Generic.
     #    SijingYu/GraphSAGE_MultiGPU loss.md (DGL GraphSAGE example output):
-    ("Epoch 00000 | Step 00020 | Loss 2.6650 | Train Acc 0.3400 | Speed (samples/sec) 43672.9658 | GPU 401.2 MB",
-     None, 43672.9658, "generic", False),
+    ("Epoch 00000 | Step 00020 | Loss 2.6650 | Train Acc 0.3400 | Speed (samples/sec) 43672.9658 | GPU 401.2 MB", None, 43672.9658, "generic", False),
     #    tqdm with unit="img" (a README in the code index):
     ("Processing images: 100%|████████| 50/50 [00:45<00:00, 1.11img/s]", None, 1.11, "generic", False),
     #    tqdm-like bar with a space before the unit (a README in the code index):
@@ -96,22 +92,36 @@ POSITIVE = [
     (" 45%|████▌     | 45/100 [00:05<00:06,  8.91it/s]", 32, 8.91 * 32, "tqdm", False),
     #    Hugging Face Trainer bars in the code index:
     ("100%|██████████████████████| 4836/4836 [2:20:18<00:00,  1.74s/it]", 8, 8 / 1.74, "tqdm", False),
-    ("100%|███████████████████████████████████████████████████████████████████████████████████████| 8250/8250 [5:31:35<00:00,  1.36it/s]",
-     16, 1.36 * 16, "tqdm", False),
+    (
+        "100%|███████████████████████████████████████████████████████████████████████████████████████| 8250/8250 [5:31:35<00:00,  1.36it/s]",
+        16,
+        1.36 * 16,
+        "tqdm",
+        False,
+    ),
     #    A tqdm note in the code index (desc in Chinese):
     ("加载中:  70%|███████   | 70/100 [01:10<00:30,  1.01s/it]", 4, 4 / 1.01, "tqdm", False),
     #    unit_scale=True, real bars in the code index (old tqdm printed "K"):
     (" 59%|█████▉    | 73.0k/123k [00:07<00:05, 10.1kit/s]", 2, 10100.0 * 2, "tqdm", False),
     ("Processing nodes -- finished: 100%|██████████| 14.3K/14.3K [00:00<00:00, 514Kit/s]", 1, 514000.0, "tqdm", False),
     # 5. Keras.  Keras 2 (tf.keras) bars from notebooks in the code index:
-    ("96/96 [==============================] - 5s 50ms/step - loss: 0.5054 - accuracy: 0.7842 - val_loss: 0.4628 - val_accuracy: 0.7965",
-     32, 32 / 0.050, "keras", False),
-    ("107/107 [==============================] - 0s 318us/step - loss: 0.0405 - acc: 0.0093 - val_loss: 0.0246",
-     512, 512 / 318e-6, "keras", False),
+    (
+        "96/96 [==============================] - 5s 50ms/step - loss: 0.5054 - accuracy: 0.7842 - val_loss: 0.4628 - val_accuracy: 0.7965",
+        32,
+        32 / 0.050,
+        "keras",
+        False,
+    ),
+    ("107/107 [==============================] - 0s 318us/step - loss: 0.0405 - acc: 0.0093 - val_loss: 0.0246", 512, 512 / 318e-6, "keras", False),
     #    Keras 3 (keras/src/utils/progbar.py: " {time_per_unit * 1000:.0f}ms/{unit_name}"):
     ("1500/1500 ━━━━━━━━━━━━━━━━━━━━ 8s 3ms/step - accuracy: 0.7370 - loss: 0.7853", 32, 32 / 0.003, "keras", False),
-    ("24/24 ━━━━━━━━━━━━━━━━━━━━ 5s 141ms/step - accuracy: 0.2382 - loss: 2.2627 - val_accuracy: 0.6237 - val_loss: 1.7715",
-     2000, 2000 / 0.141, "keras", False),
+    (
+        "24/24 ━━━━━━━━━━━━━━━━━━━━ 5s 141ms/step - accuracy: 0.2382 - loss: 2.2627 - val_accuracy: 0.6237 - val_loss: 1.7715",
+        2000,
+        2000 / 0.141,
+        "keras",
+        False,
+    ),
     ("416/418 ━━━━━━━━━━━━━━━━━━━━ 0s 9ms/step - loss: 0.0415 - mae: 0.1430", 64, 64 / 0.009, "keras", False),
     #    verbose=2: the "358ms/epoch" is not a step time.
     ("313/313 - 0s - loss: 0.0778 - accuracy: 0.9777 - 358ms/epoch - 1ms/step", 32, 32 / 0.001, "keras", False),
@@ -119,15 +129,35 @@ POSITIVE = [
     ("15740/15740 [==============================] - 1s 58us/sample - loss: 0.3133", None, 1 / 58e-6, "keras", False),
     ("37800/37800 [==============================] - 39s 1ms/sample - loss: 0.1540 - accuracy: 0.9514", None, 1000.0, "keras", False),
     # 6. Hugging Face Trainer, all from the code index.
-    ("{'train_runtime': 8418.1136, 'train_samples_per_second': 2.298, 'train_steps_per_second': 0.574, 'train_loss': 0.05433076250654198, 'epoch': 2.0}",
-     None, 2.298, "hf-trainer", True),
-    ("  {'train_runtime': 19895.0898, 'train_samples_per_second': 13.27, 'train_steps_per_second': 0.415, 'train_loss': 0.027081513957543806, 'epoch': 3.0}",
-     None, 13.27, "hf-trainer", True),
+    (
+        "{'train_runtime': 8418.1136, 'train_samples_per_second': 2.298, 'train_steps_per_second': 0.574, 'train_loss': 0.05433076250654198, 'epoch': 2.0}",
+        None,
+        2.298,
+        "hf-trainer",
+        True,
+    ),
+    (
+        "  {'train_runtime': 19895.0898, 'train_samples_per_second': 13.27, 'train_steps_per_second': 0.415, 'train_loss': 0.027081513957543806, 'epoch': 3.0}",
+        None,
+        13.27,
+        "hf-trainer",
+        True,
+    ),
     #    Newer transformers print the values as strings (the doc wrapped this line in two):
-    ("{'train_runtime': '211', 'train_samples_per_second': '0.948', 'train_steps_per_second': '0.237', 'train_loss': '2.425', 'epoch': '8.364'}",
-     None, 0.948, "hf-trainer", True),
-    ("TrainOutput(global_step=2675, training_loss=0.27181456521292713, metrics={'train_runtime': 169.649, 'train_samples_per_second': 252.02, 'train_steps_per_second': 15.768, 'total_flos': 229537542078168.0, 'train_loss': 0.27181456521292713, 'epoch': 5.0})",
-     None, 252.02, "hf-trainer", True),
+    (
+        "{'train_runtime': '211', 'train_samples_per_second': '0.948', 'train_steps_per_second': '0.237', 'train_loss': '2.425', 'epoch': '8.364'}",
+        None,
+        0.948,
+        "hf-trainer",
+        True,
+    ),
+    (
+        "TrainOutput(global_step=2675, training_loss=0.27181456521292713, metrics={'train_runtime': 169.649, 'train_samples_per_second': 252.02, 'train_steps_per_second': 15.768, 'total_flos': 229537542078168.0, 'train_loss': 0.27181456521292713, 'epoch': 5.0})",
+        None,
+        252.02,
+        "hf-trainer",
+        True,
+    ),
     #    trainer.log_metrics("train", ...) table:
     ("  train_samples_per_second =     41.094", None, 41.094, "hf-trainer", True),
     ("[worker :0]   train_samples_per_second =          3.65", None, 3.65, "hf-trainer", True),
@@ -136,8 +166,7 @@ POSITIVE = [
     #    f"Train [{num_steps}/{self.num_bench_iter}]. {num_samples / total_step:0.2f} samples/sec. {1000 * total_step / num_steps:0.3f} ms/step."
     ("Train [8/40]. 1234.56 samples/sec. 207.357 ms/step.", None, 1234.56, "timm", False),
     #    --detail: f" ... samples/sec. {...:0.3f} ms/step fwd, ... ms/step bwd, ... ms/step opt."
-    ("Train [16/40]. 1230.11 samples/sec. 70.100 ms/step fwd, 120.020 ms/step bwd, 18.000 ms/step opt.",
-     None, 1230.11, "timm", False),
+    ("Train [16/40]. 1230.11 samples/sec. 70.100 ms/step fwd, 120.020 ms/step bwd, 18.000 ms/step opt.", None, 1230.11, "timm", False),
     #    f"Train benchmark of {self.model_name} done. {results['samples_per_sec']:.2f} samples/sec, {results['step_time']:.2f} ms/sample"
     ("Train benchmark of resnet50 done. 1234.56 samples/sec, 207.36 ms/sample", None, 1234.56, "timm", True),
     #    print(f'--result\n{json.dumps(results, indent=4)}'), one key per line:
@@ -145,41 +174,67 @@ POSITIVE = [
     ("'train_samples_per_sec': 1234.56", None, 1234.56, "timm", True),
     # 8. DLLogger.  DeepLearningExamples PyTorch ConvNets, as published in Oneflow-Inc/DLPerf
     #    NVIDIADeepLearningExamples/PyTorch/resnet50v1.5/README.md:
-    ("DLL 2020-09-15 14:29:13.473765 - Epoch: 0 Iteration: 1  train.loss : 7.09304  train.total_ips : 267.44 img/s",
-     None, 267.44, "dllogger", False),
+    ("DLL 2020-09-15 14:29:13.473765 - Epoch: 0 Iteration: 1  train.loss : 7.09304  train.total_ips : 267.44 img/s", None, 267.44, "dllogger", False),
     #    DeepLearningExamples TensorFlow BERT (a DLPerf-style README in the code index):
-    ("DLL 2020-12-07 20:04:34.092791 - Iteration: 16  throughput_train : 145.221 seq/s mlm_loss : 10.4521  nsp_loss : 0.6735  total_loss : 11.1256  avg_loss_step : 11.1381  learning_rate : 5.25e-06",
-     None, 145.221, "dllogger", False),
+    (
+        "DLL 2020-12-07 20:04:34.092791 - Iteration: 16  throughput_train : 145.221 seq/s mlm_loss : 10.4521  nsp_loss : 0.6735  total_loss : 11.1256  avg_loss_step : 11.1381  learning_rate : 5.25e-06",
+        None,
+        145.221,
+        "dllogger",
+        False,
+    ),
     #    The run summary, rendered (no printed one was found): ConvNets' format_step()
     #    prints "Summary:" for step=tuple() (NVIDIA/DeepLearningExamples PyTorch/
     #    Classification/ConvNets/image_classification/logger.py, whose meters are
     #    train.compute_ips and train.total_ips in "img/s"); total_ips wins.
-    ("DLL 2021-03-11 12:05:41.123456 - Summary: train.loss : 6.10010  train.compute_ips : 2610.44 img/s  train.total_ips : 2470.12 img/s  train.lr : 0.25600",
-     None, 2470.12, "dllogger", True),
+    (
+        "DLL 2021-03-11 12:05:41.123456 - Summary: train.loss : 6.10010  train.compute_ips : 2610.44 img/s  train.total_ips : 2470.12 img/s  train.lr : 0.25600",
+        None,
+        2470.12,
+        "dllogger",
+        True,
+    ),
     #    NVIDIA/dllogger's default StdOutBackend: "DLL {timestamp} - " + str(step) + " " +
     #    "{metric} : {value} {unit}", so "()" for the summary (rendered).
     ("DLL 2021-03-11 12:05:41.123456 - () train.total_ips : 2470.12 img/s", None, 2470.12, "dllogger", True),
     #    With a rank prefix (multi-process launchers):
-    ("0: DLL 2020-12-08 10:21:53.954734 - Iteration: 41  throughput_train : 142.395 seq/s mlm_loss : 10.3715",
-     None, 142.395, "dllogger", False),
+    ("0: DLL 2020-12-08 10:21:53.954734 - Iteration: 41  throughput_train : 142.395 seq/s mlm_loss : 10.3715", None, 142.395, "dllogger", False),
     # 9. MLPerf logging (mlperf_logging's ":::MLLOG " prefix), from MLPerf Training submission
     #    READMEs and logs in the code index:
-    (' 0: :::MLLOG {"namespace": "", "time_ms": 1719843792116, "event_type": "POINT_IN_TIME", "key": "tracked_stats", "value": {"throughput": 14214.65962521748}, "metadata": {"file": "/workspace/bert/run_pretraining.py", "lineno": 1850, "epoch_num": 799502}}',
-     None, 14214.65962521748, "mlperf", False),
-    ('0: :::MLLOG {"namespace": "", "time_ms": 1721026805975, "event_type": "POINT_IN_TIME", "key": "tracked_stats", "value": {"throughput": 1.9257918929116467}, "metadata": {"file": "/workspace/ft-llm/custom_callbacks.py", "lineno": 129, "samples_count": 2688}}',
-     None, 1.9257918929116467, "mlperf", False),
+    (
+        ' 0: :::MLLOG {"namespace": "", "time_ms": 1719843792116, "event_type": "POINT_IN_TIME", "key": "tracked_stats", "value": {"throughput": 14214.65962521748}, "metadata": {"file": "/workspace/bert/run_pretraining.py", "lineno": 1850, "epoch_num": 799502}}',
+        None,
+        14214.65962521748,
+        "mlperf",
+        False,
+    ),
+    (
+        '0: :::MLLOG {"namespace": "", "time_ms": 1721026805975, "event_type": "POINT_IN_TIME", "key": "tracked_stats", "value": {"throughput": 1.9257918929116467}, "metadata": {"file": "/workspace/ft-llm/custom_callbacks.py", "lineno": 129, "samples_count": 2688}}',
+        None,
+        1.9257918929116467,
+        "mlperf",
+        False,
+    ),
     #    "key": "throughput" with a bare number (MXNet ResNet50 MLPerf logs, the form
     #    PerfKitBenchmarker's regex '"key": "throughput", "value": ([0-9.]+)' reads):
-    (':::MLLOG {"namespace": "", "time_ms": 1600000000000, "event_type": "POINT_IN_TIME", "key": "throughput", "value": 2783.6, "metadata": {"file": "train.py", "lineno": 200}}',
-     None, 2783.6, "mlperf", False),
-    (':::MLLOG {"namespace": "", "time_ms": 1600000000000, "event_type": "POINT_IN_TIME", "key": "throughput", "value": {"throughput": 1234.5}, "metadata": {}}',
-     None, 1234.5, "mlperf", False),
+    (
+        ':::MLLOG {"namespace": "", "time_ms": 1600000000000, "event_type": "POINT_IN_TIME", "key": "throughput", "value": 2783.6, "metadata": {"file": "train.py", "lineno": 200}}',
+        None,
+        2783.6,
+        "mlperf",
+        False,
+    ),
+    (
+        ':::MLLOG {"namespace": "", "time_ms": 1600000000000, "event_type": "POINT_IN_TIME", "key": "throughput", "value": {"throughput": 1234.5}, "metadata": {}}',
+        None,
+        1234.5,
+        "mlperf",
+        False,
+    ),
 ]
 
 
-@pytest.mark.parametrize(
-    ("line", "hint", "rate", "source", "final"), POSITIVE, ids=[f"{case[3]}-{i}" for i, case in enumerate(POSITIVE)]
-)
+@pytest.mark.parametrize(("line", "hint", "rate", "source", "final"), POSITIVE, ids=[f"{case[3]}-{i}" for i, case in enumerate(POSITIVE)])
 def test_real_lines(line, hint, rate, source, final):
     reading = one(line, hint)
     assert reading.source == source
@@ -208,7 +263,10 @@ NEGATIVE = [
     # Tokens (and frames, items) are not samples.
     ("throughput: 51200.5 tokens/s", 32),
     ("tokens/s: 51200.5", 32),
-    ("DLL 2021-06-14 23:08:53.659718 - epoch    1 | iter   1/48 | loss 40.97 | mel loss 35.04 | kl loss 0.02240 | kl weight 0.01000 |    5730.98 frames/s | took 24.54 s | lrate 3.16e-06", 32),
+    (
+        "DLL 2021-06-14 23:08:53.659718 - epoch    1 | iter   1/48 | loss 40.97 | mel loss 35.04 | kl loss 0.02240 | kl weight 0.01000 |    5730.98 frames/s | took 24.54 s | lrate 3.16e-06",
+        32,
+    ),
     ("DLL 2020-05-28 03:32:56.502714 - (6001, 129) train_items_per_sec : 17340.741383876426", 32),
     # A unit glued to a name is not a number of samples.
     ("resnet50 img/s", 32),
@@ -223,7 +281,10 @@ NEGATIVE = [
     # DLLogger: parameters, validation and non-throughput metrics.
     ("DLL 2020-09-15 14:28:53.498443 - PARAMETER data : /data/image  data_backend : dali-cpu  arch : resnet50  batch_size : 128  lr : 1.024", 32),
     ("DLL 2021-03-11 12:05:41.123456 - Epoch: 0 Iteration: 10 Validation Iteration: 5  val.loss : 1.0  val.top1 : 75.0 %  val.total_ips : 8000.0 img/s", 32),
-    ("DLL 2020-07-03 10:58:43.371321 - (26,) train_time : 9.889576196670532  eval_time : 0.674187183380127  hr@10 : 0.9526329850606168  ndcg : 0.7448715819572108", 32),
+    (
+        "DLL 2020-07-03 10:58:43.371321 - (26,) train_time : 9.889576196670532  eval_time : 0.674187183380127  hr@10 : 0.9526329850606168  ndcg : 0.7448715819572108",
+        32,
+    ),
     # timm's inference benchmark is not training throughput (and is not left to the
     # generic parser either).
     ("Infer [8/40]. 3210.00 samples/sec. 79.750 ms/step.", 32),
@@ -233,9 +294,18 @@ NEGATIVE = [
     ("{'eval_loss': 0.26411548256874084, 'eval_runtime': 147.7693, 'eval_samples_per_second': 2.551, 'eval_steps_per_second': 2.551, 'epoch': 3.0}", 32),
     ("  eval_samples_per_second =     12.6", 32),
     # MLPerf events that are not throughput (code index).
-    (':::MLLOG {"namespace": "", "time_ms": 1744839123410, "event_type": "POINT_IN_TIME", "key": "eval_accuracy", "value": 0.719775378704071, "metadata": {"file": "/workspace/code/training/run_pretraining.py", "lineno": 1706}}', 32),
-    (':::MLLOG {"namespace": "", "time_ms": 1696565401886, "event_type": "POINT_IN_TIME", "key": "tracked_stats", "value": {"train_epoch_timing": 234.93810319900513}, "metadata": {"file": "/workspace/llm/custom_callbacks.py", "lineno": 277, "step": 1211105280}}', 32),
-    (':::MLLOG {"namespace": "", "time_ms": 1744838717800, "event_type": "INTERVAL_START", "key": "run_start", "value": null, "metadata": {"file": "/workspace/code/training/run_pretraining.py", "lineno": 1706}}', 32),
+    (
+        ':::MLLOG {"namespace": "", "time_ms": 1744839123410, "event_type": "POINT_IN_TIME", "key": "eval_accuracy", "value": 0.719775378704071, "metadata": {"file": "/workspace/code/training/run_pretraining.py", "lineno": 1706}}',
+        32,
+    ),
+    (
+        ':::MLLOG {"namespace": "", "time_ms": 1696565401886, "event_type": "POINT_IN_TIME", "key": "tracked_stats", "value": {"train_epoch_timing": 234.93810319900513}, "metadata": {"file": "/workspace/llm/custom_callbacks.py", "lineno": 277, "step": 1211105280}}',
+        32,
+    ),
+    (
+        ':::MLLOG {"namespace": "", "time_ms": 1744838717800, "event_type": "INTERVAL_START", "key": "run_start", "value": null, "metadata": {"file": "/workspace/code/training/run_pretraining.py", "lineno": 1706}}',
+        32,
+    ),
     (':::MLLOG {"key": "tracked_stats", "value": 1234.5}', 32),
     (":::MLLOG {not json", 32),
     # The DGL example's first step (code index): a "nan" rate.
@@ -262,9 +332,7 @@ def test_nothing_to_report(line, hint):
 def test_protocol_step_keeps_window_and_phase():
     line = protocol.encode("step", phase="measure", step=11, samples=32, seconds=0.018)
     reading = one(line)
-    assert reading == Throughput(
-        samples_per_sec=32 / 0.018, source="gputui", phase="measure", samples=32.0, seconds=0.018
-    )
+    assert reading == Throughput(samples_per_sec=32 / 0.018, source="gputui", phase="measure", samples=32.0, seconds=0.018)
 
 
 def test_protocol_emitter_lines_round_trip(capsys):
@@ -427,8 +495,7 @@ json_values = st.recursive(
     lambda children: st.one_of(
         st.lists(children, max_size=5),
         st.dictionaries(
-            st.sampled_from(["event", "samples", "seconds", "samples_per_sec", "phase", "step", "key", "value", "throughput"])
-            | st.text(max_size=8),
+            st.sampled_from(["event", "samples", "seconds", "samples_per_sec", "phase", "step", "key", "value", "throughput"]) | st.text(max_size=8),
             children,
             max_size=6,
         ),
@@ -493,8 +560,7 @@ def test_fuzz_protocol_rates_are_consistent(payload):
         st.tuples(
             st.sampled_from(["insert", "delete", "replace", "number", "duplicate"]),
             st.integers(min_value=0, max_value=10_000),
-            st.text(max_size=6)
-            | st.sampled_from(["nan", "inf", "-1", "0", "0.0", "9" * 400, "1e999", ",", ".", ":", " : ", "/s", "it/s", "ms/step"]),
+            st.text(max_size=6) | st.sampled_from(["nan", "inf", "-1", "0", "0.0", "9" * 400, "1e999", ",", ".", ":", " : ", "/s", "it/s", "ms/step"]),
         ),
         max_size=6,
     ),

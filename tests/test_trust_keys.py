@@ -35,9 +35,37 @@ command = ["{sys.executable}", "-c", "import sys\\nwhile True: sys.stdout.write(
 """
 
 # Everything but the quit keys (q, Ctrl-Q, Ctrl-C): they end the storm.
-STORM_KEYS = ["up", "down", "left", "right", "pageup", "pagedown", "home", "end", "ctrl+home", "ctrl+end",
-              "shift+home", "shift+end", "enter", "escape", "tab", "shift+tab", "backspace", "delete", "space",
-              "ctrl+p", "f", "u", "k", "t", "s", "r", "a", "x", "1"]
+STORM_KEYS = [
+    "up",
+    "down",
+    "left",
+    "right",
+    "pageup",
+    "pagedown",
+    "home",
+    "end",
+    "ctrl+home",
+    "ctrl+end",
+    "shift+home",
+    "shift+end",
+    "enter",
+    "escape",
+    "tab",
+    "shift+tab",
+    "backspace",
+    "delete",
+    "space",
+    "ctrl+p",
+    "f",
+    "u",
+    "k",
+    "t",
+    "s",
+    "r",
+    "a",
+    "x",
+    "1",
+]
 # A burst starts with a key that opens or closes a screen, the rest lands on it before it is drawn.
 OPENERS = ["ctrl+p", "ctrl+p", "f", "u", "k", "escape", "enter"]
 
@@ -52,11 +80,11 @@ def send_keys(app, *keys: str) -> None:
 
 def quick_check(options, listener) -> CheckRun:
     """A check of one result, so Enter on the Check screen finishes at once."""
+
     def preflight(ctx):
         ctx.report(CheckResult(id="host.shm", group=PREFLIGHT, name="/dev/shm", status=OK, value=16.0, unit="GiB"))
 
-    return CheckRun(options, listener=listener, gpu=GpuTelemetry(FakeNvml([FakeGpu()])),
-                    nvml_module=FakeNvml([FakeGpu()]), stages={"preflight": preflight})
+    return CheckRun(options, listener=listener, gpu=GpuTelemetry(FakeNvml([FakeGpu()])), nvml_module=FakeNvml([FakeGpu()]), stages={"preflight": preflight})
 
 
 def scripted_app(tmp_path, monkeypatch) -> GpuTuiApp:
@@ -65,14 +93,29 @@ def scripted_app(tmp_path, monkeypatch) -> GpuTuiApp:
     preset = demo_preset()
     # confirm_quit=False: the storms start runs, and their last q must quit at once
     # a finding: f opens the findings view only when there is something to show
-    return make_app({preset.name: preset}, session_factory=scripted_factory(samples=4, findings=[FINDING]),
-                    settings_file=tmp_path / "settings.toml", check_factory=quick_check, confirm_quit=False)
+    return make_app(
+        {preset.name: preset},
+        session_factory=scripted_factory(samples=4, findings=[FINDING]),
+        settings_file=tmp_path / "settings.toml",
+        check_factory=quick_check,
+        confirm_quit=False,
+    )
 
 
-@pytest.mark.parametrize("burst", [
-    ["ctrl+p", "pageup"], ["ctrl+p", "pagedown"], ["ctrl+p", "down", "pageup"], ["ctrl+p", "down", "pagedown"],
-    ["ctrl+p", "home"], ["ctrl+p", "end"], ["ctrl+p", "ctrl+home"], ["ctrl+p", "ctrl+end"], ["ctrl+p", "down"],
-])
+@pytest.mark.parametrize(
+    "burst",
+    [
+        ["ctrl+p", "pageup"],
+        ["ctrl+p", "pagedown"],
+        ["ctrl+p", "down", "pageup"],
+        ["ctrl+p", "down", "pagedown"],
+        ["ctrl+p", "home"],
+        ["ctrl+p", "end"],
+        ["ctrl+p", "ctrl+home"],
+        ["ctrl+p", "ctrl+end"],
+        ["ctrl+p", "down"],
+    ],
+)
 def test_page_home_and_end_in_the_command_palette_crash_nothing(tmp_path, monkeypatch, burst):
     app = scripted_app(tmp_path, monkeypatch)
 

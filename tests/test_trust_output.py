@@ -35,8 +35,9 @@ def toml_str(text: str) -> str:
 # --- 2. Secrets ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["WANDB_API_KEY", "HF_TOKEN", "aws_secret_access_key", "DB_Password",
-                                  "MYSQL_PASSWD", "GOOGLE_APPLICATION_CREDENTIALS", "BASIC_AUTH", "SSH_PRIVATE"])
+@pytest.mark.parametrize(
+    "name", ["WANDB_API_KEY", "HF_TOKEN", "aws_secret_access_key", "DB_Password", "MYSQL_PASSWD", "GOOGLE_APPLICATION_CREDENTIALS", "BASIC_AUTH", "SSH_PRIVATE"]
+)
 def test_names_that_look_secret(name):
     assert looks_secret(name)
 
@@ -61,7 +62,7 @@ def secret_presets(tmp_path: Path) -> Path:
     path = tmp_path / "secret.toml"
     path.write_text(
         "[presets.secret]\n"
-        f"command = [{toml_str(sys.executable)}, \"-c\", {toml_str(ENV_SCRIPT)}, {toml_str(str(seen))}]\n"
+        f'command = [{toml_str(sys.executable)}, "-c", {toml_str(ENV_SCRIPT)}, {toml_str(str(seen))}]\n'
         f'env = {{ WANDB_API_KEY = "{SECRET}", db_password = "{SECRET}", OMP_NUM_THREADS = "3" }}\n'
     )
     return path
@@ -114,10 +115,7 @@ def test_printable_escapes_control_characters_only(raw, shown):
 
 def test_presets_list_shows_escapes_in_names_and_descriptions(tmp_path):
     presets = tmp_path / "evil.toml"
-    presets.write_text(
-        f'[presets.{toml_str("evil" + ESC_TITLE)}]\nframework = "smoke"\n'
-        f"description = {toml_str('clears the screen ' + chr(27) + '[2J')}\n"
-    )
+    presets.write_text(f'[presets.{toml_str("evil" + ESC_TITLE)}]\nframework = "smoke"\ndescription = {toml_str("clears the screen " + chr(27) + "[2J")}\n')
     result = run_gputui(["--presets", str(presets), "presets", "list"], tmp_path)
     assert result.returncode == 0, result.stderr
     assert "\x1b" not in result.stdout and "\x07" not in result.stdout
@@ -134,7 +132,7 @@ def test_an_unknown_preset_name_is_escaped_in_the_error(tmp_path):
 def test_the_headless_progress_lines_escape_argv_and_the_runs_last_words(tmp_path):
     script = f"import sys; sys.stderr.write({ESC_TITLE!r} + 'boom\\n'); sys.exit(3)"
     presets = tmp_path / "evil.toml"
-    presets.write_text(f"[presets.evil]\ncommand = [{toml_str(sys.executable)}, \"-c\", {toml_str(script)}, {toml_str(ESC_TITLE)}]\n")
+    presets.write_text(f'[presets.evil]\ncommand = [{toml_str(sys.executable)}, "-c", {toml_str(script)}, {toml_str(ESC_TITLE)}]\n')
     result = run_gputui(["--presets", str(presets), "--preset", "evil", "--record", str(tmp_path / "r.jsonl")], tmp_path)
     assert result.returncode == 1, result.stderr
     assert "\x1b" not in result.stderr and "\x07" not in result.stderr
@@ -143,7 +141,7 @@ def test_the_headless_progress_lines_escape_argv_and_the_runs_last_words(tmp_pat
 
 # --- 6. Exit codes ---------------------------------------------------------------------
 
-SLEEPER = "[presets.sleeper]\ncommand = [\"sleep\", \"60\"]\n"
+SLEEPER = '[presets.sleeper]\ncommand = ["sleep", "60"]\n'
 SIGNAL_CODES = [(signal.SIGTERM, 143), (signal.SIGHUP, 129), (signal.SIGINT, 130)]
 
 
@@ -184,8 +182,15 @@ def test_the_dashboard_exits_128_plus_the_signal(tmp_path, sig, code):
     (tmp_path / "sleeper.toml").write_text(SLEEPER)
     master, slave = pty.openpty()
     env = {**gputui_env(tmp_path), "TERM": "xterm-256color", "COLUMNS": "100", "LINES": "30"}
-    proc = subprocess.Popen([sys.executable, "-m", "gputui", "--presets", "sleeper.toml", "--preset", "sleeper", "--no-history"],
-                            cwd=tmp_path, env=env, stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gputui", "--presets", "sleeper.toml", "--preset", "sleeper", "--no-history"],
+        cwd=tmp_path,
+        env=env,
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        start_new_session=True,
+    )
     os.close(slave)
     try:
         _read_until(master, b"sleeper")  # the dashboard is up, running the preset
@@ -209,10 +214,21 @@ def _drain(fd: int) -> bool:
 
 # --- 7. Recordings that lie ----------------------------------------------------------------
 
-HEADER = {"type": "header", "schema": 1, "interval": 1.0, "gpus": [{"index": 0, "name": "H200", "memory_total": 150}],
-          "host": {"hostname": "h", "os": "linux", "cpu_logical": 8}, "preset": {"name": "p"}, "diagnosis": {}}
-SAMPLE = {"type": "sample", "t": 1.0, "gpus": [{"index": 0, "util_gpu": 50.0, "memory_used": 10, "memory_total": 150}],
-          "host": {"cpu_percent": 20.0, "processes": [{"pid": 5, "cpu_percent": 100.0}]}}
+HEADER = {
+    "type": "header",
+    "schema": 1,
+    "interval": 1.0,
+    "gpus": [{"index": 0, "name": "H200", "memory_total": 150}],
+    "host": {"hostname": "h", "os": "linux", "cpu_logical": 8},
+    "preset": {"name": "p"},
+    "diagnosis": {},
+}
+SAMPLE = {
+    "type": "sample",
+    "t": 1.0,
+    "gpus": [{"index": 0, "util_gpu": 50.0, "memory_used": 10, "memory_total": 150}],
+    "host": {"cpu_percent": 20.0, "processes": [{"pid": 5, "cpu_percent": 100.0}]},
+}
 EVENT = {"type": "event", "t": 1.0, "event": "throughput", "samples_per_sec": 100.0, "source": "gputui"}
 SUMMARY = {"type": "summary", "duration_s": 2.0}
 
@@ -295,9 +311,18 @@ def test_a_schema_this_gputui_cannot_read_is_refused(tmp_path, capsys, schema):
 
 # Any one value of a real recording replaced by a JSON value of another shape: reading
 # and diagnosing it either works or is a UserError, never a traceback.
-JSON_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-5, 10**12), st.floats(allow_nan=False, allow_infinity=False),
-                        st.text(max_size=5), st.just([]), st.just({}), st.lists(st.integers(), max_size=2),
-                        st.just([{}]), st.just({"index": 0}))
+JSON_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 10**12),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=5),
+    st.just([]),
+    st.just({}),
+    st.lists(st.integers(), max_size=2),
+    st.just([{}]),
+    st.just({"index": 0}),
+)
 
 
 def _paths(value, prefix=()):
@@ -345,8 +370,7 @@ def test_the_dashboard_shows_a_presets_control_characters_escaped():
     from gputui.presets import Preset
     from gputui.tui.widgets.presets import describe_preset
 
-    preset = Preset(name="evil\x1b]0;owned\x07", source=Path("presets.toml"), description="desc\x1b[2J",
-                    command=("echo", "\x1b[31mred"))
+    preset = Preset(name="evil\x1b]0;owned\x07", source=Path("presets.toml"), description="desc\x1b[2J", command=("echo", "\x1b[31mred"))
     text = describe_preset(preset, [], compact=False).plain
     assert "\x1b" not in text and "\x07" not in text
     assert "evil\\x1b]0;owned\\x07" in text and "desc\\x1b[2J" in text and "\\x1b[31mred" in text

@@ -33,8 +33,7 @@ def editor(tmp_path: Path, body: str) -> str:
 def run_with_editor(args: list[str], tmp_path: Path, editor_command: str) -> subprocess.CompletedProcess:
     env = gputui_env(tmp_path)
     env["EDITOR"] = editor_command
-    return subprocess.run([sys.executable, "-m", "gputui", *args], cwd=tmp_path, env=env, stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, "-m", "gputui", *args], cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
 
 
 def error_lines(result: subprocess.CompletedProcess) -> list[str]:
@@ -72,10 +71,14 @@ def test_an_editor_that_deletes_its_temp_file_gets_one_line(tmp_path, mine):
     assert user_file(tmp_path).read_bytes() == mine
 
 
-@pytest.mark.parametrize("body", [
-    "open(path, 'w').close()",  # emptied
-    "text = open(path).read()\nopen(path, 'w').write(text.replace('[presets.mine]', '[presets.other]'))",  # dropped
-], ids=["emptied", "preset-dropped"])
+@pytest.mark.parametrize(
+    "body",
+    [
+        "open(path, 'w').close()",  # emptied
+        "text = open(path).read()\nopen(path, 'w').write(text.replace('[presets.mine]', '[presets.other]'))",  # dropped
+    ],
+    ids=["emptied", "preset-dropped"],
+)
 def test_an_edit_that_drops_the_preset_being_edited_is_refused(tmp_path, mine, body):
     result = run_with_editor(["presets", "edit", "mine"], tmp_path, editor(tmp_path, body))
     assert result.returncode == 2
@@ -88,9 +91,14 @@ def test_twenty_parallel_presets_new_save_every_success(tmp_path):
     env = gputui_env(tmp_path)
     names = [f"p{i}" for i in range(20)]
     with ThreadPoolExecutor(len(names)) as pool:
-        results = list(pool.map(lambda name: subprocess.run(
-            [sys.executable, "-m", "gputui", "presets", "new", name], cwd=tmp_path, env=env,
-            capture_output=True, text=True, timeout=120), names))
+        results = list(
+            pool.map(
+                lambda name: subprocess.run(
+                    [sys.executable, "-m", "gputui", "presets", "new", name], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+                ),
+                names,
+            )
+        )
     saved = load_file(user_file(tmp_path))
     added = [name for name, result in zip(names, results) if result.returncode == 0]
     assert added == names, [r.stderr for r in results if r.returncode != 0]
@@ -128,8 +136,7 @@ def test_the_progress_line_names_the_file_of_an_overriding_preset(tmp_path):
     preset = load_presets(cwd=tmp_path)["smoke"]
     stream = io.StringIO()
     ProgressPrinter(None, stream).on_header({"gpus": [], "preset": preset.describe(), "command": preset.argv()})
-    assert f"gputui: running true (preset 'smoke' from {tmp_path / 'presets.toml'}, which overrides the built-in)" \
-        in stream.getvalue().splitlines()
+    assert f"gputui: running true (preset 'smoke' from {tmp_path / 'presets.toml'}, which overrides the built-in)" in stream.getvalue().splitlines()
     builtin = load_presets(cwd=tmp_path / "elsewhere")["smoke"]
     stream = io.StringIO()
     ProgressPrinter(None, stream).on_header({"gpus": [], "preset": builtin.describe(), "command": builtin.argv()})
@@ -160,11 +167,17 @@ def _two_link_loop(path: Path) -> None:
     path.with_name("other.toml").symlink_to(path.name)
 
 
-BAD_LOCAL_FILES = {"deep-arrays": _deep_arrays, "deep-tables": _deep_tables,
-                   "self-loop": _self_loop, "two-link-loop": _two_link_loop}
-COMMANDS = [["presets", "list"], ["presets", "show", "smoke"], ["presets", "path"], ["presets", "validate"],
-            ["presets", "new", "x"], ["presets", "edit", "smoke"], ["presets", "rm", "x"],
-            ["--preset", "smoke", "--record", "run.jsonl", "--headless", "--no-history"]]
+BAD_LOCAL_FILES = {"deep-arrays": _deep_arrays, "deep-tables": _deep_tables, "self-loop": _self_loop, "two-link-loop": _two_link_loop}
+COMMANDS = [
+    ["presets", "list"],
+    ["presets", "show", "smoke"],
+    ["presets", "path"],
+    ["presets", "validate"],
+    ["presets", "new", "x"],
+    ["presets", "edit", "smoke"],
+    ["presets", "rm", "x"],
+    ["--preset", "smoke", "--record", "run.jsonl", "--headless", "--no-history"],
+]
 
 
 @pytest.mark.parametrize("make", BAD_LOCAL_FILES.values(), ids=BAD_LOCAL_FILES.keys())

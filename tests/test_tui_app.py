@@ -193,8 +193,7 @@ def test_watching_a_job_started_elsewhere_shows_its_process_tree(isolated, tmp_p
     async def scenario():
         app = app_for(isolated, tmp_path, attach_pid=job.pid)
         async with app.run_test(size=(120, 40)) as pilot:
-            await wait_until(pilot, lambda: app.state.host and any(p.pid == job.pid for p in app.state.host.processes),
-                             what="the job's tree")
+            await wait_until(pilot, lambda: app.state.host and any(p.pid == job.pid for p in app.state.host.processes), what="the job's tree")
             text = await shown(pilot)
             assert f"watching pid {job.pid}" in text and f"{job.pid}" in text
             job.kill()
@@ -211,15 +210,20 @@ def test_watching_a_job_started_elsewhere_shows_its_process_tree(isolated, tmp_p
 
 def test_findings_show_in_the_strip_and_in_detail(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
-    finding = {"id": "input-1", "kind": "input_bound", "state": "open", "severity": "warning",
-               "title": "Input pipeline is CPU-bound", "since": 8.0,
-               "evidence": {"gpu_sm_active": 41.0, "busiest_worker_cpu": 97.0},
-               "advice": ["Raise DataLoader num_workers", "Cache decoded images"]}
+    finding = {
+        "id": "input-1",
+        "kind": "input_bound",
+        "state": "open",
+        "severity": "warning",
+        "title": "Input pipeline is CPU-bound",
+        "since": 8.0,
+        "evidence": {"gpu_sm_active": 41.0, "busiest_worker_cpu": 97.0},
+        "advice": ["Raise DataLoader num_workers", "Cache decoded images"],
+    }
     preset = demo_preset()
 
     async def scenario():
-        app = make_app({preset.name: preset}, session_factory=scripted_factory(findings=[finding]),
-                       start_preset=preset.name, settings_file=tmp_path / "s.toml")
+        app = make_app({preset.name: preset}, session_factory=scripted_factory(findings=[finding]), start_preset=preset.name, settings_file=tmp_path / "s.toml")
         async with app.run_test(size=(120, 40)) as pilot:
             await wait_until(pilot, lambda: app.state.open_findings(), what="finding")
             assert "▲ Input pipeline is CPU-bound" in await shown(pilot)
@@ -263,8 +267,21 @@ def _all_bindings():
     from gputui.tui.widgets.presets import PresetFilter
     from gputui.tui.widgets.runs import RunsList
 
-    for owner in (GpuTuiApp, DashboardScreen, PresetList, S, F, PresetEditorScreen, NameScreen, ConflictScreen,
-                  RunsList, CompareScreen, ReplayApp, LogPane, PresetFilter):
+    for owner in (
+        GpuTuiApp,
+        DashboardScreen,
+        PresetList,
+        S,
+        F,
+        PresetEditorScreen,
+        NameScreen,
+        ConflictScreen,
+        RunsList,
+        CompareScreen,
+        ReplayApp,
+        LogPane,
+        PresetFilter,
+    ):
         for binding in owner.BINDINGS:
             yield owner.__name__, binding
 

@@ -20,21 +20,29 @@ from tests.test_tui_support import run_async, wait_until
 
 def _factory(stages):
     def make(options, listener):
-        return CheckRun(options, listener=listener, gpu=GpuTelemetry(FakeNvml([FakeGpu()])),
-                        nvml_module=FakeNvml([FakeGpu()]), stages=stages)
+        return CheckRun(options, listener=listener, gpu=GpuTelemetry(FakeNvml([FakeGpu()])), nvml_module=FakeNvml([FakeGpu()]), stages=stages)
+
     return make
 
 
 def _app(tmp_path, monkeypatch, stages):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
-    return make_app(load_presets(cwd=tmp_path), settings_file=tmp_path / "settings.toml", interval=0.25,
-                    gpu_factory=lambda: GpuTelemetry(FakeNvml([FakeGpu()])), check_factory=_factory(stages))
+    return make_app(
+        load_presets(cwd=tmp_path),
+        settings_file=tmp_path / "settings.toml",
+        interval=0.25,
+        gpu_factory=lambda: GpuTelemetry(FakeNvml([FakeGpu()])),
+        check_factory=_factory(stages),
+    )
 
 
 def test_k_opens_the_check_and_enter_runs_it_to_a_verdict(tmp_path, monkeypatch):
     def preflight(ctx):
-        ctx.report(CheckResult(id="gpu0.power_limit", group=PREFLIGHT, name="Power limit", status=FAIL, gpu=0,
-                               value=420.0, unit="W", expected=700.0, cause="power-limited"))
+        ctx.report(
+            CheckResult(
+                id="gpu0.power_limit", group=PREFLIGHT, name="Power limit", status=FAIL, gpu=0, value=420.0, unit="W", expected=700.0, cause="power-limited"
+            )
+        )
         ctx.report(CheckResult(id="host.shm", group=PREFLIGHT, name="/dev/shm", status=OK, value=16.0, unit="GiB"))
 
     app = _app(tmp_path, monkeypatch, {"preflight": preflight})

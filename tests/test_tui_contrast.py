@@ -49,8 +49,7 @@ async def _views(app, pilot, theme: str) -> list[tuple[str, str]]:
     await check("help")
     await pilot.press("escape")
     app.start_preset(preset.name)
-    await wait_until(pilot, lambda: app.state.run is not None and app.state.run.series.readings == 96
-                     and app.state.open_findings(), what="script played")
+    await wait_until(pilot, lambda: app.state.run is not None and app.state.run.series.readings == 96 and app.state.open_findings(), what="script played")
     await check("running dashboard")
     await pilot.press("f")
     await wait_until(pilot, lambda: isinstance(app.screen, FindingsScreen), what="findings")
@@ -74,12 +73,16 @@ def test_every_text_cell_meets_wcag_aa(theme, size, tmp_path, monkeypatch):
     preset = demo_preset()
 
     async def scenario():
-        app = make_app({preset.name: preset}, session_factory=scripted_factory(findings=[FINDING]), theme=theme,
-                       clock=lambda: 1000.0, settings_file=tmp_path / "settings.toml",
-                       user_themes_dir=tmp_path / "no-themes")
+        app = make_app(
+            {preset.name: preset},
+            session_factory=scripted_factory(findings=[FINDING]),
+            theme=theme,
+            clock=lambda: 1000.0,
+            settings_file=tmp_path / "settings.toml",
+            user_themes_dir=tmp_path / "no-themes",
+        )
         async with app.run_test(size=size) as pilot:
             return await _views(app, pilot, theme)
 
     problems = run_async(scenario())
-    assert not problems, f"{theme} at {size[0]}x{size[1]}: text under {AA}:1\n" + "\n\n".join(
-        f"[{what}]\n{detail}" for what, detail in problems)
+    assert not problems, f"{theme} at {size[0]}x{size[1]}: text under {AA}:1\n" + "\n\n".join(f"[{what}]\n{detail}" for what, detail in problems)

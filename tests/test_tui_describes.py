@@ -21,8 +21,13 @@ def test_with_preset_x_the_sidebar_describes_x_not_the_first_preset(tmp_path):
     presets = {p.name: p for p in (first, chosen)}
 
     async def scenario():
-        app = make_app(presets, session_factory=scripted_factory(), start_preset="zzz-chosen",
-                       settings_file=tmp_path / "settings.toml", user_themes_dir=tmp_path / "no-themes")
+        app = make_app(
+            presets,
+            session_factory=scripted_factory(),
+            start_preset="zzz-chosen",
+            settings_file=tmp_path / "settings.toml",
+            user_themes_dir=tmp_path / "no-themes",
+        )
         async with app.run_test(size=(120, 40)) as pilot:
             await wait_until(pilot, lambda: app.state.run is not None, what="the run")
             await shown(pilot)
@@ -40,8 +45,7 @@ def test_in_pid_mode_the_empty_panels_say_the_process_is_watched_and_when_it_exi
     async def scenario():
         app = app_for({}, tmp_path, attach_pid=job.pid, gpu_factory=fake_gpus(1))
         async with app.run_test(size=(120, 40)) as pilot:
-            await wait_until(pilot, lambda: app.state.session and app.state.session.attach_pid == job.pid,
-                             what="watching the job")
+            await wait_until(pilot, lambda: app.state.session and app.state.session.attach_pid == job.pid, what="watching the job")
             text = await shown(pilot)
             assert "No run yet" not in text and "The run's output appears here" not in text
             chart = app.dashboard.query_one(ThroughputChart).build().plain

@@ -15,7 +15,7 @@ from tests.test_tui_app import app_for
 from tests.test_tui_support import run_async, shown, wait_until
 from tests.test_tui_tmux import needs_tmux, tmux, wait_gone  # noqa: F401 (tmux: the fixture)
 
-COMMAND = 'python3 -c "print(\'hi there\')"'
+COMMAND = "python3 -c \"print('hi there')\""
 
 
 def test_readable_join_quotes_as_a_person_would_and_a_shell_splits_it_back():
@@ -36,8 +36,7 @@ def test_a_command_typed_in_the_form_saves_a_command_preset_kept_as_typed(tmp_pa
         app = app_for(presets, tmp_path)
         async with app.run_test(size=(120, 40)) as pilot:
             await pilot.press("n")
-            editor = await wait_until(pilot, lambda: isinstance(app.screen, PresetEditorScreen) and app.screen,
-                                      what="editor")
+            editor = await wait_until(pilot, lambda: isinstance(app.screen, PresetEditorScreen) and app.screen, what="editor")
             text = await shown(pilot)
             assert "not saved yet" in text and "saved to" not in text.replace("saves it to", "")
             name = editor.query_one("#field-name", Input)
@@ -64,8 +63,7 @@ def test_a_command_typed_in_the_form_saves_a_command_preset_kept_as_typed(tmp_pa
             details = app.dashboard.query_one(PresetDetails)
             assert shlex.join(saved.command) in str(details.render())
             await pilot.press("e")
-            editor = await wait_until(pilot, lambda: isinstance(app.screen, PresetEditorScreen) and app.screen,
-                                      what="editor")
+            editor = await wait_until(pilot, lambda: isinstance(app.screen, PresetEditorScreen) and app.screen, what="editor")
             assert editor.query_one("#field-command", Input).value == COMMAND
             assert not editor.query_one("#row-steps").display
 
@@ -80,8 +78,7 @@ def test_typing_into_a_field_tabbed_into_adds_to_it(tmp_path, monkeypatch):
         app = app_for(presets, tmp_path)
         async with app.run_test(size=(120, 40)) as pilot:
             await pilot.press("n")
-            editor = await wait_until(pilot, lambda: isinstance(app.screen, PresetEditorScreen) and app.screen,
-                                      what="editor")
+            editor = await wait_until(pilot, lambda: isinstance(app.screen, PresetEditorScreen) and app.screen, what="editor")
             await pilot.pause()
             assert app.focused is editor.query_one("#field-name", Input)
             await pilot.press("tab")  # into the description

@@ -27,11 +27,18 @@ def dashboard(size: tuple[int, int], gpus: list[FakeGpu], tmp_path: Path, keys: 
     preset = demo_preset()
 
     async def scenario():
-        app = make_app({preset.name: preset}, session_factory=scripted_factory(gpus=gpus), start_preset=preset.name,
-                       clock=lambda: 1000.0, settings_file=tmp_path / "settings.toml", user_themes_dir=tmp_path / "none")
+        app = make_app(
+            {preset.name: preset},
+            session_factory=scripted_factory(gpus=gpus),
+            start_preset=preset.name,
+            clock=lambda: 1000.0,
+            settings_file=tmp_path / "settings.toml",
+            user_themes_dir=tmp_path / "none",
+        )
         async with app.run_test(size=size) as pilot:
-            await wait_until(pilot, lambda: app.state.run is not None and app.state.run.series.readings == 96
-                             and len(app.state.gpus[0].util) == 24, what="script played")
+            await wait_until(
+                pilot, lambda: app.state.run is not None and app.state.run.series.readings == 96 and len(app.state.gpus[0].util) == 24, what="script played"
+            )
             await shown(pilot)
             rows = app.dashboard.query_one(GpuRows)
             if keys:
@@ -92,8 +99,7 @@ def test_gpus_that_fit_side_by_side_keep_their_panels(tmp_path):
 
 
 def test_totals_are_power_and_energy_per_sample():
-    samples = [GpuSample(index=0, power_w=300.0), GpuSample(index=1, power_w=500.0),
-               GpuSample(index=2, lost=True, power_w=900.0), GpuSample(index=3)]
+    samples = [GpuSample(index=0, power_w=300.0), GpuSample(index=1, power_w=500.0), GpuSample(index=2, lost=True, power_w=900.0), GpuSample(index=3)]
     assert gpu_totals(samples, 400.0) == (800.0, 2.0)
     assert gpu_totals(samples, None) == (800.0, None)
     assert gpu_totals([GpuSample(index=0)], 400.0) == (None, None)

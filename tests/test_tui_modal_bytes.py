@@ -33,13 +33,17 @@ def test_panel_updates_under_an_open_view_send_nothing_until_it_closes(tmp_path,
     preset = demo_preset()
 
     async def scenario():
-        app = make_app({preset.name: preset}, session_factory=scripted_factory(), start_preset=preset.name,
-                       clock=lambda: 1000.0, settings_file=tmp_path / "settings.toml",
-                       user_themes_dir=tmp_path / "no-themes")
+        app = make_app(
+            {preset.name: preset},
+            session_factory=scripted_factory(),
+            start_preset=preset.name,
+            clock=lambda: 1000.0,
+            settings_file=tmp_path / "settings.toml",
+            user_themes_dir=tmp_path / "no-themes",
+        )
         recorder = Recorder(app, *SIZE)
         async with app.run_test(size=SIZE) as pilot:
-            await wait_until(pilot, lambda: app.state.run is not None and app.state.run.series.readings == 96,
-                             what="script played")
+            await wait_until(pilot, lambda: app.state.run is not None and app.state.run.series.readings == 96, what="script played")
             await shown(pilot)
             state, run = app.state, app.state.run
             if view == "summary":
@@ -56,8 +60,7 @@ def test_panel_updates_under_an_open_view_send_nothing_until_it_closes(tmp_path,
             for i in range(12):  # what the redraw timer does while the run goes on
                 t = 40.0 + i
                 state.apply(run.ticket, [("event", Event(t=t, kind=ev.OUTPUT, data={"stream": "stdout", "text": f"line #{i}"}), None)])
-                state.apply(run.ticket, [("event", Event(t=t, kind=ev.THROUGHPUT, data={"samples_per_sec": 2700.0 + 50 * i,
-                                                                                          "phase": "measure"}), 2800.0 + i)])
+                state.apply(run.ticket, [("event", Event(t=t, kind=ev.THROUGHPUT, data={"samples_per_sec": 2700.0 + 50 * i, "phase": "measure"}), 2800.0 + i)])
                 gpus = [dataclasses.replace(g.latest, util_gpu=40.0 + i, power_w=300.0 + 9 * i) for _, g in sorted(state.gpus.items())]
                 host = dataclasses.replace(fixed_host(True), cpu_percent=float(10 + 5 * i))
                 state.apply(run.ticket, [("sample", Sample(t=t, gpus=gpus, host=host))])

@@ -24,6 +24,7 @@ from gputui.tui.themes import DEFAULT_THEME, builtin_themes_path, load_themes, p
 
 # --- charts ------------------------------------------------------------------------
 
+
 def test_sparkline_keeps_the_newest_values_at_the_right_and_blanks_gaps():
     assert charts.sparkline([0, 50, 100], 5, 0, 100) == "  ▁▄█"
     assert charts.sparkline([100, None, 100], 3, 0, 100) == "█ █"
@@ -65,6 +66,7 @@ def test_time_axis_brackets_warmup():
 
 # --- state ---------------------------------------------------------------------------
 
+
 def test_throughput_series_merges_bins_so_memory_stays_flat():
     series = ThroughputSeries(bin_s=0.25, max_bins=64)
     for i in range(100_000):  # a day of readings at ~1 Hz
@@ -92,26 +94,31 @@ def test_state_folds_a_run_and_reports_its_end():
     state = DashboardState()
     ticket = SessionTicket(serial=1, run=1, preset=_preset())
     state.apply(ticket, [("started",), ("header", {"gpus": [{"index": 0, "name": "NVIDIA H200", "gpm_supported": True}]})])
-    state.apply(ticket, [
-        ("sample", Sample(t=1.0, gpus=[GpuSample(index=0, util_gpu=100.0, sm_active=40.0)])),
-        ("event", Event(1.0, ev.PHASE, {"phase": "warmup"}), None),
-        ("event", Event(1.5, ev.THROUGHPUT, {"samples_per_sec": 10.0, "phase": "warmup"}), None),
-        ("event", Event(2.0, ev.THROUGHPUT, {"samples_per_sec": 20.0, "phase": "measure"}), 20.0),
-        ("event", Event(2.1, ev.OUTPUT, {"stream": "stderr", "text": "hello"}), None),
-        ("event", Event(2.2, ev.FINDING, {"id": "a", "state": "open", "severity": "warning", "title": "T"}), None),
-    ])
+    state.apply(
+        ticket,
+        [
+            ("sample", Sample(t=1.0, gpus=[GpuSample(index=0, util_gpu=100.0, sm_active=40.0)])),
+            ("event", Event(1.0, ev.PHASE, {"phase": "warmup"}), None),
+            ("event", Event(1.5, ev.THROUGHPUT, {"samples_per_sec": 10.0, "phase": "warmup"}), None),
+            ("event", Event(2.0, ev.THROUGHPUT, {"samples_per_sec": 20.0, "phase": "measure"}), 20.0),
+            ("event", Event(2.1, ev.OUTPUT, {"stream": "stderr", "text": "hello"}), None),
+            ("event", Event(2.2, ev.FINDING, {"id": "a", "state": "open", "severity": "warning", "title": "T"}), None),
+        ],
+    )
     run = state.run
     assert run.current == 20.0 and run.median == 20.0 and run.series.readings == 2
     assert list(state.gpus[0].util) == [40.0]  # SM activity where GPM exists
     assert ("stderr", "hello") in state.log
     assert [f["title"] for f in state.open_findings()] == ["T"]
-    ended = state.apply(ticket, [("event", Event(3.0, ev.OUTCOME, {"kind": "exited", "ok": True}), None),
-                                 ("summary", {"throughput": {"median": 19.0}}), ("ended", None)])
+    ended = state.apply(
+        ticket, [("event", Event(3.0, ev.OUTCOME, {"kind": "exited", "ok": True}), None), ("summary", {"throughput": {"median": 19.0}}), ("ended", None)]
+    )
     assert ended == [run] and run.outcome_word == "ok" and run.result == 19.0
     assert state.live_run is None
 
 
 # --- themes and settings -------------------------------------------------------------
+
 
 def test_builtin_themes_dark_light_and_high_contrast():
     themes, problems = load_themes(Path("/nonexistent"))
@@ -123,18 +130,21 @@ def test_builtin_themes_dark_light_and_high_contrast():
 
 def test_user_theme_overrides_and_broken_one_is_skipped_with_a_reason(tmp_path):
     (tmp_path / "mine.toml").write_text('primary = "#ff0000"\n[variables]\nfooter-key-foreground = "#00ff00"\n')
-    (tmp_path / "broken.toml").write_text('primary = 3\n')
+    (tmp_path / "broken.toml").write_text("primary = 3\n")
     themes, problems = load_themes(tmp_path)
     assert themes["mine"].primary == "#ff0000" and themes["mine"].variables["footer-key-foreground"] == "#00ff00"
     assert len(problems) == 1 and "broken.toml: primary: expected a colour" in problems[0]
 
 
-@pytest.mark.parametrize("body, message", [
-    ('dark = true\n', "primary: missing"),
-    ('primary = "#fff"\ncolour = "red"\n', "colour: unknown key"),
-    ('primary = "#fff"\ndark = "yes"\n', "dark: expected true or false"),
-    ('primary = \n', "TOML syntax error"),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ("dark = true\n", "primary: missing"),
+        ('primary = "#fff"\ncolour = "red"\n', "colour: unknown key"),
+        ('primary = "#fff"\ndark = "yes"\n', "dark: expected true or false"),
+        ("primary = \n", "TOML syntax error"),
+    ],
+)
 def test_theme_errors_name_file_and_key(tmp_path, body, message):
     path = tmp_path / "t.toml"
     path.write_text(body)
@@ -146,7 +156,7 @@ def test_settings_are_written_atomically_and_keep_comments_and_other_keys(tmp_pa
     path = tmp_path / "gputui" / "settings.toml"
     save_setting(path, "theme", "gputui-light")
     assert load_settings(path)[0].theme == "gputui-light"
-    path.write_text("# mine\ntheme = \"gputui-light\"  # chosen\nother = 1\n")
+    path.write_text('# mine\ntheme = "gputui-light"  # chosen\nother = 1\n')
     save_setting(path, "theme", "gputui-dark")
     text = path.read_text()
     assert "# mine" in text and "other = 1" in text and 'theme = "gputui-dark"' in text
@@ -164,6 +174,7 @@ def test_a_malformed_settings_file_is_ignored_and_never_overwritten(tmp_path):
 
 
 # --- supervisor and bridge -------------------------------------------------------------
+
 
 class FakeSession:
     live = 0  # sessions running at once, across all instances
@@ -274,7 +285,9 @@ def test_the_dashboard_logic_needs_no_textual():
 
     from tests.helpers import REPO
 
-    code = ("import sys\nimport gputui.tui.sessions, gputui.tui.state, gputui.tui.charts, gputui.tui.settings\n"
-            "print(any(m == 'textual' or m.startswith('textual.') for m in sys.modules))\n")
+    code = (
+        "import sys\nimport gputui.tui.sessions, gputui.tui.state, gputui.tui.charts, gputui.tui.settings\n"
+        "print(any(m == 'textual' or m.startswith('textual.') for m in sys.modules))\n"
+    )
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"

@@ -19,8 +19,7 @@ def test_slash_filters_a_list_longer_than_the_screen_and_esc_clears_it(tmp_path)
         presets[preset.name] = preset
 
     async def scenario():
-        app = make_app(presets, session_factory=scripted_factory(), settings_file=tmp_path / "settings.toml",
-                       user_themes_dir=tmp_path / "no-themes")
+        app = make_app(presets, session_factory=scripted_factory(), settings_file=tmp_path / "settings.toml", user_themes_dir=tmp_path / "no-themes")
         async with app.run_test(size=(80, 24)) as pilot:
             plist = app.dashboard.query_one(PresetList)
             await wait_until(pilot, lambda: plist.region.height > 0, what="the list")

@@ -17,8 +17,9 @@ from tests.test_tui_support import demo_preset, run_async, scripted_factory, wai
 def scripted(tmp_path, monkeypatch, **kwargs):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     preset = demo_preset()
-    return make_app({preset.name: preset}, session_factory=scripted_factory(), settings_file=tmp_path / "s.toml",
-                    user_themes_dir=tmp_path / "no-themes", **kwargs)
+    return make_app(
+        {preset.name: preset}, session_factory=scripted_factory(), settings_file=tmp_path / "s.toml", user_themes_dir=tmp_path / "no-themes", **kwargs
+    )
 
 
 async def open_new_preset(app, pilot) -> PresetEditorScreen:

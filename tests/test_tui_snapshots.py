@@ -23,28 +23,51 @@ from tests.test_tui_support import demo_preset, run_async, scripted_factory, sho
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 UPDATE = os.environ.get("GPUTUI_UPDATE_SNAPSHOTS") == "1"
 
-FINDING = {"id": "input-1", "kind": "input_bound", "state": "open", "severity": "warning",
-           "title": "Input pipeline is CPU-bound", "since": 8.0,
-           "evidence": {"busiest_worker_cpu": 97.0}, "advice": ["Raise num_workers"]}
+FINDING = {
+    "id": "input-1",
+    "kind": "input_bound",
+    "state": "open",
+    "severity": "warning",
+    "title": "Input pipeline is CPU-bound",
+    "since": 8.0,
+    "evidence": {"busiest_worker_cpu": 97.0},
+    "advice": ["Raise num_workers"],
+}
 
 
 def eight_gpus() -> list[FakeGpu]:
     """An 8-GPU box: VRAM filling up across the GPUs, GPU3 thermally throttled, GPU5 power-capped."""
-    return [FakeGpu(uuid=f"GPU-{i}", pci=(0, 0x19 + i, 0), memory_used=(3 + 11 * i) * GIB,
-                    throttle_mask={3: 0x20 | 0x40, 5: 0x4}.get(i, 0), sm_clock=1755 if i == 3 else 1980)
-            for i in range(8)]
+    return [
+        FakeGpu(
+            uuid=f"GPU-{i}",
+            pci=(0, 0x19 + i, 0),
+            memory_used=(3 + 11 * i) * GIB,
+            throttle_mask={3: 0x20 | 0x40, 5: 0x4}.get(i, 0),
+            sm_clock=1755 if i == 3 else 1980,
+        )
+        for i in range(8)
+    ]
 
 
 def render(size: tuple[int, int], tmp_path: Path, theme: str | None, gpus: list[FakeGpu] | None = None) -> tuple[str, str]:
     preset = demo_preset()
 
     async def scenario():
-        app = make_app({preset.name: preset}, session_factory=scripted_factory(gpus=gpus, findings=[FINDING]),
-                       start_preset=preset.name, theme=theme, clock=lambda: 1000.0,
-                       settings_file=tmp_path / "settings.toml", user_themes_dir=tmp_path / "no-themes")
+        app = make_app(
+            {preset.name: preset},
+            session_factory=scripted_factory(gpus=gpus, findings=[FINDING]),
+            start_preset=preset.name,
+            theme=theme,
+            clock=lambda: 1000.0,
+            settings_file=tmp_path / "settings.toml",
+            user_themes_dir=tmp_path / "no-themes",
+        )
         async with app.run_test(size=size) as pilot:
-            await wait_until(pilot, lambda: app.state.run is not None and app.state.run.series.readings == 96
-                             and app.state.open_findings() and len(app.state.gpus[1].util) == 24, what="script played")
+            await wait_until(
+                pilot,
+                lambda: app.state.run is not None and app.state.run.series.readings == 96 and app.state.open_findings() and len(app.state.gpus[1].util) == 24,
+                what="script played",
+            )
             text = await shown(pilot)
             text = await shown(pilot)  # panels mounted by the first pass draw in the second
             return text, app.export_screenshot(title="gputui")
@@ -52,9 +75,11 @@ def render(size: tuple[int, int], tmp_path: Path, theme: str | None, gpus: list[
     return run_async(scenario())
 
 
-@pytest.mark.parametrize("size, theme", [((80, 24), None), ((120, 40), None), ((160, 48), None), ((200, 60), None),
-                                         ((80, 24), "gputui-high-contrast")],
-                         ids=["80x24", "120x40", "160x48", "200x60", "80x24-high-contrast"])
+@pytest.mark.parametrize(
+    "size, theme",
+    [((80, 24), None), ((120, 40), None), ((160, 48), None), ((200, 60), None), ((80, 24), "gputui-high-contrast")],
+    ids=["80x24", "120x40", "160x48", "200x60", "80x24-high-contrast"],
+)
 def test_dashboard_snapshot(size, theme, tmp_path):
     name = f"dashboard_{size[0]}x{size[1]}" + (f"_{theme}" if theme else "")
     check_snapshot(name, *render(size, tmp_path, theme), tmp_path)

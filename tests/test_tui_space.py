@@ -20,12 +20,16 @@ def dashboard(size: tuple[int, int], tmp_path: Path, check, name: str = "resnet5
     preset = dataclasses.replace(demo_preset(), name=name)
 
     async def scenario():
-        app = make_app({preset.name: preset}, session_factory=scripted_factory(gpus=gpus), start_preset=preset.name,
-                       clock=lambda: 1000.0, settings_file=tmp_path / "settings.toml",
-                       user_themes_dir=tmp_path / "no-themes")
+        app = make_app(
+            {preset.name: preset},
+            session_factory=scripted_factory(gpus=gpus),
+            start_preset=preset.name,
+            clock=lambda: 1000.0,
+            settings_file=tmp_path / "settings.toml",
+            user_themes_dir=tmp_path / "no-themes",
+        )
         async with app.run_test(size=size) as pilot:
-            await wait_until(pilot, lambda: app.state.run is not None and app.state.run.series.readings == 96,
-                             what="script played")
+            await wait_until(pilot, lambda: app.state.run is not None and app.state.run.series.readings == 96, what="script played")
             if stop:
                 await pilot.press("s")
                 await wait_until(pilot, lambda: app.state.run.ended, what="the stop")

@@ -31,11 +31,17 @@ def fixed_header(gpu: GpuTelemetry, preset: Preset | None) -> dict[str, Any]:
     from gputui.model import to_dict
 
     return {
-        "schema": 1, "gputui": "test", "started_at": "2025-01-01T00:00:00+00:00", "interval": 1.0,
+        "schema": 1,
+        "gputui": "test",
+        "started_at": "2025-01-01T00:00:00+00:00",
+        "interval": 1.0,
         "host": {"hostname": "gpu-box-01", "os": "Linux", "cpu_logical": 16, "memory_total": 256 * GIB},
-        "driver_version": gpu.driver_version, "cuda_version": gpu.cuda_version, "gpus": to_dict(gpu.infos),
+        "driver_version": gpu.driver_version,
+        "cuda_version": gpu.cuda_version,
+        "gpus": to_dict(gpu.infos),
         "gpu_unavailable_reason": gpu.unavailable_reason,
-        "preset": {"name": preset.name} if preset else None, "command": ["python", "train.py"] if preset else None,
+        "preset": {"name": preset.name} if preset else None,
+        "command": ["python", "train.py"] if preset else None,
     }
 
 
@@ -44,23 +50,28 @@ def fixed_host(with_run: bool) -> HostSample:
     processes = []
     if with_run:
         processes = [ProcessSample(pid=4242, name="python", role="main", cpu_percent=104.0, rss=3 * GIB)]
-        processes += [ProcessSample(pid=4250 + i, ppid=4242, name="pt_data_worker", role="worker",
-                                    cpu_percent=[97.0, 92.5, 88.0, 61.0][i], rss=(410 + 10 * i) * MIB) for i in range(4)]
-    return HostSample(cpu_percent=51.0, per_core=cores, load_avg=[5.1, 4.8, 3.9], memory_used=61 * GIB,
-                      memory_total=251 * GIB, processes=processes)
+        processes += [
+            ProcessSample(pid=4250 + i, ppid=4242, name="pt_data_worker", role="worker", cpu_percent=[97.0, 92.5, 88.0, 61.0][i], rss=(410 + 10 * i) * MIB)
+            for i in range(4)
+        ]
+    return HostSample(cpu_percent=51.0, per_core=cores, load_avg=[5.1, 4.8, 3.9], memory_used=61 * GIB, memory_total=251 * GIB, processes=processes)
 
 
 def demo_gpus() -> list[FakeGpu]:
     """Two H200s: one healthy and power-capped, one hot and thermally throttled."""
-    return [FakeGpu(), FakeGpu(uuid="GPU-1", temp_c=84, util_gpu=99, power_mw=688_000, sm_clock=1755,
-                               throttle_mask=0x20 | 0x40, memory_used=97 * GIB)]
+    return [FakeGpu(), FakeGpu(uuid="GPU-1", temp_c=84, util_gpu=99, power_mw=688_000, sm_clock=1755, throttle_mask=0x20 | 0x40, memory_used=97 * GIB)]
 
 
 def demo_preset() -> Preset:
-    return Preset(name="resnet50-demo", source=Path("demo.toml"), description="ResNet-50 training, synthetic data",
-                  framework="torch", model="resnet50", batch_size=256,
-                  reference=(Reference(gpu="A100", samples_per_sec=2600.0, source="NVIDIA DLE"),
-                             Reference(gpu="H200", samples_per_sec=3000.0, source="demo")))
+    return Preset(
+        name="resnet50-demo",
+        source=Path("demo.toml"),
+        description="ResNet-50 training, synthetic data",
+        framework="torch",
+        model="resnet50",
+        batch_size=256,
+        reference=(Reference(gpu="A100", samples_per_sec=2600.0, source="NVIDIA DLE"), Reference(gpu="H200", samples_per_sec=3000.0, source="demo")),
+    )
 
 
 class ScriptedSession:
@@ -138,8 +149,7 @@ class ScriptedSession:
             elif t == 0:
                 self._event(t, ev.PHASE, phase="warmup")
             rate = 1200 + 180 * t if phase == "warmup" else 2750 + 60 * ((i * 4 + k) % 5) - 40 * (k % 2)
-            self._event(t, ev.THROUGHPUT, samples_per_sec=float(rate), source="gputui", phase=phase,
-                        samples=256, seconds=256 / rate)
+            self._event(t, ev.THROUGHPUT, samples_per_sec=float(rate), source="gputui", phase=phase, samples=256, seconds=256 / rate)
 
 
 def scripted_factory(gpus: list[FakeGpu] | None = None, samples: int = 24, findings: list[dict] | None = None):

@@ -31,8 +31,7 @@ class Tmux:
         self.tmp_path = tmp_path
 
     def tmux(self, *args: str) -> str:
-        result = subprocess.run([TMUX, "-L", self.socket, "-f", "/dev/null", *args],
-                                capture_output=True, text=True, timeout=10)
+        result = subprocess.run([TMUX, "-L", self.socket, "-f", "/dev/null", *args], capture_output=True, text=True, timeout=10)
         if result.returncode != 0:
             raise AssertionError(f"tmux {' '.join(args)}: {result.stderr}")
         return result.stdout
@@ -41,10 +40,27 @@ class Tmux:
         env = gputui_env(self.tmp_path)
         # exec (and env's own exec): the pane's pid is gputui's
         command = " ".join(["exec", "env", f"TERM={term}", sys.executable, "-m", "gputui", *args])
-        self.tmux("new-session", "-d", "-s", "t", "-x", str(size[0]), "-y", str(size[1]), "-c", str(self.tmp_path),
-                  "-e", f"XDG_CONFIG_HOME={env['XDG_CONFIG_HOME']}", "-e", f"XDG_STATE_HOME={env['XDG_STATE_HOME']}",
-                  "-e", f"PYTHONPATH={env['PYTHONPATH']}",
-                  "-e", "COLORTERM=", command)
+        self.tmux(
+            "new-session",
+            "-d",
+            "-s",
+            "t",
+            "-x",
+            str(size[0]),
+            "-y",
+            str(size[1]),
+            "-c",
+            str(self.tmp_path),
+            "-e",
+            f"XDG_CONFIG_HOME={env['XDG_CONFIG_HOME']}",
+            "-e",
+            f"XDG_STATE_HOME={env['XDG_STATE_HOME']}",
+            "-e",
+            f"PYTHONPATH={env['PYTHONPATH']}",
+            "-e",
+            "COLORTERM=",
+            command,
+        )
         return int(self.tmux("display-message", "-p", "-t", "t", "#{pane_pid}").strip())
 
     def screen(self) -> str:

@@ -48,7 +48,7 @@ class Terminal:
     def feed(self, data: str) -> None:
         pos = 0
         for match in CSI.finditer(data):
-            self._text(data[pos:match.start()])
+            self._text(data[pos : match.start()])
             params, command = match.groups()
             if command == "H":
                 row, col = (params.split(";") + ["1", "1"])[:2]
@@ -77,8 +77,7 @@ class Terminal:
 def console_for(width: int, height: int) -> Console:
     # Truecolor, as Textual's own consoles in this process: Rich caches a style's
     # escape codes on the style, whichever colour system first asked for them.
-    return Console(file=io.StringIO(), width=width, height=height, color_system="truecolor", force_terminal=True,
-                   legacy_windows=False)
+    return Console(file=io.StringIO(), width=width, height=height, color_system="truecolor", force_terminal=True, legacy_windows=False)
 
 
 def composed(app, console: Console) -> Terminal:
@@ -122,9 +121,14 @@ def _looks(cell: tuple[str, str]) -> tuple[str, str]:
     i = 0
     while i < len(params):
         p = params[i]
-        n = 3 if p in ("38", "48") and i + 1 < len(params) and params[i + 1] == "5" else \
-            5 if p in ("38", "48") and i + 1 < len(params) and params[i + 1] == "2" else 1
-        group = params[i:i + n]
+        n = (
+            3
+            if p in ("38", "48") and i + 1 < len(params) and params[i + 1] == "5"
+            else 5
+            if p in ("38", "48") and i + 1 < len(params) and params[i + 1] == "2"
+            else 1
+        )
+        group = params[i : i + n]
         if p in ("7", "4", "9", "53") or p.startswith("48") or "7" in params:
             kept += group
         i += n
@@ -136,9 +140,11 @@ def assert_same(term: Terminal, reference: Terminal, what: str) -> None:
         row, ref = [_looks(c) for c in row], [_looks(c) for c in ref]
         if row != ref:
             x = next(i for i, (a, b) in enumerate(zip(row, ref)) if a != b)
-            raise AssertionError(f"{what}: line {y} differs from column {x}:\n"
-                                 f"  shown:    {''.join(c for c, _ in row)!r}\n  composed: {''.join(c for c, _ in ref)!r}\n"
-                                 f"  cells:    {row[x:x + 4]} vs {ref[x:x + 4]}")
+            raise AssertionError(
+                f"{what}: line {y} differs from column {x}:\n"
+                f"  shown:    {''.join(c for c, _ in row)!r}\n  composed: {''.join(c for c, _ in ref)!r}\n"
+                f"  cells:    {row[x : x + 4]} vs {ref[x : x + 4]}"
+            )
 
 
 def test_the_dashboard_uses_the_cropping_compositor():
@@ -153,13 +159,17 @@ def test_every_partial_update_leaves_the_screen_as_composed(tmp_path):
     size = (140, 40)
 
     async def scenario():
-        app = make_app({preset.name: preset}, session_factory=scripted_factory(), start_preset=preset.name,
-                       clock=lambda: 1000.0, settings_file=tmp_path / "settings.toml",
-                       user_themes_dir=tmp_path / "no-themes")
+        app = make_app(
+            {preset.name: preset},
+            session_factory=scripted_factory(),
+            start_preset=preset.name,
+            clock=lambda: 1000.0,
+            settings_file=tmp_path / "settings.toml",
+            user_themes_dir=tmp_path / "no-themes",
+        )
         recorder = Recorder(app, *size)
         async with app.run_test(size=size) as pilot:
-            await wait_until(pilot, lambda: app.state.run is not None and app.state.run.series.readings == 96,
-                             what="script played")
+            await wait_until(pilot, lambda: app.state.run is not None and app.state.run.series.readings == 96, what="script played")
             await shown(pilot)
             await shown(pilot)
             assert_same(recorder.term, composed(app, recorder.console), "after the script")
@@ -180,14 +190,26 @@ def test_every_partial_update_leaves_the_screen_as_composed(tmp_path):
             lines = ["step 50: 1401234.5 samples/sec", "epoch 1 損失 0.25 ✓ done", "tab\there", "🎉 party", "x" * 300, ""]
             for i in range(40):
                 t = 30.0 + i
-                state.apply(ticket, [("event", Event(t=t, kind=ev.OUTPUT, data={"stream": "stderr" if i % 7 == 3 else "stdout",
-                                                                                  "text": lines[i % len(lines)] + f" #{i}"}), None)])
-                state.apply(ticket, [("event", Event(t=t, kind=ev.THROUGHPUT, data={"samples_per_sec": 2700.0 + 90 * (i % 5),
-                                                                                     "phase": "measure"}), 2800.0 + i)])
+                state.apply(
+                    ticket,
+                    [
+                        (
+                            "event",
+                            Event(t=t, kind=ev.OUTPUT, data={"stream": "stderr" if i % 7 == 3 else "stdout", "text": lines[i % len(lines)] + f" #{i}"}),
+                            None,
+                        )
+                    ],
+                )
+                state.apply(
+                    ticket, [("event", Event(t=t, kind=ev.THROUGHPUT, data={"samples_per_sec": 2700.0 + 90 * (i % 5), "phase": "measure"}), 2800.0 + i)]
+                )
                 if i % 3 == 0:
-                    gpus = [dataclasses.replace(g.latest, util_gpu=50 + 7 * ((i + n) % 7), power_w=300.0 + 11 * (i % 9),
-                                                temp_c=70.0 + (i % 20), sm_clock_mhz=1500 + 15 * (i % 30))
-                            for n, g in sorted(state.gpus.items())]
+                    gpus = [
+                        dataclasses.replace(
+                            g.latest, util_gpu=50 + 7 * ((i + n) % 7), power_w=300.0 + 11 * (i % 9), temp_c=70.0 + (i % 20), sm_clock_mhz=1500 + 15 * (i % 30)
+                        )
+                        for n, g in sorted(state.gpus.items())
+                    ]
                     host = dataclasses.replace(fixed_host(True), cpu_percent=float(10 + 9 * (i % 10)))
                     state.apply(ticket, [("sample", Sample(t=t, gpus=gpus, host=host))])
                 app.refresh_dashboard(force=i % 4 == 0)

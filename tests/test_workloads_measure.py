@@ -208,8 +208,13 @@ def test_json_safe_turns_every_non_finite_number_into_none_at_any_depth():
 
 def test_emit_result_writes_one_line_without_unknown_or_non_finite_values():
     stream = io.StringIO()
-    result = emit_result(Emitter(stream), {"samples_per_sec": math.inf, "p5": None, "mean": 3.0}, method="tf-metal",
-                         info={"framework": "tf", "model": "resnet50"}, peak_memory=lambda: None)
+    result = emit_result(
+        Emitter(stream),
+        {"samples_per_sec": math.inf, "p5": None, "mean": 3.0},
+        method="tf-metal",
+        info={"framework": "tf", "model": "resnet50"},
+        peak_memory=lambda: None,
+    )
     line = protocol.decode(stream.getvalue())
     assert result == {"framework": "tf", "model": "resnet50", "mean": 3.0, "method": "tf-metal"}
     assert line == {"event": "result", **result}
@@ -219,14 +224,16 @@ def test_the_tf_metal_numbers_come_from_one_function_for_every_framework():
     # measure(method="tf-metal") (torch) and the Keras workload both end in
     # tf_metal_summary + emit_result: the same windows give the same result line.
     device = FakeDevice([0.1] * 4 + [0.1] * 4 + [0.2] * 4 + [0.3] * 4)
-    result, lines = run(device, batch_size=2, warmup_steps=0, steps=4, method="tf-metal", epochs=3,
-                        info={"framework": "torch"}, peak_memory=lambda: 123)
-    windows = [Window(ln["phase"], ln["step"], ln["steps"], ln["samples"], ln["seconds"])
-               for ln in steps_of(lines, protocol.MEASURE)]
+    result, lines = run(device, batch_size=2, warmup_steps=0, steps=4, method="tf-metal", epochs=3, info={"framework": "torch"}, peak_memory=lambda: 123)
+    windows = [Window(ln["phase"], ln["step"], ln["steps"], ln["samples"], ln["seconds"]) for ln in steps_of(lines, protocol.MEASURE)]
     stream = io.StringIO()
-    again = emit_result(Emitter(stream), tf_metal_summary(windows, sum(w.seconds for w in windows), batch_size=2,
-                                                          steps=4, epochs=3),
-                        method="tf-metal", info={"framework": "torch"}, peak_memory=lambda: 123)
+    again = emit_result(
+        Emitter(stream),
+        tf_metal_summary(windows, sum(w.seconds for w in windows), batch_size=2, steps=4, epochs=3),
+        method="tf-metal",
+        info={"framework": "torch"},
+        peak_memory=lambda: 123,
+    )
     assert again == pytest.approx(result)
     assert protocol.decode(stream.getvalue()) == lines[-1]
 

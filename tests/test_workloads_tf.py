@@ -35,8 +35,7 @@ from tests.helpers import REPO
 
 _MISSING = [name for name in ("tensorflow", "tf_keras") if importlib.util.find_spec(name) is None]
 pytestmark = [
-    pytest.mark.skipif(bool(_MISSING), reason=f"TensorFlow stack not installed ({', '.join(_MISSING)} missing): "
-                       "pip install 'gputui[tf]'"),  # fmt: skip
+    pytest.mark.skipif(bool(_MISSING), reason=f"TensorFlow stack not installed ({', '.join(_MISSING)} missing): pip install 'gputui[tf]'"),  # fmt: skip
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the Runner's process groups are tested on Linux"),
 ]
 
@@ -56,24 +55,17 @@ CASES: dict[str, Case] = {
     # Every model, each also covering a variant.
     "resnet50-fp32-224": Case("resnet50", ["--image-size", "224", "--batch-size", "1"], 25),
     "mobilenetv2-tf_metal": Case("mobilenetv2", ["--image-size", "64", "--method", "tf-metal", "--epochs", "2"], 12),
-    "efficientnet_b0-host-heavy": Case(
-        "efficientnet_b0", ["--image-size", "64", "--pipeline", "host", "--workers", "2", "--augment", "heavy"], 30
-    ),
+    "efficientnet_b0-host-heavy": Case("efficientnet_b0", ["--image-size", "64", "--pipeline", "host", "--workers", "2", "--augment", "heavy"], 30),
     "efficientnet_b3-bf16": Case("efficientnet_b3", ["--image-size", "64", "--precision", "mixed_bfloat16"], 25),
     "efficientnet_b7": Case("efficientnet_b7", ["--image-size", "32", "--batch-size", "1"], 60),
-    "distilbert-host-fp16": Case(
-        "distilbert", ["--seq-len", "16", "--pipeline", "host", "--workers", "2", "--precision", "mixed_float16"], 25
-    ),
+    "distilbert-host-fp16": Case("distilbert", ["--seq-len", "16", "--pipeline", "host", "--workers", "2", "--precision", "mixed_float16"], 25),
     "bert_large": Case("bert_large", ["--seq-len", "16", "--batch-size", "1"], 95),
     # More variants.
-    "distilbert-tf_metal-bf16": Case(
-        "distilbert", ["--seq-len", "16", "--method", "tf-metal", "--epochs", "2", "--precision", "mixed_bfloat16"], 25
-    ),
+    "distilbert-tf_metal-bf16": Case("distilbert", ["--seq-len", "16", "--method", "tf-metal", "--epochs", "2", "--precision", "mixed_bfloat16"], 25),
     "mobilenetv2-xla": Case("mobilenetv2", ["--image-size", "32", "--xla"], 30),
     # 4096 images of 4096x4096x3 float32 = 768 GiB: TensorFlow's CPU allocator refuses
     # it (it is capped at the physical memory), before anything is touched.
-    "mobilenetv2-oom": Case("mobilenetv2", ["--image-size", "4096", "--batch-size", "4096", "--warmup-steps", "0"],
-                            15, kind="oom"),  # fmt: skip
+    "mobilenetv2-oom": Case("mobilenetv2", ["--image-size", "4096", "--batch-size", "4096", "--warmup-steps", "0"], 15, kind="oom"),  # fmt: skip
 }
 DEFAULTS = {"--batch-size": "2", "--steps": "2", "--warmup-steps": "1"}
 
@@ -310,8 +302,7 @@ def test_missing_stack_is_one_line_and_exit_code_2(tmp_path, worker_env, package
 
 def test_module_imports_without_tensorflow() -> None:
     code = (
-        "import json, sys, gputui.workloads.tf_workload\n"
-        "print(json.dumps(sorted(m for m in ('tensorflow', 'tf_keras', 'transformers') if m in sys.modules)))\n"
+        "import json, sys, gputui.workloads.tf_workload\nprint(json.dumps(sorted(m for m in ('tensorflow', 'tf_keras', 'transformers') if m in sys.modules)))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == []

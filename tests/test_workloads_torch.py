@@ -281,9 +281,7 @@ def test_catalog_flops_match_the_counter(model):
 def test_a_missing_package_is_one_clear_line_and_exit_code_2(tmp_path, cache_dir):
     for package in ("torchvision", "transformers"):
         (tmp_path / package).mkdir()
-        (tmp_path / package / "__init__.py").write_text(
-            f"raise ModuleNotFoundError(\"No module named '{package}'\", name='{package}')\n"
-        )
+        (tmp_path / package / "__init__.py").write_text(f"raise ModuleNotFoundError(\"No module named '{package}'\", name='{package}')\n")
     env = worker_env(cache_dir)
     env["PYTHONPATH"] = str(tmp_path) + os.pathsep + env["PYTHONPATH"]
     for model, package in (("resnet50", "torchvision"), ("distilbert", "transformers")):

@@ -10,24 +10,27 @@ from gputui.errors import UserError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--quick", action="store_true",
-                        help="preflight and short micro-benchmarks only, under a minute (no training workloads)")
-    parser.add_argument("--price", type=float, metavar="USD_PER_HOUR",
-                        help="what this instance costs per hour: adds the cost per million samples and per PFLOP-hour")
+    parser.add_argument("--quick", action="store_true", help="preflight and short micro-benchmarks only, under a minute (no training workloads)")
+    parser.add_argument(
+        "--price", type=float, metavar="USD_PER_HOUR", help="what this instance costs per hour: adds the cost per million samples and per PFLOP-hour"
+    )
     # Also accepted before the subcommand (gputui --record FILE check): SUPPRESS keeps that value.
-    parser.add_argument("--record", type=Path, metavar="FILE", default=argparse.SUPPRESS,
-                        help="save the whole check as a recording (header, samples, one event per check, summary)")
-    parser.add_argument("--force", action="store_true", default=argparse.SUPPRESS,
-                        help="let --record replace an existing FILE")
-    parser.add_argument("--no-history", action="store_true", default=argparse.SUPPRESS,
-                        help="keep no copy of this check in the run history (also: GPUTUI_NO_HISTORY=1)")
+    parser.add_argument(
+        "--record",
+        type=Path,
+        metavar="FILE",
+        default=argparse.SUPPRESS,
+        help="save the whole check as a recording (header, samples, one event per check, summary)",
+    )
+    parser.add_argument("--force", action="store_true", default=argparse.SUPPRESS, help="let --record replace an existing FILE")
+    parser.add_argument(
+        "--no-history", action="store_true", default=argparse.SUPPRESS, help="keep no copy of this check in the run history (also: GPUTUI_NO_HISTORY=1)"
+    )
     parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout (progress stays on stderr)")
     parser.add_argument("--markdown", type=Path, metavar="FILE", help="also write the verdict table as Markdown to FILE")
     parser.add_argument("--gpus", metavar="LIST", help="check only these GPU indices, e.g. 0,1 (default: all)")
-    parser.add_argument("--skip", metavar="STAGES", default="",
-                        help="leave out stages: any of preflight, micro, workload (comma-separated)")
-    parser.add_argument("--workdir", type=Path, metavar="DIR",
-                        help="directory whose disk is checked (default: the current one)")
+    parser.add_argument("--skip", metavar="STAGES", default="", help="leave out stages: any of preflight, micro, workload (comma-separated)")
+    parser.add_argument("--workdir", type=Path, metavar="DIR", help="directory whose disk is checked (default: the current one)")
 
 
 def parse_gpus(text: str | None) -> list[int] | None:
@@ -78,5 +81,4 @@ def run(args: argparse.Namespace) -> int:
         presets_file=args.presets,
         config=config,
     )
-    return run_check_cli(options, record=args.record, as_json=args.json, markdown=args.markdown, quiet=args.quiet,
-                         force=args.force, no_history=args.no_history)
+    return run_check_cli(options, record=args.record, as_json=args.json, markdown=args.markdown, quiet=args.quiet, force=args.force, no_history=args.no_history)

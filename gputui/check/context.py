@@ -125,5 +125,4 @@ class StageContext:
 
 
 def gpus_under_test(infos: list[GpuInfo], wanted: list[int] | None) -> list[GpuUnderTest]:
-    return [GpuUnderTest(info=info, model=find_model(info.name, info.memory_total))
-            for info in infos if wanted is None or info.index in wanted]
+    return [GpuUnderTest(info=info, model=find_model(info.name, info.memory_total)) for info in infos if wanted is None or info.index in wanted]

@@ -31,15 +31,31 @@ def cost_results(results: list[CheckResult], price_per_hour: float | None) -> li
         suffix = result.id.rsplit(".", 1)[-1]
         if suffix in _PER_MILLION:
             what = _PER_MILLION[suffix]
-            out.append(CheckResult(
-                id=f"cost.{suffix}", group=COST, name=f"Cost per million {what} ({result.name})", status=INFO,
-                value=round(cost_per_million(price_per_hour, result.value), 4), unit="USD", gpu=result.gpu,
-                detail=f"at {result.value:,.0f} {result.unit} and {price_per_hour:g} USD/hour"))
+            out.append(
+                CheckResult(
+                    id=f"cost.{suffix}",
+                    group=COST,
+                    name=f"Cost per million {what} ({result.name})",
+                    status=INFO,
+                    value=round(cost_per_million(price_per_hour, result.value), 4),
+                    unit="USD",
+                    gpu=result.gpu,
+                    detail=f"at {result.value:,.0f} {result.unit} and {price_per_hour:g} USD/hour",
+                )
+            )
         elif suffix == "matmul_bf16" and not any(c.id == "cost.pflop_hour_bf16" for c in out):  # the first GPU's
-            out.append(CheckResult(
-                id="cost.pflop_hour_bf16", group=COST, name="Cost per PFLOP-hour (dense bf16 matmul)", status=INFO,
-                value=round(cost_per_pflop_hour(price_per_hour, result.value), 4), unit="USD", gpu=result.gpu,
-                detail=f"at {result.value:,.0f} TFLOP/s and {price_per_hour:g} USD/hour (one GPU)"))
+            out.append(
+                CheckResult(
+                    id="cost.pflop_hour_bf16",
+                    group=COST,
+                    name="Cost per PFLOP-hour (dense bf16 matmul)",
+                    status=INFO,
+                    value=round(cost_per_pflop_hour(price_per_hour, result.value), 4),
+                    unit="USD",
+                    gpu=result.gpu,
+                    detail=f"at {result.value:,.0f} TFLOP/s and {price_per_hour:g} USD/hour (one GPU)",
+                )
+            )
     if not out:
         out.append(skipped("cost", COST, "Cost per sample", "nothing was measured to put a price on"))
     return out

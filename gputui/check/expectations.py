@@ -59,13 +59,13 @@ def load_models(data_dir: Path = DATA) -> tuple[GpuModel, ...]:
         name = entry.pop("model")
         match = tuple(entry.pop("match", ()))
         source = entry.pop("source", "datasheet")
-        models.append(GpuModel(model=name, match=match, source=source, specs=entry,
-                               baselines={k: v for k, v in baselines.get(name, {}).items() if k != "model"}))
+        models.append(
+            GpuModel(model=name, match=match, source=source, specs=entry, baselines={k: v for k, v in baselines.get(name, {}).items() if k != "model"})
+        )
     return tuple(models)
 
 
-def find_model(nvml_name: str | None, memory_total: int | None = None,
-               models: tuple[GpuModel, ...] | None = None) -> GpuModel | None:
+def find_model(nvml_name: str | None, memory_total: int | None = None, models: tuple[GpuModel, ...] | None = None) -> GpuModel | None:
     """The datasheet entry for a GPU NVML calls ``nvml_name``, or None."""
     if not nvml_name:
         return None
@@ -89,8 +89,7 @@ def expect(model: GpuModel | None, metric: str) -> Expectation | None:
         return None
     if metric in model.baselines:
         when = model.baselines.get("measured", "")
-        return Expectation(float(model.baselines[metric]),
-                           f"baseline measured by gputui on {model.model}" + (f" ({when})" if when else ""))
+        return Expectation(float(model.baselines[metric]), f"baseline measured by gputui on {model.model}" + (f" ({when})" if when else ""))
     if metric in _DATASHEET_METRICS:
         key, share_key = _DATASHEET_METRICS[metric]
         peak = model.spec(key)

@@ -75,8 +75,7 @@ class WallTimer:
     def __init__(self, sync: Callable[[], None] = lambda: None) -> None:
         self._sync = sync
 
-    def elapsed(self, run_once: Callable[[], None], iterations: int,
-                while_running: Callable[[], None] | None = None) -> float:
+    def elapsed(self, run_once: Callable[[], None], iterations: int, while_running: Callable[[], None] | None = None) -> float:
         self._sync()
         start = time.perf_counter()
         for _ in range(iterations):
@@ -91,8 +90,7 @@ class CudaTimer:
     def __init__(self, torch: Any) -> None:
         self._torch = torch
 
-    def elapsed(self, run_once: Callable[[], None], iterations: int,
-                while_running: Callable[[], None] | None = None) -> float:
+    def elapsed(self, run_once: Callable[[], None], iterations: int, while_running: Callable[[], None] | None = None) -> float:
         """``while_running`` is called, from the host, while the queued work is in flight."""
         start = self._torch.cuda.Event(enable_timing=True)
         end = self._torch.cuda.Event(enable_timing=True)
@@ -109,8 +107,9 @@ class CudaTimer:
         return start.elapsed_time(end) / 1000.0
 
 
-def measure(timer: Any, run_once: Callable[[], None], seconds: float, sync: Callable[[], None],
-            while_running: Callable[[], None] | None = None) -> tuple[int, float]:
+def measure(
+    timer: Any, run_once: Callable[[], None], seconds: float, sync: Callable[[], None], while_running: Callable[[], None] | None = None
+) -> tuple[int, float]:
     """Warm up, size a batch to last about ``seconds``, time it: (iterations, seconds)."""
     for _ in range(WARMUP_ITERATIONS):
         run_once()
@@ -139,8 +138,14 @@ def nvml_identities(nvml: Nvml) -> list[dict[str, Any]]:
         if handle is None:
             continue
         pci = nvml.call("nvmlDeviceGetPciInfo", handle)
-        out.append({"index": index, "handle": handle, "uuid": _norm_uuid(nvml.call("nvmlDeviceGetUUID", handle)),
-                    "pci": None if pci is None else (pci.domain, pci.bus, pci.device)})
+        out.append(
+            {
+                "index": index,
+                "handle": handle,
+                "uuid": _norm_uuid(nvml.call("nvmlDeviceGetUUID", handle)),
+                "pci": None if pci is None else (pci.domain, pci.bus, pci.device),
+            }
+        )
     return out
 
 
@@ -182,8 +187,7 @@ class LinkWatcher:
 # --- measurements -----------------------------------------------------------------------
 
 
-def matmul_tflops(torch: Any, device: Any, dtype: Any, size: int, seconds: float, timer: Any,
-                  sync: Callable[[], None]) -> float:
+def matmul_tflops(torch: Any, device: Any, dtype: Any, size: int, seconds: float, timer: Any, sync: Callable[[], None]) -> float:
     a = torch.randn(size, size, device=device, dtype=dtype)
     b = torch.randn(size, size, device=device, dtype=dtype)
     c = torch.empty(size, size, device=device, dtype=dtype)
@@ -199,13 +203,11 @@ def copy_gbs(torch: Any, device: Any, nbytes: int, seconds: float, timer: Any, s
     return 2.0 * nbytes * iterations / elapsed / 1e9
 
 
-def host_copy_gbs(torch: Any, device: Any, to_device: bool, seconds: float, timer: Any,
-                  sync: Callable[[], None], link: LinkWatcher) -> float:
+def host_copy_gbs(torch: Any, device: Any, to_device: bool, seconds: float, timer: Any, sync: Callable[[], None], link: LinkWatcher) -> float:
     host = torch.empty(PINNED_BYTES, dtype=torch.uint8, pin_memory=True).fill_(1)
     gpu = torch.empty(PINNED_BYTES, dtype=torch.uint8, device=device)
     dst, src = (gpu, host) if to_device else (host, gpu)
-    iterations, elapsed = measure(timer, lambda: dst.copy_(src, non_blocking=True), seconds, sync,
-                                  while_running=link.read)
+    iterations, elapsed = measure(timer, lambda: dst.copy_(src, non_blocking=True), seconds, sync, while_running=link.read)
     return PINNED_BYTES * iterations / elapsed / 1e9
 
 
@@ -255,12 +257,20 @@ class Micro:
     def run_cpu(self) -> None:
         torch, timer, sync = self.torch, WallTimer(), lambda: None
         self.out.emit("micro_env", torch=torch.__version__, cuda=None, device="cpu", device_count=1, devices=["cpu"])
-        self.attempt("matmul_fp32", lambda: {
-            "value": round(matmul_tflops(torch, "cpu", torch.float32, CPU_MATMUL_SIZE, self.seconds, timer, sync), 4),
-            "unit": "TFLOP/s", "size": CPU_MATMUL_SIZE}, device="cpu")
-        self.attempt("memory_bandwidth", lambda: {
-            "value": round(copy_gbs(torch, "cpu", CPU_COPY_BYTES, self.seconds, timer, sync), 2),
-            "unit": "GB/s", "bytes": CPU_COPY_BYTES}, device="cpu")
+        self.attempt(
+            "matmul_fp32",
+            lambda: {
+                "value": round(matmul_tflops(torch, "cpu", torch.float32, CPU_MATMUL_SIZE, self.seconds, timer, sync), 4),
+                "unit": "TFLOP/s",
+                "size": CPU_MATMUL_SIZE,
+            },
+            device="cpu",
+        )
+        self.attempt(
+            "memory_bandwidth",
+            lambda: {"value": round(copy_gbs(torch, "cpu", CPU_COPY_BYTES, self.seconds, timer, sync), 2), "unit": "GB/s", "bytes": CPU_COPY_BYTES},
+            device="cpu",
+        )
 
     # --- CUDA
     def run_gpu(self, target: Target, nvml: Nvml | None) -> None:
@@ -270,20 +280,16 @@ class Micro:
         timer = CudaTimer(torch)
         sync = lambda: torch.cuda.synchronize(device)  # noqa: E731
         for metric, dtype_name in MATMUL_DTYPES.items():
-            self.attempt(metric, functools.partial(self._matmul, target, device, metric, dtype_name, timer, sync),
-                         gpu=target.gpu)
+            self.attempt(metric, functools.partial(self._matmul, target, device, metric, dtype_name, timer, sync), gpu=target.gpu)
         self.attempt("memory_bandwidth", lambda: self._device_copy(device, timer, sync), gpu=target.gpu)
         for metric, to_device in (("h2d", True), ("d2h", False)):
-            self.attempt(metric, functools.partial(self._host_copy, target, device, to_device, timer, sync, nvml),
-                         gpu=target.gpu)
+            self.attempt(metric, functools.partial(self._host_copy, target, device, to_device, timer, sync, nvml), gpu=target.gpu)
 
-    def _matmul(self, target: Target, device: Any, metric: str, dtype_name: str, timer: Any,
-                sync: Callable[[], None]) -> dict[str, Any]:
+    def _matmul(self, target: Target, device: Any, metric: str, dtype_name: str, timer: Any, sync: Callable[[], None]) -> dict[str, Any]:
         torch = self.torch
         if metric != "matmul_fp16" and target.capability[0] < AMPERE:
             kind = "TF32" if metric == "matmul_tf32" else "bf16"
-            raise RuntimeError(f"{kind} tensor cores need compute capability 8.0 (Ampere) or newer; "
-                               f"this card is {target.capability[0]}.{target.capability[1]}")
+            raise RuntimeError(f"{kind} tensor cores need compute capability 8.0 (Ampere) or newer; this card is {target.capability[0]}.{target.capability[1]}")
         dtype = getattr(torch, dtype_name)
         free, _total = torch.cuda.mem_get_info(device)
         element = torch.empty((), dtype=dtype).element_size()
@@ -302,19 +308,15 @@ class Micro:
     def _device_copy(self, device: Any, timer: Any, sync: Callable[[], None]) -> dict[str, Any]:
         free, _total = self.torch.cuda.mem_get_info(device)
         nbytes = min(DEVICE_COPY_BYTES, free // 8)
-        return {"value": round(copy_gbs(self.torch, device, nbytes, self.seconds, timer, sync), 1),
-                "unit": "GB/s", "bytes": nbytes}
+        return {"value": round(copy_gbs(self.torch, device, nbytes, self.seconds, timer, sync), 1), "unit": "GB/s", "bytes": nbytes}
 
-    def _host_copy(self, target: Target, device: Any, to_device: bool, timer: Any, sync: Callable[[], None],
-                   nvml: Nvml | None) -> dict[str, Any]:
+    def _host_copy(self, target: Target, device: Any, to_device: bool, timer: Any, sync: Callable[[], None], nvml: Nvml | None) -> dict[str, Any]:
         link = LinkWatcher(nvml, target.nvml_handle)
         value = host_copy_gbs(self.torch, device, to_device, self.seconds, timer, sync, link)
-        return {"value": round(value, 2), "unit": "GB/s", "bytes": PINNED_BYTES,
-                "pcie_gen_loaded": link.gen, "pcie_width_loaded": link.width}
+        return {"value": round(value, 2), "unit": "GB/s", "bytes": PINNED_BYTES, "pcie_gen_loaded": link.gen, "pcie_width_loaded": link.width}
 
     def _p2p(self, a: Target, b: Target, access: bool, seconds: float) -> dict[str, Any]:
-        return {"value": round(p2p_gbs(self.torch, a.torch_index, b.torch_index, seconds), 1),
-                "unit": "GB/s", "access": access, "bytes": P2P_BYTES}
+        return {"value": round(p2p_gbs(self.torch, a.torch_index, b.torch_index, seconds), 1), "unit": "GB/s", "access": access, "bytes": P2P_BYTES}
 
     def run_pairs(self, targets: list[Target]) -> None:
         if len(targets) < 2:
@@ -332,10 +334,15 @@ class Micro:
                 self.attempt("p2p", functools.partial(self._p2p, a, b, access, seconds), gpu=a.gpu, peer=b.gpu)
         from gputui.check.micro_allreduce import allreduce_busbw
 
-        self.attempt("allreduce", lambda: {
-            "value": round(allreduce_busbw([t.torch_index for t in targets], ALLREDUCE_BYTES, self.seconds,
-                                           ALLREDUCE_TIMEOUT_S), 1),
-            "unit": "GB/s", "gpus": len(targets), "bytes": ALLREDUCE_BYTES})
+        self.attempt(
+            "allreduce",
+            lambda: {
+                "value": round(allreduce_busbw([t.torch_index for t in targets], ALLREDUCE_BYTES, self.seconds, ALLREDUCE_TIMEOUT_S), 1),
+                "unit": "GB/s",
+                "gpus": len(targets),
+                "bytes": ALLREDUCE_BYTES,
+            },
+        )
 
 
 def find_targets(torch: Any, nvml: Nvml | None, wanted: list[int] | None) -> tuple[list[Target], list[int]]:
@@ -344,9 +351,13 @@ def find_targets(torch: Any, nvml: Nvml | None, wanted: list[int] | None) -> tup
     torch_ids = []
     for index in range(count):
         props = torch.cuda.get_device_properties(index)
-        torch_ids.append({"index": index, "uuid": _norm_uuid(getattr(props, "uuid", None)),
-                          "pci": (props.pci_domain_id, props.pci_bus_id, props.pci_device_id)
-                          if hasattr(props, "pci_bus_id") else None})
+        torch_ids.append(
+            {
+                "index": index,
+                "uuid": _norm_uuid(getattr(props, "uuid", None)),
+                "pci": (props.pci_domain_id, props.pci_bus_id, props.pci_device_id) if hasattr(props, "pci_bus_id") else None,
+            }
+        )
     matched = match_devices(torch_ids, nvml_identities(nvml)) if nvml is not None else {}
     targets = []
     for index in range(count):
@@ -356,8 +367,7 @@ def find_targets(torch: Any, nvml: Nvml | None, wanted: list[int] | None) -> tup
         gpu = nid["index"] if nid else (index if not matched else None)
         if gpu is None or (wanted is not None and gpu not in wanted):
             continue
-        targets.append(Target(torch_index=index, gpu=gpu, name=props.name, capability=(props.major, props.minor),
-                              nvml_handle=nid["handle"] if nid else None))
+        targets.append(Target(torch_index=index, gpu=gpu, name=props.name, capability=(props.major, props.minor), nvml_handle=nid["handle"] if nid else None))
     seen = {t.gpu for t in targets}
     return sorted(targets, key=lambda t: t.gpu), [gpu for gpu in wanted or [] if gpu not in seen]
 
@@ -388,20 +398,24 @@ def main(argv: list[str] | None = None) -> int:
         micro.run_cpu()
         return 0
     if not torch.cuda.is_available():
-        why = ("this PyTorch is a CPU-only build" if torch.version.cuda is None
-               else f"PyTorch (CUDA {torch.version.cuda}) finds no usable GPU")
+        why = "this PyTorch is a CPU-only build" if torch.version.cuda is None else f"PyTorch (CUDA {torch.version.cuda}) finds no usable GPU"
         out.emit("micro_unavailable", reason=why)
         return 0
     opened = Nvml()
     nvml: Nvml | None = opened if opened.init() is None else None
     try:
         targets, unseen = find_targets(torch, nvml, args.gpus)
-        out.emit("micro_env", torch=torch.__version__, cuda=torch.version.cuda, device_count=len(targets),
-                 devices=[t.name for t in targets], gpus=[t.gpu for t in targets])
+        out.emit(
+            "micro_env",
+            torch=torch.__version__,
+            cuda=torch.version.cuda,
+            device_count=len(targets),
+            devices=[t.name for t in targets],
+            gpus=[t.gpu for t in targets],
+        )
         for gpu in unseen:
             for metric in PER_GPU_METRICS:
-                out.emit("micro_skipped", metric=metric, gpu=gpu,
-                         reason=f"PyTorch does not see NVML GPU {gpu} (CUDA_VISIBLE_DEVICES?)")
+                out.emit("micro_skipped", metric=metric, gpu=gpu, reason=f"PyTorch does not see NVML GPU {gpu} (CUDA_VISIBLE_DEVICES?)")
         for target in targets:
             micro.run_gpu(target, nvml)
         micro.run_pairs(targets)

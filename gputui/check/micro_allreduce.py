@@ -69,8 +69,7 @@ def allreduce_busbw(devices: list[int], nbytes: int, seconds: float, timeout: fl
 
     os.environ.update(NCCL_ENV)  # spawned processes inherit it before NCCL loads
     results = mp.get_context("spawn").SimpleQueue()
-    procs = mp.start_processes(_worker, args=(devices, _free_port(), nbytes, seconds, results),
-                               nprocs=len(devices), join=False, start_method="spawn")
+    procs = mp.start_processes(_worker, args=(devices, _free_port(), nbytes, seconds, results), nprocs=len(devices), join=False, start_method="spawn")
     deadline = time.monotonic() + timeout
     while not procs.join(timeout=1.0):  # raises when a worker failed
         if time.monotonic() > deadline:

@@ -39,14 +39,13 @@ STAGE_NAME = "micro-benchmarks"
 
 _LOW_CAUSE = {
     "matmul": "the GPU runs below its clocks (a power cap or lowered power limit, heat) or another process shares it",
-    "memory_bandwidth": "memory clocks below their maximum, memory errors (row remapping), "
-                        "or another process using the GPU",
+    "memory_bandwidth": "memory clocks below their maximum, memory errors (row remapping), or another process using the GPU",
 }
 _LOW_ADVICE = {
     "matmul": "See the under-load checks for throttle reasons and the preflight power limit; "
-              "look for other processes with nvidia-smi; if it persists, ask the provider.",
+    "look for other processes with nvidia-smi; if it persists, ask the provider.",
     "memory_bandwidth": "Compare the memory clock with its maximum (nvidia-smi -q -d CLOCK), check "
-                        "nvidia-smi -q -d ROW_REMAPPER, and look for other processes.",
+    "nvidia-smi -q -d ROW_REMAPPER, and look for other processes.",
 }
 
 
@@ -89,9 +88,15 @@ class MicroGrader:
         elif event == "micro_skipped":
             metric = str(payload.get("metric", "?"))
             gpu = payload.get("gpu")
-            results = [skipped(result_id(metric, gpu, payload.get("peer"), payload.get("device")), MICRO,
-                               self._name(metric, gpu, payload.get("peer")),
-                               str(payload.get("reason") or "not measured"), gpu=gpu)]
+            results = [
+                skipped(
+                    result_id(metric, gpu, payload.get("peer"), payload.get("device")),
+                    MICRO,
+                    self._name(metric, gpu, payload.get("peer")),
+                    str(payload.get("reason") or "not measured"),
+                    gpu=gpu,
+                )
+            ]
         elif event == "micro_unavailable":
             results = [skipped(STAGE_ID, MICRO, STAGE_NAME, str(payload.get("reason") or "PyTorch cannot use a GPU"))]
         else:  # micro_env and anything newer: nothing to grade
@@ -115,9 +120,15 @@ class MicroGrader:
         if not isinstance(value, (int, float)):
             return []
         gpu, peer = p.get("gpu"), p.get("peer")
-        result = CheckResult(id=result_id(metric, gpu, peer, p.get("device")), group=MICRO,
-                             name=self._name(metric, gpu, peer), status=INFO, value=value,
-                             unit=str(p.get("unit", "")), gpu=gpu)
+        result = CheckResult(
+            id=result_id(metric, gpu, peer, p.get("device")),
+            group=MICRO,
+            name=self._name(metric, gpu, peer),
+            status=INFO,
+            value=value,
+            unit=str(p.get("unit", "")),
+            gpu=gpu,
+        )
         if metric == "p2p":
             return [self._p2p(result, p)]
         if metric == "allreduce":
@@ -161,22 +172,22 @@ class MicroGrader:
             result.detail = f"{share:.0%} of the datasheet's {peak:g} {result.unit}"
         if result.status != OK:
             kind = "matmul" if metric.startswith("matmul") else "memory_bandwidth"
-            result.cause = (f"{result.name} reached {fmt.rate(float(result.value))} {result.unit}, "  # type: ignore[arg-type]
-                            f"{result.ratio:.0%} of the expected {fmt.rate(expectation.value)}: {_LOW_CAUSE[kind]}")
+            result.cause = (
+                f"{result.name} reached {fmt.rate(float(result.value))} {result.unit}, "  # type: ignore[arg-type]
+                f"{result.ratio:.0%} of the expected {fmt.rate(expectation.value)}: {_LOW_CAUSE[kind]}"
+            )
             result.advice = _LOW_ADVICE[kind]
         return result
 
     def _host_copy(self, result: CheckResult, p: dict[str, Any], gut: GpuUnderTest | None) -> CheckResult:
         metric = str(p["metric"])
         gen, width, link_source = card_link(gut)
-        result.data = {"bytes": p.get("bytes"), "pcie_gen_loaded": p.get("pcie_gen_loaded"),
-                       "pcie_width_loaded": p.get("pcie_width_loaded")}
+        result.data = {"bytes": p.get("bytes"), "pcie_gen_loaded": p.get("pcie_gen_loaded"), "pcie_width_loaded": p.get("pcie_width_loaded")}
         expectation = expect(gut.model if gut else None, metric)  # a measured baseline wins
         link_gbs = pcie_gbs(gen, width)
         if expectation is None and link_gbs is not None:
             share = ACHIEVABLE["pcie"]
-            expectation = Expectation(link_gbs * share, f"{share:.0%} of a {link_text(gen, width)} link's "
-                                                        f"{link_gbs:.1f} GB/s ({link_source})")
+            expectation = Expectation(link_gbs * share, f"{share:.0%} of a {link_text(gen, width)} link's {link_gbs:.1f} GB/s ({link_source})")
         if expectation is None:
             return self._no_reference(result, "its PCIe generation and width are unknown")
         self._grade(result, expectation)
@@ -184,16 +195,21 @@ class MicroGrader:
         if result.status != OK:
             loaded_gen, loaded_width = p.get("pcie_gen_loaded"), p.get("pcie_width_loaded")
             if _below(loaded_gen, gen) or _below(loaded_width, width):
-                why = (f"the link runs at {link_text(loaded_gen, loaded_width)} under load "
-                       f"(see gpu{result.gpu}.pcie_link_loaded)")
+                why = f"the link runs at {link_text(loaded_gen, loaded_width)} under load (see gpu{result.gpu}.pcie_link_loaded)"
                 advice = "Fix the PCIe link first (see the link check's advice)."
             else:
-                why = ("the link is at full speed, so the host side limits the copies: the GPU on the other "
-                       "CPU socket (NUMA), an IOMMU or hypervisor in the path, or a PCIe switch shared with other GPUs")
-                advice = ("Check the GPU's CPU affinity with nvidia-smi topo -m and bind the process to that NUMA "
-                          "node (numactl); ask the provider about the PCIe topology.")
-            result.cause = (f"{result.name} reached {fmt.rate(float(result.value))} GB/s, "  # type: ignore[arg-type]
-                            f"{result.ratio:.0%} of the expected {fmt.rate(expectation.value)}: {why}")
+                why = (
+                    "the link is at full speed, so the host side limits the copies: the GPU on the other "
+                    "CPU socket (NUMA), an IOMMU or hypervisor in the path, or a PCIe switch shared with other GPUs"
+                )
+                advice = (
+                    "Check the GPU's CPU affinity with nvidia-smi topo -m and bind the process to that NUMA "
+                    "node (numactl); ask the provider about the PCIe topology."
+                )
+            result.cause = (
+                f"{result.name} reached {fmt.rate(float(result.value))} GB/s, "  # type: ignore[arg-type]
+                f"{result.ratio:.0%} of the expected {fmt.rate(expectation.value)}: {why}"
+            )
             result.advice = advice
         return result
 
@@ -205,10 +221,16 @@ class MicroGrader:
             return []
         self._links_graded.add(gpu)
         gen, width, source = card_link(gut)
-        result = CheckResult(id=f"gpu{gpu}.pcie_link_loaded", group=MICRO, name="PCIe link under load",
-                             status=OK, value=link_text(loaded_gen, loaded_width), gpu=gpu,
-                             detail=f"{link_text(loaded_gen, loaded_width)} during the {NAMES[str(p['metric'])]} test",
-                             data={"gen": loaded_gen, "width": loaded_width, "card_gen": gen, "card_width": width})
+        result = CheckResult(
+            id=f"gpu{gpu}.pcie_link_loaded",
+            group=MICRO,
+            name="PCIe link under load",
+            status=OK,
+            value=link_text(loaded_gen, loaded_width),
+            gpu=gpu,
+            detail=f"{link_text(loaded_gen, loaded_width)} during the {NAMES[str(p['metric'])]} test",
+            data={"gen": loaded_gen, "width": loaded_width, "card_gen": gen, "card_width": width},
+        )
         if not gen and not width:
             return [self._no_reference(result, "its PCIe generation and width are unknown")]
         result.expected = link_text(gen, width)
@@ -217,10 +239,11 @@ class MicroGrader:
             result.status = FAIL
             slow, full = pcie_gbs(loaded_gen, loaded_width), pcie_gbs(gen, width)
             capped = f": host-device copies are capped at {slow:.1f} GB/s instead of {full:.1f}" if slow and full else ""
-            result.cause = (f"the link trained at {link_text(loaded_gen, loaded_width)} while the card supports "
-                            f"{link_text(gen, width)}{capped}")
-            result.advice = ("Ask the provider to check the slot, riser and BIOS PCIe settings, or take another "
-                             "machine; if the host's slot is of an older generation, that is this machine's ceiling.")
+            result.cause = f"the link trained at {link_text(loaded_gen, loaded_width)} while the card supports {link_text(gen, width)}{capped}"
+            result.advice = (
+                "Ask the provider to check the slot, riser and BIOS PCIe settings, or take another "
+                "machine; if the host's slot is of an older generation, that is this machine's ceiling."
+            )
         return [result]
 
     def _p2p(self, result: CheckResult, p: dict[str, Any]) -> CheckResult:
@@ -229,10 +252,14 @@ class MicroGrader:
         if access is False:
             result.status = WARN
             result.detail = "no direct peer access"
-            result.cause = (f"GPU {gpu} cannot reach GPU {peer}'s memory directly: copies and NCCL traffic between "
-                            f"them go through host memory, which slows multi-GPU training")
-            result.advice = ("Check nvidia-smi topo -m; in VMs and containers P2P is often off (IOMMU/ACS "
-                             "settings): ask the provider for P2P, or expect lower multi-GPU scaling.")
+            result.cause = (
+                f"GPU {gpu} cannot reach GPU {peer}'s memory directly: copies and NCCL traffic between "
+                f"them go through host memory, which slows multi-GPU training"
+            )
+            result.advice = (
+                "Check nvidia-smi topo -m; in VMs and containers P2P is often off (IOMMU/ACS "
+                "settings): ask the provider for P2P, or expect lower multi-GPU scaling."
+            )
         elif access is True:
             result.status = OK
             result.detail = "direct peer access"
@@ -271,10 +298,14 @@ def outcome_result(kind: str, message: str | None, last_lines: list[str], graded
         return skipped(STAGE_ID, MICRO, STAGE_NAME, said)
     what = "timed out" if kind == "timeout" else "crashed"
     partial = " after the results above" if graded else " before measuring anything"
-    return CheckResult(id=STAGE_ID, group=MICRO, name=STAGE_NAME, status=FAIL,
-                       cause=f"the micro-benchmark process {what}{partial}: {said}",
-                       advice="A GPU that hangs or crashes simple benchmarks is faulty or misconfigured: "
-                              "look for Xid errors in dmesg and at nvidia-smi; ask the provider.")
+    return CheckResult(
+        id=STAGE_ID,
+        group=MICRO,
+        name=STAGE_NAME,
+        status=FAIL,
+        cause=f"the micro-benchmark process {what}{partial}: {said}",
+        advice="A GPU that hangs or crashes simple benchmarks is faulty or misconfigured: look for Xid errors in dmesg and at nvidia-smi; ask the provider.",
+    )
 
 
 def run_micro_stage(ctx: StageContext) -> None:
@@ -292,7 +323,6 @@ def run_micro_stage(ctx: StageContext) -> None:
         if line.text.strip():
             last_lines.append(line.text.strip()[:300])
 
-    outcome = ctx.run_child(micro_argv(ctx), on_payload, timeout=child_timeout(len(ctx.gpus), ctx.options.quick),
-                            on_line=on_line)
+    outcome = ctx.run_child(micro_argv(ctx), on_payload, timeout=child_timeout(len(ctx.gpus), ctx.options.quick), on_line=on_line)
     if not outcome.ok:
         ctx.report(outcome_result(outcome.kind, outcome.message, list(last_lines), bool(grader.graded_ids)))

@@ -70,8 +70,11 @@ class CheckResult:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CheckResult:
         """Read back a ``check`` event; unknown keys (newer writers) are ignored."""
-        known = {k: data[k] for k in ("id", "group", "name", "status", "value", "unit", "expected",
-                                      "expected_source", "gpu", "detail", "cause", "advice", "data") if k in data}
+        known = {
+            k: data[k]
+            for k in ("id", "group", "name", "status", "value", "unit", "expected", "expected_source", "gpu", "detail", "cause", "advice", "data")
+            if k in data
+        }
         known.setdefault("group", PREFLIGHT)
         known.setdefault("name", known.get("id", "?"))
         if known.get("status") not in STATUSES:

@@ -36,7 +36,7 @@ def measure(workers: int, seconds: float, size: int = 224, level: str = "light")
     from gputui.workloads.images import ensure_image_dataset
 
     paths = [path for path, _ in ensure_image_dataset()]
-    chunks = [paths[i:i + CHUNK] for i in range(0, len(paths), CHUNK)]
+    chunks = [paths[i : i + CHUNK] for i in range(0, len(paths), CHUNK)]
 
     def tasks():
         seed = 0
@@ -56,8 +56,7 @@ def measure(workers: int, seconds: float, size: int = 224, level: str = "light")
                 break
         elapsed = time.perf_counter() - start
         pool.terminate()
-    return {"images_per_sec": done / elapsed, "images": done, "seconds": round(elapsed, 3),
-            "workers": workers, "image_size": size, "augment": level}
+    return {"images_per_sec": done / elapsed, "images": done, "seconds": round(elapsed, 3), "workers": workers, "image_size": size, "augment": level}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -46,10 +46,16 @@ def no_gpu_result(reason: str | None) -> CheckResult:
 
 
 def lost_gpu_result(gpu: GpuUnderTest, error: str) -> CheckResult:
-    return CheckResult(id=f"gpu{gpu.index}.answers", group=PREFLIGHT, name="GPU answers NVML", status=FAIL,
-                       gpu=gpu.index, detail=error,
-                       cause="the GPU stopped answering while its facts were read (fallen off the bus, or hung)",
-                       advice=RESET_ADVICE)
+    return CheckResult(
+        id=f"gpu{gpu.index}.answers",
+        group=PREFLIGHT,
+        name="GPU answers NVML",
+        status=FAIL,
+        gpu=gpu.index,
+        detail=error,
+        cause="the GPU stopped answering while its facts were read (fallen off the bus, or hung)",
+        advice=RESET_ADVICE,
+    )
 
 
 def run_preflight_stage(
@@ -66,8 +72,7 @@ def run_preflight_stage(
     _gpu_checks(ctx, cuda_devices)
     if ctx.stopped.is_set():
         return
-    for result in grade_host(read_host_facts(ctx.options.workdir, cgroup_root=cgroup_root, shm_path=shm_path),
-                             ctx.gpus):
+    for result in grade_host(read_host_facts(ctx.options.workdir, cgroup_root=cgroup_root, shm_path=shm_path), ctx.gpus):
         ctx.report(result)
     interval = STEAL_QUICK_INTERVAL_S if ctx.options.quick else STEAL_INTERVAL_S
     ctx.report(grade_steal(measure_steal(interval, cpu_times=cpu_times, sleep=ctx.stopped.wait), interval))
@@ -94,9 +99,15 @@ def _gpu_checks(ctx: StageContext, cuda_devices: Callable[[], CudaDevices]) -> N
         try:
             handle = nvml.call("nvmlDeviceGetHandleByIndex", gpu.index)
             if handle is None:
-                ctx.report(skipped(f"gpu{gpu.index}.answers", PREFLIGHT, "GPU answers NVML",
-                                   "NVML gives no handle for this GPU (no permission in this container?)",
-                                   gpu=gpu.index))
+                ctx.report(
+                    skipped(
+                        f"gpu{gpu.index}.answers",
+                        PREFLIGHT,
+                        "GPU answers NVML",
+                        "NVML gives no handle for this GPU (no permission in this container?)",
+                        gpu=gpu.index,
+                    )
+                )
                 continue
             facts = read_gpu_facts(nvml, handle)
         except GpuLost as exc:

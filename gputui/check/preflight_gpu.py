@@ -70,8 +70,7 @@ def _cuda_error_name(lib: Any, code: int) -> str:
     return f"CUDA error {code}"
 
 
-def count_cuda_devices(load: Callable[[], Any] = _load_libcuda,
-                       environ: Mapping[str, str] | None = None) -> CudaDevices:
+def count_cuda_devices(load: Callable[[], Any] = _load_libcuda, environ: Mapping[str, str] | None = None) -> CudaDevices:
     """Count devices with cuInit + cuDeviceGetCount, as every CUDA program will see them
     (the driver applies CUDA_VISIBLE_DEVICES).  ``load`` returns the library (tests
     pass a double); OSError from it means there is no libcuda."""
@@ -104,15 +103,23 @@ def _listed_devices(visible: str) -> int:
 def grade_system(facts: SystemFacts, cuda: CudaDevices) -> list[CheckResult]:
     results = []
     if facts.driver_version:
-        results.append(CheckResult(id="driver.version", group=PREFLIGHT, name="NVIDIA driver", status=INFO,
-                                   value=facts.driver_version, expected_source=NVML_SOURCE))
+        results.append(
+            CheckResult(id="driver.version", group=PREFLIGHT, name="NVIDIA driver", status=INFO, value=facts.driver_version, expected_source=NVML_SOURCE)
+        )
     else:
         results.append(skipped("driver.version", PREFLIGHT, "NVIDIA driver", NOT_REPORTED))
     if facts.cuda_driver_version:
-        results.append(CheckResult(
-            id="driver.cuda", group=PREFLIGHT, name="CUDA version of the driver", status=INFO,
-            value=facts.cuda_driver_version, expected_source=NVML_SOURCE,
-            detail="the newest CUDA this driver runs: frameworks built for a newer CUDA will not use the GPU"))
+        results.append(
+            CheckResult(
+                id="driver.cuda",
+                group=PREFLIGHT,
+                name="CUDA version of the driver",
+                status=INFO,
+                value=facts.cuda_driver_version,
+                expected_source=NVML_SOURCE,
+                detail="the newest CUDA this driver runs: frameworks built for a newer CUDA will not use the GPU",
+            )
+        )
     else:
         results.append(skipped("driver.cuda", PREFLIGHT, "CUDA version of the driver", NOT_REPORTED))
     results.append(grade_cuda_devices(cuda, facts.nvml_gpu_count))
@@ -123,10 +130,10 @@ def grade_cuda_devices(cuda: CudaDevices, nvml_count: int | None) -> CheckResult
     """The GPUs CUDA programs can use against the GPUs NVML sees."""
     name = "GPUs CUDA sees"
     if cuda.count is None:
-        return skipped("cuda.devices", PREFLIGHT, name,
-                       f"{cuda.error}; in a container, NVIDIA_DRIVER_CAPABILITIES must include 'compute'")
-    result = CheckResult(id="cuda.devices", group=PREFLIGHT, name=name, status=OK, value=cuda.count,
-                         unit="GPUs", expected=nvml_count, expected_source="the GPUs NVML sees")
+        return skipped("cuda.devices", PREFLIGHT, name, f"{cuda.error}; in a container, NVIDIA_DRIVER_CAPABILITIES must include 'compute'")
+    result = CheckResult(
+        id="cuda.devices", group=PREFLIGHT, name=name, status=OK, value=cuda.count, unit="GPUs", expected=nvml_count, expected_source="the GPUs NVML sees"
+    )
     if cuda.visible_devices is not None:
         result.detail = f"CUDA_VISIBLE_DEVICES={cuda.visible_devices!r}"
     if nvml_count is None or cuda.count >= nvml_count:
@@ -134,12 +141,10 @@ def grade_cuda_devices(cuda: CudaDevices, nvml_count: int | None) -> CheckResult
         if nvml_count is not None and cuda.count > nvml_count:
             result.detail = f"CUDA sees more devices than NVML's {nvml_count} GPUs (MIG instances?)"
         return result
-    hidden_by_variable = (cuda.visible_devices is not None
-                          and cuda.count >= min(nvml_count, _listed_devices(cuda.visible_devices)))
+    hidden_by_variable = cuda.visible_devices is not None and cuda.count >= min(nvml_count, _listed_devices(cuda.visible_devices))
     if hidden_by_variable and cuda.count > 0:
         result.status = INFO
-        result.detail = (f"CUDA_VISIBLE_DEVICES={cuda.visible_devices!r} hides {nvml_count - cuda.count} "
-                         f"of the {nvml_count} GPUs")
+        result.detail = f"CUDA_VISIBLE_DEVICES={cuda.visible_devices!r} hides {nvml_count - cuda.count} of the {nvml_count} GPUs"
     elif hidden_by_variable:
         result.status = WARN
         result.cause = f"CUDA_VISIBLE_DEVICES={cuda.visible_devices!r} hides every GPU: nothing will run on them"
@@ -147,15 +152,15 @@ def grade_cuda_devices(cuda: CudaDevices, nvml_count: int | None) -> CheckResult
     elif cuda.count == 0:
         result.status = FAIL
         why = f" ({cuda.error})" if cuda.error else ""
-        result.cause = (f"CUDA sees no GPU while NVML sees {nvml_count}{why}: the driver's CUDA part is broken, "
-                        "mismatched or not mounted into the container")
-        result.advice = ("In a container use the NVIDIA runtime (docker run --gpus all) with "
-                         "NVIDIA_DRIVER_CAPABILITIES including compute; otherwise ask the provider: a driver "
-                         "and kernel module of different versions need a reboot.")
+        result.cause = f"CUDA sees no GPU while NVML sees {nvml_count}{why}: the driver's CUDA part is broken, mismatched or not mounted into the container"
+        result.advice = (
+            "In a container use the NVIDIA runtime (docker run --gpus all) with "
+            "NVIDIA_DRIVER_CAPABILITIES including compute; otherwise ask the provider: a driver "
+            "and kernel module of different versions need a reboot."
+        )
     else:
         result.status = FAIL
-        result.cause = (f"CUDA sees {cuda.count} of the {nvml_count} GPUs NVML sees: a GPU may be in a bad state "
-                        "(look for Xid lines in dmesg or nvidia-smi -q)")
+        result.cause = f"CUDA sees {cuda.count} of the {nvml_count} GPUs NVML sees: a GPU may be in a bad state (look for Xid lines in dmesg or nvidia-smi -q)"
         result.advice = "Ask the provider to reset the missing GPUs, or for another machine."
     return result
 
@@ -216,14 +221,10 @@ def read_gpu_facts(nvml: Any, handle: Any) -> GpuFacts:
     facts.mig_on, facts.mig_pending_on = _pair(call("nvmlDeviceGetMigMode", handle))
     facts.ecc_on, facts.ecc_pending_on = _pair(call("nvmlDeviceGetEccMode", handle))
     uncorrected = const("NVML_MEMORY_ERROR_TYPE_UNCORRECTED", 1)
-    facts.ecc_volatile_uncorrected = call("nvmlDeviceGetTotalEccErrors", handle, uncorrected,
-                                          const("NVML_VOLATILE_ECC", 0))
-    facts.ecc_aggregate_uncorrected = call("nvmlDeviceGetTotalEccErrors", handle, uncorrected,
-                                           const("NVML_AGGREGATE_ECC", 1))
-    facts.retired_pages_sbe = _count(call("nvmlDeviceGetRetiredPages", handle,
-                                          const("NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS", 0)))
-    facts.retired_pages_dbe = _count(call("nvmlDeviceGetRetiredPages", handle,
-                                          const("NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR", 1)))
+    facts.ecc_volatile_uncorrected = call("nvmlDeviceGetTotalEccErrors", handle, uncorrected, const("NVML_VOLATILE_ECC", 0))
+    facts.ecc_aggregate_uncorrected = call("nvmlDeviceGetTotalEccErrors", handle, uncorrected, const("NVML_AGGREGATE_ECC", 1))
+    facts.retired_pages_sbe = _count(call("nvmlDeviceGetRetiredPages", handle, const("NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS", 0)))
+    facts.retired_pages_dbe = _count(call("nvmlDeviceGetRetiredPages", handle, const("NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR", 1)))
     facts.retired_pages_pending = _flag(call("nvmlDeviceGetRetiredPagesPendingStatus", handle))
     remapped = call("nvmlDeviceGetRemappedRows", handle)
     if remapped is not None:
@@ -246,8 +247,7 @@ def _threshold(nvml: Any, handle: Any, const_name: str, default: int) -> float |
 
 
 # Advice shared by several memory checks.
-RESET_ADVICE = ("The GPU needs a reset (nvidia-smi -r, root on the host) or the machine a reboot: "
-                "ask the provider, or move to another machine.")
+RESET_ADVICE = "The GPU needs a reset (nvidia-smi -r, root on the host) or the machine a reboot: ask the provider, or move to another machine."
 REPLACE_ADVICE = "This GPU's memory is failing: ask the provider for another machine (quote this line)."
 
 
@@ -259,8 +259,7 @@ class _Grader:
         self.index = gpu.index
 
     def result(self, key: str, name: str, status: str, **fields: Any) -> CheckResult:
-        return CheckResult(id=f"gpu{self.index}.{key}", group=PREFLIGHT, name=name, status=status,
-                           gpu=self.index, **fields)
+        return CheckResult(id=f"gpu{self.index}.{key}", group=PREFLIGHT, name=name, status=status, gpu=self.index, **fields)
 
     def not_reported(self, key: str, name: str, why: str = "") -> CheckResult:
         return skipped(f"gpu{self.index}.{key}", PREFLIGHT, name, NOT_REPORTED + why, gpu=self.index)
@@ -296,36 +295,49 @@ def _power_limit(facts: GpuFacts, g: _Grader) -> CheckResult:
     if limit is None:
         return g.not_reported("power_limit", name)
     if default is None:
-        return g.result("power_limit", name, INFO, value=limit, unit="W",
-                        detail="no default limit reported to compare with")
+        return g.result("power_limit", name, INFO, value=limit, unit="W", detail="no default limit reported to compare with")
     status = grade_ratio(limit / default) if default else INFO
-    result = g.result("power_limit", name, status or INFO, value=limit, unit="W", expected=default,
-                      expected_source="the GPU's default power limit (NVML)")
+    result = g.result("power_limit", name, status or INFO, value=limit, unit="W", expected=default, expected_source="the GPU's default power limit (NVML)")
     if result.status in (WARN, FAIL):
         result.cause = f"power-limited to {limit:.0f} W of its {default:.0f} W default"
-        result.advice = (f"Compute-bound work runs up to {1 - limit / default:.0%} slower. Ask the provider to "
-                         f"restore the default (nvidia-smi -pl {default:.0f}, root on the host) or for a discount.")
+        result.advice = (
+            f"Compute-bound work runs up to {1 - limit / default:.0%} slower. Ask the provider to "
+            f"restore the default (nvidia-smi -pl {default:.0f}, root on the host) or for a discount."
+        )
     return result
 
 
 def _power_default(facts: GpuFacts, g: _Grader) -> CheckResult:
     return _against_datasheet(
-        g, "power_default", "Default power limit", facts.power_default_w, "W", "tdp_w", "board power",
-        cause="its default power limit is {value:.0f} W where the {model} datasheet says {spec} W: "
-              "a lower-power variant, or a board configured lower",
-        advice="Expect lower compute throughput; if you rented the full-power model, ask the provider.")
+        g,
+        "power_default",
+        "Default power limit",
+        facts.power_default_w,
+        "W",
+        "tdp_w",
+        "board power",
+        cause="its default power limit is {value:.0f} W where the {model} datasheet says {spec} W: a lower-power variant, or a board configured lower",
+        advice="Expect lower compute throughput; if you rented the full-power model, ask the provider.",
+    )
 
 
 def _sm_clock(facts: GpuFacts, g: _Grader) -> CheckResult:
     return _against_datasheet(
-        g, "sm_clock_max", "Max SM clock", facts.sm_clock_max_mhz, "MHz", "boost_clock_mhz", "boost clock",
-        cause="its maximum SM clock is {value} MHz where the {model} datasheet says {spec} MHz: "
-              "a lower-clocked variant, or not the model its name suggests",
-        advice="Expect compute throughput lower by about as much; the micro-benchmarks below measure it.")
+        g,
+        "sm_clock_max",
+        "Max SM clock",
+        facts.sm_clock_max_mhz,
+        "MHz",
+        "boost_clock_mhz",
+        "boost clock",
+        cause="its maximum SM clock is {value} MHz where the {model} datasheet says {spec} MHz: a lower-clocked variant, or not the model its name suggests",
+        advice="Expect compute throughput lower by about as much; the micro-benchmarks below measure it.",
+    )
 
 
-def _against_datasheet(g: _Grader, key: str, name: str, value: float | None, unit: str, spec_key: str,
-                       spec_words: str, *, cause: str, advice: str) -> CheckResult:
+def _against_datasheet(
+    g: _Grader, key: str, name: str, value: float | None, unit: str, spec_key: str, spec_words: str, *, cause: str, advice: str
+) -> CheckResult:
     """A reading graded against one datasheet figure: not reported, no reference, or a ratio."""
     if value is None:
         return g.not_reported(key, name)
@@ -333,8 +345,9 @@ def _against_datasheet(g: _Grader, key: str, name: str, value: float | None, uni
     spec = model.spec(spec_key) if model else None
     if not spec or model is None:
         return g.no_reference(key, name, value, unit)
-    result = g.result(key, name, grade_ratio(value / spec) or INFO, value=value, unit=unit,
-                      expected=float(spec), expected_source=f"{spec_words}, {model.source}")
+    result = g.result(
+        key, name, grade_ratio(value / spec) or INFO, value=value, unit=unit, expected=float(spec), expected_source=f"{spec_words}, {model.source}"
+    )
     if result.status in (WARN, FAIL):
         result.cause = cause.format(value=value, model=model.model, spec=spec)
         result.advice = advice
@@ -348,10 +361,15 @@ def _persistence(facts: GpuFacts, g: _Grader) -> CheckResult:
     if facts.persistence_on:
         return g.result("persistence", name, OK, value="on", expected="on")
     return g.result(
-        "persistence", name, WARN, value="off", expected="on",
+        "persistence",
+        name,
+        WARN,
+        value="off",
+        expected="on",
         cause="persistence mode is off: the driver tears the GPU down whenever no program uses it, so every "
-              "CUDA start waits seconds for it to initialise again",
-        advice="nvidia-smi -pm 1 (root on the host), or run nvidia-persistenced; in a container ask the provider.")
+        "CUDA start waits seconds for it to initialise again",
+        advice="nvidia-smi -pm 1 (root on the host), or run nvidia-persistenced; in a container ask the provider.",
+    )
 
 
 def _mig(facts: GpuFacts, g: _Grader) -> CheckResult:
@@ -364,10 +382,15 @@ def _mig(facts: GpuFacts, g: _Grader) -> CheckResult:
     if not facts.mig_on:
         return g.result("mig", name, OK, value="off", expected="off", detail=detail)
     return g.result(
-        "mig", name, WARN, value="on", expected="off", detail=detail,
+        "mig",
+        name,
+        WARN,
+        value="on",
+        expected="off",
+        detail=detail,
         cause="MIG mode is on: you have a slice of this GPU (a MIG instance), not the whole card",
-        advice="If you paid for whole GPUs, ask the provider to turn MIG off (nvidia-smi -mig 0 and a GPU reset) "
-               "or for another machine.")
+        advice="If you paid for whole GPUs, ask the provider to turn MIG off (nvidia-smi -mig 0 and a GPU reset) or for another machine.",
+    )
 
 
 def _ecc_mode(facts: GpuFacts, g: _Grader) -> CheckResult:
@@ -380,9 +403,15 @@ def _ecc_mode(facts: GpuFacts, g: _Grader) -> CheckResult:
     if facts.ecc_on:
         return g.result("ecc_mode", name, OK, value="on", expected="on", detail=detail)
     return g.result(
-        "ecc_mode", name, WARN, value="off", expected="on", detail=detail,
+        "ecc_mode",
+        name,
+        WARN,
+        value="off",
+        expected="on",
+        detail=detail,
         cause="ECC is off: memory errors go undetected and can silently corrupt results",
-        advice="nvidia-smi -e 1 and a reboot (root on the host): ask the provider.")
+        advice="nvidia-smi -e 1 and a reboot (root on the host): ask the provider.",
+    )
 
 
 def _ecc_errors(facts: GpuFacts, g: _Grader) -> CheckResult:
@@ -392,20 +421,27 @@ def _ecc_errors(facts: GpuFacts, g: _Grader) -> CheckResult:
         return skipped(f"gpu{g.index}.ecc_uncorrected", PREFLIGHT, name, "ECC is off: no error counts", gpu=g.index)
     if volatile is None and aggregate is None:
         return g.not_reported("ecc_uncorrected", name)
-    result = g.result("ecc_uncorrected", name, OK, value=volatile if volatile is not None else aggregate,
-                      unit="errors", expected=0, expected_source="none on a healthy GPU",
-                      detail=f"{_n(volatile)} since the driver loaded, {_n(aggregate)} over the GPU's life",
-                      data={"volatile": volatile, "aggregate": aggregate})
+    result = g.result(
+        "ecc_uncorrected",
+        name,
+        OK,
+        value=volatile if volatile is not None else aggregate,
+        unit="errors",
+        expected=0,
+        expected_source="none on a healthy GPU",
+        detail=f"{_n(volatile)} since the driver loaded, {_n(aggregate)} over the GPU's life",
+        data={"volatile": volatile, "aggregate": aggregate},
+    )
     if volatile:
         result.status = FAIL
         result.cause = f"{volatile} uncorrected ECC error(s) since the driver loaded: GPU memory failed in use"
-        result.advice = ("Programs on this GPU may crash or compute wrong results. " + RESET_ADVICE
-                         + " If errors come back after the reset, the GPU needs replacing.")
+        result.advice = (
+            "Programs on this GPU may crash or compute wrong results. " + RESET_ADVICE + " If errors come back after the reset, the GPU needs replacing."
+        )
     elif aggregate:
         result.status = WARN
         result.cause = f"{aggregate} uncorrected ECC error(s) over the GPU's life, none since the driver loaded"
-        result.advice = ("Usually repaired by page retirement or row remapping (see those lines); watch for new "
-                         "errors with nvidia-smi -q -d ECC.")
+        result.advice = "Usually repaired by page retirement or row remapping (see those lines); watch for new errors with nvidia-smi -q -d ECC."
     return result
 
 
@@ -419,10 +455,15 @@ def _retired_pages(facts: GpuFacts, g: _Grader) -> CheckResult:
     if sbe is None and dbe is None and pending is None:
         return g.not_reported("retired_pages", name, " (Ampere and newer GPUs remap rows instead)")
     total = (sbe or 0) + (dbe or 0)
-    result = g.result("retired_pages", name, OK, value=total, unit="pages",
-                      detail=f"{_n(sbe)} after single-bit, {_n(dbe)} after double-bit errors; "
-                             f"NVIDIA replaces a GPU at {RETIRED_PAGES_FAIL}",
-                      data={"single_bit": sbe, "double_bit": dbe, "pending": pending})
+    result = g.result(
+        "retired_pages",
+        name,
+        OK,
+        value=total,
+        unit="pages",
+        detail=f"{_n(sbe)} after single-bit, {_n(dbe)} after double-bit errors; NVIDIA replaces a GPU at {RETIRED_PAGES_FAIL}",
+        data={"single_bit": sbe, "double_bit": dbe, "pending": pending},
+    )
     if total >= RETIRED_PAGES_FAIL:
         result.status = FAIL
         result.cause = f"{total} memory pages retired: at NVIDIA's replacement threshold"
@@ -439,10 +480,15 @@ def _remapped_rows(facts: GpuFacts, g: _Grader) -> CheckResult:
     correctable, uncorrectable = facts.remapped_rows_correctable, facts.remapped_rows_uncorrectable
     if correctable is None and uncorrectable is None:
         return g.not_reported("remapped_rows", name, " (GPUs before Ampere retire pages instead)")
-    result = g.result("remapped_rows", name, OK, value=(correctable or 0) + (uncorrectable or 0), unit="rows",
-                      detail=f"{_n(correctable)} after correctable, {_n(uncorrectable)} after uncorrectable errors",
-                      data={"correctable": correctable, "uncorrectable": uncorrectable,
-                            "pending": facts.remap_pending, "failure": facts.remap_failure})
+    result = g.result(
+        "remapped_rows",
+        name,
+        OK,
+        value=(correctable or 0) + (uncorrectable or 0),
+        unit="rows",
+        detail=f"{_n(correctable)} after correctable, {_n(uncorrectable)} after uncorrectable errors",
+        data={"correctable": correctable, "uncorrectable": uncorrectable, "pending": facts.remap_pending, "failure": facts.remap_failure},
+    )
     if facts.remap_failure:
         result.status = FAIL
         result.cause = "row remapping failed: a bad memory row could not be replaced"
@@ -461,12 +507,20 @@ def _temperature(facts: GpuFacts, g: _Grader) -> CheckResult:
         return g.not_reported("temperature", name)
     thresholds = (("slowdown", slowdown), ("shutdown", shutdown))
     limits = ", ".join(f"{label} at {value:.0f} °C" for label, value in thresholds if value is not None)
-    result = g.result("temperature", name, INFO, value=temp, unit="°C", expected=slowdown,
-                      expected_source="the GPU's slowdown threshold (NVML)" if slowdown is not None else None,
-                      detail=limits or "no slowdown threshold reported")
+    result = g.result(
+        "temperature",
+        name,
+        INFO,
+        value=temp,
+        unit="°C",
+        expected=slowdown,
+        expected_source="the GPU's slowdown threshold (NVML)" if slowdown is not None else None,
+        detail=limits or "no slowdown threshold reported",
+    )
     if slowdown is not None and temp >= slowdown:
         result.status = FAIL
-        result.cause = (f"{temp:.0f} °C before any load, at or above its {slowdown:.0f} °C slowdown threshold: "
-                        "the cooling is failing (fans, airflow, a hot rack)")
+        result.cause = (
+            f"{temp:.0f} °C before any load, at or above its {slowdown:.0f} °C slowdown threshold: the cooling is failing (fans, airflow, a hot rack)"
+        )
         result.advice = "This GPU will throttle under load: ask the provider to check the cooling, or move."
     return result

@@ -72,9 +72,14 @@ def _disk_usage(path: Path, disk_usage: Callable[[Path], Any] = shutil.disk_usag
         return None, exc.strerror or str(exc)
 
 
-def read_host_facts(workdir: Path, *, cgroup_root: Path | None = None, shm_path: Path = SHM_PATH,
-                    virtual_memory: Callable[[], Any] = psutil.virtual_memory,
-                    disk_usage: Callable[[Path], Any] = shutil.disk_usage) -> HostFacts:
+def read_host_facts(
+    workdir: Path,
+    *,
+    cgroup_root: Path | None = None,
+    shm_path: Path = SHM_PATH,
+    virtual_memory: Callable[[], Any] = psutil.virtual_memory,
+    disk_usage: Callable[[Path], Any] = shutil.disk_usage,
+) -> HostFacts:
     facts = HostFacts(workdir=workdir, shm_path=shm_path)
     facts.cores = cpu_available(cgroup_root)
     facts.affinity_cores = _affinity_cores()
@@ -91,8 +96,7 @@ def read_host_facts(workdir: Path, *, cgroup_root: Path | None = None, shm_path:
     return facts
 
 
-def measure_steal(interval_s: float, *, cpu_times: Callable[[], Any] = psutil.cpu_times,
-                  sleep: Callable[[float], object] = time.sleep) -> float | None:
+def measure_steal(interval_s: float, *, cpu_times: Callable[[], Any] = psutil.cpu_times, sleep: Callable[[float], object] = time.sleep) -> float | None:
     """Percent of CPU time the hypervisor gave to others over ``interval_s``; None where
     the kernel does not report steal (not Linux)."""
     before = cpu_times()
@@ -121,8 +125,7 @@ def _fstype(directory: Path) -> str | None:
     """The file system holding ``directory``: the longest mount point above it."""
     try:
         target = str(directory.resolve())
-        mounts = [p for p in psutil.disk_partitions(all=True)
-                  if target == p.mountpoint or target.startswith(p.mountpoint.rstrip("/") + "/")]
+        mounts = [p for p in psutil.disk_partitions(all=True) if target == p.mountpoint or target.startswith(p.mountpoint.rstrip("/") + "/")]
     except (OSError, psutil.Error):
         return None
     return max(mounts, key=lambda p: len(p.mountpoint)).fstype if mounts else None
@@ -139,16 +142,16 @@ def _drop_page_cache(fd: int) -> str | None:
     return None
 
 
-def measure_read_throughput(directory: Path, size_bytes: int, *, block_bytes: int = READ_BLOCK_BYTES,
-                            clock: Callable[[], float] = time.perf_counter) -> ReadTest:
+def measure_read_throughput(
+    directory: Path, size_bytes: int, *, block_bytes: int = READ_BLOCK_BYTES, clock: Callable[[], float] = time.perf_counter
+) -> ReadTest:
     """Write a ``size_bytes`` temp file in ``directory``, fsync it, drop it from the page
     cache, then time reading it back sequentially in ``block_bytes`` blocks; the file is
     always deleted.  Random bytes, so compressing file systems cannot cheat."""
     test = ReadTest(directory=directory, size_bytes=size_bytes, fstype=_fstype(directory))
     usage, error = _disk_usage(directory)
     if usage is None or usage.free < 2 * size_bytes:  # never fill a user's disk for a test
-        test.error = (f"{directory}: {error}" if usage is None
-                      else f"only {usage.free // MIB} MiB free in {directory}, too little for the read test")
+        test.error = f"{directory}: {error}" if usage is None else f"only {usage.free // MIB} MiB free in {directory}, too little for the read test"
         return test
     block = os.urandom(block_bytes)
     try:
@@ -160,7 +163,7 @@ def measure_read_throughput(directory: Path, size_bytes: int, *, block_bytes: in
         with os.fdopen(fd, "wb", buffering=0) as fh:
             left = size_bytes
             while left > 0:
-                left -= fh.write(block[:min(block_bytes, left)])
+                left -= fh.write(block[: min(block_bytes, left)])
             os.fsync(fh.fileno())
             test.cache_note = _drop_page_cache(fh.fileno())
         buffer = bytearray(block_bytes)
@@ -195,8 +198,7 @@ def _gib(num_bytes: float) -> float:
 
 def grade_host(facts: HostFacts, gpus: list[GpuUnderTest]) -> list[CheckResult]:
     """The host checks that need no waiting, in the order a person reads them."""
-    return [grade_cores(facts, len(gpus)), grade_throttling(facts.throttling), grade_memory(facts, gpus),
-            grade_shm(facts), grade_disk_free(facts)]
+    return [grade_cores(facts, len(gpus)), grade_throttling(facts.throttling), grade_memory(facts, gpus), grade_shm(facts), grade_disk_free(facts)]
 
 
 def grade_cores(facts: HostFacts, gpu_count: int) -> CheckResult:
@@ -207,19 +209,25 @@ def grade_cores(facts: HostFacts, gpu_count: int) -> CheckResult:
     capped = facts.affinity_cores is not None and cores < facts.affinity_cores
     quota = f"; the cgroup CPU quota caps the {facts.affinity_cores} cores we may run on" if capped else ""
     if gpu_count == 0:
-        return _result("cores", "CPU cores", INFO, value=cores, unit="cores",
-                       detail=f"{cores:g} usable cores{quota}; no GPU to feed")
+        return _result("cores", "CPU cores", INFO, value=cores, unit="cores", detail=f"{cores:g} usable cores{quota}; no GPU to feed")
     per_gpu = cores / gpu_count
     status = t.grade_floor(per_gpu, ok_at=t.CORES_PER_GPU_OK, fail_below=t.CORES_PER_GPU_FAIL)
-    result = _result("cores", name, status, value=round(per_gpu, 2), unit="cores", expected=t.CORES_PER_GPU_OK,
-                     expected_source="4-8 cores per GPU keep a typical input pipeline ahead of the GPU",
-                     detail=f"{cores:g} usable cores for {gpu_count} GPU(s){quota}")
+    result = _result(
+        "cores",
+        name,
+        status,
+        value=round(per_gpu, 2),
+        unit="cores",
+        expected=t.CORES_PER_GPU_OK,
+        expected_source="4-8 cores per GPU keep a typical input pipeline ahead of the GPU",
+        detail=f"{cores:g} usable cores for {gpu_count} GPU(s){quota}",
+    )
     if status != OK:
         quota = ", capped by the container's CPU quota" if capped else ""
-        result.cause = (f"{cores:g} CPU cores for {gpu_count} GPU(s) ({per_gpu:.1f} per GPU{quota}): decoding and "
-                        "augmentation run on the CPU, so the GPUs wait for data")
-        result.advice = ("Rent a size with more vCPUs per GPU, decode on the GPU (NVIDIA DALI), or pre-process "
-                         "the dataset once and train from the result.")
+        result.cause = (
+            f"{cores:g} CPU cores for {gpu_count} GPU(s) ({per_gpu:.1f} per GPU{quota}): decoding and augmentation run on the CPU, so the GPUs wait for data"
+        )
+        result.advice = "Rent a size with more vCPUs per GPU, decode on the GPU (NVIDIA DALI), or pre-process the dataset once and train from the result."
     return result
 
 
@@ -228,20 +236,23 @@ def grade_throttling(throttling: CpuThrottling | None) -> CheckResult:
     if throttling is None:
         return skipped("host.cpu_throttling", PREFLIGHT, name, "no cgroup CPU statistics (cpu.stat) here")
     if throttling.periods == 0:
-        return _result("cpu_throttling", name, OK, value=0.0, unit="% of periods",
-                       detail="no CPU quota enforced (no scheduler periods counted)")
+        return _result("cpu_throttling", name, OK, value=0.0, unit="% of periods", detail="no CPU quota enforced (no scheduler periods counted)")
     share = throttling.share
     status = t.grade_ceiling(share, warn_at=t.CPU_THROTTLED_WARN_SHARE, fail_at=t.CPU_THROTTLED_FAIL_SHARE)
     spent = f", {throttling.throttled_s:.1f} s paused" if throttling.throttled_s is not None else ""
-    result = _result("cpu_throttling", name, status, value=round(share * 100, 2), unit="% of periods",
-                     expected=t.CPU_THROTTLED_WARN_SHARE * 100, expected_source="lower is better: the warn line",
-                     detail=f"{throttling.throttled} of {throttling.periods} scheduler periods throttled{spent}, "
-                            "since the container started")
+    result = _result(
+        "cpu_throttling",
+        name,
+        status,
+        value=round(share * 100, 2),
+        unit="% of periods",
+        expected=t.CPU_THROTTLED_WARN_SHARE * 100,
+        expected_source="lower is better: the warn line",
+        detail=f"{throttling.throttled} of {throttling.periods} scheduler periods throttled{spent}, since the container started",
+    )
     if status != OK:
-        result.cause = (f"the container's CPU quota ran out in {share:.0%} of scheduler periods: its processes "
-                        "were paused until the next period")
-        result.advice = ("Run fewer threads and DataLoader workers than the quota's cores (OMP_NUM_THREADS, "
-                         "torch.set_num_threads), or rent more CPU.")
+        result.cause = f"the container's CPU quota ran out in {share:.0%} of scheduler periods: its processes were paused until the next period"
+        result.advice = "Run fewer threads and DataLoader workers than the quota's cores (OMP_NUM_THREADS, torch.set_num_threads), or rent more CPU."
     return result
 
 
@@ -250,14 +261,19 @@ def grade_steal(steal_pct: float | None, interval_s: float) -> CheckResult:
     if steal_pct is None:
         return skipped("host.steal", PREFLIGHT, name, "steal time is not reported here (not Linux)")
     status = t.grade_ceiling(steal_pct, warn_at=t.STEAL_WARN_PCT, fail_at=t.STEAL_FAIL_PCT)
-    result = _result("steal", name, status, value=steal_pct, unit="%", expected=t.STEAL_WARN_PCT,
-                     expected_source="lower is better: the warn line",
-                     detail=f"share of CPU time given to other virtual machines over {interval_s:g} s")
+    result = _result(
+        "steal",
+        name,
+        status,
+        value=steal_pct,
+        unit="%",
+        expected=t.STEAL_WARN_PCT,
+        expected_source="lower is better: the warn line",
+        detail=f"share of CPU time given to other virtual machines over {interval_s:g} s",
+    )
     if status != OK:
-        result.cause = (f"the hypervisor gave {steal_pct:.0f}% of our CPU time to other tenants: an "
-                        "oversubscribed host or a noisy neighbour")
-        result.advice = ("CPU-bound input pipelines slow down by about as much: ask for another host or an "
-                         "instance with dedicated CPUs.")
+        result.cause = f"the hypervisor gave {steal_pct:.0f}% of our CPU time to other tenants: an oversubscribed host or a noisy neighbour"
+        result.advice = "CPU-bound input pipelines slow down by about as much: ask for another host or an instance with dedicated CPUs."
     return result
 
 
@@ -274,16 +290,23 @@ def grade_memory(facts: HostFacts, gpus: list[GpuUnderTest]) -> CheckResult:
         return _result("memory", "Host memory", INFO, value=_gib(usable), unit="GiB", detail=f"{detail}; {why}")
     per_gpu, vram_per_gpu = usable / len(gpus), sum(vram) / len(vram)
     status = t.grade_floor(per_gpu / vram_per_gpu, ok_at=t.RAM_PER_VRAM_OK, fail_below=t.RAM_PER_VRAM_FAIL)
-    result = _result("memory", name, status, value=_gib(per_gpu), unit="GiB",
-                     expected=_gib(vram_per_gpu * t.RAM_PER_VRAM_OK),
-                     expected_source="as much host memory as each GPU has",
-                     detail=f"{detail} for {len(gpus)} GPU(s) of {_gib(vram_per_gpu)} GiB")
+    result = _result(
+        "memory",
+        name,
+        status,
+        value=_gib(per_gpu),
+        unit="GiB",
+        expected=_gib(vram_per_gpu * t.RAM_PER_VRAM_OK),
+        expected_source="as much host memory as each GPU has",
+        detail=f"{detail} for {len(gpus)} GPU(s) of {_gib(vram_per_gpu)} GiB",
+    )
     if status != OK:
         where = "the container's memory limit" if facts.memory_limit is not None else "host RAM"
-        result.cause = (f"{_gib(per_gpu)} GiB of {where} per GPU for {_gib(vram_per_gpu)} GiB of GPU memory: "
-                        "data pipelines, pinned buffers and checkpoints in RAM get OOM-killed")
-        result.advice = ("Rent a size with more RAM per GPU or ask for a higher memory limit; meanwhile use fewer "
-                         "DataLoader workers and memory-map datasets.")
+        result.cause = (
+            f"{_gib(per_gpu)} GiB of {where} per GPU for {_gib(vram_per_gpu)} GiB of GPU memory: "
+            "data pipelines, pinned buffers and checkpoints in RAM get OOM-killed"
+        )
+        result.advice = "Rent a size with more RAM per GPU or ask for a higher memory limit; meanwhile use fewer DataLoader workers and memory-map datasets."
     return result
 
 
@@ -293,14 +316,26 @@ def grade_shm(facts: HostFacts) -> CheckResult:
         return skipped("host.shm", PREFLIGHT, name, f"{facts.shm_path}: {facts.shm_error or 'not found'}")
     size = facts.shm_bytes
     status = t.grade_floor(size, ok_at=t.SHM_WARN_BYTES, fail_below=t.SHM_FAIL_BYTES)
-    result = _result("shm", name, status, value=round(size / MIB), unit="MiB", expected=t.SHM_WARN_BYTES // MIB,
-                     expected_source="room for DataLoader workers' batches in flight", detail=str(facts.shm_path))
+    result = _result(
+        "shm",
+        name,
+        status,
+        value=round(size / MIB),
+        unit="MiB",
+        expected=t.SHM_WARN_BYTES // MIB,
+        expected_source="room for DataLoader workers' batches in flight",
+        detail=str(facts.shm_path),
+    )
     if status != OK:
         default = " (Docker's default)" if size <= 64 * MIB else ""
-        result.cause = (f"{facts.shm_path} is only {round(size / MIB)} MiB{default}: DataLoader workers hand every "
-                        "batch over through it and die with 'bus error' or 'unable to write to file'")
-        result.advice = ("Start the container with more: docker run --shm-size=16g ... or docker run --ipc=host "
-                         "(Kubernetes: an emptyDir with medium: Memory mounted at /dev/shm).")
+        result.cause = (
+            f"{facts.shm_path} is only {round(size / MIB)} MiB{default}: DataLoader workers hand every "
+            "batch over through it and die with 'bus error' or 'unable to write to file'"
+        )
+        result.advice = (
+            "Start the container with more: docker run --shm-size=16g ... or docker run --ipc=host "
+            "(Kubernetes: an emptyDir with medium: Memory mounted at /dev/shm)."
+        )
     return result
 
 
@@ -310,8 +345,16 @@ def grade_disk_free(facts: HostFacts) -> CheckResult:
         return skipped("host.disk_free", PREFLIGHT, name, f"{facts.workdir}: {facts.disk_error or 'not readable'}")
     free = facts.disk_free
     status = t.grade_floor(free, ok_at=t.DISK_FREE_WARN_BYTES, fail_below=t.DISK_FREE_FAIL_BYTES)
-    result = _result("disk_free", name, status, value=_gib(free), unit="GiB", expected=_gib(t.DISK_FREE_WARN_BYTES),
-                     expected_source="room for a dataset and checkpoints", detail=str(facts.workdir))
+    result = _result(
+        "disk_free",
+        name,
+        status,
+        value=_gib(free),
+        unit="GiB",
+        expected=_gib(t.DISK_FREE_WARN_BYTES),
+        expected_source="room for a dataset and checkpoints",
+        detail=str(facts.workdir),
+    )
     if status != OK:
         result.cause = f"only {_gib(free)} GiB free in {facts.workdir}: checkpoints and datasets will not fit"
         result.advice = "Free space, or mount a larger volume and work there (gputui check --workdir DIR)."
@@ -326,15 +369,26 @@ def grade_disk_read(test: ReadTest) -> CheckResult:
     if mbs is None:
         return skipped("host.disk_read", PREFLIGHT, name, "the read took no measurable time")
     where = f"{test.directory}" + (f" ({test.fstype})" if test.fstype else "")
-    cache = ("page cache dropped before reading" if test.cache_dropped else
-             f"the page cache could not be dropped ({test.cache_note}): this may be memory speed, not the disk's")
+    cache = (
+        "page cache dropped before reading"
+        if test.cache_dropped
+        else f"the page cache could not be dropped ({test.cache_note}): this may be memory speed, not the disk's"
+    )
     status = t.grade_ratio(mbs / t.DISK_READ_EXPECTED_MBS)
-    result = _result("disk_read", name, status, value=round(mbs), unit="MB/s", expected=t.DISK_READ_EXPECTED_MBS,
-                     expected_source="streaming a JPEG dataset at 3,000 images/s needs ~330 MB/s",
-                     detail=f"{test.size_bytes // MIB} MiB read sequentially in {READ_BLOCK_BYTES // MIB} MiB "
-                            f"blocks from {where}; {cache}")
+    result = _result(
+        "disk_read",
+        name,
+        status,
+        value=round(mbs),
+        unit="MB/s",
+        expected=t.DISK_READ_EXPECTED_MBS,
+        expected_source="streaming a JPEG dataset at 3,000 images/s needs ~330 MB/s",
+        detail=f"{test.size_bytes // MIB} MiB read sequentially in {READ_BLOCK_BYTES // MIB} MiB blocks from {where}; {cache}",
+    )
     if status != OK:
         result.cause = f"{where} reads at {mbs:.0f} MB/s: a network disk or a throttled cloud volume"
-        result.advice = ("Keep datasets on local NVMe (often /tmp, /scratch or an instance-store mount) or in RAM, "
-                         "and pack small files into large shards (WebDataset, TFRecord).")
+        result.advice = (
+            "Keep datasets on local NVMe (often /tmp, /scratch or an instance-store mount) or in RAM, "
+            "and pack small files into large shards (WebDataset, TFRecord)."
+        )
     return result

@@ -64,8 +64,7 @@ def _note(result: CheckResult) -> str:
 
 
 def table_rows(results: list[CheckResult]) -> list[list[str]]:
-    return [[MARK[r.status], f"gpu{r.gpu}" if r.gpu is not None else "host", r.name,
-             value_text(r.value, r.unit), _expected_text(r), _note(r)] for r in results]
+    return [[MARK[r.status], f"gpu{r.gpu}" if r.gpu is not None else "host", r.name, value_text(r.value, r.unit), _expected_text(r), _note(r)] for r in results]
 
 
 TABLE_HEADER = ["status", "where", "check", "measured", "expected (measured/expected)", "notes"]
@@ -76,12 +75,15 @@ def markdown(results: list[CheckResult], header: dict[str, Any]) -> str:
     lines = ["# gputui check", ""]
     host = header.get("host") or {}
     gpus = header.get("gpus") or []
-    lines.append(f"- Machine: {host.get('hostname', '?')}, {host.get('cpu_model') or '?'}, "
-                 f"{host.get('cpu_available') or host.get('cpu_logical') or '?'} cores available")
+    lines.append(
+        f"- Machine: {host.get('hostname', '?')}, {host.get('cpu_model') or '?'}, {host.get('cpu_available') or host.get('cpu_logical') or '?'} cores available"
+    )
     gpu_names = ", ".join(f"{g.get('index')}: {g.get('name')}" for g in gpus) or header.get("gpu_unavailable_reason") or "none"
     lines.append(f"- GPUs: {gpu_names}")
-    lines.append(f"- Driver {header.get('driver_version') or '-'}, CUDA {header.get('cuda_version') or '-'}, "
-                 f"gputui {header.get('gputui', '?')}, started {header.get('started_at', '?')}")
+    lines.append(
+        f"- Driver {header.get('driver_version') or '-'}, CUDA {header.get('cuda_version') or '-'}, "
+        f"gputui {header.get('gputui', '?')}, started {header.get('started_at', '?')}"
+    )
     options = header.get("check") or {}
     if options:
         lines.append("- Options: " + ", ".join(f"{k}={v}" for k, v in options.items() if v not in (None, [], False)))
@@ -97,8 +99,7 @@ def markdown(results: list[CheckResult], header: dict[str, Any]) -> str:
 
 
 def to_json(results: list[CheckResult], header: dict[str, Any], summary: dict[str, Any]) -> str:
-    return json.dumps({"header": header, "verdict": summary, "checks": [r.to_dict() for r in results]},
-                      indent=2, allow_nan=False, default=str)
+    return json.dumps({"header": header, "verdict": summary, "checks": [r.to_dict() for r in results]}, indent=2, allow_nan=False, default=str)
 
 
 def verdict_summary(results: list[CheckResult]) -> dict[str, Any]:

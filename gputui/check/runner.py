@@ -62,14 +62,23 @@ class CheckListener:
 
 
 class CheckRun:
-    def __init__(self, options: CheckOptions, *, observers: Sequence[Observer] = (), listener: CheckListener | None = None,
-                 gpu=None, host=None, nvml_module: Any = None, stages: dict[str, Callable[[StageContext], None]] | None = None):
+    def __init__(
+        self,
+        options: CheckOptions,
+        *,
+        observers: Sequence[Observer] = (),
+        listener: CheckListener | None = None,
+        gpu=None,
+        host=None,
+        nvml_module: Any = None,
+        stages: dict[str, Callable[[StageContext], None]] | None = None,
+    ):
         self.options = options
         self.listener = listener or CheckListener()
         diagnosis = options.config.diagnosis if options.config is not None else {}
-        self.session = Session(SessionConfig(interval=options.interval, diagnosis=diagnosis,
-                                             header_extra={"check": _options_dict(options)}),
-                               gpu=gpu, host=host)
+        self.session = Session(
+            SessionConfig(interval=options.interval, diagnosis=diagnosis, header_extra={"check": _options_dict(options)}), gpu=gpu, host=host
+        )
         for observer in observers:
             self.session.add_observer(observer)
         self.load = LoadWatcher()
@@ -93,9 +102,15 @@ class CheckRun:
         nvml = Nvml(self._nvml_module)
         nvml_ok = session.gpu.available and nvml.init() is None
         gpus = gpus_under_test(session.gpu.infos, self.options.gpus)
-        ctx = StageContext(self.options, gpus, report=self._report, post_event=session.post_event,
-                           watch=session.watch, gpu_unavailable_reason=self._gpu_reason(gpus),
-                           nvml=nvml if nvml_ok else None)
+        ctx = StageContext(
+            self.options,
+            gpus,
+            report=self._report,
+            post_event=session.post_event,
+            watch=session.watch,
+            gpu_unavailable_reason=self._gpu_reason(gpus),
+            nvml=nvml if nvml_ok else None,
+        )
         self._ctx = ctx
         if self._stop_requested.is_set():
             ctx.stop()
@@ -201,8 +216,9 @@ class _ProgressLines(CheckListener):
         print("  " + render.progress_line(result), file=self.stream, flush=True)
 
 
-def run_check_cli(options: CheckOptions, *, record: Path | None, as_json: bool, markdown: Path | None,
-                  quiet: bool = False, force: bool = False, no_history: bool = False) -> int:
+def run_check_cli(
+    options: CheckOptions, *, record: Path | None, as_json: bool, markdown: Path | None, quiet: bool = False, force: bool = False, no_history: bool = False
+) -> int:
     """The headless face: a line per check as it completes, then the verdict (or JSON).
     The check is kept in the run history like any run, and in ``record`` if given."""
     from gputui.history import RunHistory
@@ -210,8 +226,11 @@ def run_check_cli(options: CheckOptions, *, record: Path | None, as_json: bool, 
     from gputui.safe_write import write_atomic
 
     # A full disk loses the recording, not the verdict: say so at once and go on.
-    recorders = [Recorder(record, overwrite=force, on_error=lambda text: print(
-        f"gputui: warning: {text}; the check goes on", file=sys.stderr))] if record is not None else []
+    recorders = (
+        [Recorder(record, overwrite=force, on_error=lambda text: print(f"gputui: warning: {text}; the check goes on", file=sys.stderr))]
+        if record is not None
+        else []
+    )
     history = RunHistory.from_environment(no_history)
     if history is not None:
         kept = history.start_recording("check", warn=lambda text: print(f"gputui: warning: {text}", file=sys.stderr))
@@ -225,8 +244,11 @@ def run_check_cli(options: CheckOptions, *, record: Path | None, as_json: bool, 
         received.append(signum)
         check.stop()
 
-    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-                if not (sig == signal.SIGHUP and signal.getsignal(sig) == signal.SIG_IGN)}  # nohup: keep going
+    previous = {
+        sig: signal.signal(sig, stop)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+        if not (sig == signal.SIGHUP and signal.getsignal(sig) == signal.SIG_IGN)
+    }  # nohup: keep going
     try:
         report = check.run()
     finally:

@@ -76,8 +76,7 @@ def load_results(watcher: LoadWatcher, gpus: list[GpuUnderTest]) -> list[CheckRe
         tally = watcher.tallies.get(gpu.index)
         i = gpu.index
         if tally is None or not tally.samples:
-            results.append(skipped(f"gpu{i}.temp_under_load", UNDER_LOAD, "Temperature under load",
-                                   "no samples were taken under load", gpu=i))
+            results.append(skipped(f"gpu{i}.temp_under_load", UNDER_LOAD, "Temperature under load", "no samples were taken under load", gpu=i))
             continue
         results.append(_temperature(gpu, tally))
         results.append(_throttling(gpu, tally))
@@ -88,18 +87,31 @@ def load_results(watcher: LoadWatcher, gpus: list[GpuUnderTest]) -> list[CheckRe
 def _temperature(gpu: GpuUnderTest, tally: _Tally) -> CheckResult:
     i, slowdown = gpu.index, gpu.info.temp_slowdown_c
     thermal_share = tally.share(*THERMAL_REASONS)
-    result = CheckResult(id=f"gpu{i}.temp_under_load", group=UNDER_LOAD, name="Temperature under load", gpu=i,
-                         status=OK, value=tally.max_temp, unit="°C", expected=THERMAL_WARN_C,
-                         expected_source="below 80 °C: above it GPUs throttle themselves (seed 003)",
-                         detail=f"hottest reading; slowdown at {slowdown:g} °C" if slowdown else "hottest reading")
+    result = CheckResult(
+        id=f"gpu{i}.temp_under_load",
+        group=UNDER_LOAD,
+        name="Temperature under load",
+        gpu=i,
+        status=OK,
+        value=tally.max_temp,
+        unit="°C",
+        expected=THERMAL_WARN_C,
+        expected_source="below 80 °C: above it GPUs throttle themselves (seed 003)",
+        detail=f"hottest reading; slowdown at {slowdown:g} °C" if slowdown else "hottest reading",
+    )
     if tally.max_temp is None:
         return skipped(result.id, UNDER_LOAD, result.name, "the GPU reports no temperature", gpu=i)
     if thermal_share > THROTTLE_FAULT_SHARE or (slowdown and tally.max_temp >= slowdown):
         result.status = FAIL
-        result.cause = (f"the GPU slowed itself down for heat in {thermal_share:.0%} of the loaded samples"
-                        if thermal_share else f"it reached its {slowdown:g} °C slowdown threshold")
-        result.advice = ("poor cooling: blocked airflow, cards packed without spacing, a failed fan; "
-                         "ask the provider for another machine, or cap power (nvidia-smi -pl) to trade speed for heat")
+        result.cause = (
+            f"the GPU slowed itself down for heat in {thermal_share:.0%} of the loaded samples"
+            if thermal_share
+            else f"it reached its {slowdown:g} °C slowdown threshold"
+        )
+        result.advice = (
+            "poor cooling: blocked airflow, cards packed without spacing, a failed fan; "
+            "ask the provider for another machine, or cap power (nvidia-smi -pl) to trade speed for heat"
+        )
     elif tally.max_temp >= THERMAL_WARN_C:
         result.status = WARN
         result.cause = f"it ran at {tally.max_temp:g} °C, at or above 80 °C, within a short check"
@@ -112,17 +124,26 @@ def _throttling(gpu: GpuUnderTest, tally: _Tally) -> CheckResult:
     shares = {name: round(n / tally.samples, 3) for name, n in sorted(tally.reasons.items()) if name != "GpuIdle"}
     faults = {name: share for name, share in shares.items() if name in FAULT_REASONS and share > THROTTLE_FAULT_SHARE}
     detail = ", ".join(f"{name} {share:.0%}" for name, share in shares.items()) or "no clock-event reason active"
-    result = CheckResult(id=f"gpu{i}.throttle_under_load", group=UNDER_LOAD, name="Throttling under load", gpu=i,
-                         status=OK, value=round(max(faults.values(), default=0.0), 3), unit="share",
-                         expected=THROTTLE_FAULT_SHARE,
-                         expected_source="thermal, hardware-slowdown and power-brake reasons in at most 5 % of samples",
-                         detail=detail, data={"shares": shares, "samples": tally.samples})
+    result = CheckResult(
+        id=f"gpu{i}.throttle_under_load",
+        group=UNDER_LOAD,
+        name="Throttling under load",
+        gpu=i,
+        status=OK,
+        value=round(max(faults.values(), default=0.0), 3),
+        unit="share",
+        expected=THROTTLE_FAULT_SHARE,
+        expected_source="thermal, hardware-slowdown and power-brake reasons in at most 5 % of samples",
+        detail=detail,
+        data={"shares": shares, "samples": tally.samples},
+    )
     if faults:
         names = ", ".join(faults)
         result.status = FAIL
         result.cause = f"the GPU slowed its clocks for {names}: a hardware protection, not the workload"
-        result.advice = ("HwSlowdown / HwPowerBrakeSlowdown point at the power supply or an external "
-                         "slowdown signal, thermal reasons at cooling: report it to the provider")
+        result.advice = (
+            "HwSlowdown / HwPowerBrakeSlowdown point at the power supply or an external slowdown signal, thermal reasons at cooling: report it to the provider"
+        )
     return result
 
 
@@ -130,6 +151,15 @@ def _power(gpu: GpuUnderTest, tally: _Tally) -> CheckResult:
     i = gpu.index
     cap_share = tally.share("SwPowerCap")
     detail = f"at its power cap in {cap_share:.0%} of loaded samples" if cap_share else "never at its power cap"
-    return CheckResult(id=f"gpu{i}.power_under_load", group=UNDER_LOAD, name="Power under load", gpu=i,
-                       status=INFO, value=tally.max_power, unit="W", expected=tally.power_limit,
-                       expected_source="the enforced power limit", detail=detail)
+    return CheckResult(
+        id=f"gpu{i}.power_under_load",
+        group=UNDER_LOAD,
+        name="Power under load",
+        gpu=i,
+        status=INFO,
+        value=tally.max_power,
+        unit="W",
+        expected=tally.power_limit,
+        expected_source="the enforced power limit",
+        detail=detail,
+    )

@@ -32,8 +32,7 @@ PIPELINE_SECONDS = 10.0
 def run_workload_stage(ctx: StageContext) -> None:
     if not ctx.gpus:
         for _, metric, *_ in WORKLOADS:
-            ctx.report(skipped(f"workload.{metric}", WORKLOAD, _title(metric),
-                               ctx.gpu_unavailable_reason or "no GPU to train on"))
+            ctx.report(skipped(f"workload.{metric}", WORKLOAD, _title(metric), ctx.gpu_unavailable_reason or "no GPU to train on"))
     trained = None
     if ctx.gpus:
         gpu = ctx.gpus[0]  # one GPU: the check is about what one card delivers
@@ -51,24 +50,25 @@ def run_workload_stage(ctx: StageContext) -> None:
 
 
 def _title(metric: str) -> str:
-    return {"resnet50_tuned": "ResNet-50 training (tuned preset)",
-            "bert_large_tuned": "BERT-large training (tuned preset)"}.get(metric, metric)
+    return {"resnet50_tuned": "ResNet-50 training (tuned preset)", "bert_large_tuned": "BERT-large training (tuned preset)"}.get(metric, metric)
 
 
-def _run_workload(ctx: StageContext, gpu: GpuUnderTest, preset: Preset | None, metric: str, unit: str,
-                  warmup: int, steps: int) -> CheckResult:
+def _run_workload(ctx: StageContext, gpu: GpuUnderTest, preset: Preset | None, metric: str, unit: str, warmup: int, steps: int) -> CheckResult:
     check_id = f"workload.gpu{gpu.index}.{metric}"
     if preset is None:
         return skipped(check_id, WORKLOAD, _title(metric), "its preset is missing from the presets files", gpu=gpu.index)
     batch = preset.batch_size
     for attempt in range(OOM_RETRIES + 1):
-        run = dataclasses.replace(preset, steps=steps, warmup_steps=warmup, batch_size=batch,
-                                  gpus=str(gpu.index), timeout=WORKLOAD_TIMEOUT_S)
+        run = dataclasses.replace(preset, steps=steps, warmup_steps=warmup, batch_size=batch, gpus=str(gpu.index), timeout=WORKLOAD_TIMEOUT_S)
         payloads: dict[str, dict[str, Any]] = {}
         env = {**run.child_env(), "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}  # CUDA numbers GPUs as NVML does
         # run_child returns when the child ends, so this attempt's payloads are the ones filled
-        outcome = ctx.run_child(run.argv(), lambda p: payloads.__setitem__(str(p.get("event")), p),  # noqa: B023
-                                env=env, timeout=run.timeout)
+        outcome = ctx.run_child(
+            run.argv(),
+            lambda p: payloads.__setitem__(str(p.get("event")), p),  # noqa: B023
+            env=env,
+            timeout=run.timeout,
+        )
         if "oom" in payloads and batch and batch > 1 and attempt < OOM_RETRIES:
             batch //= 2
             continue
@@ -79,16 +79,25 @@ def _run_workload(ctx: StageContext, gpu: GpuUnderTest, preset: Preset | None, m
         if outcome.kind == "stopped":
             return skipped(check_id, WORKLOAD, _title(metric), "the check was stopped", gpu=gpu.index)
         missing_stack = outcome.kind == "exited" and outcome.exit_code == 2
-        return CheckResult(id=check_id, group=WORKLOAD, name=_title(metric), gpu=gpu.index,
-                           status=INFO if missing_stack else FAIL,
-                           cause=f"the run ended without a result: {why}",
-                           advice=("install the PyTorch stack: pip install 'gputui[torch]'" if missing_stack
-                                   else "run the preset alone (gputui --preset " + preset.name + ") to see its output"))
+        return CheckResult(
+            id=check_id,
+            group=WORKLOAD,
+            name=_title(metric),
+            gpu=gpu.index,
+            status=INFO if missing_stack else FAIL,
+            cause=f"the run ended without a result: {why}",
+            advice=(
+                "install the PyTorch stack: pip install 'gputui[torch]'"
+                if missing_stack
+                else "run the preset alone (gputui --preset " + preset.name + ") to see its output"
+            ),
+        )
     return _grade_workload(check_id, metric, unit, gpu, result, payloads.get("start", {}), preset, batch)
 
 
-def _grade_workload(check_id: str, metric: str, unit: str, gpu: GpuUnderTest, result: dict[str, Any],
-                    start: dict[str, Any], preset: Preset, batch: int | None) -> CheckResult:
+def _grade_workload(
+    check_id: str, metric: str, unit: str, gpu: GpuUnderTest, result: dict[str, Any], start: dict[str, Any], preset: Preset, batch: int | None
+) -> CheckResult:
     rate = float(result["samples_per_sec"])
     detail = f"batch {batch}, {start.get('precision', preset.precision)}, median of the measured windows"
     data: dict[str, Any] = {"batch_size": batch, "preset": preset.name}
@@ -101,8 +110,9 @@ def _grade_workload(check_id: str, metric: str, unit: str, gpu: GpuUnderTest, re
             data["share_of_bf16_peak"] = round(achieved / peak, 3)
     expectation = expect(gpu.model, metric) if batch == preset.batch_size else None
     status = grade_ratio(rate / expectation.value) if expectation else None
-    out = CheckResult(id=check_id, group=WORKLOAD, name=_title(metric), gpu=gpu.index, status=status or INFO,
-                      value=round(rate, 1), unit=unit, detail=detail, data=data)
+    out = CheckResult(
+        id=check_id, group=WORKLOAD, name=_title(metric), gpu=gpu.index, status=status or INFO, value=round(rate, 1), unit=unit, detail=detail, data=data
+    )
     if expectation:
         out.expected, out.expected_source = round(expectation.value, 1), expectation.source
     else:
@@ -119,32 +129,53 @@ def _host_pipeline(ctx: StageContext, trained: float | None) -> CheckResult:
     check_id, name = "workload.host_pipeline", "Host image pipeline (decode + augment)"
     payloads: list[dict[str, Any]] = []
     seconds = PIPELINE_SECONDS / 2 if ctx.options.quick else PIPELINE_SECONDS
-    outcome = ctx.run_child([sys.executable, "-m", "gputui.check.pipeline", "--workers", str(workers),
-                             "--seconds", str(seconds)], payloads.append, timeout=seconds + 120)
+    outcome = ctx.run_child(
+        [sys.executable, "-m", "gputui.check.pipeline", "--workers", str(workers), "--seconds", str(seconds)], payloads.append, timeout=seconds + 120
+    )
     measured = next((p for p in payloads if p.get("event") == "pipeline"), None)
     if measured is None:
-        return CheckResult(id=check_id, group=WORKLOAD, name=name, status=SKIPPED if outcome.kind == "stopped" else FAIL,
-                           cause=f"the pipeline run ended without a result: {outcome.message or outcome.kind}")
+        return CheckResult(
+            id=check_id,
+            group=WORKLOAD,
+            name=name,
+            status=SKIPPED if outcome.kind == "stopped" else FAIL,
+            cause=f"the pipeline run ended without a result: {outcome.message or outcome.kind}",
+        )
     rate = float(measured["images_per_sec"])
     per_core = rate / workers
-    data: dict[str, float | None] = {"workers": workers, "cores_available": cores,
-                                     "per_core_images_per_sec": round(per_core, 1)}
+    data: dict[str, float | None] = {"workers": workers, "cores_available": cores, "per_core_images_per_sec": round(per_core, 1)}
     detail = f"{workers} worker processes, 224 px crop + flip from 300x200 PNGs"
     if trained is None:
-        return CheckResult(id=check_id, group=WORKLOAD, name=name, status=INFO, value=round(rate, 1),
-                           unit="images/s", detail=detail + "; no GPU training rate to set it against", data=data)
+        return CheckResult(
+            id=check_id,
+            group=WORKLOAD,
+            name=name,
+            status=INFO,
+            value=round(rate, 1),
+            unit="images/s",
+            detail=detail + "; no GPU training rate to set it against",
+            data=data,
+        )
     data["gpu_images_per_sec"] = trained
     data["cores_to_feed_gpu"] = round(trained / per_core, 1) if per_core else None
     # A CPU that cannot feed the GPU is a limit of this instance, not a fault: warn, never fail.
     status = OK if rate >= OK_RATIO * trained else WARN
-    result = CheckResult(id=check_id, group=WORKLOAD, name=name, status=status,
-                         value=round(rate, 1), unit="images/s", expected=round(trained, 1),
-                         expected_source="what this GPU trains ResNet-50 at (the tuned run above)",
-                         detail=f"the CPU decodes and augments {rate:,.0f} images/s; the GPU trains {trained:,.0f} images/s",
-                         data=data)
+    result = CheckResult(
+        id=check_id,
+        group=WORKLOAD,
+        name=name,
+        status=status,
+        value=round(rate, 1),
+        unit="images/s",
+        expected=round(trained, 1),
+        expected_source="what this GPU trains ResNet-50 at (the tuned run above)",
+        detail=f"the CPU decodes and augments {rate:,.0f} images/s; the GPU trains {trained:,.0f} images/s",
+        data=data,
+    )
     if result.status != "ok":
-        result.cause = (f"{workers} cores cannot feed this GPU: it would need about "
-                        f"{data['cores_to_feed_gpu']:g} cores at {per_core:,.0f} images/s each")
-        result.advice = ("pre-process the data set offline, decode on the GPU (NVIDIA DALI), use lighter "
-                         "augmentation, or rent an instance with more CPU cores per GPU (4-8 per GPU, seed 004)")
+        result.cause = f"{workers} cores cannot feed this GPU: it would need about {data['cores_to_feed_gpu']:g} cores at {per_core:,.0f} images/s each"
+        result.advice = (
+            "pre-process the data set offline, decode on the GPU (NVIDIA DALI), use lighter "
+            "augmentation, or rent an instance with more CPU cores per GPU (4-8 per GPU, seed 004)"
+        )
     return result

@@ -40,16 +40,23 @@ def _gpu_result(report: XidReport, index: int) -> CheckResult:
         detail = "none while the GPU was loaded"
         if report.ended:
             detail += f"; watching ended early ({report.ended})"
-        return CheckResult(id=id, group=UNDER_LOAD, name=name, status=OK, value=0, unit="events", expected=0,
-                           expected_source="none on a healthy GPU", gpu=index, detail=detail)
+        return CheckResult(
+            id=id, group=UNDER_LOAD, name=name, status=OK, value=0, unit="events", expected=0, expected_source="none on a healthy GPU", gpu=index, detail=detail
+        )
     worst = max(events, key=lambda e: _SEVERITY.get(XID_MEANINGS.get(e.xid, ("", ""))[1], 0))
     culprit = XID_MEANINGS.get(worst.xid, ("", ""))[1]
     xids = sorted({event.xid for event in events})
     return CheckResult(
-        id=id, group=UNDER_LOAD, name=name, status=FAIL, value=", ".join(map(str, xids)), unit="XID",
-        expected=0, expected_source="none on a healthy GPU", gpu=index,
-        detail="; ".join(f"XID {e.xid} at {time.strftime('%H:%M:%S', time.localtime(e.at))}: {xid_meaning(e.xid)}"
-                         for e in events),
+        id=id,
+        group=UNDER_LOAD,
+        name=name,
+        status=FAIL,
+        value=", ".join(map(str, xids)),
+        unit="XID",
+        expected=0,
+        expected_source="none on a healthy GPU",
+        gpu=index,
+        detail="; ".join(f"XID {e.xid} at {time.strftime('%H:%M:%S', time.localtime(e.at))}: {xid_meaning(e.xid)}" for e in events),
         cause=f"XID {worst.xid}: {xid_meaning(worst.xid)}",
         advice=ADVICE.get(culprit, UNKNOWN_ADVICE),
         data={"events": [{"xid": e.xid, "at": e.at} for e in events]},

@@ -71,8 +71,7 @@ class Diagnoser:
         for rule in list(self.rules):
             if rule.event_only or not (judging or rule.during_warmup):
                 continue
-            targets = ([(g.index, g) for g in sample.gpus if rule.include_lost or not g.lost]
-                       if rule.scope == "gpu" else [(None, None)])
+            targets = [(g.index, g) for g in sample.gpus if rule.include_lost or not g.lost] if rule.scope == "gpu" else [(None, None)]
             try:
                 for index, gpu in targets:
                     level, obs = rule.observe(ctx, gpu)
@@ -116,8 +115,9 @@ class Diagnoser:
     def _new(self, rule: Rule, index: int | None, since: float, t: float, level: int) -> Finding:
         scope = f"gpu{index}" if index is not None else "run"
         number = self._numbers[f"{rule.kind}-{scope}"] = self._numbers.get(f"{rule.kind}-{scope}", 0) + 1
-        finding = Finding(id=f"{rule.kind}-{scope}-{number}", kind=rule.kind, gpu=index, severity=SEVERITIES[level],
-                          since=since, until=t, opened_t=t, level=level)
+        finding = Finding(
+            id=f"{rule.kind}-{scope}-{number}", kind=rule.kind, gpu=index, severity=SEVERITIES[level], since=since, until=t, opened_t=t, level=level
+        )
         before = self.ctx.rates_between(since - BASELINE_S, since - 1e-9)
         finding.baseline_rate = med(before) if len(before) >= MIN_BASELINE_READINGS else None
         for rt, rate in self.ctx.rates:
@@ -202,8 +202,7 @@ class Diagnoser:
         finding.data = dict(data)
         sample = self.ctx.sample
         if sample is not None:
-            pcts = [100.0 * g.memory_used / g.memory_total for g in sample.gpus
-                    if not g.lost and g.memory_used is not None and g.memory_total]
+            pcts = [100.0 * g.memory_used / g.memory_total for g in sample.gpus if not g.lost and g.memory_used is not None and g.memory_total]
             if pcts:
                 finding.data["gpu_memory_used_pct"] = max(pcts)
         self._open[key] = finding
@@ -230,16 +229,14 @@ class Diagnoser:
         return [f.payload() for f in self._open.values()]
 
 
-def replay(header: dict[str, Any], samples: Iterable[Sample], events: Iterable[Event],
-           settings: Settings | None = None) -> list[Event]:
+def replay(header: dict[str, Any], samples: Iterable[Sample], events: Iterable[Event], settings: Settings | None = None) -> list[Event]:
     """Diagnose a recorded run: samples and events merged by time (events first on
     ties, as a phase change announced with a sample applies to it).  Returns the
     ``finding`` events a live session would have emitted, the final updates last."""
     diagnoser = Diagnoser(settings)
     diagnoser.on_header(header)
     out: list[Event] = []
-    tagged_events: Iterator[tuple[float, int, int, Event | Sample]] = (
-        (e.t, 0, i, e) for i, e in enumerate(events) if e.kind != ev.FINDING)
+    tagged_events: Iterator[tuple[float, int, int, Event | Sample]] = ((e.t, 0, i, e) for i, e in enumerate(events) if e.kind != ev.FINDING)
     tagged_samples: Iterator[tuple[float, int, int, Event | Sample]] = ((s.t, 1, i, s) for i, s in enumerate(samples))
     t = 0.0
     for t, _kind, _i, item in heapq.merge(tagged_events, tagged_samples, key=lambda x: (x[0], x[1], x[2])):

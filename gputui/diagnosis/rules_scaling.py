@@ -67,39 +67,61 @@ class Straggler(Rule):
             throttled, reasons = lone
             free_clocks = [float(g.sm_clock_mhz) for g in ctx.d.run_gpus if g is not throttled and g.sm_clock_mhz is not None]
             level = 2
-            obs.update({"throttled_gpu": float(throttled.index), "sm_clock": throttled.sm_clock_mhz,
-                        "others_sm_clock": med(free_clocks), "power_cap": float("SwPowerCap" in reasons),
-                        "thermal": float(any("Thermal" in r for r in reasons)),
-                        "hardware": float(any(r in ("HwSlowdown", "HwPowerBrakeSlowdown") for r in reasons))})
+            obs.update(
+                {
+                    "throttled_gpu": float(throttled.index),
+                    "sm_clock": throttled.sm_clock_mhz,
+                    "others_sm_clock": med(free_clocks),
+                    "power_cap": float("SwPowerCap" in reasons),
+                    "thermal": float(any("Thermal" in r for r in reasons)),
+                    "hardware": float(any(r in ("HwSlowdown", "HwPowerBrakeSlowdown") for r in reasons)),
+                }
+            )
         return level, obs
 
     def describe(self, f: Finding, ctx: Context) -> tuple[str, dict[str, Any], list[str]]:
         ranks, gpus = f.series("rank"), f.series("throttled_gpu")
         world = f.series("world")
-        evidence: dict[str, Any] = {"world_size": int(world[-1]) if world else None,
-                                    "duration_s": rnd(f.until - f.since)}
+        evidence: dict[str, Any] = {"world_size": int(world[-1]) if world else None, "duration_s": rnd(f.until - f.since)}
         advice: list[str] = []
         title = ""
         if gpus:
             gpu = int(gpus[-1])
-            evidence.update({"gpu": gpu, "sm_clock_median_mhz": rnd(med(f.series("sm_clock", f.since)), 0),
-                             "others_sm_clock_median_mhz": rnd(med(f.series("others_sm_clock", f.since)), 0)})
-            why = [name for key, name in (("thermal", "thermal"), ("power_cap", "power cap"), ("hardware", "hardware slowdown"))
-                   if any(v > 0 for v in f.series(key))]
+            evidence.update(
+                {
+                    "gpu": gpu,
+                    "sm_clock_median_mhz": rnd(med(f.series("sm_clock", f.since)), 0),
+                    "others_sm_clock_median_mhz": rnd(med(f.series("others_sm_clock", f.since)), 0),
+                }
+            )
+            why = [
+                name
+                for key, name in (("thermal", "thermal"), ("power_cap", "power cap"), ("hardware", "hardware slowdown"))
+                if any(v > 0 for v in f.series(key))
+            ]
             evidence["reasons"] = why
             title = f"Straggler: GPU{gpu} throttled ({', '.join(why) or 'clock events'}) while the other GPUs run free: every step waits for it"
-            advice.append(f"Every rank waits for GPU{gpu} at each gradient all-reduce: fix its cooling or power "
-                          f"limit (see its thermal or power finding), or leave it out with gpus = [...] in the preset.")
+            advice.append(
+                f"Every rank waits for GPU{gpu} at each gradient all-reduce: fix its cooling or power "
+                f"limit (see its thermal or power finding), or leave it out with gpus = [...] in the preset."
+            )
         if ranks:
             rank = int(ranks[-1])
             slower = med(f.series("slower_pct", f.since))
-            evidence.update({"rank": rank, "slower_pct": rnd(slower, 1),
-                             "rank_samples_per_sec": rnd(med(f.series("rank_rate", f.since)), 1),
-                             "others_samples_per_sec": rnd(med(f.series("others_rate", f.since)), 1)})
+            evidence.update(
+                {
+                    "rank": rank,
+                    "slower_pct": rnd(slower, 1),
+                    "rank_samples_per_sec": rnd(med(f.series("rank_rate", f.since)), 1),
+                    "others_samples_per_sec": rnd(med(f.series("others_rate", f.since)), 1),
+                }
+            )
             if not title:
                 title = f"Straggler: rank {rank} runs {slower or 0:.0f}% slower than the other ranks"
-            advice.append(f"Rank {rank} falls behind the others: look at what only it does (its data-loader "
-                          f"workers and their CPU cores, its GPU's clocks and PCIe link, logging or checkpointing on rank {rank}).")
+            advice.append(
+                f"Rank {rank} falls behind the others: look at what only it does (its data-loader "
+                f"workers and their CPU cores, its GPU's clocks and PCIe link, logging or checkpointing on rank {rank})."
+            )
         advice.append("The run's throughput is set by its slowest rank: balanced ranks scale, one straggler caps all of them.")
         return title or "Straggler", {k: v for k, v in evidence.items() if v is not None}, advice
 

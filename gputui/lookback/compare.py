@@ -29,12 +29,11 @@ def _by_preset(recordings: list[Recording]) -> list[int]:
     first_seen: dict[str | None, int] = {}
     for i, rec in enumerate(recordings):
         first_seen.setdefault((rec.header.get("preset") or {}).get("name"), i)
-    return sorted(range(len(recordings)),
-                  key=lambda i: (first_seen[(recordings[i].header.get("preset") or {}).get("name")], i))
+    return sorted(range(len(recordings)), key=lambda i: (first_seen[(recordings[i].header.get("preset") or {}).get("name")], i))
 
 
 def noise_text(baseline: RunFacts, run: RunFacts) -> str:
-    """"×0.93 [0.91–0.95], real: slower" against the baseline run."""
+    """ "×0.93 [0.91–0.95], real: slower" against the baseline run."""
     interval = ratio_of_medians(baseline.rates, run.rates)
     if interval is None:
         return "- (no throughput to compare)"
@@ -75,8 +74,7 @@ def _run_table(recordings: list[Recording], price_per_hour: float | None) -> tup
 
 def _check_cell(result, first) -> str:
     text = f"{value_text(result.value, result.unit)} ({result.status})"
-    if first is not None and first is not result and isinstance(result.value, (int, float)) \
-            and isinstance(first.value, (int, float)) and first.value:
+    if first is not None and first is not result and isinstance(result.value, (int, float)) and isinstance(first.value, (int, float)) and first.value:
         text += f" {ratio_text(result.value / first.value)}"
     return text
 
@@ -88,9 +86,11 @@ def _check_table(recordings: list[Recording]) -> tuple[list[str], list[list[str]
     for results in per_run:
         ids += [i for i in results if i not in ids]
     facts = [run_facts(rec) for rec in recordings]
-    rows = [["machine", *[f.machine for f in facts]], ["GPU", *[f.gpu for f in facts]],
-            ["verdict", *[((rec.summary or {}).get("check") or {}).get("verdict", "- (cut)" if rec.cut else "-")
-                          for rec in recordings]]]
+    rows = [
+        ["machine", *[f.machine for f in facts]],
+        ["GPU", *[f.gpu for f in facts]],
+        ["verdict", *[((rec.summary or {}).get("check") or {}).get("verdict", "- (cut)" if rec.cut else "-") for rec in recordings]],
+    ]
     for check_id in ids:
         present = [results.get(check_id) for results in per_run]
         first = next((r for r in present if r is not None), None)
@@ -109,8 +109,7 @@ def compare_rows(recordings: list[Recording], price_per_hour: float | None = Non
         return _check_table(recordings)
     if any(checks):
         odd = recordings[checks.index(True)].path
-        raise UserError(f"{odd}: a `gputui check` recording; compare check recordings with each other, "
-                        "and runs with runs")
+        raise UserError(f"{odd}: a `gputui check` recording; compare check recordings with each other, and runs with runs")
     return _run_table(recordings, price_per_hour)
 
 

@@ -22,8 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     price = check_price(args.price)
     if len(args.files) < 2:
-        raise UserError(f"compare: expected two recordings or more, got {len(args.files)} "
-                        "(`gputui report FILE` shows one)")
+        raise UserError(f"compare: expected two recordings or more, got {len(args.files)} (`gputui report FILE` shows one)")
     from gputui.lookback.compare import compare_rows, text_table
     from gputui.lookback.document import markdown_table
     from gputui.lookback.load import load_recording

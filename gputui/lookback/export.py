@@ -51,6 +51,7 @@ def _role_cpu(role: str | None) -> Callable[[Row], Any]:
             return None
         values = [p.cpu_percent for p in host.processes if (role is None or p.role == role) and p.cpu_percent is not None]
         return sum(values) if values else None
+
     return get
 
 
@@ -91,21 +92,45 @@ COLUMNS: list[Column] = [
     Column("t", "float", lambda row: row.sample.t),
     Column("gpu", "int", lambda row: None if row.gpu is None else row.gpu.index),
     Column("gpu_lost", "bool", _gpu("lost")),
-    *[Column(key, kind, _gpu(key)) for key, kind in (
-        ("util_gpu", "float"), ("util_mem", "float"), ("sm_active", "float"), ("sm_occupancy", "float"),
-        ("tensor_active", "float"), ("dram_active", "float"), ("memory_used", "int"), ("memory_total", "int"),
-        ("temp_c", "float"), ("power_w", "float"), ("power_limit_w", "float"), ("energy_mj", "int"),
-        ("sm_clock_mhz", "int"), ("mem_clock_mhz", "int"), ("throttle_mask", "int"))],
+    *[
+        Column(key, kind, _gpu(key))
+        for key, kind in (
+            ("util_gpu", "float"),
+            ("util_mem", "float"),
+            ("sm_active", "float"),
+            ("sm_occupancy", "float"),
+            ("tensor_active", "float"),
+            ("dram_active", "float"),
+            ("memory_used", "int"),
+            ("memory_total", "int"),
+            ("temp_c", "float"),
+            ("power_w", "float"),
+            ("power_limit_w", "float"),
+            ("energy_mj", "int"),
+            ("sm_clock_mhz", "int"),
+            ("mem_clock_mhz", "int"),
+            ("throttle_mask", "int"),
+        )
+    ],
     Column("throttle_reasons", "str", _throttle_reasons),
-    *[Column(key, kind, _gpu(key)) for key, kind in (
-        ("pstate", "int"), ("pcie_gen", "int"), ("pcie_width", "int"), ("pcie_tx_bps", "float"),
-        ("pcie_rx_bps", "float"))],
+    *[
+        Column(key, kind, _gpu(key))
+        for key, kind in (("pstate", "int"), ("pcie_gen", "int"), ("pcie_width", "int"), ("pcie_tx_bps", "float"), ("pcie_rx_bps", "float"))
+    ],
     Column("gpu_process_memory", "int", _gpu_process_memory),
     Column("host_cpu_percent", "float", _host("cpu_percent")),
     Column("host_load_1m", "float", _load_1m),
-    *[Column(f"host_{key}", kind, _host(key)) for key, kind in (
-        ("memory_used", "int"), ("memory_available", "int"), ("memory_total", "int"), ("swap_used", "int"),
-        ("disk_read_bps", "float"), ("disk_write_bps", "float"))],
+    *[
+        Column(f"host_{key}", kind, _host(key))
+        for key, kind in (
+            ("memory_used", "int"),
+            ("memory_available", "int"),
+            ("memory_total", "int"),
+            ("swap_used", "int"),
+            ("disk_read_bps", "float"),
+            ("disk_write_bps", "float"),
+        )
+    ],
     Column("run_cpu_percent", "float", _role_cpu(None)),
     Column("run_main_cpu_percent", "float", _role_cpu("main")),
     Column("run_worker_cpu_percent", "float", _role_cpu("worker")),

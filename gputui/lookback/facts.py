@@ -105,10 +105,15 @@ def references_of(header: dict[str, Any], median: float | None, gpu_name: str | 
         published = ref.get("samples_per_sec")
         if not isinstance(published, (int, float)) or published <= 0:
             continue
-        out.append(Reference(gpu=str(ref.get("gpu", "?")), samples_per_sec=float(published),
-                             source=str(ref.get("source", "")),
-                             ratio=median / published if median else None,
-                             same_gpu=gpu_name is not None and ref.get("gpu") == gpu_name))
+        out.append(
+            Reference(
+                gpu=str(ref.get("gpu", "?")),
+                samples_per_sec=float(published),
+                source=str(ref.get("source", "")),
+                ratio=median / published if median else None,
+                same_gpu=gpu_name is not None and ref.get("gpu") == gpu_name,
+            )
+        )
     return out
 
 
@@ -160,8 +165,7 @@ def run_facts(recording: Recording, price_per_hour: float | None = None) -> RunF
         peak_vram_workload=peak_workload,
         peak_vram_source=peak_source,
         peak_vram_nvml={g["index"]: g["peak_memory_used"] for g in summary.get("gpus", []) if "peak_memory_used" in g},
-        throttle={g["index"]: {k: v for k, v in (g.get("throttle_share") or {}).items() if v}
-                  for g in summary.get("gpus", [])},
+        throttle={g["index"]: {k: v for k, v in (g.get("throttle_share") or {}).items() if v} for g in summary.get("gpus", [])},
         findings=findings,
         findings_replayed=replayed,
         references=references_of(header, median, gpu_name),
@@ -170,12 +174,11 @@ def run_facts(recording: Recording, price_per_hour: float | None = None) -> RunF
 
 
 def throttle_text(facts: RunFacts) -> str:
-    """"GPU0: SwThermalSlowdown 25%, SwPowerCap 3%", or "none"."""
+    """ "GPU0: SwThermalSlowdown 25%, SwPowerCap 3%", or "none"."""
     parts = []
     for index, shares in sorted(facts.throttle.items()):
         if shares:
-            reasons = ", ".join(f"{name} {fmt.pct(share * 100)}" for name, share in
-                                sorted(shares.items(), key=lambda kv: -kv[1]))
+            reasons = ", ".join(f"{name} {fmt.pct(share * 100)}" for name, share in sorted(shares.items(), key=lambda kv: -kv[1]))
             parts.append(f"GPU{index}: {reasons}")
     return "; ".join(parts) or "none"
 

@@ -32,8 +32,7 @@ def load_recording(path: Path) -> Recording:
     if not isinstance(schema, int):
         raise UserError(f"{path}:1: not a gputui recording (the header has no schema version)")
     if schema > SCHEMA_VERSION:
-        raise UserError(f"{path}:1: recording format {schema} is newer than this gputui reads "
-                        f"(up to {SCHEMA_VERSION}): upgrade gputui")
+        raise UserError(f"{path}:1: recording format {schema} is newer than this gputui reads (up to {SCHEMA_VERSION}): upgrade gputui")
     return recording
 
 

@@ -64,8 +64,9 @@ def _bootstrap_medians(values: Sequence[float], resamples: int, rng: np.random.G
     return np.concatenate(medians)
 
 
-def ratio_of_medians(a: Sequence[float], b: Sequence[float], *, resamples: int = RESAMPLES,
-                     seed: int = SEED, confidence: float = CONFIDENCE) -> RatioInterval | None:
+def ratio_of_medians(
+    a: Sequence[float], b: Sequence[float], *, resamples: int = RESAMPLES, seed: int = SEED, confidence: float = CONFIDENCE
+) -> RatioInterval | None:
     """median(b) / median(a) with its bootstrap interval; None when either run has no readings
     or a median of zero."""
     import numpy as np

@@ -129,8 +129,9 @@ class _Canvas:
         self.ax.grid(True, alpha=0.3)
         self.x_scale = x_scale
 
-    def lines(self, series: dict[Any, tuple[list[float], list[float]]], label: Callable[[Any], str],
-              colours: Callable[[Any, int], str], style: str = "-") -> None:
+    def lines(
+        self, series: dict[Any, tuple[list[float], list[float]]], label: Callable[[Any], str], colours: Callable[[Any, int], str], style: str = "-"
+    ) -> None:
         for n, (key, (ts, vs)) in enumerate(sorted(series.items())):
             self.ax.plot([t / self.x_scale for t in ts], vs, style, color=colours(key, n), label=label(key), linewidth=1.2)
 
@@ -151,11 +152,16 @@ class _Canvas:
             self.ax.legend(loc="best", fontsize="small")
         self.figure.canvas.draw()  # fixes the layout, so the geometry is the saved one
         (left, bottom), (right, top) = self.ax.transData.transform(
-            [(self.ax.get_xlim()[0], self.ax.get_ylim()[0]), (self.ax.get_xlim()[1], self.ax.get_ylim()[1])])
+            [(self.ax.get_xlim()[0], self.ax.get_ylim()[0]), (self.ax.get_xlim()[1], self.ax.get_ylim()[1])]
+        )
         xlim, ylim = self.ax.get_xlim(), self.ax.get_ylim()
-        geometry = AxesGeometry(xlim=(float(xlim[0]), float(xlim[1])), ylim=(float(ylim[0]), float(ylim[1])),
-                                box=(float(left), float(bottom), float(right), float(top)),
-                                height=int(round(self.figure.bbox.height)), x_scale=self.x_scale)
+        geometry = AxesGeometry(
+            xlim=(float(xlim[0]), float(xlim[1])),
+            ylim=(float(ylim[0]), float(ylim[1])),
+            box=(float(left), float(bottom), float(right), float(top)),
+            height=int(round(self.figure.bbox.height)),
+            x_scale=self.x_scale,
+        )
         buffer = io.BytesIO()
         self.figure.savefig(buffer, format="png", dpi=DPI)
         write_atomic_with(path, lambda handle: handle.write(buffer.getvalue()), binary=True)
@@ -183,6 +189,7 @@ def _warmup_span(recording: Recording) -> tuple[float, float] | None:
 # --- the charts ---------------------------------------------------------------------
 # Each returns a canvas to save, or a string saying why there is nothing to draw.
 
+
 def _throughput(recording: Recording, summary: dict, unit: tuple[float, str]) -> _Canvas | str:
     readings = [e for e in recording.events_of(ev.THROUGHPUT) if not e.data.get("final")]
     if not readings:
@@ -192,10 +199,16 @@ def _throughput(recording: Recording, summary: dict, unit: tuple[float, str]) ->
     canvas = _Canvas("Throughput", "samples/s", *unit)
     span = _warmup_span(recording)
     if span:
-        canvas.ax.axvspan(span[0] / canvas.x_scale, span[1] / canvas.x_scale, color=WARMUP_COLOUR, alpha=0.4,
-                          label="warm-up")
-    canvas.ax.plot([e.t / canvas.x_scale for e in readings], [e.data["samples_per_sec"] for e in readings],
-                   ".-", color=DATA_COLOURS[0], markersize=3, linewidth=1.0, label="readings")
+        canvas.ax.axvspan(span[0] / canvas.x_scale, span[1] / canvas.x_scale, color=WARMUP_COLOUR, alpha=0.4, label="warm-up")
+    canvas.ax.plot(
+        [e.t / canvas.x_scale for e in readings],
+        [e.data["samples_per_sec"] for e in readings],
+        ".-",
+        color=DATA_COLOURS[0],
+        markersize=3,
+        linewidth=1.0,
+        label="readings",
+    )
     median = (summary.get("throughput") or {}).get("median")
     if median is not None:
         canvas.hline(median, MEDIAN_COLOUR, f"median {median:,.1f}", style="-")
@@ -241,8 +254,7 @@ def _power(recording: Recording, summary: dict, unit: tuple[float, str]) -> _Can
         return "no GPU power draw in the recording"
     canvas = _Canvas("Power", "W", *unit)
     canvas.lines(power, _gpu_label, _gpu_colour)
-    limits = sorted({v for _ts, vs in gpu_series(recording, "power_limit_w").values() for v in vs}) \
-        or _header_limits(recording, "power_limit_w")
+    limits = sorted({v for _ts, vs in gpu_series(recording, "power_limit_w").values() for v in vs}) or _header_limits(recording, "power_limit_w")
     for limit in limits:
         canvas.hline(limit, LIMIT_COLOUR, f"limit {limit:.0f} W")
     canvas.include(0.0, max(limits) if limits else None)
@@ -283,8 +295,7 @@ def _cpu_roles(recording: Recording, summary: dict, unit: tuple[float, str]) -> 
     order = {"main": 0, "worker": 1, "child": 2}
     for role in sorted(roles, key=lambda r: order.get(r, 9)):
         ts, vs = roles[role]
-        canvas.ax.plot([t / canvas.x_scale for t in ts], vs, color=ROLE_COLOURS.get(role, "#7f7f7f"),
-                       label=role, linewidth=1.2)
+        canvas.ax.plot([t / canvas.x_scale for t in ts], vs, color=ROLE_COLOURS.get(role, "#7f7f7f"), label=role, linewidth=1.2)
     canvas.include(0.0, None)
     return canvas
 

@@ -13,10 +13,8 @@ SPEEDS = {"1": 1.0, "10": 10.0, "60": 60.0, "max": None}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", type=Path, metavar="FILE",
-                        help="a recording (--record's file, or a kept run's name from `gputui runs`)")
-    parser.add_argument("--speed", default="1", metavar="X",
-                        help="playback speed: a factor (1, 10, 60, ...) or max (as fast as it draws); default 1")
+    parser.add_argument("file", type=Path, metavar="FILE", help="a recording (--record's file, or a kept run's name from `gputui runs`)")
+    parser.add_argument("--speed", default="1", metavar="X", help="playback speed: a factor (1, 10, 60, ...) or max (as fast as it draws); default 1")
 
 
 def parse_speed(text: str) -> float | None:

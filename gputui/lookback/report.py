@@ -50,8 +50,7 @@ def _run_table(recording: Recording, facts: RunFacts, summary: dict[str, Any]) -
     rows.append(["Outcome", facts.outcome + ("" if facts.ok is None else " (ok)" if facts.ok else " (failed)")])
     if recording.header.get("started_at"):
         rows.append(["Started", str(recording.header["started_at"])])
-    rows.append(["Sampled", f"{fmt.duration(summary.get('duration_s'))} ({summary.get('samples', 0)} samples"
-                 f" every {recording.header.get('interval', '?')} s)"])
+    rows.append(["Sampled", f"{fmt.duration(summary.get('duration_s'))} ({summary.get('samples', 0)} samples every {recording.header.get('interval', '?')} s)"])
     return Table(["", ""], rows)
 
 
@@ -60,8 +59,7 @@ def _throughput_blocks(facts: RunFacts) -> list[Block]:
     if tp.get("median") is None:
         reported = (tp.get("reported") or {}).get("samples_per_sec")
         if reported is not None:
-            return [Heading(2, "Throughput"), Paragraph(f"The tool's own figure: {fmt.rate(reported)} samples/s "
-                                                        "(no readings over time).")]
+            return [Heading(2, "Throughput"), Paragraph(f"The tool's own figure: {fmt.rate(reported)} samples/s (no readings over time).")]
         return [Heading(2, "Throughput"), Paragraph("No throughput readings: the run printed no rate gputui could parse.")]
     window = "measured phase, warm-up left out" if facts.window == "measure" else "every reading"
     rows = [
@@ -85,21 +83,32 @@ def _batch_search_blocks(recording: Recording) -> list[Block]:
     result = next((e.data for e in reversed(recording.events_of(ev.RESULT)) if e.data.get("curve")), None)
     if result is None:
         return []
-    rows = [[str(step.get("batch_size", "?")), "yes" if step.get("fits") else "no (out of memory)",
-             fmt.rate(step.get("samples_per_sec")), f"{fmt.gib(step.get('peak_memory_bytes'))} GiB"]
-            for step in result["curve"]]
-    return [Heading(2, "Batch-size search"),
-            Paragraph(f"Largest batch that fits: {result.get('max_batch_size', '-')}; fastest: batch "
-                      f"{result.get('best_batch_size', '-')} at {fmt.rate(result.get('best_samples_per_sec'))} samples/s."),
-            Table(["batch size", "fits", "samples/s", "peak memory"], rows)]
+    rows = [
+        [
+            str(step.get("batch_size", "?")),
+            "yes" if step.get("fits") else "no (out of memory)",
+            fmt.rate(step.get("samples_per_sec")),
+            f"{fmt.gib(step.get('peak_memory_bytes'))} GiB",
+        ]
+        for step in result["curve"]
+    ]
+    return [
+        Heading(2, "Batch-size search"),
+        Paragraph(
+            f"Largest batch that fits: {result.get('max_batch_size', '-')}; fastest: batch "
+            f"{result.get('best_batch_size', '-')} at {fmt.rate(result.get('best_samples_per_sec'))} samples/s."
+        ),
+        Table(["batch size", "fits", "samples/s", "peak memory"], rows),
+    ]
 
 
 def _memory_blocks(facts: RunFacts) -> list[Block]:
     window = "measured phase" if facts.window == "measure" else "whole run"
     rows = []
     if facts.peak_vram_workload is not None:
-        rows.append(["The workload's own peak", f"{fmt.gib(facts.peak_vram_workload)} GiB"
-                     + (f" ({facts.peak_vram_source})" if facts.peak_vram_source else "")])
+        rows.append(
+            ["The workload's own peak", f"{fmt.gib(facts.peak_vram_workload)} GiB" + (f" ({facts.peak_vram_source})" if facts.peak_vram_source else "")]
+        )
     for index, used in sorted(facts.peak_vram_nvml.items()):
         rows.append([f"GPU{index} peak, NVML (all processes, {window})", f"{fmt.gib(used)} GiB"])
     if not rows:
@@ -110,28 +119,33 @@ def _memory_blocks(facts: RunFacts) -> list[Block]:
 def _reference_blocks(facts: RunFacts) -> list[Block]:
     if not facts.references:
         return []
-    rows = [[ref.gpu + ("" if ref.same_gpu else " (another GPU)"), f"{fmt.rate(ref.samples_per_sec)} samples/s",
-             ref.source or "-", ratio_text(ref.ratio)] for ref in facts.references]
+    rows = [
+        [ref.gpu + ("" if ref.same_gpu else " (another GPU)"), f"{fmt.rate(ref.samples_per_sec)} samples/s", ref.source or "-", ratio_text(ref.ratio)]
+        for ref in facts.references
+    ]
     return [Heading(2, "Published references"), Table(["GPU", "published", "source", "this run / published"], rows)]
 
 
 def _throttle_blocks(facts: RunFacts) -> list[Block]:
-    rows = [[f"GPU{index}", reason, fmt.pct(share * 100)]
-            for index, shares in sorted(facts.throttle.items())
-            for reason, share in sorted(shares.items(), key=lambda kv: -kv[1])]
+    rows = [
+        [f"GPU{index}", reason, fmt.pct(share * 100)]
+        for index, shares in sorted(facts.throttle.items())
+        for reason, share in sorted(shares.items(), key=lambda kv: -kv[1])
+    ]
     window = "the measured phase" if facts.window == "measure" else "the run"
     if not rows:
         return [Heading(2, "Throttling"), Paragraph(f"No clock-event (throttle) reason was active during {window}.")]
-    return [Heading(2, "Throttling"), Paragraph(f"Share of samples during {window} with each clock-event reason active "
-                                                f"({throttle_text(facts)})."),
-            Table(["GPU", "reason", "share of time"], rows)]
+    return [
+        Heading(2, "Throttling"),
+        Paragraph(f"Share of samples during {window} with each clock-event reason active ({throttle_text(facts)})."),
+        Table(["GPU", "reason", "share of time"], rows),
+    ]
 
 
 def _finding_blocks(facts: RunFacts) -> list[Block]:
     blocks: list[Block] = [Heading(2, "Findings")]
     if facts.findings_replayed:
-        blocks.append(Paragraph("This recording was made without the diagnosis: these findings come from "
-                                "today's diagnosis replayed over its samples."))
+        blocks.append(Paragraph("This recording was made without the diagnosis: these findings come from today's diagnosis replayed over its samples."))
     if not facts.findings:
         blocks.append(Paragraph("None: the diagnosis saw nothing holding the run back."))
         return blocks
@@ -159,12 +173,14 @@ def _check_blocks(recording: Recording) -> list[Block]:
     for r in results:
         expected = value_text(r.expected, r.unit) + (f" ({r.expected_source})" if r.expected_source else "")
         note = "; ".join(x for x in (r.cause, r.advice) if x)
-        rows.append([r.group, r.name, r.status, value_text(r.value, r.unit), expected if r.expected is not None else "-",
-                     ratio_text(r.ratio), note or "-"])
+        rows.append([r.group, r.name, r.status, value_text(r.value, r.unit), expected if r.expected is not None else "-", ratio_text(r.ratio), note or "-"])
     if not rows:
         return [Heading(2, "Checks"), Paragraph("No check result was recorded.")]
-    return [Heading(2, "Checks"), Paragraph(f"Verdict: **{verdict}**."),
-            Table(["group", "check", "status", "value", "expected", "ratio", "cause / advice"], rows)]
+    return [
+        Heading(2, "Checks"),
+        Paragraph(f"Verdict: **{verdict}**."),
+        Table(["group", "check", "status", "value", "expected", "ratio", "cause / advice"], rows),
+    ]
 
 
 def _plot_blocks(plots: list[Plot]) -> list[Block]:
@@ -175,8 +191,7 @@ def _plot_blocks(plots: list[Plot]) -> list[Block]:
     return blocks
 
 
-def report_blocks(recording: Recording, price_per_hour: float | None = None,
-                  plots: list[Plot] | None = None) -> list[Block]:
+def report_blocks(recording: Recording, price_per_hour: float | None = None, plots: list[Plot] | None = None) -> list[Block]:
     """The report's content; without ``plots`` (printing to a terminal) the plot section is left out."""
     facts = run_facts(recording, price_per_hour)
     summary = run_summary(recording)
@@ -199,8 +214,7 @@ def markdown_report(recording: Recording, price_per_hour: float | None = None) -
     return to_markdown(report_blocks(recording, price_per_hour))
 
 
-def write_report(recording: Recording, out_dir: Path, *, html: bool = False,
-                 price_per_hour: float | None = None) -> tuple[list[Path], list[Plot]]:
+def write_report(recording: Recording, out_dir: Path, *, html: bool = False, price_per_hour: float | None = None) -> tuple[list[Path], list[Plot]]:
     """Write the plots, report.md and (with ``html``) report.html into ``out_dir``.
     Returns the files written and the plots (with their geometry)."""
     try:

@@ -15,8 +15,9 @@ RIGHT = {"MEDIAN/S", "FINDINGS"}
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="the list as JSON")
     actions = parser.add_subparsers(dest="runs_command", metavar="ACTION")
-    prune = actions.add_parser("prune", help="remove kept runs: the oldest beyond --keep, those older than --older-than, "
-                                             "or (with neither) the oldest beyond the size cap")
+    prune = actions.add_parser(
+        "prune", help="remove kept runs: the oldest beyond --keep, those older than --older-than, or (with neither) the oldest beyond the size cap"
+    )
     prune.add_argument("--keep", type=int, metavar="N", help="keep the newest N runs")
     prune.add_argument("--older-than", type=float, metavar="DAYS", help="remove runs started more than DAYS ago")
     actions.add_parser("path", help="the folder the runs are kept in")
@@ -45,8 +46,9 @@ def run(args: argparse.Namespace) -> int:
 def table(runs) -> str:
     from gputui import fmt
 
-    rows = [COLUMNS] + [(r.local_time(), r.label, r.gpu_text(), r.outcome, fmt.rate(r.median),
-                         "-" if r.findings is None else str(r.findings), r.path.name) for r in runs]
+    rows = [COLUMNS] + [
+        (r.local_time(), r.label, r.gpu_text(), r.outcome, fmt.rate(r.median), "-" if r.findings is None else str(r.findings), r.path.name) for r in runs
+    ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
     lines = []
     for row in rows:
@@ -64,6 +66,5 @@ def _prune(history, keep: int | None, older_than: float | None) -> int:
         pruned = history.prune_to_cap()
     else:
         pruned = history.prune(keep=keep, older_than_days=older_than)
-    print(f"removed {len(pruned.removed)} run(s), {pruned.freed / 1e6:.1f} MB; "
-          f"{len(pruned.kept)} kept in {history.folder}")
+    print(f"removed {len(pruned.removed)} run(s), {pruned.freed / 1e6:.1f} MB; {len(pruned.kept)} kept in {history.folder}")
     return 0

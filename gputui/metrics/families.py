@@ -35,6 +35,7 @@ def _scaled(attr: str, factor: float) -> Callable[[GpuSample], float | None]:
     def value(gpu: GpuSample) -> float | None:
         raw = getattr(gpu, attr)
         return None if raw is None else raw * factor
+
     return value
 
 
@@ -51,24 +52,19 @@ DCGM_FIELDS: tuple[DcgmField, ...] = (
     DcgmField("DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).", _scaled("mem_clock_mhz", 1)),
     DcgmField("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", _scaled("temp_c", 1)),
     DcgmField("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", _scaled("power_w", 1)),
-    DcgmField("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
-              "Total energy consumption since boot (in mJ).", _scaled("energy_mj", 1)),
+    DcgmField("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter", "Total energy consumption since boot (in mJ).", _scaled("energy_mj", 1)),
     DcgmField("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).", _scaled("util_gpu", 1)),
     DcgmField("DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).", _scaled("util_mem", 1)),
     DcgmField("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).", _fb_free),
     DcgmField("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).", _scaled("memory_used", 1 / MIB)),
-    DcgmField("DCGM_FI_PROF_SM_ACTIVE", "gauge",
-              "The ratio of cycles an SM has at least 1 warp assigned.", _scaled("sm_active", 0.01)),
-    DcgmField("DCGM_FI_PROF_SM_OCCUPANCY", "gauge",
-              "The ratio of number of warps resident on an SM.", _scaled("sm_occupancy", 0.01)),
-    DcgmField("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge",
-              "Ratio of cycles the tensor (HMMA) pipe is active.", _scaled("tensor_active", 0.01)),
-    DcgmField("DCGM_FI_PROF_DRAM_ACTIVE", "gauge",
-              "Ratio of cycles the device memory interface is active sending or receiving data.", _scaled("dram_active", 0.01)),
-    DcgmField("DCGM_FI_PROF_PCIE_TX_BYTES", "gauge",
-              "The rate of data transmitted over the PCIe bus, in bytes per second.", _scaled("pcie_tx_bps", 1)),
-    DcgmField("DCGM_FI_PROF_PCIE_RX_BYTES", "gauge",
-              "The rate of data received over the PCIe bus, in bytes per second.", _scaled("pcie_rx_bps", 1)),
+    DcgmField("DCGM_FI_PROF_SM_ACTIVE", "gauge", "The ratio of cycles an SM has at least 1 warp assigned.", _scaled("sm_active", 0.01)),
+    DcgmField("DCGM_FI_PROF_SM_OCCUPANCY", "gauge", "The ratio of number of warps resident on an SM.", _scaled("sm_occupancy", 0.01)),
+    DcgmField("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge", "Ratio of cycles the tensor (HMMA) pipe is active.", _scaled("tensor_active", 0.01)),
+    DcgmField(
+        "DCGM_FI_PROF_DRAM_ACTIVE", "gauge", "Ratio of cycles the device memory interface is active sending or receiving data.", _scaled("dram_active", 0.01)
+    ),
+    DcgmField("DCGM_FI_PROF_PCIE_TX_BYTES", "gauge", "The rate of data transmitted over the PCIe bus, in bytes per second.", _scaled("pcie_tx_bps", 1)),
+    DcgmField("DCGM_FI_PROF_PCIE_RX_BYTES", "gauge", "The rate of data received over the PCIe bus, in bytes per second.", _scaled("pcie_rx_bps", 1)),
 )
 
 
@@ -118,11 +114,10 @@ def _gpu_families(snap: MetricsSnapshot) -> list[Metric]:
             else:
                 family.add_sample(spec.name, dict(zip(GPU_LABELS, labels)), value)
         out.append(family)
-    throttle = GaugeMetricFamily("gputui_gpu_throttle_reason_active",
-                                 "1 while this clock-event (throttle) reason holds the GPU's clocks down, else 0.",
-                                 labels=[*GPU_LABELS, "reason"])
-    energy = CounterMetricFamily("gputui_gpu_energy_joules", "Energy the GPU used since this session began.",
-                                 labels=GPU_LABELS)
+    throttle = GaugeMetricFamily(
+        "gputui_gpu_throttle_reason_active", "1 while this clock-event (throttle) reason holds the GPU's clocks down, else 0.", labels=[*GPU_LABELS, "reason"]
+    )
+    energy = CounterMetricFamily("gputui_gpu_energy_joules", "Energy the GPU used since this session began.", labels=GPU_LABELS)
     for gpu in gpus:
         labels = _gpu_label_values(snap, gpu.index)
         if gpu.throttle_reasons is not None:
@@ -142,15 +137,12 @@ def _run_families(snap: MetricsSnapshot) -> list[Metric]:
     if not snap.version:  # no session has begun yet
         return []
     host = ["Hostname"]
-    info = GaugeMetricFamily("gputui_session_info", "The session: which preset runs (empty while watching).",
-                             labels=[*host, "preset", "version"])
+    info = GaugeMetricFamily("gputui_session_info", "The session: which preset runs (empty while watching).", labels=[*host, "preset", "version"])
     info.add_metric([snap.hostname, snap.preset, snap.version], 1.0)
     out: list[Metric] = [info]
     if snap.sample is not None:
-        out.append(GaugeMetricFamily("gputui_session_elapsed_seconds", "Seconds since the session began, at the latest sample.",
-                                     value=snap.sample.t))
-    throughput = GaugeMetricFamily("gputui_throughput_samples_per_second",
-                                   "The run's latest throughput reading.", labels=[*host, "preset"])
+        out.append(GaugeMetricFamily("gputui_session_elapsed_seconds", "Seconds since the session began, at the latest sample.", value=snap.sample.t))
+    throughput = GaugeMetricFamily("gputui_throughput_samples_per_second", "The run's latest throughput reading.", labels=[*host, "preset"])
     if snap.throughput is not None:
         throughput.add_metric([snap.hostname, snap.preset], snap.throughput)
     done = CounterMetricFamily("gputui_samples_processed", "Samples the run reported as processed.", labels=[*host, "preset"])
@@ -158,8 +150,9 @@ def _run_families(snap: MetricsSnapshot) -> list[Metric]:
     out += [throughput, done]
     if snap.price_per_hour is not None:
         out.append(GaugeMetricFamily("gputui_price_usd_per_hour", "The machine's price given with --price.", value=snap.price_per_hour))
-        cost = GaugeMetricFamily("gputui_cost_usd_per_million_samples",
-                                 "What a million samples cost at the latest throughput and --price.", labels=[*host, "preset"])
+        cost = GaugeMetricFamily(
+            "gputui_cost_usd_per_million_samples", "What a million samples cost at the latest throughput and --price.", labels=[*host, "preset"]
+        )
         if snap.throughput:
             cost.add_metric([snap.hostname, snap.preset], snap.price_per_hour / 3600.0 / snap.throughput * 1e6)
         out.append(cost)
@@ -187,8 +180,9 @@ def _host_families(snap: MetricsSnapshot) -> list[Metric]:
     host = snap.sample.host if snap.sample else None
     out: list[Metric] = []
     if snap.cpu_available is not None:
-        out.append(GaugeMetricFamily("gputui_host_cpu_available_cores", "Cores this machine lets the run use (affinity, cgroup quota).",
-                                     value=snap.cpu_available))
+        out.append(
+            GaugeMetricFamily("gputui_host_cpu_available_cores", "Cores this machine lets the run use (affinity, cgroup quota).", value=snap.cpu_available)
+        )
     if host is None:
         return out
     if host.cpu_percent is not None:

@@ -107,9 +107,9 @@ def _cuda_version(raw: int | None) -> str | None:
 def read_fault_counters(nvml: Nvml, handle: Any, sample: GpuSample) -> None:
     """Uncorrected ECC errors, row remapping and PCIe replays into ``sample`` (absent
     where the GPU has no ECC, as GeForce cards, or no row remapping, before Ampere)."""
-    sample.ecc_uncorrected = nvml.call("nvmlDeviceGetTotalEccErrors", handle,
-                                       nvml.const("NVML_MEMORY_ERROR_TYPE_UNCORRECTED", 1),
-                                       nvml.const("NVML_VOLATILE_ECC", 0))
+    sample.ecc_uncorrected = nvml.call(
+        "nvmlDeviceGetTotalEccErrors", handle, nvml.const("NVML_MEMORY_ERROR_TYPE_UNCORRECTED", 1), nvml.const("NVML_VOLATILE_ECC", 0)
+    )
     remapped = nvml.call("nvmlDeviceGetRemappedRows", handle)
     if remapped is not None:  # (correctable, uncorrectable, pending, failure)
         sample.remap_pending, sample.remap_failure = bool(remapped[2]), bool(remapped[3])
@@ -210,8 +210,7 @@ class GpuTelemetry:
                 log.warning("GPU %d: NVML gives no handle; leaving it out", index)
                 return
         gpu = _Gpu(index=index, handle=handle, lost=lost)
-        info = GpuInfo(index=index, name=f"GPU {index}", driver_version=self.driver_version,
-                       cuda_version=self.cuda_version)
+        info = GpuInfo(index=index, name=f"GPU {index}", driver_version=self.driver_version, cuda_version=self.cuda_version)
         if not lost:
             try:
                 self._read_info(gpu, info)
@@ -328,8 +327,7 @@ class GpuTelemetry:
         s.sm_clock_mhz = call("nvmlDeviceGetClockInfo", h, nvml.const("NVML_CLOCK_SM", 1))
         s.mem_clock_mhz = call("nvmlDeviceGetClockInfo", h, nvml.const("NVML_CLOCK_MEM", 2))
         # "ClocksEvent" is the current name; "ClocksThrottle" the one older drivers know.
-        mask = self._first(gpu, "throttle", [("nvmlDeviceGetCurrentClocksEventReasons",),
-                                             ("nvmlDeviceGetCurrentClocksThrottleReasons",)])
+        mask = self._first(gpu, "throttle", [("nvmlDeviceGetCurrentClocksEventReasons",), ("nvmlDeviceGetCurrentClocksThrottleReasons",)])
         if mask is not None:
             s.throttle_mask, s.throttle_reasons = mask, decode_throttle_reasons(mask)
         pstate = call("nvmlDeviceGetPerformanceState", h)
@@ -377,8 +375,7 @@ class GpuTelemetry:
         now = self._clock()
         if gpu.pcie_read_at is None or now - gpu.pcie_read_at >= self._pcie_ttl_s:
             call = self._nvml.call
-            gpu.pcie = (call("nvmlDeviceGetCurrPcieLinkGeneration", gpu.handle),
-                        call("nvmlDeviceGetCurrPcieLinkWidth", gpu.handle))
+            gpu.pcie = (call("nvmlDeviceGetCurrPcieLinkGeneration", gpu.handle), call("nvmlDeviceGetCurrPcieLinkWidth", gpu.handle))
             gpu.pcie_read_at = now
         return gpu.pcie
 

@@ -26,9 +26,19 @@ import psutil
 
 from gputui.model import HostInfo, HostSample, ProcessSample
 
-__all__ = ["HostTelemetry", "host_info", "classify_role", "WORKER_MARKERS", "MP_MARKERS",
-           "cgroup_file", "cpu_available", "cgroup_memory_limit", "CpuThrottling", "read_cpu_throttling",
-           "steal_percent"]
+__all__ = [
+    "HostTelemetry",
+    "host_info",
+    "classify_role",
+    "WORKER_MARKERS",
+    "MP_MARKERS",
+    "cgroup_file",
+    "cpu_available",
+    "cgroup_memory_limit",
+    "CpuThrottling",
+    "read_cpu_throttling",
+    "steal_percent",
+]
 
 _GONE = (psutil.NoSuchProcess, psutil.ZombieProcess)
 _PROC_ERRORS = (psutil.Error, OSError)
@@ -284,7 +294,6 @@ def child_pids(pid: int, proc_root: Path | None = None) -> list[int] | None:
             continue  # the thread ended meanwhile
         pids.extend(int(word) for word in text.split())
     return pids
-
 
 
 @dataclass

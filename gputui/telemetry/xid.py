@@ -26,17 +26,21 @@ XID_EVENT = 0x8  # nvmlEventTypeXidCriticalError, when the module lacks the cons
 # What to do, by the usual culprit of an XID.
 PROGRAM, RESET, REPLACE = "program", "reset", "replace"
 ADVICE = {
-    PROGRAM: ("Usually the program, not the machine: run it again with CUDA_LAUNCH_BLOCKING=1 or under "
-              "compute-sanitizer to find the faulting kernel. If code that works elsewhere triggers it, treat the "
-              "GPU as suspect and ask for another machine."),
-    RESET: ("The GPU needs a reset (nvidia-smi -r, root on the host) or the machine a reboot before it can be "
-            "trusted: ask the provider, or move to another machine. If it comes back after the reset, the GPU "
-            "needs replacing."),
-    REPLACE: ("A hardware fault: stop using this machine and ask the provider for another, quoting the XID and "
-              "the time; the GPU or its board may need replacing."),
+    PROGRAM: (
+        "Usually the program, not the machine: run it again with CUDA_LAUNCH_BLOCKING=1 or under "
+        "compute-sanitizer to find the faulting kernel. If code that works elsewhere triggers it, treat the "
+        "GPU as suspect and ask for another machine."
+    ),
+    RESET: (
+        "The GPU needs a reset (nvidia-smi -r, root on the host) or the machine a reboot before it can be "
+        "trusted: ask the provider, or move to another machine. If it comes back after the reset, the GPU "
+        "needs replacing."
+    ),
+    REPLACE: (
+        "A hardware fault: stop using this machine and ask the provider for another, quoting the XID and the time; the GPU or its board may need replacing."
+    ),
 }
-UNKNOWN_ADVICE = ("Look the XID up in NVIDIA's catalogue (docs.nvidia.com/deploy/xid-errors) and send it to the "
-                  "provider with the time.")
+UNKNOWN_ADVICE = "Look the XID up in NVIDIA's catalogue (docs.nvidia.com/deploy/xid-errors) and send it to the provider with the time."
 _SEVERITY = {PROGRAM: 1, RESET: 2, REPLACE: 3}
 
 # The common XIDs: their usual meaning and culprit (NVIDIA's XID catalogue, in short).
@@ -44,8 +48,7 @@ XID_MEANINGS: dict[int, tuple[str, str]] = {
     13: ("graphics engine exception: usually an out-of-range access or illegal instruction in the program", PROGRAM),
     31: ("GPU memory page fault: the program touched memory it does not own", PROGRAM),
     43: ("GPU stopped processing: a program's kernel faulted and was stopped; the GPU is usually fine", PROGRAM),
-    45: ("preemptive cleanup: the driver stopped a program's work, usually after an earlier error or a kill",
-         PROGRAM),
+    45: ("preemptive cleanup: the driver stopped a program's work, usually after an earlier error or a kill", PROGRAM),
     48: ("double-bit ECC error: an uncorrectable GPU memory error", RESET),
     61: ("internal micro-controller breakpoint/warning: GPU firmware trouble", RESET),
     62: ("internal micro-controller halt: GPU firmware stopped", RESET),
@@ -95,8 +98,7 @@ class XidWatcher:
     """``start()`` registers the GPUs ``indices`` for XID events and returns once they
     are watched; ``stop()`` ends the watching and returns what was seen."""
 
-    def __init__(self, indices: Iterable[int], nvml_module: Any = None, *,
-                 clock: Callable[[], float] = time.time, poll_ms: int = POLL_MS) -> None:
+    def __init__(self, indices: Iterable[int], nvml_module: Any = None, *, clock: Callable[[], float] = time.time, poll_ms: int = POLL_MS) -> None:
         self._indices = list(indices)
         self._module = nvml_module
         self._clock = clock
@@ -110,7 +112,7 @@ class XidWatcher:
     def take(self) -> list[XidEvent]:
         """The events received since the previous ``take`` (for a sampler that reports
         them as they come; the watching thread only appends)."""
-        events = self._report.events[self._taken:]
+        events = self._report.events[self._taken :]
         self._taken += len(events)
         return events
 
@@ -185,8 +187,7 @@ class XidWatcher:
                 devices[_handle_key(handle)] = index
         return devices
 
-    def _wait_once(self, nvml: Nvml, wait: str, event_set: Any, kind: int, devices: dict[int, int],
-                   timeout_ms: int) -> bool:
+    def _wait_once(self, nvml: Nvml, wait: str, event_set: Any, kind: int, devices: dict[int, int], timeout_ms: int) -> bool:
         """Wait for one event; True if one came."""
         started = time.monotonic()
         data = nvml.call(wait, event_set, timeout_ms)

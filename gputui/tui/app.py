@@ -164,9 +164,12 @@ class DashboardApp(App[int]):
 
     def applicable_actions(self) -> dict[str, bool]:
         """The dashboard's actions that depend on the state, and whether each applies now."""
-        return {"stop_run": self.can_stop(), "run_again": self.can_run_again(),
-                "show_findings": bool(self.state.findings()),
-                "show_summary": any(run.ended for run in self.state.runs)}
+        return {
+            "stop_run": self.can_stop(),
+            "run_again": self.can_run_again(),
+            "show_findings": bool(self.state.findings()),
+            "show_summary": any(run.ended for run in self.state.runs),
+        }
 
     def can_stop(self) -> bool:
         return False  # a replay runs nothing
@@ -200,8 +203,7 @@ class DashboardApp(App[int]):
         """Quit without asking (scripts, tests, a confirmed quit)."""
         self.exit()
 
-    def deliver_screenshot(self, filename: str | None = None, path: str | None = None,
-                           time_format: str | None = None) -> str | None:
+    def deliver_screenshot(self, filename: str | None = None, path: str | None = None, time_format: str | None = None) -> str | None:
         """The palette's Screenshot: saved here or in $GPUTUI_SCREENSHOT_DIR, and the
         notification says where (Textual's own wrote to a ~/Downloads servers lack)."""
         from gputui.tui.screenshot import save_screenshot_file, screenshot_dir
@@ -210,8 +212,7 @@ class DashboardApp(App[int]):
         try:
             saved = save_screenshot_file(self, folder, filename)
         except OSError as exc:
-            self.notify(f"screenshot not saved: {folder}: {exc.strerror or exc}", title="Screenshot",
-                        severity="error", timeout=8)
+            self.notify(f"screenshot not saved: {folder}: {exc.strerror or exc}", title="Screenshot", severity="error", timeout=8)
             return None
         self.notify(f"screenshot saved to {saved}", title="Screenshot", timeout=6)
         return str(saved)
@@ -305,8 +306,7 @@ class DashboardApp(App[int]):
         try:
             from gputui.lookback.compare import compare_rows
         except ImportError:
-            self.call_from_thread(self.notify, "Comparing runs needs gputui.lookback.compare, "
-                                  "which this build does not have.", severity="warning", timeout=8)
+            self.call_from_thread(self.notify, "Comparing runs needs gputui.lookback.compare, which this build does not have.", severity="warning", timeout=8)
             return
         try:
             header, rows = compare_rows([read_recording(p) for p in paths])
@@ -413,10 +413,12 @@ class GpuTuiApp(DashboardApp):
         confirm_quit: bool = True,
     ) -> None:
         self.make_check = make_check
-        super().__init__(presets=presets, themes=themes, theme_problems=theme_problems, settings_file=settings_file,
-                         theme=theme, refresh_interval=refresh_interval)
-        self.supervisor = SessionSupervisor(make_session, self._observers_for, self._session_ended, interval=interval,
-                                            duration=duration, attach_pid=attach_pid, diagnosis=diagnosis)
+        super().__init__(
+            presets=presets, themes=themes, theme_problems=theme_problems, settings_file=settings_file, theme=theme, refresh_interval=refresh_interval
+        )
+        self.supervisor = SessionSupervisor(
+            make_session, self._observers_for, self._session_ended, interval=interval, duration=duration, attach_pid=attach_pid, diagnosis=diagnosis
+        )
         self._start_preset = start_preset
         self.dashboard.initial_preset = start_preset
         self._record_path = record_path
@@ -483,8 +485,11 @@ class GpuTuiApp(DashboardApp):
         if self._quit_asked_at is not None and now - self._quit_asked_at <= QUIT_CONFIRM_S:
             return False  # the second press: confirmed
         self._quit_asked_at = now
-        self.notify(f"A run is going: press q again (or Ctrl+C) within {QUIT_CONFIRM_S:.0f} s to stop it "
-                    "and quit (gputui --no-confirm-quit never asks).", severity="warning", timeout=QUIT_CONFIRM_S)
+        self.notify(
+            f"A run is going: press q again (or Ctrl+C) within {QUIT_CONFIRM_S:.0f} s to stop it and quit (gputui --no-confirm-quit never asks).",
+            severity="warning",
+            timeout=QUIT_CONFIRM_S,
+        )
         return True
 
     async def quit_now(self) -> None:
@@ -535,8 +540,7 @@ class GpuTuiApp(DashboardApp):
             from gputui.record import Recorder
 
             try:
-                self._recorder = Recorder(self._record_path, overwrite=self._record_force,
-                                          on_error=lambda text: self._recording_failed(session, bridge, text))
+                self._recorder = Recorder(self._record_path, overwrite=self._record_force, on_error=lambda text: self._recording_failed(session, bridge, text))
             except UserError as exc:
                 bridge.note(f"not recording: {exc}")
             else:
@@ -545,8 +549,7 @@ class GpuTuiApp(DashboardApp):
         if self.history is not None:
             from gputui.history import label_for
 
-            kept = self.history.start_recording(label_for(ticket.preset.name if ticket.preset else None, ticket.attach_pid),
-                                                warn=bridge.note)
+            kept = self.history.start_recording(label_for(ticket.preset.name if ticket.preset else None, ticket.attach_pid), warn=bridge.note)
             if kept is not None:
                 self._kept[ticket.serial] = kept
                 observers.insert(0, kept)
@@ -622,8 +625,7 @@ class GpuTuiApp(DashboardApp):
         yield from super().get_system_commands(screen)
         yield SystemCommand("Stop run", "Stop the running benchmark and its process group (s)", self.action_stop_run)
         yield SystemCommand("Run again", "Run the last preset again (r)", self.action_run_again)
-        yield SystemCommand("Check this machine", "Is it healthy and as fast as it should be for its GPU? (k)",
-                            self.action_check)
+        yield SystemCommand("Check this machine", "Is it healthy and as fast as it should be for its GPU? (k)", self.action_check)
 
 
 def make_app(
@@ -662,6 +664,7 @@ def make_app(
         session_factory = parts.build
 
     if check_factory is None:
+
         def check_factory(options: CheckOptions, listener: CheckListener) -> CheckRun:
             from gputui.check.runner import CheckRun
 

@@ -69,10 +69,8 @@ class ReplayPlayer:
         self.recording = recording
         self.preset = preset_from_header(recording.header, recording.path)
         self.ticket = SessionTicket(serial=1, preset=self.preset)
-        samples: Iterator[tuple[tuple[float, int, int], str, Sample | Event]] = (
-            ((s.t, 0, i), "sample", s) for i, s in enumerate(recording.samples))
-        events: Iterator[tuple[tuple[float, int, int], str, Sample | Event]] = (
-            ((e.t, 1, i), "event", e) for i, e in enumerate(recording.events))
+        samples: Iterator[tuple[tuple[float, int, int], str, Sample | Event]] = (((s.t, 0, i), "sample", s) for i, s in enumerate(recording.samples))
+        events: Iterator[tuple[tuple[float, int, int], str, Sample | Event]] = (((e.t, 1, i), "event", e) for i, e in enumerate(recording.events))
         self.timeline = [(key[0], kind, item) for key, kind, item in heapq.merge(samples, events, key=lambda x: x[0])]
         self.start_t = 0.0
         self.end_t = max([t for t, _, _ in self.timeline] + [0.0])
@@ -220,8 +218,7 @@ class ReplayApp(DashboardApp):
 
     def start_source(self) -> None:
         if self.player.recording.cut:
-            self.notify(f"{self.player.recording.path.name} ends early: {self.player.recording.cut}",
-                        severity="warning", timeout=8)
+            self.notify(f"{self.player.recording.path.name} ends early: {self.player.recording.cut}", severity="warning", timeout=8)
         self.set_interval(TICK_S, self._tick)
 
     def _tick(self) -> None:
@@ -285,6 +282,13 @@ def make_replay_app(
     refresh_interval: float = REFRESH_S,
 ) -> ReplayApp:
     themes, problems = app_themes(theme, user_themes_dir)
-    return ReplayApp(recording, speed=speed, start_paused=start_paused, themes=themes, theme_problems=problems,
-                     settings_file=settings_file or default_settings_path(), theme=theme,
-                     refresh_interval=refresh_interval)
+    return ReplayApp(
+        recording,
+        speed=speed,
+        start_paused=start_paused,
+        themes=themes,
+        theme_problems=problems,
+        settings_file=settings_file or default_settings_path(),
+        theme=theme,
+        refresh_interval=refresh_interval,
+    )

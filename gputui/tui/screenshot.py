@@ -28,8 +28,7 @@ from gputui.presets import get_preset, load_presets
 def screen_text(app) -> str:
     """The screen as plain text, as a terminal would show it (no colours)."""
     width, height = app.size
-    console = Console(width=width, height=height, file=io.StringIO(), record=True, force_terminal=True,
-                      color_system=None, legacy_windows=False)
+    console = Console(width=width, height=height, file=io.StringIO(), record=True, force_terminal=True, color_system=None, legacy_windows=False)
     console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
     return console.export_text()
 
@@ -89,8 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     from gputui.tui.app import make_app
 
     with tempfile.TemporaryDirectory(prefix="gputui-shot-") as scratch:
-        app = make_app(presets, start_preset=args.preset, interval=args.interval, theme=args.theme,
-                       settings_file=Path(scratch) / "settings.toml")
+        app = make_app(presets, start_preset=args.preset, interval=args.interval, theme=args.theme, settings_file=Path(scratch) / "settings.toml")
 
         async def shoot(pilot) -> None:
             await pilot.pause(args.after)

@@ -36,7 +36,7 @@ def load_settings(path: Path) -> tuple[Settings, str | None]:
         return Settings(), f"{path}: theme: expected a string; ignored"
     keys = data.get("keys", {})
     if not isinstance(keys, dict) or not all(isinstance(v, str) for v in keys.values()):
-        return Settings(theme=theme), f"{path}: [keys]: expected binding_id = \"key\" strings; ignored"
+        return Settings(theme=theme), f'{path}: [keys]: expected binding_id = "key" strings; ignored'
     return Settings(theme=theme, keys=dict(keys)), None
 
 

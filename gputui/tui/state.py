@@ -34,8 +34,7 @@ MAX_BINS = 1024  # throughput bins per run; pairs merge beyond this
 FIRST_BIN_S = 0.25
 
 # Sections the widgets watch.
-HEADER, GPUS, HOST, THROUGHPUT, RUNS, LOG, FINDINGS, STATUS = (
-    "header", "gpus", "host", "throughput", "runs", "log", "findings", "status")
+HEADER, GPUS, HOST, THROUGHPUT, RUNS, LOG, FINDINGS, STATUS = ("header", "gpus", "host", "throughput", "runs", "log", "findings", "status")
 SECTIONS = (HEADER, GPUS, HOST, THROUGHPUT, RUNS, LOG, FINDINGS, STATUS)
 
 
@@ -101,8 +100,7 @@ class ThroughputSeries:
         self.bin_s *= 2
 
     def bins(self) -> list[Bin]:
-        return [Bin(i * self.bin_s, (i + 1) * self.bin_s, s[0] / s[1], s[2], s[3])
-                for i, s in sorted(self._bins.items())]
+        return [Bin(i * self.bin_s, (i + 1) * self.bin_s, s[0] / s[1], s[2], s[3]) for i, s in sorted(self._bins.items())]
 
 
 @dataclass
@@ -138,7 +136,7 @@ class RunView:
 
     @property
     def label(self) -> str:
-        """"#2 resnet50" for this session's runs; a past run has no number."""
+        """ "#2 resnet50" for this session's runs; a past run has no number."""
         return f"#{self.number} {self.preset.name}" if self.number else self.preset.name
 
     @property
@@ -241,8 +239,9 @@ class DashboardState:
             return "No run yet: pick a preset and press Enter."
         if self.watched_exit:
             return f"{self.watched_exit}; watching the machine. Pick a preset and press Enter to run one."
-        return (f"Watching pid {self.watched_pid}: its GPUs, CPU and processes are followed; "
-                "its throughput and output are not read (they go to its own terminal).")
+        return (
+            f"Watching pid {self.watched_pid}: its GPUs, CPU and processes are followed; its throughput and output are not read (they go to its own terminal)."
+        )
 
     def gpu_names(self) -> list[str]:
         return [g["name"] for g in (self.header or {}).get("gpus") or [] if g.get("name")]

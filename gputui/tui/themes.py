@@ -32,8 +32,7 @@ from gputui.errors import UserError
 
 DEFAULT_THEME = "gputui-dark"
 
-_COLOURS = ("primary", "secondary", "warning", "error", "success", "accent",
-            "foreground", "background", "surface", "panel", "boost")
+_COLOURS = ("primary", "secondary", "warning", "error", "success", "accent", "foreground", "background", "surface", "panel", "boost")
 _NUMBERS = ("luminosity_spread", "text_alpha")
 _FLAGS = ("dark", "ansi")
 
@@ -58,7 +57,7 @@ def parse_theme(path: Path) -> Theme:
     for key, value in data.items():
         if key == "name" or key in _COLOURS:
             if not isinstance(value, str) or not value:
-                raise UserError(f"{path}: {key}: expected a colour string, e.g. \"#4EA1FF\" or \"ansi_blue\"")
+                raise UserError(f'{path}: {key}: expected a colour string, e.g. "#4EA1FF" or "ansi_blue"')
             fields[key] = value
         elif key in _FLAGS:
             if not isinstance(value, bool):
@@ -70,7 +69,7 @@ def parse_theme(path: Path) -> Theme:
             fields[key] = float(value)
         elif key == "variables":
             if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
-                raise UserError(f"{path}: [variables]: expected name = \"value\" strings")
+                raise UserError(f'{path}: [variables]: expected name = "value" strings')
             fields[key] = dict(value)
         else:
             known = ", ".join(("name", *_COLOURS, *_FLAGS, *_NUMBERS, "variables"))

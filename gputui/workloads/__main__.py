@@ -69,9 +69,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--method", choices=METHODS, default="steps")
     parser.add_argument("--epochs", type=_positive, default=TF_METAL_EPOCHS, help="tf-metal method: timed epochs")
     parser.add_argument("--find-max-batch", action=argparse.BooleanOptionalAction, default=False)
-    parser.add_argument("--data-parallel", type=_replicas, default=1, metavar="N|all",
-                        help="tf: replicas of MirroredStrategy (GPUs, else logical CPU devices); "
-                             "torch: launch through torchrun instead (a preset's data_parallel key does)")
+    parser.add_argument(
+        "--data-parallel",
+        type=_replicas,
+        default=1,
+        metavar="N|all",
+        help="tf: replicas of MirroredStrategy (GPUs, else logical CPU devices); torch: launch through torchrun instead (a preset's data_parallel key does)",
+    )
     return parser
 
 

@@ -195,10 +195,7 @@ def _vocabulary(rng: np.random.Generator, n: int) -> list[str]:
     words: set[str] = set()
     while len(words) < n:
         syllables = int(rng.integers(1, 5))
-        word = "".join(
-            _ONSETS[rng.integers(len(_ONSETS))] + _VOWELS[rng.integers(len(_VOWELS))] + _CODAS[rng.integers(len(_CODAS))]
-            for _ in range(syllables)
-        )
+        word = "".join(_ONSETS[rng.integers(len(_ONSETS))] + _VOWELS[rng.integers(len(_VOWELS))] + _CODAS[rng.integers(len(_CODAS))] for _ in range(syllables))
         words.add(word)
     return sorted(words)
 
@@ -248,9 +245,7 @@ def ensure_text_dataset(root: Path | None = None, n: int = TEXT_SAMPLES) -> tupl
         tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
         tok.normalizer = normalizers.BertNormalizer(lowercase=True)
         tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-        trainer = trainers.WordPieceTrainer(
-            vocab_size=TOKENIZER_VOCAB, special_tokens=list(SPECIAL_TOKENS), show_progress=False
-        )
+        trainer = trainers.WordPieceTrainer(vocab_size=TOKENIZER_VOCAB, special_tokens=list(SPECIAL_TOKENS), show_progress=False)
         tok.train_from_iterator(texts, trainer=trainer)
         tok.save(str(tmp / "tokenizer.json"))
         (tmp / "manifest.json").write_text(json.dumps({"samples": n, "vocab": tok.get_vocab_size()}))

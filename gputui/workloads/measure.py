@@ -243,20 +243,21 @@ def summarize(
     return result
 
 
-def tf_metal_summary(windows: list[Window], elapsed: float, *, batch_size: int, steps: int, epochs: int,
-                     flops_per_sample: float | None = None) -> dict[str, Any]:
+def tf_metal_summary(
+    windows: list[Window], elapsed: float, *, batch_size: int, steps: int, epochs: int, flops_per_sample: float | None = None
+) -> dict[str, Any]:
     """The tf-metal method's numbers: ``summarize`` with train_benchmark.py's headline,
     samples over the whole timed span of ``epochs`` epochs of ``steps`` batches."""
     headline = batch_size * steps * epochs / elapsed if elapsed > 0 else math.inf
-    result = summarize(windows, batch_size=batch_size, steps=steps * epochs, flops_per_sample=flops_per_sample,
-                       headline=headline)
+    result = summarize(windows, batch_size=batch_size, steps=steps * epochs, flops_per_sample=flops_per_sample, headline=headline)
     result["epochs"] = epochs
     result["statistic"] = "batch_size*steps*epochs/elapsed (tf-metal-experiments train_benchmark.py)"
     return result
 
 
-def emit_result(emitter: Emitter, result: dict[str, Any], *, method: str, info: dict[str, Any] | None = None,
-                peak_memory: Callable[[], int | None] | None = None) -> dict[str, Any]:
+def emit_result(
+    emitter: Emitter, result: dict[str, Any], *, method: str, info: dict[str, Any] | None = None, peak_memory: Callable[[], int | None] | None = None
+) -> dict[str, Any]:
     """Finish a workload: add the method, the memory peak and ``info`` (framework,
     model, ...), leave out what is unknown or not finite (JSON has neither), write the
     protocol ``result`` line and return its fields.  Every method and framework ends here,
@@ -301,11 +302,8 @@ def measure(
     elif method == "tf-metal":
         if epochs < 1:
             raise ValueError("epochs must be 1 or more")
-        windows, elapsed = run_tf_metal(
-            step, sync, batch_size=batch_size, steps=steps, epochs=epochs, emitter=emitter, clock=clock, mark=mark
-        )
-        result = tf_metal_summary(windows, elapsed, batch_size=batch_size, steps=steps, epochs=epochs,
-                                  flops_per_sample=flops_per_sample)
+        windows, elapsed = run_tf_metal(step, sync, batch_size=batch_size, steps=steps, epochs=epochs, emitter=emitter, clock=clock, mark=mark)
+        result = tf_metal_summary(windows, elapsed, batch_size=batch_size, steps=steps, epochs=epochs, flops_per_sample=flops_per_sample)
     else:
         raise ValueError(f"unknown method {method!r}")
     return emit_result(emitter, result, method=method, info=info, peak_memory=peak_memory)

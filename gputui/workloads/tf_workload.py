@@ -434,8 +434,12 @@ def augment_image(tf, path, size: int, level: str):
     elif level != "light":
         raise ValueError(f"--augment: expected one of {images.AUGMENT_LEVELS}, not {level!r}")
     begin, crop, _ = tf.image.sample_distorted_bounding_box(
-        tf.shape(img), bounding_boxes=tf.zeros([1, 0, 4]), min_object_covered=0.0,
-        aspect_ratio_range=(3 / 4, 4 / 3), area_range=(0.35, 1.0), max_attempts=10,
+        tf.shape(img),
+        bounding_boxes=tf.zeros([1, 0, 4]),
+        min_object_covered=0.0,
+        aspect_ratio_range=(3 / 4, 4 / 3),
+        area_range=(0.35, 1.0),
+        max_attempts=10,
         use_image_if_no_bounding_boxes=True,
     )  # fmt: skip  (torchvision's RandomResizedCrop box, as images.augment draws it)
     img = tf.slice(img, begin, crop)
@@ -533,8 +537,7 @@ def run(args, emitter: Emitter, *, mark=None) -> dict[str, Any]:
         raise
 
 
-def _run(args, emitter, mods, spec, device, device_name, image_size, seq_len, info, peak_memory, peak_source, mark,
-         devices=()):
+def _run(args, emitter, mods, spec, device, device_name, image_size, seq_len, info, peak_memory, peak_source, mark, devices=()):
     tf, keras = mods["tf"], mods["keras"]
     bs = args.batch_size
     # MirroredStrategy (data parallel): a replica per device, each a batch of bs, the
@@ -638,8 +641,7 @@ def _run(args, emitter, mods, spec, device, device_name, image_size, seq_len, in
     if args.pipeline == "synthetic":
         x, y = _synthetic_batch(tf, spec.kind, global_bs, image_size, seq_len)
         if devices:  # the global batch split into the replicas' shares, once
-            x, y = next(iter(strategy.experimental_distribute_dataset(
-                tf.data.Dataset.from_tensors((x, y)).unbatch().batch(global_bs))))
+            x, y = next(iter(strategy.experimental_distribute_dataset(tf.data.Dataset.from_tensors((x, y)).unbatch().batch(global_bs))))
 
         def next_batch():
             return x, y

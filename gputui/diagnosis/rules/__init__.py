@@ -15,13 +15,46 @@ from gputui.diagnosis.rules.memory import HostMemory, OutOfMemory, VramFull
 from gputui.diagnosis.rules.pcie import PCIE_LANE_BPS, PcieLink, PcieTraffic, link_bps
 
 __all__ = [
-    "GIB", "MIB", "SEVERITIES", "THERMAL_REASONS", "PCIE_LANE_BPS", "Finding", "Rule", "link_bps", "make_rules",
-    "InputBound", "Thermal", "PowerCap", "HwSlowdown", "VramFull", "HostMemory", "OutOfMemory",
-    "LaunchBound", "Idle", "PcieLink", "PcieTraffic", "HostContention", "FailingHardware", "Headroom",
+    "GIB",
+    "MIB",
+    "SEVERITIES",
+    "THERMAL_REASONS",
+    "PCIE_LANE_BPS",
+    "Finding",
+    "Rule",
+    "link_bps",
+    "make_rules",
+    "InputBound",
+    "Thermal",
+    "PowerCap",
+    "HwSlowdown",
+    "VramFull",
+    "HostMemory",
+    "OutOfMemory",
+    "LaunchBound",
+    "Idle",
+    "PcieLink",
+    "PcieTraffic",
+    "HostContention",
+    "FailingHardware",
+    "Headroom",
 ]
 
 
 def make_rules() -> list[Rule]:
-    return [InputBound(), Thermal(), PowerCap(), HwSlowdown(), VramFull(), HostMemory(), OutOfMemory(),
-            LaunchBound(), Idle(), PcieLink(), PcieTraffic(), HostContention(),
-            FailingHardware(), Headroom()]
+    return [
+        InputBound(),
+        Thermal(),
+        PowerCap(),
+        HwSlowdown(),
+        VramFull(),
+        HostMemory(),
+        OutOfMemory(),
+        LaunchBound(),
+        Idle(),
+        PcieLink(),
+        PcieTraffic(),
+        HostContention(),
+        FailingHardware(),
+        Headroom(),
+    ]

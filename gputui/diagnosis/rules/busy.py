@@ -40,8 +40,14 @@ class LaunchBound(Rule):
             return 0, obs  # it delivers what this preset delivers here: not starved
         low_power = busy.power_pct < s.launch_power_pct
         level = 2 if gpu.util_gpu >= s.busy_util_pct and low_power else 0
-        return level, {**obs, "power_pct": busy.power_pct, "power_w": gpu.power_w, "clock_pct": busy.clock_pct,
-                       "sig_power": float(low_power), "sig_throughput": float(bool(slow))}
+        return level, {
+            **obs,
+            "power_pct": busy.power_pct,
+            "power_w": gpu.power_w,
+            "clock_pct": busy.clock_pct,
+            "sig_power": float(low_power),
+            "sig_throughput": float(bool(slow)),
+        }
 
     def describe(self, f, ctx):
         util, sm = med(f.series("util")), med(f.series("sm"))
@@ -49,24 +55,27 @@ class LaunchBound(Rule):
         batch = ctx.setting("batch_size")
         ceiling = known_ceiling(ctx)
         rate = f.rate()
-        evidence = _clean({
-            "gpu": f.gpu,
-            "gpu_util_pct": rnd(util), "sm_active_pct": rnd(sm),
-            "sm_occupancy_pct": rnd(med(f.series("occ"))), "tensor_active_pct": rnd(med(f.series("tensor"))),
-            "gpu_power_pct_of_limit": rnd(power_pct) if sm is None else None,
-            "power_median_w": rnd(med(f.series("power_w"))) if sm is None else None,
-            **(signal_evidence(f) if sm is None else {}),
-            "batch_size": batch if isinstance(batch, int) else None,
-            **_throughput(f),
-            "ceiling_samples_per_sec": ceiling if sm is None else None,
-            "ceiling_pct": rnd(100.0 * rate / ceiling) if sm is None and ceiling and rate is not None else None,
-            "duration_s": rnd(f.until - f.since),
-        })
+        evidence = _clean(
+            {
+                "gpu": f.gpu,
+                "gpu_util_pct": rnd(util),
+                "sm_active_pct": rnd(sm),
+                "sm_occupancy_pct": rnd(med(f.series("occ"))),
+                "tensor_active_pct": rnd(med(f.series("tensor"))),
+                "gpu_power_pct_of_limit": rnd(power_pct) if sm is None else None,
+                "power_median_w": rnd(med(f.series("power_w"))) if sm is None else None,
+                **(signal_evidence(f) if sm is None else {}),
+                "batch_size": batch if isinstance(batch, int) else None,
+                **_throughput(f),
+                "ceiling_samples_per_sec": ceiling if sm is None else None,
+                "ceiling_pct": rnd(100.0 * rate / ceiling) if sm is None and ceiling and rate is not None else None,
+                "duration_s": rnd(f.until - f.since),
+            }
+        )
         if sm is not None:
             title = f"GPU{f.gpu} busy but not working: utilization {util:.0f}% but SM activity {sm:.0f}% (launch- or latency-bound)"
         else:
-            title = (f"GPU{f.gpu} busy but not working: utilization {util:.0f}% but power "
-                     f"{power_pct:.0f}% of its limit (no GPM; launch- or latency-bound)")
+            title = f"GPU{f.gpu} busy but not working: utilization {util:.0f}% but power {power_pct:.0f}% of its limit (no GPM; launch- or latency-bound)"
             if evidence.get("ceiling_pct") is not None:
                 title += f"; {rate:.0f} samples/s is {evidence['ceiling_pct']:.0f}% of the {ceiling:.0f} this preset reaches here"
         advice = [
@@ -76,7 +85,6 @@ class LaunchBound(Rule):
             "Avoid host synchronisation in the loop: .item(), .cpu(), printing the loss every step.",
         ]
         return title, evidence, advice
-
 
 
 def price_of(ctx) -> float | None:
@@ -114,19 +122,29 @@ class Idle(Rule):
             return None, {}  # the GPUs are lost
         host = ctx.sample.host if ctx.sample else None
         level = 2 if gpu_idle and d.run_cpu < s.idle_cpu_pct else 0
-        return level, {"util": util, "run_cpu": d.run_cpu, "host_cpu": host.cpu_percent if host else None,
-                       "disk_read": host.disk_read_bps if host else None, "run_read": d.run_read_bps,
-                       "pid": float(d.main.pid) if d.main else None}
+        return level, {
+            "util": util,
+            "run_cpu": d.run_cpu,
+            "host_cpu": host.cpu_percent if host else None,
+            "disk_read": host.disk_read_bps if host else None,
+            "run_read": d.run_read_bps,
+            "pid": float(d.main.pid) if d.main else None,
+        }
 
     def describe(self, f, ctx):
         util, cpu = med(f.series("util")), med(f.series("run_cpu"))
         disk = med(f.series("disk_read"))
-        evidence = _clean({
-            "gpu_util_pct": rnd(util), "run_cpu_pct": rnd(cpu), "host_cpu_pct": rnd(med(f.series("host_cpu"))),
-            "disk_read_bps": rnd(disk, 0), "run_read_bps": rnd(med(f.series("run_read")), 0),
-            **_throughput(f),
-            "duration_s": rnd(f.until - f.since),
-        })
+        evidence = _clean(
+            {
+                "gpu_util_pct": rnd(util),
+                "run_cpu_pct": rnd(cpu),
+                "host_cpu_pct": rnd(med(f.series("host_cpu"))),
+                "disk_read_bps": rnd(disk, 0),
+                "run_read_bps": rnd(med(f.series("run_read")), 0),
+                **_throughput(f),
+                "duration_s": rnd(f.until - f.since),
+            }
+        )
         if util is not None:
             title = f"The run is idle: GPU {util:.0f}% busy and its processes use {cpu:.0f}% of one core"
         else:

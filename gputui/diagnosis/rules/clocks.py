@@ -31,18 +31,21 @@ class Thermal(Rule):
         tmax, tmed = max(temps, default=None), med(temps)
         slowdown = info.temp_slowdown_c if info else None
         throttled_since = f.first_t("throttled")
-        evidence = _clean({
-            "gpu": f.gpu,
-            "temp_max_c": rnd(tmax), "temp_median_c": rnd(tmed),
-            "warn_c": ctx.s.thermal_warn_c,
-            "slowdown_c": slowdown,
-            "shutdown_c": info.temp_shutdown_c if info else None,
-            "margin_to_slowdown_c": rnd(slowdown - tmax) if slowdown is not None and tmax is not None else None,
-            "throttled_pct": rnd(_share_pct(f.share("throttled"))),
-            **_clock(f, ctx, throttled_since),
-            **_throughput(f, throttled_since),
-            "duration_s": rnd(f.until - f.since),
-        })
+        evidence = _clean(
+            {
+                "gpu": f.gpu,
+                "temp_max_c": rnd(tmax),
+                "temp_median_c": rnd(tmed),
+                "warn_c": ctx.s.thermal_warn_c,
+                "slowdown_c": slowdown,
+                "shutdown_c": info.temp_shutdown_c if info else None,
+                "margin_to_slowdown_c": rnd(slowdown - tmax) if slowdown is not None and tmax is not None else None,
+                "throttled_pct": rnd(_share_pct(f.share("throttled"))),
+                **_clock(f, ctx, throttled_since),
+                **_throughput(f, throttled_since),
+                "duration_s": rnd(f.until - f.since),
+            }
+        )
         name = f"GPU{f.gpu}"
         own = f"; it slows itself at {slowdown:.0f} °C" if slowdown is not None else ""
         if f.level >= 3:
@@ -96,16 +99,18 @@ class PowerCap(Rule):
         info = ctx.gpu_info.get(f.gpu)
         limit = med(f.series("limit"))
         default = info.power_default_limit_w if info else None
-        evidence = _clean({
-            "gpu": f.gpu,
-            "capped_pct": rnd(_share_pct(f.share("capped"))),
-            "power_median_w": rnd(med(f.series("power"))),
-            "power_limit_w": rnd(limit),
-            "power_default_limit_w": default,
-            **_clock(f, ctx),
-            **_throughput(f),
-            "duration_s": rnd(f.until - f.since),
-        })
+        evidence = _clean(
+            {
+                "gpu": f.gpu,
+                "capped_pct": rnd(_share_pct(f.share("capped"))),
+                "power_median_w": rnd(med(f.series("power"))),
+                "power_limit_w": rnd(limit),
+                "power_default_limit_w": default,
+                **_clock(f, ctx),
+                **_throughput(f),
+                "duration_s": rnd(f.until - f.since),
+            }
+        )
         lowered = bool(limit and default and limit < 0.98 * default)
         where = f"its {limit:.0f} W limit" if limit else "its power limit"
         if lowered:
@@ -115,9 +120,13 @@ class PowerCap(Rule):
             title += f": SM clock {evidence['sm_clock_median_mhz']} MHz, {evidence['clock_drop_pct']:.0f}% below max"
         advice = []
         if lowered:
-            advice.append(f"The enforced limit ({limit:.0f} W) is below the card's default ({default:.0f} W): restore it with `sudo nvidia-smi -i {f.gpu} -pl {default:.0f}`, or ask the provider why it is lowered.")
+            advice.append(
+                f"The enforced limit ({limit:.0f} W) is below the card's default ({default:.0f} W): restore it with `sudo nvidia-smi -i {f.gpu} -pl {default:.0f}`, or ask the provider why it is lowered."
+            )
         else:
-            advice.append("The GPU draws all the power it is allowed: under heavy load this is normal and the clock drop is the price; compare energy per sample (in the summary) rather than clocks.")
+            advice.append(
+                "The GPU draws all the power it is allowed: under heavy load this is normal and the clock drop is the price; compare energy per sample (in the summary) rather than clocks."
+            )
         advice += [
             "A hot GPU needs more power for the same work: check the temperature and cooling as well.",
             "Mixed precision (bf16/fp16) and fused kernels do more work per joule.",
@@ -138,32 +147,43 @@ class HwSlowdown(Rule):
         thermal = "HwThermalSlowdown" in reasons  # HwSlowdown with it is heat: the thermal rule's
         hw = "HwSlowdown" in reasons and not thermal
         brake = "HwPowerBrakeSlowdown" in reasons
-        obs = {"hw": float(hw), "brake": float(brake), "active": float(hw or brake),
-               "sm_clock": gpu.sm_clock_mhz if hw or brake else None,
-               "temp": gpu.temp_c, "power": gpu.power_w}
+        obs = {
+            "hw": float(hw),
+            "brake": float(brake),
+            "active": float(hw or brake),
+            "sm_clock": gpu.sm_clock_mhz if hw or brake else None,
+            "temp": gpu.temp_c,
+            "power": gpu.power_w,
+        }
         return (3 if hw or brake else 0), obs
 
     def describe(self, f, ctx):
         hw, brake = f.share("hw") or 0.0, f.share("brake") or 0.0
-        evidence = _clean({
-            "gpu": f.gpu,
-            "active_pct": rnd(100.0 * (f.share("active") or 0.0)),
-            "hw_slowdown_pct": rnd(100.0 * hw),
-            "power_brake_pct": rnd(100.0 * brake),
-            **_clock(f, ctx),
-            "temp_max_c": rnd(max(f.series("temp"), default=None)),
-            "power_median_w": rnd(med(f.series("power"))),
-            **_throughput(f),
-            "duration_s": rnd(f.until - f.since),
-        })
+        evidence = _clean(
+            {
+                "gpu": f.gpu,
+                "active_pct": rnd(100.0 * (f.share("active") or 0.0)),
+                "hw_slowdown_pct": rnd(100.0 * hw),
+                "power_brake_pct": rnd(100.0 * brake),
+                **_clock(f, ctx),
+                "temp_max_c": rnd(max(f.series("temp"), default=None)),
+                "power_median_w": rnd(med(f.series("power"))),
+                **_throughput(f),
+                "duration_s": rnd(f.until - f.since),
+            }
+        )
         names = ", ".join(n for n, v in (("HwSlowdown", hw), ("HwPowerBrakeSlowdown", brake)) if v > 0)
         title = f"GPU{f.gpu} hardware slowdown ({names}) {evidence['active_pct']:.0f}% of the time"
         if evidence.get("clock_drop_pct") is not None:
             title += f": SM clock {evidence['sm_clock_median_mhz']} MHz, {evidence['clock_drop_pct']:.0f}% below max"
         advice = []
         if brake:
-            advice.append("HwPowerBrakeSlowdown: the system asserted the external power brake; the host's power supply or power budget cannot feed the GPU. Check PSU capacity and cabling, or report the machine to the provider.")
+            advice.append(
+                "HwPowerBrakeSlowdown: the system asserted the external power brake; the host's power supply or power budget cannot feed the GPU. Check PSU capacity and cabling, or report the machine to the provider."
+            )
         if hw:
-            advice.append("HwSlowdown without a thermal reason: a power-delivery or cooling fault on the host (the GPU cuts its clocks by half or more). See `nvidia-smi -q -d PERFORMANCE`; check the power cables and PSU.")
+            advice.append(
+                "HwSlowdown without a thermal reason: a power-delivery or cooling fault on the host (the GPU cuts its clocks by half or more). See `nvidia-smi -q -d PERFORMANCE`; check the power cables and PSU."
+            )
         advice.append("No change to the training code fixes this: on a rented machine, move to another one and report it.")
         return title, evidence, advice

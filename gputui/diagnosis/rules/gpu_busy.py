@@ -36,9 +36,13 @@ class Busy:
 
     def obs(self) -> dict[str, float | None]:
         """For a finding's series: the numbers, and one 0/1 series per signal."""
-        out: dict[str, float | None] = {"sm_active": self.sm_active, "util_gpu": self.util,
-                                        "power_pct": self.power_pct, "power_w": self.power_w,
-                                        "clock_pct": self.clock_pct}
+        out: dict[str, float | None] = {
+            "sm_active": self.sm_active,
+            "util_gpu": self.util,
+            "power_pct": self.power_pct,
+            "power_w": self.power_w,
+            "clock_pct": self.clock_pct,
+        }
         for name in SIGNALS:
             out[f"sig_{name}"] = float(name in self.signals)
         return out
@@ -119,9 +123,11 @@ def known_ceiling(ctx: Context) -> float | None:
     baseline = model.baselines.get(metric)
     if isinstance(baseline, (int, float)) and not isinstance(baseline, bool):
         return float(baseline)
-    rates = [float(ref["samples_per_sec"]) for ref in ctx.preset.get("reference") or []
-             if isinstance(ref, dict) and isinstance(ref.get("samples_per_sec"), (int, float))
-             and find_model(str(ref.get("gpu") or "")) == model]
+    rates = [
+        float(ref["samples_per_sec"])
+        for ref in ctx.preset.get("reference") or []
+        if isinstance(ref, dict) and isinstance(ref.get("samples_per_sec"), (int, float)) and find_model(str(ref.get("gpu") or "")) == model
+    ]
     return max(rates) if rates else None
 
 
@@ -143,8 +149,7 @@ def signal_evidence(f: Finding) -> dict[str, float]:
     return out
 
 
-def title_of(busy_signal: str | None, sm: float | None, util: float | None, power_pct: float | None,
-             clock_pct: float | None) -> str:
+def title_of(busy_signal: str | None, sm: float | None, util: float | None, power_pct: float | None, clock_pct: float | None) -> str:
     """How the title says the GPU is under-busy, by the signal the verdict rests on."""
     if busy_signal == SM_ACTIVE and sm is not None:
         return f"SM activity {sm:.0f}%"

@@ -51,13 +51,19 @@ class FailingHardware(Rule):
         if not seen.failing and all(v is None for v in known):
             return None, {}
         seen.failing = seen.failing or bool(
-            gpu.xids or (ecc_new and ecc_new > 0) or gpu.remap_pending or gpu.remap_failure
-            or (replay_rate is not None and replay_rate > ctx.s.pcie_replays_per_min))
+            gpu.xids
+            or (ecc_new and ecc_new > 0)
+            or gpu.remap_pending
+            or gpu.remap_failure
+            or (replay_rate is not None and replay_rate > ctx.s.pcie_replays_per_min)
+        )
         return (3 if seen.failing else 0), {
-            "xid_count": float(len(seen.xids)), "ecc_new": ecc_new,
+            "xid_count": float(len(seen.xids)),
+            "ecc_new": ecc_new,
             "remap_pending": None if gpu.remap_pending is None else float(gpu.remap_pending),
             "remap_failure": None if gpu.remap_failure is None else float(gpu.remap_failure),
-            "replays_new": replays_new, "replay_rate": replay_rate,
+            "replays_new": replays_new,
+            "replay_rate": replay_rate,
         }
 
     @staticmethod
@@ -82,18 +88,20 @@ class FailingHardware(Rule):
         replays_new = max(f.series("replays_new"), default=None)
         replay_rate = max(f.series("replay_rate"), default=None)
         too_many_replays = replay_rate is not None and replay_rate > ctx.s.pcie_replays_per_min
-        evidence = _clean({
-            "gpu": f.gpu,
-            "xid": xids[-1] if xids else None,
-            "xid_count": len(xids) or None,
-            **{f"xid_{x}_count": xids.count(x) for x in sorted(set(xids))},
-            "ecc_uncorrected_new": int(ecc_new) if ecc_new else None,
-            "row_remap_pending": 1 if pending else None,
-            "row_remap_failure": 1 if failure else None,
-            "pcie_replays_new": int(replays_new) if replays_new and too_many_replays else None,
-            "pcie_replays_per_min_max": rnd(replay_rate) if too_many_replays else None,
-            "pcie_replays_per_min_limit": ctx.s.pcie_replays_per_min if too_many_replays else None,
-        })
+        evidence = _clean(
+            {
+                "gpu": f.gpu,
+                "xid": xids[-1] if xids else None,
+                "xid_count": len(xids) or None,
+                **{f"xid_{x}_count": xids.count(x) for x in sorted(set(xids))},
+                "ecc_uncorrected_new": int(ecc_new) if ecc_new else None,
+                "row_remap_pending": 1 if pending else None,
+                "row_remap_failure": 1 if failure else None,
+                "pcie_replays_new": int(replays_new) if replays_new and too_many_replays else None,
+                "pcie_replays_per_min_max": rnd(replay_rate) if too_many_replays else None,
+                "pcie_replays_per_min_limit": ctx.s.pcie_replays_per_min if too_many_replays else None,
+            }
+        )
         what = []
         for x in dict.fromkeys(xids):
             what.append(f"XID {x} ({xid_meaning(x)})")
@@ -117,7 +125,9 @@ class FailingHardware(Rule):
         if failure:
             advice.append("Row remapping failed: the GPU has run out of spare memory rows. " + ADVICE[REPLACE])
         if too_many_replays:
-            advice.append("The PCIe link retransmits packets: a poorly seated card, a riser or a failing slot. "
-                          "Reseat or move the card; on a rented machine, report it and move.")
+            advice.append(
+                "The PCIe link retransmits packets: a poorly seated card, a riser or a failing slot. "
+                "Reseat or move the card; on a rented machine, report it and move."
+            )
         advice.append("`nvidia-smi -q -d ECC,ROW_REMAPPER,PCIE` and the kernel log (`dmesg | grep -i xid`) show the details.")
         return title, evidence, advice

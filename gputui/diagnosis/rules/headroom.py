@@ -11,9 +11,12 @@ from gputui.diagnosis.rules.gpu_busy import gpu_model
 
 # Workload precision -> the datasheet peak it runs at (gputui/check/data/gpus.toml).
 PEAK_KEYS = {
-    "bf16": "bf16_tflops", "mixed_bfloat16": "bf16_tflops",
-    "fp16": "fp16_tflops", "mixed_float16": "fp16_tflops",
-    "tf32": "tf32_tflops", "fp32": "fp32_tflops",
+    "bf16": "bf16_tflops",
+    "mixed_bfloat16": "bf16_tflops",
+    "fp16": "fp16_tflops",
+    "mixed_float16": "fp16_tflops",
+    "tf32": "tf32_tflops",
+    "fp32": "fp32_tflops",
 }
 
 
@@ -40,8 +43,13 @@ class Headroom(Rule):
         used = max((u for u, _ in totals if u is not None), default=None)
         total = max((t for _, t in totals if t), default=None)
         tflops, peak = self._tflops(ctx)
-        obs = {"tflops": tflops, "peak": peak, "memory_pct": memory_pct,
-               "memory_used": None if used is None else float(used), "memory_total": None if total is None else float(total)}
+        obs = {
+            "tflops": tflops,
+            "peak": peak,
+            "memory_pct": memory_pct,
+            "memory_used": None if used is None else float(used),
+            "memory_total": None if total is None else float(total),
+        }
         if tflops is not None and peak:
             return (1 if 100.0 * tflops / peak < s.headroom_tflops_pct else 0), obs
         if memory_pct is None:
@@ -71,38 +79,44 @@ class Headroom(Rule):
         precision = ctx.setting("precision")
         batch = ctx.setting("batch_size")
         model = gpu_model(ctx)
-        evidence = _clean({
-            "achieved_tflops": rnd(tflops),
-            "peak_tflops": rnd(peak, 0),
-            "peak_pct": rnd(100.0 * tflops / peak) if tflops is not None and peak else None,
-            "memory_used_max": int(used) if used is not None else None,
-            "memory_total": int(total) if total is not None else None,
-            "memory_used_pct_max": rnd(memory_pct),
-            "batch_size": batch if isinstance(batch, int) and not isinstance(batch, bool) else None,
-            "samples_per_sec": rnd(f.rate(), 1),
-            "duration_s": rnd(f.until - f.since),
-        })
+        evidence = _clean(
+            {
+                "achieved_tflops": rnd(tflops),
+                "peak_tflops": rnd(peak, 0),
+                "peak_pct": rnd(100.0 * tflops / peak) if tflops is not None and peak else None,
+                "memory_used_max": int(used) if used is not None else None,
+                "memory_total": int(total) if total is not None else None,
+                "memory_used_pct_max": rnd(memory_pct),
+                "batch_size": batch if isinstance(batch, int) and not isinstance(batch, bool) else None,
+                "samples_per_sec": rnd(f.rate(), 1),
+                "duration_s": rnd(f.until - f.since),
+            }
+        )
         gpu_name = model.model if model else "the GPU"
-        memory = (f"{used / GIB:.1f} of {total / GIB:.0f} GiB of GPU memory ({memory_pct:.0f}%)"
-                  if used is not None and total and memory_pct is not None else None)
+        memory = (
+            f"{used / GIB:.1f} of {total / GIB:.0f} GiB of GPU memory ({memory_pct:.0f}%)" if used is not None and total and memory_pct is not None else None
+        )
         if evidence.get("peak_pct") is not None:
-            title = (f"Headroom: {tflops:.1f} TFLOP/s is {evidence['peak_pct']:.0f}% of the {gpu_name}'s "
-                     f"{peak:.0f} TFLOP/s {precision} peak")
+            title = f"Headroom: {tflops:.1f} TFLOP/s is {evidence['peak_pct']:.0f}% of the {gpu_name}'s {peak:.0f} TFLOP/s {precision} peak"
             if memory:
                 title += f", using {memory}"
         else:
             title = f"Headroom: the run uses {memory or 'little GPU memory'}"
         advice = []
         now = f" ({batch} now)" if isinstance(batch, int) else ""
-        advice.append(f"A larger batch{now} fills the GPU better: the largest that fits is found by "
-                      "find_max_batch = true in the preset (`python -m gputui.workloads ... --find-max-batch`); "
-                      "scale the learning rate with it.")
+        advice.append(
+            f"A larger batch{now} fills the GPU better: the largest that fits is found by "
+            "find_max_batch = true in the preset (`python -m gputui.workloads ... --find-max-batch`); "
+            "scale the learning rate with it."
+        )
         if precision in ("fp32", "tf32", None):
-            advice.append("bf16 (torch.autocast(dtype=torch.bfloat16), precision = \"bf16\") runs the tensor cores at "
-                          "twice the TF32 rate and halves activation memory.")
+            advice.append(
+                'bf16 (torch.autocast(dtype=torch.bfloat16), precision = "bf16") runs the tensor cores at twice the TF32 rate and halves activation memory.'
+            )
         if not ctx.setting("channels_last") and ctx.setting("image_size"):
-            advice.append("channels_last memory format (model.to(memory_format=torch.channels_last)) lets convolutions "
-                          "use the tensor cores without transposes.")
+            advice.append(
+                "channels_last memory format (model.to(memory_format=torch.channels_last)) lets convolutions use the tensor cores without transposes."
+            )
         if not ctx.setting("compile"):
             advice.append("torch.compile(model) fuses the small element-wise kernels that leave the GPU idle between big ones.")
         advice.append("This is information, not a fault: a small model or a latency-bound use can be right as it is.")

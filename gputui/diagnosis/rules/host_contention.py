@@ -29,8 +29,11 @@ class HostContention(Rule):
             "throttled_pct": throttling.throttled_pct if throttling else None,
             "throttled_periods": float(throttling.throttled_periods) if throttling else None,
             "throttled_s_per_s": throttling.throttled_s_per_s if throttling else None,
-            "throttled": float(throttled), "steal": steal, "stolen": float(stolen),
-            "workers": float(len(ctx.d.workers)), "run_cpu": ctx.d.run_cpu,
+            "throttled": float(throttled),
+            "steal": steal,
+            "stolen": float(stolen),
+            "workers": float(len(ctx.d.workers)),
+            "run_cpu": ctx.d.run_cpu,
         }
 
     def describe(self, f, ctx):
@@ -41,16 +44,20 @@ class HostContention(Rule):
         cores, visible = ctx.cores, ctx.cores_visible
         throttled = (f.share("throttled") or 0.0) > 0
         stolen = (f.share("stolen") or 0.0) > 0
-        evidence = _clean({
-            "cpu_throttled_pct": rnd(throttled_pct) if throttled else None,
-            "throttled_s_per_min": rnd(60.0 * per_s, 1) if throttled and per_s is not None else None,
-            "throttled_periods_30s_max": int(max(f.series("throttled_periods"))) if throttled else None,
-            "steal_pct": rnd(steal),
-            "cores_available": cores, "cores_visible": visible,
-            "workers": workers, "run_cpu_pct": rnd(med(f.series("run_cpu"))),
-            **_throughput(f),
-            "duration_s": rnd(f.until - f.since),
-        })
+        evidence = _clean(
+            {
+                "cpu_throttled_pct": rnd(throttled_pct) if throttled else None,
+                "throttled_s_per_min": rnd(60.0 * per_s, 1) if throttled and per_s is not None else None,
+                "throttled_periods_30s_max": int(max(f.series("throttled_periods"))) if throttled else None,
+                "steal_pct": rnd(steal),
+                "cores_available": cores,
+                "cores_visible": visible,
+                "workers": workers,
+                "run_cpu_pct": rnd(med(f.series("run_cpu"))),
+                **_throughput(f),
+                "duration_s": rnd(f.until - f.since),
+            }
+        )
         parts = []
         if throttled and throttled_pct is not None:
             lost = f" (throttled {60.0 * per_s:.1f} s per minute)" if per_s is not None else ""
@@ -66,17 +73,22 @@ class HostContention(Rule):
         if throttled:
             fit = max(1, math.floor(cores) - 1) if cores else None
             if over and fit is not None:
-                advice.append(f"The run asks for more CPU than its quota gives: use at most {fit} data-loader workers "
-                              f"(the {cores:g} cores of the quota less one for the main process), not a count taken "
-                              "from os.cpu_count(), which shows the whole machine.")
+                advice.append(
+                    f"The run asks for more CPU than its quota gives: use at most {fit} data-loader workers "
+                    f"(the {cores:g} cores of the quota less one for the main process), not a count taken "
+                    "from os.cpu_count(), which shows the whole machine."
+                )
             else:
-                advice.append(f"The CPU quota ({cores:g} cores) is used up: every throttled period stops the run's threads "
-                              "until the next one. Fewer threads (torch.set_num_threads, OMP_NUM_THREADS) and workers "
-                              "that fit the quota waste less of it.")
-            advice.append("Rent an instance with more vCPUs per GPU (4-8 per GPU is the usual advice), or ask the "
-                          "provider for a higher CPU quota.")
+                advice.append(
+                    f"The CPU quota ({cores:g} cores) is used up: every throttled period stops the run's threads "
+                    "until the next one. Fewer threads (torch.set_num_threads, OMP_NUM_THREADS) and workers "
+                    "that fit the quota waste less of it."
+                )
+            advice.append("Rent an instance with more vCPUs per GPU (4-8 per GPU is the usual advice), or ask the provider for a higher CPU quota.")
         if stolen:
-            advice.append("Steal is time the hypervisor gave to other guests on the same host: a noisy neighbour. "
-                          "Nothing in the run fixes it; move to another instance, or to dedicated (bare-metal) CPUs.")
+            advice.append(
+                "Steal is time the hypervisor gave to other guests on the same host: a noisy neighbour. "
+                "Nothing in the run fixes it; move to another instance, or to dedicated (bare-metal) CPUs."
+            )
         advice.append("`cat /sys/fs/cgroup/cpu.stat` shows nr_throttled and throttled_usec; `top` shows steal (st).")
         return title, evidence, advice

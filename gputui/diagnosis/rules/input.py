@@ -61,19 +61,26 @@ class InputBound(Rule):
         ceiling = known_ceiling(ctx)
         power_pct, clock_pct = med(f.series("power_pct")), med(f.series("clock_pct"))
         signal = main_signal(f)
-        evidence = _clean({
-            "gpu_sm_active_pct": rnd(sm), "gpu_util_pct": rnd(util),
-            "gpu_power_pct_of_limit": rnd(power_pct) if sm is None else None,
-            "gpu_sm_clock_pct_of_max": rnd(clock_pct) if sm is None else None,
-            **signal_evidence(f),
-            "workers": int(workers), "worker_cpu_pct": rnd(worker_cpu),
-            "main_cpu_pct": rnd(main_cpu), "run_cpu_pct": rnd(run_cpu), "host_cpu_pct": rnd(host_cpu),
-            "cores": cores, "gpus": ctx.n_gpus,
-            "samples_per_sec": rnd(rate, 1),
-            "ceiling_samples_per_sec": ceiling,
-            "ceiling_pct": rnd(_pct(rate, ceiling)) if ceiling else None,
-            "duration_s": rnd(f.until - f.since),
-        })
+        evidence = _clean(
+            {
+                "gpu_sm_active_pct": rnd(sm),
+                "gpu_util_pct": rnd(util),
+                "gpu_power_pct_of_limit": rnd(power_pct) if sm is None else None,
+                "gpu_sm_clock_pct_of_max": rnd(clock_pct) if sm is None else None,
+                **signal_evidence(f),
+                "workers": int(workers),
+                "worker_cpu_pct": rnd(worker_cpu),
+                "main_cpu_pct": rnd(main_cpu),
+                "run_cpu_pct": rnd(run_cpu),
+                "host_cpu_pct": rnd(host_cpu),
+                "cores": cores,
+                "gpus": ctx.n_gpus,
+                "samples_per_sec": rnd(rate, 1),
+                "ceiling_samples_per_sec": ceiling,
+                "ceiling_pct": rnd(_pct(rate, ceiling)) if ceiling else None,
+                "duration_s": rnd(f.until - f.since),
+            }
+        )
         busy = title_of(signal, sm, util, power_pct, clock_pct)
         causes = {k: f.share(k) or 0.0 for k in ("by_workers", "by_cores", "by_host", "by_main")}
         cause = max(causes, key=lambda k: causes[k])
@@ -91,12 +98,18 @@ class InputBound(Rule):
         advice = []
         per_gpu = cores / gpus if cores else None
         if cause == "by_main":
-            advice.append("The main process loads the data itself: start data-loader workers (PyTorch DataLoader(num_workers=...), tf.data map(num_parallel_calls=AUTOTUNE)).")
+            advice.append(
+                "The main process loads the data itself: start data-loader workers (PyTorch DataLoader(num_workers=...), tf.data map(num_parallel_calls=AUTOTUNE))."
+            )
         if per_gpu is not None and per_gpu < 4:
-            advice.append(f"This machine has {cores} CPU cores for {gpus} GPU(s), fewer than the 4-8 cores a GPU needs (AutoDL guide): more workers will not help much; do less work per sample or rent a machine with more cores.")
+            advice.append(
+                f"This machine has {cores} CPU cores for {gpus} GPU(s), fewer than the 4-8 cores a GPU needs (AutoDL guide): more workers will not help much; do less work per sample or rent a machine with more cores."
+            )
         else:
             have = f"{cores} cores for {gpus} GPU(s)" if cores else "the machine's cores"
-            advice.append(f"Use more data-loader workers ({workers:.0f} now; {have}): give each GPU 4-8 cores (AutoDL guide); past that, Python multiprocessing overhead dominates.")
+            advice.append(
+                f"Use more data-loader workers ({workers:.0f} now; {have}): give each GPU 4-8 cores (AutoDL guide); past that, Python multiprocessing overhead dominates."
+            )
         advice += [
             "Cache decoded and resized samples (tf.data .cache(), or a pre-processed copy of the dataset) so each epoch decodes less.",
             "Prefetch so loading overlaps training: DataLoader(pin_memory=True, persistent_workers=True, prefetch_factor=4), tf.data .prefetch(AUTOTUNE).",

@@ -17,29 +17,39 @@ class VramFull(Rule):
         pct = 100.0 * gpu.memory_used / total
         full = pct >= ctx.s.vram_full_pct
         level = (1 if ctx.framework == "tf" else 2) if full else 0
-        return level, {"used_pct": pct, "used": float(gpu.memory_used), "total": float(total),
-                       "procs": float(len(gpu.processes)) if gpu.processes is not None else None}
+        return level, {
+            "used_pct": pct,
+            "used": float(gpu.memory_used),
+            "total": float(total),
+            "procs": float(len(gpu.processes)) if gpu.processes is not None else None,
+        }
 
     def describe(self, f, ctx):
         used = max(f.series("used"), default=None)
         total = max(f.series("total"), default=None)
         procs = max(f.series("procs"), default=None)
-        evidence = _clean({
-            "gpu": f.gpu,
-            "memory_used_max": int(used) if used is not None else None,
-            "memory_total": int(total) if total is not None else None,
-            "used_pct_max": rnd(max(f.series("used_pct"), default=None)),
-            "threshold_pct": ctx.s.vram_full_pct,
-            "gpu_processes": int(procs) if procs is not None else None,
-            "duration_s": rnd(f.until - f.since),
-        })
+        evidence = _clean(
+            {
+                "gpu": f.gpu,
+                "memory_used_max": int(used) if used is not None else None,
+                "memory_total": int(total) if total is not None else None,
+                "used_pct_max": rnd(max(f.series("used_pct"), default=None)),
+                "threshold_pct": ctx.s.vram_full_pct,
+                "gpu_processes": int(procs) if procs is not None else None,
+                "duration_s": rnd(f.until - f.since),
+            }
+        )
         title = f"GPU{f.gpu} memory {evidence.get('used_pct_max', 0):.0f}% full ({_gib(used)} of {_gib(total)} GiB)"
         advice = []
         if ctx.framework == "tf":
             title += ": TensorFlow reserves most of it up front"
-            advice.append("TensorFlow maps nearly all GPU memory by default, so this need not be real use: set TF_FORCE_GPU_ALLOW_GROWTH=true (or tf.config.experimental.set_memory_growth) and read tf.config.experimental.get_memory_info('GPU:0')['peak'] for the real peak.")
+            advice.append(
+                "TensorFlow maps nearly all GPU memory by default, so this need not be real use: set TF_FORCE_GPU_ALLOW_GROWTH=true (or tf.config.experimental.set_memory_growth) and read tf.config.experimental.get_memory_info('GPU:0')['peak'] for the real peak."
+            )
         else:
-            advice.append("One step from out-of-memory: a longer sequence or a bigger batch will fail. Lower the batch size, use mixed precision (bf16/fp16) or activation checkpointing; torch.cuda.max_memory_allocated() gives the framework's own peak.")
+            advice.append(
+                "One step from out-of-memory: a longer sequence or a bigger batch will fail. Lower the batch size, use mixed precision (bf16/fp16) or activation checkpointing; torch.cuda.max_memory_allocated() gives the framework's own peak."
+            )
         if procs and procs > 1:
             advice.append(f"{procs:.0f} processes hold memory on this GPU: see nvidia-smi for the others.")
         return title, evidence, advice
@@ -59,24 +69,32 @@ class HostMemory(Rule):
         growth = ctx.swap_growth()
         swapping = growth is not None and growth >= s.swap_growth_mib * MIB
         level = 3 if used >= s.host_memory_critical_pct else 2 if used >= s.host_memory_pct or swapping else 0
-        return level, {"used_pct": used, "available": float(host.memory_available), "total": float(host.memory_total),
-                       "swap_used": host.swap_used, "swap_growth": growth, "swapping": float(swapping),
-                       "run_rss": ctx.d.run_rss}
+        return level, {
+            "used_pct": used,
+            "available": float(host.memory_available),
+            "total": float(host.memory_total),
+            "swap_used": host.swap_used,
+            "swap_growth": growth,
+            "swapping": float(swapping),
+            "run_rss": ctx.d.run_rss,
+        }
 
     def describe(self, f, ctx):
         used = max(f.series("used_pct"), default=None)
         swap_growth = max(f.series("swap_growth"), default=None)
         rss = max(f.series("run_rss"), default=None)
-        evidence = _clean({
-            "memory_used_pct_max": rnd(used),
-            "memory_available_min": int(min(f.series("available"), default=0)) if f.series("available") else None,
-            "memory_total": int(max(f.series("total"))) if f.series("total") else None,
-            "swap_used_max": int(max(f.series("swap_used"))) if f.series("swap_used") else None,
-            "swap_growth_30s_max": int(swap_growth) if swap_growth is not None else None,
-            "swapping_pct": rnd(_share_pct(f.share("swapping"))),
-            "run_rss_max": int(rss) if rss else None,
-            "duration_s": rnd(f.until - f.since),
-        })
+        evidence = _clean(
+            {
+                "memory_used_pct_max": rnd(used),
+                "memory_available_min": int(min(f.series("available"), default=0)) if f.series("available") else None,
+                "memory_total": int(max(f.series("total"))) if f.series("total") else None,
+                "swap_used_max": int(max(f.series("swap_used"))) if f.series("swap_used") else None,
+                "swap_growth_30s_max": int(swap_growth) if swap_growth is not None else None,
+                "swapping_pct": rnd(_share_pct(f.share("swapping"))),
+                "run_rss_max": int(rss) if rss else None,
+                "duration_s": rnd(f.until - f.since),
+            }
+        )
         title = f"Host memory {used:.0f}% used" if used is not None else "Host memory pressure"
         if evidence.get("swapping_pct"):
             title += ", swapping"
@@ -101,15 +119,19 @@ class OutOfMemory(Rule):
         data = f.data
         killed = data.get("killed")
         batch = data.get("batch_size")
-        evidence = _clean({
-            "oom_events": f.count,
-            "batch_size": batch if isinstance(batch, (int, float)) and not isinstance(batch, bool) else None,
-            "host_memory_used_pct": rnd(ctx.last_memory_used_pct),
-            "gpu_memory_used_pct_max": rnd(data.get("gpu_memory_used_pct")),
-        })
+        evidence = _clean(
+            {
+                "oom_events": f.count,
+                "batch_size": batch if isinstance(batch, (int, float)) and not isinstance(batch, bool) else None,
+                "host_memory_used_pct": rnd(ctx.last_memory_used_pct),
+                "gpu_memory_used_pct_max": rnd(data.get("gpu_memory_used_pct")),
+            }
+        )
         searching = bool(ctx.setting("find_max_batch"))
         if killed:
-            title = f"The run was killed ({killed}) while host memory was {ctx.last_memory_used_pct:.0f}% used: likely the machine's or the instance's memory limit"
+            title = (
+                f"The run was killed ({killed}) while host memory was {ctx.last_memory_used_pct:.0f}% used: likely the machine's or the instance's memory limit"
+            )
             advice = [
                 "Rented instances kill processes over their memory limit (AutoDL guide); so does the kernel's OOM killer (see `dmesg`).",
                 "Use less host memory: fewer data-loader workers, a shorter prefetch queue, no whole-dataset cache in RAM.",

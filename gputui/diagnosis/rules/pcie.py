@@ -34,12 +34,19 @@ class PcieLink(Rule):
         gen = int(min(gens)) if gens else None
         width = int(min(widths)) if widths else None
         max_gen, max_width = (info.pcie_max_gen, info.pcie_max_width) if info else (None, None)
-        evidence = _clean({
-            "gpu": f.gpu, "pcie_gen": gen, "pcie_max_gen": max_gen, "pcie_width": width, "pcie_max_width": max_width,
-            "link_bps": rnd(link_bps(gen, width), 0), "max_link_bps": rnd(link_bps(max_gen, max_width), 0),
-            "gpu_util_pct": rnd(med(f.series("util"))),
-            "duration_s": rnd(f.until - f.since),
-        })
+        evidence = _clean(
+            {
+                "gpu": f.gpu,
+                "pcie_gen": gen,
+                "pcie_max_gen": max_gen,
+                "pcie_width": width,
+                "pcie_max_width": max_width,
+                "link_bps": rnd(link_bps(gen, width), 0),
+                "max_link_bps": rnd(link_bps(max_gen, max_width), 0),
+                "gpu_util_pct": rnd(med(f.series("util"))),
+                "duration_s": rnd(f.until - f.since),
+            }
+        )
         title = f"GPU{f.gpu} PCIe link at Gen{gen} x{width} under load, below its Gen{max_gen} x{max_width}"
         advice = [
             "GPUs lower the link at idle to save power; this one stayed low while busy.",
@@ -69,25 +76,39 @@ class PcieTraffic(Rule):
         else:
             return None, {}
         heavy = gpu.pcie_rx_bps >= link * s.pcie_heavy_pct / 100.0
-        return (2 if heavy and under else 0), {"rx": gpu.pcie_rx_bps, "tx": gpu.pcie_tx_bps, "link": link,
-                                               "gen": gen, "width": width, "sm": gpu.sm_active, "util": gpu.util_gpu}
+        return (2 if heavy and under else 0), {
+            "rx": gpu.pcie_rx_bps,
+            "tx": gpu.pcie_tx_bps,
+            "link": link,
+            "gen": gen,
+            "width": width,
+            "sm": gpu.sm_active,
+            "util": gpu.util_gpu,
+        }
 
     def describe(self, f, ctx):
         rx, link = med(f.series("rx")), med(f.series("link"))
         gens, widths = f.series("gen"), f.series("width")
         sm = med(f.series("sm"))
-        evidence = _clean({
-            "gpu": f.gpu,
-            "pcie_rx_bps": rnd(rx, 0), "pcie_tx_bps": rnd(med(f.series("tx")), 0),
-            "link_bps": rnd(link, 0), "rx_link_pct": rnd(_pct(rx, link)),
-            "sm_active_pct": rnd(sm), "gpu_util_pct": rnd(med(f.series("util"))),
-            **_throughput(f),
-            "duration_s": rnd(f.until - f.since),
-        })
+        evidence = _clean(
+            {
+                "gpu": f.gpu,
+                "pcie_rx_bps": rnd(rx, 0),
+                "pcie_tx_bps": rnd(med(f.series("tx")), 0),
+                "link_bps": rnd(link, 0),
+                "rx_link_pct": rnd(_pct(rx, link)),
+                "sm_active_pct": rnd(sm),
+                "gpu_util_pct": rnd(med(f.series("util"))),
+                **_throughput(f),
+                "duration_s": rnd(f.until - f.since),
+            }
+        )
         busy = f"SM activity {sm:.0f}%" if sm is not None else f"utilization {evidence.get('gpu_util_pct', 0):.0f}%"
         link_name = f"Gen{gens[-1]:.0f} x{widths[-1]:.0f}" if gens and widths else "PCIe"
-        title = (f"GPU{f.gpu} waits on host-to-GPU copies: {(rx or 0) / 1e9:.1f} GB/s in "
-                 f"({evidence.get('rx_link_pct', 0):.0f}% of the {link_name} link) while {busy}")
+        title = (
+            f"GPU{f.gpu} waits on host-to-GPU copies: {(rx or 0) / 1e9:.1f} GB/s in "
+            f"({evidence.get('rx_link_pct', 0):.0f}% of the {link_name} link) while {busy}"
+        )
         advice = [
             "Pin host memory and copy asynchronously: DataLoader(pin_memory=True) with .to('cuda', non_blocking=True), and prefetch the next batch to the GPU.",
             "Send fewer bytes: uint8 images normalised on the GPU (4x fewer than float32); keep a dataset that fits in GPU memory on the GPU.",

@@ -66,8 +66,14 @@ class DashboardScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        for widget_id, title in (("presets", "Presets"), ("runs", "Runs"), ("throughput", "Throughput (samples/s)"),
-                                 ("cpu", "CPU"), ("gpus", "GPUs"), ("log", "Output")):
+        for widget_id, title in (
+            ("presets", "Presets"),
+            ("runs", "Runs"),
+            ("throughput", "Throughput (samples/s)"),
+            ("cpu", "CPU"),
+            ("gpus", "GPUs"),
+            ("log", "Output"),
+        ):
             self.query_one(f"#{widget_id}").border_title = title
         self.fit_to(self.size.width, self.size.height)
         presets = self.query_one(PresetList)

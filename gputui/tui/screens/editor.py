@@ -171,11 +171,13 @@ class PresetEditorScreen(DismissOnce, Screen):
                             if kind == "select":
                                 options = _select_options(key, framework)
                                 value = values.get(key)
-                                yield Select(options, id=f"field-{key}", compact=True, allow_blank=True,
-                                             value=value if (value, value) in options else Select.NULL)
+                                yield Select(
+                                    options, id=f"field-{key}", compact=True, allow_blank=True, value=value if (value, value) in options else Select.NULL
+                                )
                             else:
-                                yield Input(_field_text(kind, values.get(key)), id=f"field-{key}", compact=True,
-                                            select_on_focus=False)  # typing adds to the text, never replaces it
+                                yield Input(
+                                    _field_text(kind, values.get(key)), id=f"field-{key}", compact=True, select_on_focus=False
+                                )  # typing adds to the text, never replaces it
             with TabPane("TOML", id="tab-toml"):
                 yield TextArea(preset_toml(name, values), language="toml", id="editor-toml")
         yield Static("", id="editor-status")
@@ -185,8 +187,7 @@ class PresetEditorScreen(DismissOnce, Screen):
         if self.source_path is None:
             return f"New preset, not saved yet: ctrl+s saves it to {self.path}"
         if self.read_only:
-            return (f"From {self.source_path} (built-in, read-only): "
-                    f"ctrl+o saves an editable copy to {user_presets_path()}")
+            return f"From {self.source_path} (built-in, read-only): ctrl+o saves an editable copy to {user_presets_path()}"
         if self.original_name is None:
             return f"A copy, not saved yet: ctrl+s saves it to {self.path}"
         return f"From {self.source_path}"
@@ -290,8 +291,7 @@ class PresetEditorScreen(DismissOnce, Screen):
                 select.set_options(options)
                 value = values.get(key)
                 select.value = value if (value, value) in options else Select.NULL
-            elif key == "command" and self._typed_command is not None and \
-                    _field_value(kind, self._typed_command) == values.get(key):
+            elif key == "command" and self._typed_command is not None and _field_value(kind, self._typed_command) == values.get(key):
                 # the same command: keep it as it was typed
                 self.query_one("#field-command", Input).value = self._typed_command
             else:

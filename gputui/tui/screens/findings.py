@@ -62,9 +62,14 @@ class FindingsScreen(DismissOnce, ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             with Horizontal():
-                options = [Option(f"{SEVERITY_MARK.get(f.get('severity', 'info'), '●')} {f.get('title') or f.get('kind')}"
-                                  + ("" if f.get("state", "open") == "open" else " (closed)"), id=str(i))
-                           for i, f in enumerate(self.findings)]
+                options = [
+                    Option(
+                        f"{SEVERITY_MARK.get(f.get('severity', 'info'), '●')} {f.get('title') or f.get('kind')}"
+                        + ("" if f.get("state", "open") == "open" else " (closed)"),
+                        id=str(i),
+                    )
+                    for i, f in enumerate(self.findings)
+                ]
                 yield OptionList(*options, id="findings-list")
                 with VerticalScroll():
                     yield Static(id="finding-detail")

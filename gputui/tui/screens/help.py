@@ -18,84 +18,109 @@ from gputui.tui.screens.once import DismissOnce
 Row = tuple[str | None, str, str]
 
 HELP: tuple[tuple[str, tuple[Row, ...]], ...] = (
-    ("Dashboard", (
-        (None, "↑ ↓", "choose a preset"),
-        ("run_preset", "enter", "run the highlighted preset"),
-        ("stop_run", "s", "stop the run (its whole process group); shown while a run is going"),
-        ("run_again", "r", "run the last preset again"),
-        ("show_findings", "f", "what holds the run back, with evidence and advice"),
-        ("show_summary", "u", "the last finished run's summary"),
-        ("edit_preset", "e", "edit the highlighted preset (a built-in one: save a copy)"),
-        ("new_preset", "n", "a new preset, saved to your presets file"),
-        ("check", "k", "check this machine (gputui check)"),
-        ("next_theme", "t", "next colour theme (remembered)"),
-        ("filter_presets", "/", "filter the presets by name or description"),
-        (None, "tab", "move between the presets and the runs list"),
-        ("command_palette", "ctrl+p", "command palette: themes, stop, run again, screenshot, …"),
-        ("close_keys_panel", "escape", "close Textual's Keys panel (palette: Keys)"),
-        ("help", "?,f1", "this help"),
-        ("quit", "q", "quit; while a run is going, press q again to stop it and quit"),
-        ("quit_ctrl_q", "ctrl+q", "quit, the same way"),
-    )),
-    ("Runs list (tab)", (
-        ("runs_up", "up", "previous run"),
-        ("runs_down", "down", "next run"),
-        ("open_run", "enter", "the run's summary"),
-        ("compare_run", "c", "mark for comparison; a second mark compares the two"),
-    )),
-    ("Preset editor", (
-        ("editor_save", "ctrl+s", "save"),
-        ("editor_save_as", "ctrl+o", "save under a new name in your presets file"),
-        ("editor_run", "ctrl+r", "save and run"),
-        ("editor_close", "escape", "close; with unsaved changes it asks: save, discard or cancel"),
-        (None, "tab", "next field"),
-        (None, "ctrl+c", "copy (in a text field; it never quits here)"),
-    )),
-    ("Findings", (
-        (None, "↑ ↓", "choose a finding"),
-        ("close_findings", "escape,f", "close"),
-    )),
-    ("Run summary", (
-        ("close_summary", "escape,enter,u", "close"),
-        ("summary_run_again", "r", "run the preset again"),
-    )),
-    ("Check", (
-        ("check_full", "enter", "full check (about 5 minutes)"),
-        ("check_quick", "u", "quick check (under a minute)"),
-        ("check_close", "escape", "stop the check and close"),
-    )),
-    ("Comparison", (
-        ("close_compare", "escape,enter,c", "close"),
-    )),
-    ("Replay", (
-        ("replay_play", "space", "play or pause"),
-        ("replay_measure", "m", "jump to where measuring began"),
-        ("replay_next_finding", "]", "next finding"),
-        ("replay_previous_finding", "[", "previous finding"),
-        ("replay_start", "home", "the start"),
-        ("replay_end", "end", "the end"),
-        ("replay_speed_1", "1 2 3 4", "speed 1×, 10×, 60×, as fast as it goes"),
-    )),
-    ("Preset filter (/)", (
-        ("preset_filter_to_list", "enter,down", "to the list, the filter kept"),
-        ("preset_filter_clear", "escape", "clear the filter and close it"),
-    )),
-    ("Output pane (tab or click)", (
-        ("log_page_up", "pageup", "a page back; new output no longer moves the view"),
-        ("log_page_down", "pagedown", "a page forward"),
-        ("log_line_up", "up", "a line back"),
-        ("log_line_down", "down", "a line forward"),
-        ("log_oldest", "home", "the oldest line kept (the last 10,000)"),
-        ("log_follow", "end", "follow the newest line again"),
-    )),
+    (
+        "Dashboard",
+        (
+            (None, "↑ ↓", "choose a preset"),
+            ("run_preset", "enter", "run the highlighted preset"),
+            ("stop_run", "s", "stop the run (its whole process group); shown while a run is going"),
+            ("run_again", "r", "run the last preset again"),
+            ("show_findings", "f", "what holds the run back, with evidence and advice"),
+            ("show_summary", "u", "the last finished run's summary"),
+            ("edit_preset", "e", "edit the highlighted preset (a built-in one: save a copy)"),
+            ("new_preset", "n", "a new preset, saved to your presets file"),
+            ("check", "k", "check this machine (gputui check)"),
+            ("next_theme", "t", "next colour theme (remembered)"),
+            ("filter_presets", "/", "filter the presets by name or description"),
+            (None, "tab", "move between the presets and the runs list"),
+            ("command_palette", "ctrl+p", "command palette: themes, stop, run again, screenshot, …"),
+            ("close_keys_panel", "escape", "close Textual's Keys panel (palette: Keys)"),
+            ("help", "?,f1", "this help"),
+            ("quit", "q", "quit; while a run is going, press q again to stop it and quit"),
+            ("quit_ctrl_q", "ctrl+q", "quit, the same way"),
+        ),
+    ),
+    (
+        "Runs list (tab)",
+        (
+            ("runs_up", "up", "previous run"),
+            ("runs_down", "down", "next run"),
+            ("open_run", "enter", "the run's summary"),
+            ("compare_run", "c", "mark for comparison; a second mark compares the two"),
+        ),
+    ),
+    (
+        "Preset editor",
+        (
+            ("editor_save", "ctrl+s", "save"),
+            ("editor_save_as", "ctrl+o", "save under a new name in your presets file"),
+            ("editor_run", "ctrl+r", "save and run"),
+            ("editor_close", "escape", "close; with unsaved changes it asks: save, discard or cancel"),
+            (None, "tab", "next field"),
+            (None, "ctrl+c", "copy (in a text field; it never quits here)"),
+        ),
+    ),
+    (
+        "Findings",
+        (
+            (None, "↑ ↓", "choose a finding"),
+            ("close_findings", "escape,f", "close"),
+        ),
+    ),
+    (
+        "Run summary",
+        (
+            ("close_summary", "escape,enter,u", "close"),
+            ("summary_run_again", "r", "run the preset again"),
+        ),
+    ),
+    (
+        "Check",
+        (
+            ("check_full", "enter", "full check (about 5 minutes)"),
+            ("check_quick", "u", "quick check (under a minute)"),
+            ("check_close", "escape", "stop the check and close"),
+        ),
+    ),
+    ("Comparison", (("close_compare", "escape,enter,c", "close"),)),
+    (
+        "Replay",
+        (
+            ("replay_play", "space", "play or pause"),
+            ("replay_measure", "m", "jump to where measuring began"),
+            ("replay_next_finding", "]", "next finding"),
+            ("replay_previous_finding", "[", "previous finding"),
+            ("replay_start", "home", "the start"),
+            ("replay_end", "end", "the end"),
+            ("replay_speed_1", "1 2 3 4", "speed 1×, 10×, 60×, as fast as it goes"),
+        ),
+    ),
+    (
+        "Preset filter (/)",
+        (
+            ("preset_filter_to_list", "enter,down", "to the list, the filter kept"),
+            ("preset_filter_clear", "escape", "clear the filter and close it"),
+        ),
+    ),
+    (
+        "Output pane (tab or click)",
+        (
+            ("log_page_up", "pageup", "a page back; new output no longer moves the view"),
+            ("log_page_down", "pagedown", "a page forward"),
+            ("log_line_up", "up", "a line back"),
+            ("log_line_down", "down", "a line forward"),
+            ("log_oldest", "home", "the oldest line kept (the last 10,000)"),
+            ("log_follow", "end", "follow the newest line again"),
+        ),
+    ),
 )
 
-KEY_NAMES = {"escape": "Esc", "enter": "Enter", "space": "Space", "question_mark": "?", "up": "↑", "down": "↓",
-             "home": "Home", "end": "End", "tab": "Tab"}
+KEY_NAMES = {"escape": "Esc", "enter": "Enter", "space": "Space", "question_mark": "?", "up": "↑", "down": "↓", "home": "Home", "end": "End", "tab": "Tab"}
 
 
 def key_label(keys: str) -> str:
-    """"escape,f" -> "Esc / f"; "ctrl+s" -> "Ctrl+S"."""
+    """ "escape,f" -> "Esc / f"; "ctrl+s" -> "Ctrl+S"."""
+
     def one(key: str) -> str:
         key = key.strip()
         if key in KEY_NAMES:

@@ -63,8 +63,7 @@ def changed_regions(old: list[Cells], new: list[Cells], width: int) -> list[Regi
             regions.append(Region(0, y, width, 1))
             continue
         la, lb = len(a_text), len(b_text)
-        diffs = [x for x in range(max(la, lb))
-                 if x >= la or x >= lb or a_text[x] != b_text[x] or a_styles[x] != b_styles[x]]
+        diffs = [x for x in range(max(la, lb)) if x >= la or x >= lb or a_text[x] != b_text[x] or a_styles[x] != b_styles[x]]
         runs = [[diffs[0], diffs[0] + 1]]
         for x in diffs[1:]:
             end = runs[-1][1]
@@ -148,7 +147,8 @@ class StateView(Widget):
         old = self._cells
         self._remember(self.build())
         resized = (self._auto_height and len(old) != len(self._cells)) or (
-            self._auto_width and max((len(t) for t, _ in old), default=0) != max((len(t) for t, _ in self._cells), default=0))
+            self._auto_width and max((len(t) for t, _ in old), default=0) != max((len(t) for t, _ in self._cells), default=0)
+        )
         if resized:
             self.refresh(layout=True)
             return

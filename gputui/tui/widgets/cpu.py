@@ -104,7 +104,7 @@ class CpuPanel(StateView):
         for start in range(0, len(cores), cells):
             text = Text(no_wrap=True)
             text.append("cores " if start == 0 else "      ", self.style_of("cpu--label"))
-            chunk = [(charts.level_char(p / 100), self._level(p)) for p in cores[start:start + cells]]
+            chunk = [(charts.level_char(p / 100), self._level(p)) for p in cores[start : start + cells]]
             for chars, role in charts.runs_of(chunk):
                 text.append(chars, self.style_of(role))
             lines.append(text)
@@ -114,7 +114,7 @@ class CpuPanel(StateView):
         lines = []
         for start in range(0, len(cores), per_row):
             text = Text(no_wrap=True)
-            for i, percent in enumerate(cores[start:start + per_row], start):
+            for i, percent in enumerate(cores[start : start + per_row], start):
                 text.append(f"{i:>2} ", self.style_of("cpu--label"))
                 text.append(charts.gauge(percent / 100, CORE_BAR_CELL - 9), self.style_of(self._level(percent)))
                 text.append(f" {percent:>3.0f}% ")

@@ -35,6 +35,8 @@ class FindingsStrip(StateView):
             severity = finding.get("severity", "info")
             if i:
                 text.append("  ")
-            text.append(f"{SEVERITY_MARK.get(severity, '●')} {finding.get('title') or finding.get('kind', '?')}",
-                        self.style_of(f"findings--{severity}" if severity in SEVERITY_MARK else "findings--info"))
+            text.append(
+                f"{SEVERITY_MARK.get(severity, '●')} {finding.get('title') or finding.get('kind', '?')}",
+                self.style_of(f"findings--{severity}" if severity in SEVERITY_MARK else "findings--info"),
+            )
         return text

@@ -39,8 +39,7 @@ short_name = fmt.short_gpu_name  # the name the panels and the header use
 class GpuPanel(StateView):
     MIN_REDRAW_S = 2.0  # every other sample at 1 s: numbers stay fresh, the link stays quiet
     SECTIONS = (st.GPUS, st.HEADER)
-    COMPONENT_CLASSES = {"gpu--label", "gpu--spark", "gpu--ok", "gpu--warn", "gpu--hot", "gpu--dim",
-                         "gpu--badge", "gpu--badge-severe", "gpu--gauge"}
+    COMPONENT_CLASSES = {"gpu--label", "gpu--spark", "gpu--ok", "gpu--warn", "gpu--hot", "gpu--dim", "gpu--badge", "gpu--badge-severe", "gpu--gauge"}
     DEFAULT_CSS = """
     GpuPanel .gpu--label { color: $text-muted; }
     GpuPanel .gpu--spark { color: $primary; }
@@ -96,8 +95,14 @@ class GpuPanel(StateView):
         now = time.monotonic()
         if key != self._sparks_key or now - self._sparks_at >= SPARK_EVERY_S:
             self._sparks, self._sparks_key, self._sparks_at = {}, key, now
-        rows = [self._util(sample, history, width), self._memory(sample, width), self._temperature(info, sample, history, width),
-                self._power(sample, history, width), self._clock(info, sample, width), self._badges(sample, width)]
+        rows = [
+            self._util(sample, history, width),
+            self._memory(sample, width),
+            self._temperature(info, sample, history, width),
+            self._power(sample, history, width),
+            self._clock(info, sample, width),
+            self._badges(sample, width),
+        ]
         if detail and self.compact:
             rows.insert(0, Text(f"{title} (enter closes)", self.style_of("gpu--label"), no_wrap=True))
         return Text("\n").join(rows)
@@ -115,8 +120,7 @@ class GpuPanel(StateView):
             value += f"  SM {fmt.pct(s.sm_active):>4}"
         text = self._start("util", value)
         room = width - text.cell_len
-        text.append_text(self._spark("util", room, lambda: Text(charts.sparkline(h.util, room, 0, 100),
-                                                                  self.style_of("gpu--spark"))))
+        text.append_text(self._spark("util", room, lambda: Text(charts.sparkline(h.util, room, 0, 100), self.style_of("gpu--spark"))))
         return text
 
     def _memory(self, s: GpuSample, width: int) -> Text:
@@ -143,7 +147,7 @@ class GpuPanel(StateView):
 
         def spark() -> Text:
             line = charts.sparkline(h.temp, room, 0, top)
-            recent = list(h.temp)[-len(line):]
+            recent = list(h.temp)[-len(line) :]
             values: list[float | None] = [None] * (len(line) - len(recent))
             values += recent
             out = Text()
@@ -158,8 +162,7 @@ class GpuPanel(StateView):
         limit = s.power_limit_w
         text = self._start("power", f"{fmt.num(s.power_w)}/{fmt.num(limit, ' W')}")
         room = width - text.cell_len
-        text.append_text(self._spark("power", room, lambda: Text(charts.sparkline(h.power, room, 0, limit),
-                                                                   self.style_of("gpu--spark"))))
+        text.append_text(self._spark("power", room, lambda: Text(charts.sparkline(h.power, room, 0, limit), self.style_of("gpu--spark"))))
         return text
 
     def _spark(self, row: str, room: int, draw: Callable[[], Text]) -> Text:
@@ -250,8 +253,7 @@ class GpuGrid(Grid):
         for row_view in rows:
             row_view.display = table
         for panel in panels:
-            shown = not table or (panel.index == (selected if selected is not None else panels[0].index)
-                                  and (drilled or not compact))
+            shown = not table or (panel.index == (selected if selected is not None else panels[0].index) and (drilled or not compact))
             detail = table and compact and shown
             if shown != panel.display or detail != panel.has_class("-detail"):
                 panel.display = shown

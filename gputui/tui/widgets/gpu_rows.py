@@ -23,9 +23,15 @@ WIDE_ROW_MIN = 84  # columns from which rows spell VRAM and power limits out
 
 # Short names for badges on one-line rows.
 SHORT_REASON = {
-    "GpuIdle": "idle", "ApplicationsClocksSetting": "AppClk", "SwPowerCap": "PwrCap",
-    "HwSlowdown": "HwSlow", "SyncBoost": "Sync", "SwThermalSlowdown": "SwTherm",
-    "HwThermalSlowdown": "HwTherm", "HwPowerBrakeSlowdown": "PwrBrake", "DisplayClockSetting": "Disp",
+    "GpuIdle": "idle",
+    "ApplicationsClocksSetting": "AppClk",
+    "SwPowerCap": "PwrCap",
+    "HwSlowdown": "HwSlow",
+    "SyncBoost": "Sync",
+    "SwThermalSlowdown": "SwTherm",
+    "HwThermalSlowdown": "HwTherm",
+    "HwPowerBrakeSlowdown": "PwrBrake",
+    "DisplayClockSetting": "Disp",
 }
 SEVERE_REASONS = {"HwSlowdown", "HwThermalSlowdown", "HwPowerBrakeSlowdown", "SwThermalSlowdown"}
 
@@ -80,8 +86,7 @@ class GpuRows(StateView):
         Binding("down", "move(1)", "Next GPU", id="gpu_next", show=False),
         Binding("enter", "drill", "GPU detail", id="gpu_detail"),
     ]
-    COMPONENT_CLASSES = {"gpu--label", "gpu--ok", "gpu--warn", "gpu--hot", "gpu--dim", "gpu--badge",
-                         "gpu--badge-severe", "gpu--cursor", "gpu--total"}
+    COMPONENT_CLASSES = {"gpu--label", "gpu--ok", "gpu--warn", "gpu--hot", "gpu--dim", "gpu--badge", "gpu--badge-severe", "gpu--cursor", "gpu--total"}
     SCOPED_CSS = False  # the small-screen rule below starts at the screen
     DEFAULT_CSS = """
     GpuRows { height: auto; border: round $secondary; padding: 0 1; }
@@ -172,8 +177,7 @@ class GpuRows(StateView):
 
     def _header(self) -> Text:
         text = Text(no_wrap=True, overflow="ellipsis")
-        text.append(f" {'GPU':<15}{'util':>5}{'SM':>7}  {'VRAM GiB':<15}{'temp':>6}  {'power W':<10}throttle",
-                    self.style_of("gpu--label"))
+        text.append(f" {'GPU':<15}{'util':>5}{'SM':>7}  {'VRAM GiB':<15}{'temp':>6}  {'power W':<10}throttle", self.style_of("gpu--label"))
         return text
 
     def _row(self, h: st.GpuHistory, wide: bool) -> Text:

@@ -27,8 +27,7 @@ class PresetList(OptionList):
     def matching(self) -> list[str]:
         """The names shown: those whose name or description holds the filter's text."""
         needle = self.filter_text.casefold()
-        return [name for name in sorted(self.presets)
-                if needle in name.casefold() or needle in self.presets[name].description.casefold()]
+        return [name for name in sorted(self.presets) if needle in name.casefold() or needle in self.presets[name].description.casefold()]
 
     def refill(self, select: str | None = None) -> None:
         """Show the presets that match the filter (the app's presets may have changed)."""

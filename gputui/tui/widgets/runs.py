@@ -124,7 +124,7 @@ class RunsList(StateView):
         height = max(1, self.content_size.height or len(entries))
         top = max(0, min(self.cursor - height + 1, len(entries) - height)) if self.cursor >= height else 0
         text = Text(no_wrap=True, overflow="ellipsis")
-        for i, entry in enumerate(entries[top:top + height], start=top):
+        for i, entry in enumerate(entries[top : top + height], start=top):
             if i > top:
                 text.append("\n")
             line = self._line(entry, width)
@@ -150,7 +150,7 @@ class RunsList(StateView):
         if right and len(left) > room and isinstance(entry, st.RunView):
             right, room = "", room + len(right)
         if len(left) > room:  # the outcome (and figure) stay in view: the name gives way, marked
-            left = left[:max(1, room - 1)] + "…"
+            left = left[: max(1, room - 1)] + "…"
         pad = max(1, width - 2 - len(left) - len(middle) - len(right))
         text.append(left, self.style_of("runs--dim") if isinstance(entry, KeptRun) else None)
         text.append(middle, self.style_of(style))

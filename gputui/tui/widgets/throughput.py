@@ -77,8 +77,7 @@ class ThroughputChart(StateView):
         plot_height = height - 1 - (1 if height >= 5 else 0)
         if plot_height < 1:
             return []
-        plot = charts.plot_throughput(run.series.bins(), max(1, width - GUTTER), plot_height,
-                                      reference[0].samples_per_sec if reference else None)
+        plot = charts.plot_throughput(run.series.bins(), max(1, width - GUTTER), plot_height, reference[0].samples_per_sec if reference else None)
         styles = self._role_styles()
         lines = []
         for r, row in enumerate(plot.rows):
@@ -121,8 +120,7 @@ class ThroughputChart(StateView):
     def _legend(self, run: st.RunView, reference) -> Text:
         text = Text(no_wrap=True, overflow="ellipsis")
         if run.current is None and run.result is None:
-            text.append("waiting for the first reading…" if not run.ended else "no throughput was read",
-                        self.style_of("chart--dim"))
+            text.append("waiting for the first reading…" if not run.ended else "no throughput was read", self.style_of("chart--dim"))
             return text
         now = run.current if not run.ended else run.result
         text.append(f"{fmt.rate(now)}/s", self.style_of("chart--value"))

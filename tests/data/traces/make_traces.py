@@ -46,11 +46,21 @@ MAIN, WORKER0 = 4242, 4250
 BIT = {name: bit for bit, name in THROTTLE_REASONS.items()}
 
 H200 = {
-    "index": 0, "name": "NVIDIA H200", "uuid": "GPU-6f3b1c2e-8d4a-4b6e-9f1a-2c3d4e5f6a7b",
-    "memory_total": H200_MEMORY, "driver_version": "580.95.05", "cuda_version": "13.0",
-    "power_limit_w": 700.0, "power_default_limit_w": 700.0,
-    "temp_slowdown_c": 89.0, "temp_shutdown_c": 95.0, "temp_max_gpu_c": 87.0,
-    "sm_clock_max_mhz": 1980, "mem_clock_max_mhz": 3201, "pcie_max_gen": 5, "pcie_max_width": 16,
+    "index": 0,
+    "name": "NVIDIA H200",
+    "uuid": "GPU-6f3b1c2e-8d4a-4b6e-9f1a-2c3d4e5f6a7b",
+    "memory_total": H200_MEMORY,
+    "driver_version": "580.95.05",
+    "cuda_version": "13.0",
+    "power_limit_w": 700.0,
+    "power_default_limit_w": 700.0,
+    "temp_slowdown_c": 89.0,
+    "temp_shutdown_c": 95.0,
+    "temp_max_gpu_c": 87.0,
+    "sm_clock_max_mhz": 1980,
+    "mem_clock_max_mhz": 3201,
+    "pcie_max_gen": 5,
+    "pcie_max_width": 16,
     "gpm_supported": True,
 }
 
@@ -62,8 +72,7 @@ class Trace:
         self.name = name
         self.rng = random.Random(seed)
         self.preset = {"name": name, "source": "/opt/gputui/presets.toml", **preset}
-        self.command = command or ["/usr/bin/python3", "-m", "gputui.workloads", "--framework", "torch",
-                                   "--model", str(preset.get("model", "resnet50"))]
+        self.command = command or ["/usr/bin/python3", "-m", "gputui.workloads", "--framework", "torch", "--model", str(preset.get("model", "resnet50"))]
         self.items: list[tuple[float, int, Any]] = []
         self.energy_mj = 41_234_567_890
         self.last_t = 0.0
@@ -80,16 +89,30 @@ class Trace:
 
     def rate(self, t: float, rate: float, phase: str | None = "measure", batch: int = 256) -> None:
         seconds = round(batch * 4 / rate, 4)
-        data = {"samples_per_sec": round(rate, 2), "source": "gputui", "final": False,
-                "samples": float(batch * 4), "seconds": seconds}
+        data = {"samples_per_sec": round(rate, 2), "source": "gputui", "final": False, "samples": float(batch * 4), "seconds": seconds}
         if phase:
             data["phase"] = phase
         self.event(t, "throughput", **data)
 
-    def gpu(self, t: float, *, util: float, sm: float | None, temp: float, power: float, clock: float = 1980,
-            reasons: tuple[str, ...] = (), memory: float = 38 * GIB, gen: int = 5, width: int = 16,
-            rx: float | None = None, tx: float | None = None, occ: float | None = None,
-            tensor: float | None = None, first: bool = False) -> GpuSample:
+    def gpu(
+        self,
+        t: float,
+        *,
+        util: float,
+        sm: float | None,
+        temp: float,
+        power: float,
+        clock: float = 1980,
+        reasons: tuple[str, ...] = (),
+        memory: float = 38 * GIB,
+        gen: int = 5,
+        width: int = 16,
+        rx: float | None = None,
+        tx: float | None = None,
+        occ: float | None = None,
+        tensor: float | None = None,
+        first: bool = False,
+    ) -> GpuSample:
         dt = t - self.last_t
         self.energy_mj += int(power * dt * 1000)
         mask = 0
@@ -99,12 +122,22 @@ class Trace:
         if idle:
             mask |= BIT["GpuIdle"]
         sample = GpuSample(
-            index=0, util_gpu=float(round(util)), util_mem=float(round(util * 0.45)),
-            memory_used=int(memory), memory_total=H200_MEMORY, temp_c=float(round(temp)),
-            power_w=round(power, 2), power_limit_w=700.0, energy_mj=self.energy_mj,
-            sm_clock_mhz=int(round(clock / 15) * 15), mem_clock_mhz=3201 if not idle else 1593,
-            throttle_mask=mask, throttle_reasons=[THROTTLE_REASONS[b] for b in sorted(THROTTLE_REASONS) if mask & b],
-            pstate=0, pcie_gen=gen, pcie_width=width,
+            index=0,
+            util_gpu=float(round(util)),
+            util_mem=float(round(util * 0.45)),
+            memory_used=int(memory),
+            memory_total=H200_MEMORY,
+            temp_c=float(round(temp)),
+            power_w=round(power, 2),
+            power_limit_w=700.0,
+            energy_mj=self.energy_mj,
+            sm_clock_mhz=int(round(clock / 15) * 15),
+            mem_clock_mhz=3201 if not idle else 1593,
+            throttle_mask=mask,
+            throttle_reasons=[THROTTLE_REASONS[b] for b in sorted(THROTTLE_REASONS) if mask & b],
+            pstate=0,
+            pcie_gen=gen,
+            pcie_width=width,
             processes=[GpuProcess(pid=MAIN, used_memory=int(memory) - 600 * MIB)] if memory > GIB else [],
         )
         if not first:  # GPM needs two samples
@@ -116,13 +149,23 @@ class Trace:
             sample.pcie_tx_bps = round(tx if tx is not None else self.n(0.05e9, 0.01e9, 0), 0) * 1.0
         return sample
 
-    def host(self, t: float, *, main: float, workers: list[float], mem_used: float = 22 * GIB,
-             other_cpu: float = 30.0, disk_read: float = 0.0, swap_used: float | None = None,
-             first: bool = False, main_rss: float = 6.5 * GIB, worker_rss: float = 1.1 * GIB) -> HostSample:
+    def host(
+        self,
+        t: float,
+        *,
+        main: float,
+        workers: list[float],
+        mem_used: float = 22 * GIB,
+        other_cpu: float = 30.0,
+        disk_read: float = 0.0,
+        swap_used: float | None = None,
+        first: bool = False,
+        main_rss: float = 6.5 * GIB,
+        worker_rss: float = 1.1 * GIB,
+    ) -> HostSample:
         procs = [ProcessSample(pid=MAIN, ppid=MAIN - 2, name="python3", role="main", threads=48, rss=int(main_rss))]
         for i, _cpu in enumerate(workers):
-            procs.append(ProcessSample(pid=WORKER0 + i, ppid=MAIN, name="python3", role="worker", threads=3,
-                                       rss=int(worker_rss)))
+            procs.append(ProcessSample(pid=WORKER0 + i, ppid=MAIN, name="python3", role="worker", threads=3, rss=int(worker_rss)))
         if not first:
             procs[0].cpu_percent = round(main, 1)
             for proc, cpu in zip(procs[1:], workers):
@@ -133,8 +176,11 @@ class Trace:
         return HostSample(
             cpu_percent=round(min(100.0, busy), 1),
             load_avg=[round(busy * CORES / 100, 2), round(busy * CORES / 110, 2), round(busy * CORES / 130, 2)],
-            memory_used=int(mem_used), memory_total=HOST_MEMORY, memory_available=int(HOST_MEMORY - mem_used),
-            swap_used=int(swap), swap_total=8 * GIB,
+            memory_used=int(mem_used),
+            memory_total=HOST_MEMORY,
+            memory_available=int(HOST_MEMORY - mem_used),
+            swap_used=int(swap),
+            swap_total=8 * GIB,
             disk_read_bps=None if first else round(disk_read, 0),
             disk_write_bps=None if first else round(self.n(20_000, 5_000, 0), 0),
             processes=procs,
@@ -145,17 +191,35 @@ class Trace:
         self.last_t = t
 
     # --- a whole run ------------------------------------------------------------------
-    def workload_run(self, *, warmup: float, measure: float, step: Callable[[Trace, float, str], tuple[GpuSample, HostSample, float | None]],
-                     batch: int = 256, model: str = "resnet50", end: str = "exited", phases: bool = True,
-                     oom: dict[str, Any] | None = None, interval: float = 1.0) -> None:
+    def workload_run(
+        self,
+        *,
+        warmup: float,
+        measure: float,
+        step: Callable[[Trace, float, str], tuple[GpuSample, HostSample, float | None]],
+        batch: int = 256,
+        model: str = "resnet50",
+        end: str = "exited",
+        phases: bool = True,
+        oom: dict[str, Any] | None = None,
+        interval: float = 1.0,
+    ) -> None:
         """Samples every second from t=0; warm-up from 5 s, the measured phase from
         ``warmup`` s to ``measure`` s.  ``step(trace, t, phase)`` returns the GPU and
         host samples and the throughput at t (None: no reading)."""
         self.event(0.05, "started", pid=MAIN, command=self.command)
         if phases:
-            self.event(3.2, "workload", v=1, framework="torch", model=model, batch_size=batch,
-                       precision=self.preset.get("precision", "bf16"), pipeline=self.preset.get("pipeline", "synthetic"),
-                       workers=self.preset.get("workers", 0))
+            self.event(
+                3.2,
+                "workload",
+                v=1,
+                framework="torch",
+                model=model,
+                batch_size=batch,
+                precision=self.preset.get("precision", "bf16"),
+                pipeline=self.preset.get("pipeline", "synthetic"),
+                workers=self.preset.get("workers", 0),
+            )
         rates = []
         phase: str | None = None
         self.interval = interval
@@ -183,13 +247,26 @@ class Trace:
         if end == "exited":
             if phases and rates:
                 ordered = sorted(rates)
-                self.event(t + 0.5, "result", v=1, samples_per_sec=round(ordered[len(ordered) // 2], 2),
-                           p5=round(ordered[len(ordered) // 20], 2), p95=round(ordered[-1 - len(ordered) // 20], 2))
-            self.event(t + 0.7, "outcome", kind="exited", ok=True, exit_code=0, signal=None,
-                       message="exited with code 0", duration_s=round(t + 0.7, 3))
+                self.event(
+                    t + 0.5,
+                    "result",
+                    v=1,
+                    samples_per_sec=round(ordered[len(ordered) // 2], 2),
+                    p5=round(ordered[len(ordered) // 20], 2),
+                    p95=round(ordered[-1 - len(ordered) // 20], 2),
+                )
+            self.event(t + 0.7, "outcome", kind="exited", ok=True, exit_code=0, signal=None, message="exited with code 0", duration_s=round(t + 0.7, 3))
         elif end == "oom":
-            self.event(t + 0.9, "outcome", kind="oom", ok=False, exit_code=1, signal=None,
-                       message="out of memory: " + oom["message"] if oom else "out of memory", duration_s=round(t + 0.9, 3))
+            self.event(
+                t + 0.9,
+                "outcome",
+                kind="oom",
+                ok=False,
+                exit_code=1,
+                signal=None,
+                message="out of memory: " + oom["message"] if oom else "out of memory",
+                duration_s=round(t + 0.9, 3),
+            )
 
     def _first(self, gpu: GpuSample, host: HostSample) -> tuple[GpuSample, HostSample]:
         for name in ("sm_active", "sm_occupancy", "tensor_active", "dram_active", "pcie_rx_bps", "pcie_tx_bps"):
@@ -202,12 +279,27 @@ class Trace:
     # --- writing --------------------------------------------------------------------
     def header(self) -> dict[str, Any]:
         return {
-            "schema": 1, "gputui": "0.1.0", "started_at": "2026-11-20T09:00:00+00:00", "interval": self.interval,
-            "host": {"hostname": "h200-node-07", "os": "Ubuntu 22.04.5 LTS (Linux 5.15.0-126-generic, x86_64)",
-                     "cpu_model": "Intel(R) Xeon(R) Platinum 8468", "cpu_logical": CORES, "cpu_physical": CORES,
-                     "memory_total": HOST_MEMORY, "python": "CPython 3.11.10"},
-            "driver_version": "580.95.05", "cuda_version": "13.0", "gpus": [H200],
-            "preset": self.preset, "command": self.command, "env": {}, "cwd": "/workspace", "python": "3.11.10",
+            "schema": 1,
+            "gputui": "0.1.0",
+            "started_at": "2026-11-20T09:00:00+00:00",
+            "interval": self.interval,
+            "host": {
+                "hostname": "h200-node-07",
+                "os": "Ubuntu 22.04.5 LTS (Linux 5.15.0-126-generic, x86_64)",
+                "cpu_model": "Intel(R) Xeon(R) Platinum 8468",
+                "cpu_logical": CORES,
+                "cpu_physical": CORES,
+                "memory_total": HOST_MEMORY,
+                "python": "CPython 3.11.10",
+            },
+            "driver_version": "580.95.05",
+            "cuda_version": "13.0",
+            "gpus": [H200],
+            "preset": self.preset,
+            "command": self.command,
+            "env": {},
+            "cwd": "/workspace",
+            "python": "3.11.10",
         }
 
     def write(self, directory: Path) -> Path:
@@ -226,14 +318,15 @@ class Trace:
 
 # --- scenarios ---------------------------------------------------------------------------
 
-WORKLOAD = {"framework": "torch", "model": "resnet50", "batch_size": 256, "precision": "bf16",
-            "steps": 400, "warmup_steps": 40}
+WORKLOAD = {"framework": "torch", "model": "resnet50", "batch_size": 256, "precision": "bf16", "steps": 400, "warmup_steps": 40}
 
 
-def busy(tr: Trace, t: float, *, sm: float = 86.0, temp: float = 68.0, power: float = 610.0, clock: float = 1980,
-         reasons: tuple[str, ...] = (), **gpu: Any) -> GpuSample:
-    return tr.gpu(t, util=tr.n(99.5, 0.6, 95, 100), sm=tr.n(sm, 2.0, 0, 100), temp=tr.n(temp, 0.4),
-                  power=tr.n(power, 12, 80, 700), clock=clock, reasons=reasons, **gpu)
+def busy(
+    tr: Trace, t: float, *, sm: float = 86.0, temp: float = 68.0, power: float = 610.0, clock: float = 1980, reasons: tuple[str, ...] = (), **gpu: Any
+) -> GpuSample:
+    return tr.gpu(
+        t, util=tr.n(99.5, 0.6, 95, 100), sm=tr.n(sm, 2.0, 0, 100), temp=tr.n(temp, 0.4), power=tr.n(power, 12, 80, 700), clock=clock, reasons=reasons, **gpu
+    )
 
 
 def loading(tr: Trace, t: float, **gpu: Any) -> GpuSample:
@@ -252,8 +345,7 @@ def healthy_synthetic(tr: Trace, t: float, phase: str):
     temp = min(77.0, 60 + 0.12 * t)
     if phase == "measure" and 90 <= t < 105:  # evaluation pass: small kernels, not sustained
         return tr.gpu(t, util=100, sm=tr.n(25, 2), temp=tr.n(temp, 0.3), power=tr.n(330, 10)), host, tr.n(880, 15)
-    gpu = busy(tr, t, temp=temp, power=tr.n(693, 3) if capped else 625, clock=1875 if capped else 1980,
-               reasons=("SwPowerCap",) if capped else ())
+    gpu = busy(tr, t, temp=temp, power=tr.n(693, 3) if capped else 625, clock=1875 if capped else 1980, reasons=("SwPowerCap",) if capped else ())
     rate = tr.n(2930 if not capped else 2890, 20) if phase == "measure" else tr.n(2700, 80)
     return gpu, host, rate
 
@@ -264,8 +356,7 @@ def input_bound_1worker(tr: Trace, t: float, phase: str):
     if phase == "start":
         return loading(tr, t), tr.host(t, main=tr.n(100, 2, 0), workers=[]), None
     host = tr.host(t, main=tr.n(11, 3, 0), workers=[tr.n(98.5, 1.2, 0, 101)], disk_read=tr.n(24e6, 3e6, 0))
-    gpu = tr.gpu(t, util=tr.n(14, 4, 0, 100), sm=tr.n(7, 1.5, 0), temp=tr.n(41, 0.4), power=tr.n(145, 12),
-                 rx=tr.n(0.12e9, 0.02e9, 0))
+    gpu = tr.gpu(t, util=tr.n(14, 4, 0, 100), sm=tr.n(7, 1.5, 0), temp=tr.n(41, 0.4), power=tr.n(145, 12), rx=tr.n(0.12e9, 0.02e9, 0))
     return gpu, host, tr.n(205, 8)
 
 
@@ -274,8 +365,7 @@ def input_enough_workers(tr: Trace, t: float, phase: str):
     GPU fed (SM ~82%): busy workers alone are not input-bound."""
     if phase == "start":
         return loading(tr, t), tr.host(t, main=tr.n(100, 2, 0), workers=[]), None
-    host = tr.host(t, main=tr.n(100, 1.5, 0, 101), workers=[tr.n(88, 5, 0, 101) for _ in range(12)],
-                   disk_read=tr.n(180e6, 10e6, 0), mem_used=34 * GIB)
+    host = tr.host(t, main=tr.n(100, 1.5, 0, 101), workers=[tr.n(88, 5, 0, 101) for _ in range(12)], disk_read=tr.n(180e6, 10e6, 0), mem_used=34 * GIB)
     return busy(tr, t, sm=82, temp=66), host, tr.n(2810, 25)
 
 
@@ -294,8 +384,7 @@ def thermal_crossing(tr: Trace, t: float, phase: str):
         temp = max(72.0, 86 - (t - 200) * 0.6)
     throttled = 130 <= t < 200 and tr.rng.random() < 0.9
     clock = tr.n(1600, 25) if throttled else 1980
-    gpu = busy(tr, t, temp=temp, power=tr.n(600, 10), clock=clock,
-               reasons=("SwThermalSlowdown",) if throttled else ())
+    gpu = busy(tr, t, temp=temp, power=tr.n(600, 10), clock=clock, reasons=("SwThermalSlowdown",) if throttled else ())
     rate = tr.n(2930 * clock / 1980, 18)
     return gpu, host, rate if phase == "measure" else tr.n(2700, 80)
 
@@ -352,8 +441,9 @@ def memory_pressure(tr: Trace, t: float, phase: str):
     used = min(0.965, 0.80 + max(0.0, t - 20) * 0.0022) * HOST_MEMORY
     if used > 0.9 * HOST_MEMORY:
         tr.swap_used += int(tr.n(45, 8, 0) * MIB)
-    host = tr.host(t, main=tr.n(100, 1.5, 0, 101), workers=[tr.n(62, 6, 0, 101) for _ in range(8)],
-                   mem_used=used, disk_read=tr.n(90e6, 10e6, 0), worker_rss=11 * GIB)
+    host = tr.host(
+        t, main=tr.n(100, 1.5, 0, 101), workers=[tr.n(62, 6, 0, 101) for _ in range(8)], mem_used=used, disk_read=tr.n(90e6, 10e6, 0), worker_rss=11 * GIB
+    )
     if phase == "start":
         return loading(tr, t), host, None
     memory = min(0.975 * H200_MEMORY, (20 + (t - 5) * 6) * GIB)
@@ -421,8 +511,7 @@ def pcie_traffic(tr: Trace, t: float, phase: str):
     host = tr.host(t, main=tr.n(100, 2, 0, 101), workers=[tr.n(40, 4, 0) for _ in range(8)])
     if phase == "start":
         return loading(tr, t), host, None
-    gpu = tr.gpu(t, util=tr.n(62, 4, 0, 100), sm=tr.n(30, 3, 0), temp=tr.n(55, 0.4), power=tr.n(330, 12),
-                 rx=tr.n(44e9, 1.5e9, 0), tx=tr.n(0.2e9, 0.02e9, 0))
+    gpu = tr.gpu(t, util=tr.n(62, 4, 0, 100), sm=tr.n(30, 3, 0), temp=tr.n(55, 0.4), power=tr.n(330, 12), rx=tr.n(44e9, 1.5e9, 0), tx=tr.n(0.2e9, 0.02e9, 0))
     return gpu, host, tr.n(1300, 20)
 
 
@@ -453,18 +542,22 @@ def build() -> list[Trace]:
     add(thermal_flapping, 5, measure=220, preset={"pipeline": "synthetic"})
     add(power_capped, 6, measure=130, preset={"pipeline": "synthetic", "model": "resnet50"})
     add(hw_slowdown, 7, measure=140, preset={"pipeline": "synthetic"})
-    add(memory_pressure, 8, measure=130, model="efficientnet_b7", batch=96, end="oom",
+    add(
+        memory_pressure,
+        8,
+        measure=130,
+        model="efficientnet_b7",
+        batch=96,
+        end="oom",
         oom={"t": 100, "message": "CUDA out of memory. Tried to allocate 2.25 GiB. GPU 0 has a total capacity of 139.81 GiB of which 1.12 GiB is free."},
-        preset={"model": "efficientnet_b7", "batch_size": 96, "pipeline": "host", "workers": 8})
-    add(launch_bound, 9, measure=110, model="mobilenetv2", batch=8,
-        preset={"model": "mobilenetv2", "batch_size": 8, "pipeline": "synthetic"})
+        preset={"model": "efficientnet_b7", "batch_size": 96, "pipeline": "host", "workers": 8},
+    )
+    add(launch_bound, 9, measure=110, model="mobilenetv2", batch=8, preset={"model": "mobilenetv2", "batch_size": 8, "pipeline": "synthetic"})
     script = ["/usr/bin/python3", "train.py", "--data", "/mnt/nfs/shards"]
-    add(idle_io, 10, measure=140, phases=False, command=script,
-        preset={"framework": None, "command": script})
+    add(idle_io, 10, measure=140, phases=False, command=script, preset={"framework": None, "command": script})
     add(grace_startup, 11, measure=110, phases=False, command=script, preset={"framework": None, "command": script})
     add(pcie_link, 12, measure=100, preset={"pipeline": "synthetic"})
-    add(pcie_idle_downshift, 13, measure=150, interval=2.0, phases=False, command=script,
-        preset={"framework": None, "command": script})
+    add(pcie_idle_downshift, 13, measure=150, interval=2.0, phases=False, command=script, preset={"framework": None, "command": script})
     add(pcie_traffic, 14, measure=80, preset={"pipeline": "host", "workers": 8})
     add(warmup_only, 15, warmup=45, measure=110, preset={"pipeline": "host", "workers": 1})
     for tr in traces:  # command presets have no workload keys
