@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import runpy
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +25,12 @@ def _enable_torchvision_shim_if_needed() -> None:
 
 
 _enable_torchvision_shim_if_needed()
+
+# The signal tests expect a terminal's SIGHUP: when the suite itself runs under nohup,
+# every child would inherit SIGHUP ignored, and gputui (rightly) keeps ignoring it.
+# The tests of the nohup case start their children under nohup themselves.
+if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN:
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 @functools.lru_cache(maxsize=1)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from textual.app import App, SystemCommand
+from textual.app import App, ScreenStackError, SystemCommand, UnknownModeError
 from textual.binding import Binding
 from textual.filter import LineFilter
 from textual.screen import Screen
@@ -126,17 +126,21 @@ class DashboardApp(App[int]):
         dashboard = self.dashboard
         if not dashboard.is_mounted:
             return
-        if self.screen is not dashboard and not force:
+        try:
+            top = self.screen
+        except (ScreenStackError, UnknownModeError):
+            return  # no screen any more: the redraw timer fired while the app shuts down
+        milestone = self.milestone()
+        if top is not dashboard and not force:
             # Under a modal (summary, findings) Textual repaints the whole screen for
             # any change beneath it: ~8 KB/s at 140x40.  The panels catch up in one
             # repaint when the dashboard is back on top (DashboardScreen.on_screen_resume);
             # a run starting or ending, or its recording being finished, costs one
             # repaint now (the top line shows above the modal).
-            milestone = self.milestone()
             if milestone == self._seen_milestone:
                 return
-            self._seen_milestone = milestone
             force = True
+        self._seen_milestone = milestone
         # GPU panels come and go with the machine's GPUs, not with every sample.
         reason = (self.state.header or {}).get("gpu_unavailable_reason")
         machine = (tuple(sorted(self.state.gpus)), reason, self.state.versions[st.HEADER])
