@@ -10,7 +10,7 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gputui import __version__
 from gputui.errors import UserError
@@ -148,9 +148,6 @@ def cmd_record(args: argparse.Namespace) -> int:
         baseline, received = _measure_baseline(args, preset)
         if received:
             return signal_exit_code(received[0])
-    from gputui.lookback.report_cli import check_price
-
-    price = check_price(args.run_price)
     session = SessionParts().build(
         SessionConfig(
             preset=preset,
@@ -159,7 +156,7 @@ def cmd_record(args: argparse.Namespace) -> int:
             attach_pid=args.pid,
             baseline=baseline,
             diagnosis=config.diagnosis,
-            diagnosis_overrides={"price_per_hour": price} if price else None,
+            diagnosis_overrides=command_line_diagnosis(args),
         )
     )
     # The disk filling up (or --record /dev/full) stops the run: a recording is its point.
@@ -199,6 +196,15 @@ def cmd_record(args: argparse.Namespace) -> int:
     if outcome["kind"] == "stopped":
         return 130
     return 0 if outcome.get("ok") else 1
+
+
+def command_line_diagnosis(args: argparse.Namespace) -> dict[str, Any] | None:
+    """``[diagnosis]`` settings given on the command line (``--price``): for the headless
+    recorder and the dashboard alike, they win over every file and preset table."""
+    from gputui.lookback.report_cli import check_price
+
+    price = check_price(args.run_price)
+    return {"price_per_hour": price} if price else None
 
 
 def start_metrics(args: argparse.Namespace) -> MetricsServer | None:

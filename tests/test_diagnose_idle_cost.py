@@ -57,11 +57,22 @@ def test_a_bad_price_in_a_diagnosis_table_names_the_key(tmp_path):
         load_diagnosis_file(path)
 
 
-def test_the_dashboard_takes_price_on_top_of_the_diagnosis_table():
-    from gputui.tui.launch import with_price
+def test_the_dashboard_takes_price_as_the_headless_recorder_does(tmp_path):
+    import argparse
 
-    table = {"thermal_warn_c": 50}
-    assert with_price(table, 2.5) == {"thermal_warn_c": 50, "price_per_hour": 2.5}
-    assert with_price(table, None) is table
+    from gputui.cli import command_line_diagnosis
+    from gputui.tui.sessions import SessionSupervisor, SessionTicket
+
+    assert command_line_diagnosis(argparse.Namespace(run_price=None)) is None
     with pytest.raises(UserError, match="--price: expected a price per hour greater than 0"):
-        with_price(table, -1.0)
+        command_line_diagnosis(argparse.Namespace(run_price=-1.0))
+    # The command line wins over the files' table and over a preset's own table, as headless.
+    preset = Preset(name="p", source=tmp_path / "p.toml", command=("true",), diagnosis={"price_per_hour": 1.0})
+    supervisor = SessionSupervisor(
+        lambda config: None,
+        lambda session, ticket: [],
+        diagnosis={"thermal_warn_c": 50, "price_per_hour": 0.5},
+        diagnosis_overrides=command_line_diagnosis(argparse.Namespace(run_price=2.5)),
+    )
+    settings = supervisor._config(SessionTicket(serial=1, run=1, preset=preset)).diagnosis_settings()
+    assert settings.price_per_hour == 2.5 and settings.thermal_warn_c == 50

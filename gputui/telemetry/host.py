@@ -232,10 +232,11 @@ def steal_percent(prev, cur) -> float | None:
     return round(max(0.0, cur.steal - prev.steal) / total * 100.0, 2)
 
 
-def _add_cpu_contention(out: HostSample, prev_per_cpu, cur_per_cpu, cgroup_root: Path | None = None) -> None:
-    """Steal over the interval, and the cgroup's throttling counters (cumulative)."""
-    if prev_per_cpu and cur_per_cpu and len(prev_per_cpu) == len(cur_per_cpu):
-        out.steal_pct = steal_percent(_sum_times(prev_per_cpu), _sum_times(cur_per_cpu))
+def _add_cpu_contention(out: HostSample, prev_total, cur_total, cgroup_root: Path | None = None) -> None:
+    """Steal over the interval (from the machine-wide totals the CPU figure was computed
+    from), and the cgroup's throttling counters (cumulative)."""
+    if prev_total is not None and cur_total is not None:
+        out.steal_pct = steal_percent(prev_total, cur_total)
     throttling = read_cpu_throttling(cgroup_root)
     if throttling is not None:
         out.cpu_periods, out.cpu_throttled_periods = throttling.periods, throttling.throttled
@@ -361,14 +362,16 @@ class HostTelemetry:
     def _machine(self, out: HostSample, now: float) -> None:
         cur = self._cpu_times()
         prev, self._cpu_prev = self._cpu_prev, cur
+        prev_total = cur_total = None
         if cur:
             if prev and len(prev) == len(cur):
+                prev_total, cur_total = _sum_times(prev), _sum_times(cur)
                 out.per_core = [_percent(p, c) for p, c in zip(prev, cur)]
-                out.cpu_percent = _percent(_sum_times(prev), _sum_times(cur))
+                out.cpu_percent = _percent(prev_total, cur_total)
             else:  # no earlier reading (or CPUs went on/offline): 0 until the next call
                 out.per_core = [0.0] * len(cur)
                 out.cpu_percent = 0.0
-        _add_cpu_contention(out, prev, cur)
+        _add_cpu_contention(out, prev_total, cur_total)
         try:
             out.load_avg = [round(x, 2) for x in psutil.getloadavg()]
         except (OSError, AttributeError):

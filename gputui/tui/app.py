@@ -410,6 +410,7 @@ class GpuTuiApp(DashboardApp):
         attach_pid: int | None,
         diagnosis: dict | None,
         refresh_interval: float,
+        diagnosis_overrides: dict | None = None,
         handle_signals: bool,
         record_force: bool = False,
         history: RunHistory | None = None,
@@ -421,7 +422,14 @@ class GpuTuiApp(DashboardApp):
             presets=presets, themes=themes, theme_problems=theme_problems, settings_file=settings_file, theme=theme, refresh_interval=refresh_interval
         )
         self.supervisor = SessionSupervisor(
-            make_session, self._observers_for, self._session_ended, interval=interval, duration=duration, attach_pid=attach_pid, diagnosis=diagnosis
+            make_session,
+            self._observers_for,
+            self._session_ended,
+            interval=interval,
+            duration=duration,
+            attach_pid=attach_pid,
+            diagnosis=diagnosis,
+            diagnosis_overrides=diagnosis_overrides,
         )
         self._start_preset = start_preset
         self.dashboard.initial_preset = start_preset
@@ -643,6 +651,7 @@ def make_app(
     duration: float | None = None,
     attach_pid: int | None = None,
     diagnosis: dict | None = None,
+    diagnosis_overrides: dict | None = None,
     start_preset: str | None = None,
     record_path: Path | None = None,
     theme: str | None = None,
@@ -690,6 +699,7 @@ def make_app(
         duration=duration,
         attach_pid=attach_pid,
         diagnosis=diagnosis,
+        diagnosis_overrides=diagnosis_overrides,
         refresh_interval=refresh_interval,
         handle_signals=handle_signals,
         make_check=check_factory,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gputui.cli import check_run_options
+from gputui.cli import check_run_options, command_line_diagnosis
 from gputui.errors import UserError
 from gputui.presets import get_preset, load_config
 
@@ -34,7 +34,8 @@ def run_dashboard(args: argparse.Namespace) -> int:
         interval=args.interval,
         duration=args.duration,
         attach_pid=args.pid,
-        diagnosis=with_price(config.diagnosis, args.run_price),
+        diagnosis=config.diagnosis,
+        diagnosis_overrides=command_line_diagnosis(args),
         start_preset=args.preset,
         record_path=args.record,
         theme=args.theme,
@@ -57,14 +58,6 @@ def run_dashboard(args: argparse.Namespace) -> int:
         note = f"recorded to {args.record}" if app.recorded else f"nothing recorded to {args.record}: no run was started"
         print(f"gputui: {note}", file=sys.stderr)
     return dashboard_exit_code(app, code)
-
-
-def with_price(diagnosis: dict, price: float | None) -> dict:
-    """The [diagnosis] table with ``--price`` on top: the idle finding prices idle time."""
-    from gputui.lookback.report_cli import check_price
-
-    price = check_price(price)
-    return {**diagnosis, "price_per_hour": price} if price else diagnosis
 
 
 def dashboard_exit_code(app, returned: object) -> int:

@@ -57,9 +57,11 @@ class SessionSupervisor:
         duration: float | None = None,
         attach_pid: int | None = None,
         diagnosis: dict[str, Any] | None = None,
+        diagnosis_overrides: dict[str, Any] | None = None,
     ) -> None:
         self._make_session = make_session
         self._diagnosis = dict(diagnosis or {})  # the presets files' [diagnosis] table (presets.Config)
+        self._diagnosis_overrides = diagnosis_overrides  # the command line's (--price)
         self._observers_for = observers_for
         self._on_ended = on_ended or (lambda ticket, error: None)
         self._interval = interval
@@ -182,4 +184,5 @@ class SessionSupervisor:
             duration=self._duration if capped else None,
             attach_pid=ticket.attach_pid,
             diagnosis=self._diagnosis,
+            diagnosis_overrides=self._diagnosis_overrides,
         )
