@@ -1,4 +1,4 @@
-"""The headless face: one compact line per sample on stderr, a summary table at the end.
+"""The headless face: a compact line on stderr about once a second, a summary table at the end.
 
 stderr may vanish under us (the SSH session dropped, nohup without a log): a write
 that fails turns the printer off rather than the run.
@@ -7,13 +7,16 @@ that fails turns the printer off rather than the run.
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from typing import Any, TextIO
 
 from gputui import events as ev
 from gputui import fmt
 from gputui.events import Event, Observer
-from gputui.model import Sample
+from gputui.model import HostSample, Sample
 from gputui.summary import SummaryBuilder
+
+PRINT_EVERY_S = 0.95  # a line about once a second (a 1 s sampler's ticks jitter a little)
 
 
 class ProgressPrinter(Observer):
@@ -24,6 +27,8 @@ class ProgressPrinter(Observer):
         self._phase: str | None = None
         self._notes: list[str] = []
         self._findings: dict[str, dict[str, Any]] = {}  # open findings by id
+        self._host: HostSample | None = None  # the newest host part (not every sample has one)
+        self._printed_t: float | None = None
 
     def _print(self, text: str) -> None:
         if self._stream is None:
@@ -71,7 +76,14 @@ class ProgressPrinter(Observer):
             self._findings[fid] = data
 
     def on_sample(self, sample: Sample) -> None:
-        self._print(progress_line(sample, self._phase, self._rate, self._summary, list(self._findings.values())))
+        if sample.host is not None:
+            self._host = sample.host
+        # At a sub-second interval a line per sample would flood a log: one a second.
+        if self._printed_t is not None and sample.t - self._printed_t < PRINT_EVERY_S:
+            return
+        self._printed_t = sample.t
+        shown = sample if sample.host is not None else replace(sample, host=self._host)
+        self._print(progress_line(shown, self._phase, self._rate, self._summary, list(self._findings.values())))
 
     def on_summary(self, summary: dict[str, Any]) -> None:
         for line in summary_table(summary):

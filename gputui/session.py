@@ -26,7 +26,7 @@ from gputui.diagnosis import Diagnoser
 from gputui.diagnosis import Settings as DiagnosisSettings
 from gputui.errors import UserError
 from gputui.events import Event, Observer
-from gputui.model import Sample, to_dict
+from gputui.model import HostSample, Sample, to_dict
 from gputui.outcome import Outcome
 from gputui.output_stream import OutputLine
 from gputui.presets import Preset
@@ -43,6 +43,9 @@ from gputui.workloads import protocol
 log = logging.getLogger(__name__)
 
 MIN_INTERVAL_S = 0.1
+# The host (per-core CPU, memory, disk, the run's process tree) is read at most this
+# often; at a shorter interval the samples between carry GPUs only.
+HOST_INTERVAL_S = 1.0
 OUTPUT_EVENT_MAX_CHARS = 2000  # longer output lines are shortened in the recording
 # Output lines still handled once a stop is asked.  A child that floods its output
 # queues lines faster than they are recorded; handling the whole backlog would take
@@ -101,6 +104,7 @@ class Session:
         # The next tick reads the cumulative counters too: a phase changed, so the
         # summary's windows start on an exact energy and throttle-time reading.
         self._exact_next = False
+        self._host_t: float | None = None  # when the host was last read (session seconds)
         self.summary_extra: dict[str, Any] = {}  # merged into the summary (set before run() ends)
         self.summary_builder = SummaryBuilder(baseline=config.baseline)
         self.outcome: Outcome | None = None
@@ -316,9 +320,20 @@ class Session:
 
     def _take_sample(self, exact: bool = False) -> Sample:
         exact, self._exact_next = exact or self._exact_next, False
+        t = round(self.elapsed, 4)
+        gpus = self.gpu.sample(exact)
+        return Sample(t=t, gpus=gpus, host=self._host_sample(t, exact))
+
+    def _host_sample(self, t: float, exact: bool) -> HostSample | None:
+        """The host part, read at most once every HOST_INTERVAL_S (and on exact ticks):
+        the machine-wide parts and the process tree cost three to four times a GPU
+        reading, and a CPU share over 100 ms says little more than one over a second."""
+        due = self._host_t is None or t - self._host_t >= HOST_INTERVAL_S - self.config.interval / 2
+        if not (due or exact):
+            return None
+        self._host_t = t
         root = self._runner.pid if self._runner is not None else self.config.attach_pid
-        roots = [root] if root else list(self._watch_pids)
-        return Sample(t=round(self.elapsed, 4), gpus=self.gpu.sample(exact), host=self.host.sample(roots))
+        return self.host.sample([root] if root else list(self._watch_pids))
 
     def _final_sample(self) -> None:
         """One last sample at the run's end, with exact counter readings, so the

@@ -237,3 +237,70 @@ def test_without_children_files_the_tree_falls_back_to_psutil(monkeypatch):
     finally:
         proc.kill()
         proc.wait()
+
+
+# --- The host on a slower cadence ---------------------------------------------------------
+
+
+class CountingHost(HostTelemetry):
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+
+    def sample(self, root_pids=()):
+        self.reads += 1
+        return super().sample(root_pids)
+
+
+def test_at_ten_hertz_the_host_is_read_about_once_a_second_and_the_gpus_every_tick(tmp_path):
+    (tmp_path / "p.toml").write_text(f"[presets.w]\ncommand = [{json.dumps(sys.executable)}, '-c', 'import time; time.sleep(2.5)']\n")
+    preset = load_file(tmp_path / "p.toml")["w"]
+    host = CountingHost()
+    samples: list[Sample] = []
+
+    class Keep(SummaryBuilder):
+        def on_sample(self, sample: Sample) -> None:
+            samples.append(sample)
+            super().on_sample(sample)
+
+    session = Session(SessionConfig(preset=preset, interval=0.1), gpu=GpuTelemetry(FakeNvml()), host=host)
+    session.summary_builder = Keep()
+    session.run()
+    with_host = [s for s in samples if s.host is not None]
+    assert len(samples) >= 15 and all(s.gpus for s in samples)  # every tick reads the GPUs
+    assert host.reads == len(with_host)
+    # ~2.5 s of run: the first tick, about one a second, and the run's exact last sample
+    assert 2 <= len(with_host) <= 6, [s.t for s in with_host]
+    gaps = [b.t - a.t for a, b in zip(with_host, with_host[1:-1])]
+    assert all(gap >= 0.9 for gap in gaps), gaps
+    assert samples[-1].host is not None  # the final sample is whole
+
+
+def test_the_diagnosis_keeps_the_run_processes_between_host_readings():
+    from gputui.diagnosis.context import Context
+    from gputui.diagnosis.settings import Settings
+    from gputui.model import HostSample, ProcessSample
+
+    ctx = Context(Settings())
+    workers = [ProcessSample(pid=10 + i, role="worker", cpu_percent=95.0) for i in range(4)]
+    ctx.on_sample(Sample(t=0.0, gpus=[GpuSample(index=0)], host=HostSample(cpu_percent=80.0, swap_used=0, processes=workers)))
+    ctx.on_sample(Sample(t=0.1, gpus=[GpuSample(index=0)]))
+    assert ctx.host is not None and ctx.host.cpu_percent == 80.0
+    assert len(ctx.d.workers) == 4 and ctx.d.run_cpu == 380.0
+    assert len(ctx.swap) == 1  # windows of host readings grow only on real readings
+
+
+def test_the_progress_line_comes_once_a_second_and_keeps_the_last_cpu_reading():
+    import io
+
+    from gputui.model import HostSample
+    from gputui.progress import ProgressPrinter
+
+    stream = io.StringIO()
+    printer = ProgressPrinter(SummaryBuilder(), stream)
+    for tick in range(25):
+        host = HostSample(cpu_percent=42.0) if tick % 10 == 0 else None
+        printer.on_sample(Sample(t=tick * 0.1, gpus=[GpuSample(index=0, util_gpu=90.0)], host=host))
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 3, lines  # t = 0, 1.0, 2.0
+    assert all("CPU 42%" in line for line in lines)

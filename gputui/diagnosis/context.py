@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gputui.diagnosis.settings import Settings
-from gputui.model import GpuInfo, GpuSample, ProcessSample, Sample, from_dict
+from gputui.model import GpuInfo, GpuSample, HostSample, ProcessSample, Sample, from_dict
 from gputui.stats import median
 
 RATE_KEEP_S = 300.0  # throughput readings kept for baselines
@@ -59,6 +59,9 @@ class Context:
         self.t = 0.0
         self.ended = False
         self.sample: Sample | None = None
+        # The newest host part: at a sub-second interval only about one sample a second
+        # carries one (the session reads the host at most once a second).
+        self.host: HostSample | None = None
         self.d = Derived()
         self.rates: deque[tuple[float, float]] = deque()
         self.rank_rates: dict[int, deque[tuple[float, float]]] = {}  # data-parallel runs: each rank's
@@ -131,7 +134,10 @@ class Context:
         if self.first_t is None:
             self.first_t = sample.t
         d = Derived()
-        host = sample.host
+        fresh = sample.host
+        if fresh is not None:
+            self.host = fresh
+        host = self.host
         if host is not None and host.processes:
             d.procs = [p for p in host.processes if p.cpu_percent is not None]
             d.workers = [p for p in d.procs if p.role == "worker"]
@@ -146,7 +152,8 @@ class Context:
         mine = [g for g in gpus if g.processes and any(p.pid in pids for p in g.processes)]
         d.run_gpus = mine or gpus  # containers report other PIDs: then every GPU
         self.d = d
-        if host is not None:
+        if fresh is not None:
+            host = fresh
             if host.swap_used is not None:
                 self.swap.append((sample.t, float(host.swap_used)))
                 while self.swap and self.swap[0][0] < sample.t - SWAP_WINDOW_S:

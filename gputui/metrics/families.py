@@ -177,7 +177,7 @@ def _finding_families(snap: MetricsSnapshot) -> list[Metric]:
 
 
 def _host_families(snap: MetricsSnapshot) -> list[Metric]:
-    host = snap.sample.host if snap.sample else None
+    host = snap.host
     out: list[Metric] = []
     if snap.cpu_available is not None:
         out.append(

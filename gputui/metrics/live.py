@@ -14,7 +14,7 @@ from typing import Any
 
 from gputui import events as ev
 from gputui.events import Event, Observer
-from gputui.model import Sample
+from gputui.model import HostSample, Sample
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,7 @@ class MetricsSnapshot:
     cpu_available: float | None = None
     gpus: dict[int, GpuLabels] = field(default_factory=dict)
     sample: Sample | None = None
+    host: HostSample | None = None  # the newest host part (a sub-second sampler reads it once a second)
     energy_start_mj: dict[int, int] = field(default_factory=dict)  # per GPU, the session's first reading
     throughput: float | None = None  # the latest reading, samples per second
     samples_done: float = 0.0  # summed over the readings that say how many samples they cover
@@ -79,7 +80,8 @@ class LiveMetrics(Observer):
     def on_sample(self, sample: Sample) -> None:
         start = self.snapshot.energy_start_mj
         missing = {g.index: g.energy_mj for g in sample.gpus if g.energy_mj is not None and g.index not in start}
-        self._update(sample=sample, energy_start_mj={**start, **missing} if missing else start)
+        host = sample.host if sample.host is not None else self.snapshot.host
+        self._update(sample=sample, host=host, energy_start_mj={**start, **missing} if missing else start)
 
     def on_event(self, event: Event) -> None:
         if event.kind == ev.THROUGHPUT:

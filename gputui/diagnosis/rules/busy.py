@@ -120,7 +120,7 @@ class Idle(Rule):
             gpu_idle = True  # no GPU at all, or the run uses none: the CPU decides
         else:
             return None, {}  # the GPUs are lost
-        host = ctx.sample.host if ctx.sample else None
+        host = ctx.host
         level = 2 if gpu_idle and d.run_cpu < s.idle_cpu_pct else 0
         return level, {
             "util": util,

@@ -15,7 +15,7 @@ class HostContention(Rule):
     scope = "run"
 
     def observe(self, ctx, gpu):
-        host = ctx.sample.host if ctx.sample else None
+        host = ctx.host
         if host is None:
             return None, {}
         s = ctx.s

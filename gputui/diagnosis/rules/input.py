@@ -28,7 +28,7 @@ class InputBound(Rule):
             busy.signals.append(THROUGHPUT)
         if under is None and slow is None:
             return None, {}
-        host = ctx.sample.host if ctx.sample else None
+        host = ctx.host
         host_cpu = host.cpu_percent if host else None
         worker_cpu = _mean([p.cpu_percent for p in d.workers])
         main_cpu = d.main.cpu_percent if d.main else None

@@ -61,7 +61,7 @@ class HostMemory(Rule):
     during_warmup = True  # the kernel's or the provider's OOM killer does not wait for warm-up
 
     def observe(self, ctx, gpu):
-        host = ctx.sample.host if ctx.sample else None
+        host = ctx.host
         if host is None or not host.memory_total or host.memory_available is None:
             return None, {}
         s = ctx.s
