@@ -15,14 +15,31 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
+_SCALARS = (int, float, str, bool)
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...] | None:
+    """A dataclass's field names (looked up once per class: the recorder converts a
+    sample every tick), or None for anything else."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None and dataclasses.is_dataclass(cls):
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return names
+
+
 def to_dict(obj: Any) -> Any:
     """Dataclasses (nested, in lists) to plain JSON-ready dicts, without None values."""
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+    if isinstance(obj, _SCALARS) or obj is None:
+        return obj
+    names = _field_names(type(obj))
+    if names is not None:
         out = {}
-        for f in dataclasses.fields(obj):
-            value = to_dict(getattr(obj, f.name))
-            if value is not None:
-                out[f.name] = value
+        for name in names:
+            value = getattr(obj, name)
+            if value is None:
+                continue
+            out[name] = value if isinstance(value, _SCALARS) else to_dict(value)
         return out
     if isinstance(obj, (list, tuple)):
         return [to_dict(item) for item in obj]

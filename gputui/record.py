@@ -49,6 +49,15 @@ def check_record_target(path: Path, force: bool) -> None:
         raise UserError(exists_message(path))
 
 
+def _json_line(record: dict[str, Any]) -> str:
+    """One line of the recording.  NaN and infinity are rare (a driver's glitch), so the
+    record is walked for them only when the plain encoding refuses one."""
+    try:
+        return json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n"
+    except ValueError:
+        return json.dumps(json_safe(record), separators=(",", ":"), allow_nan=False) + "\n"
+
+
 class Recorder(Observer):
     """Writes a session to a JSON Lines file.
 
@@ -84,7 +93,7 @@ class Recorder(Observer):
         if self._file.closed:
             return
         try:
-            self._file.write(json.dumps(json_safe(record), separators=(",", ":"), allow_nan=False) + "\n")
+            self._file.write(_json_line(record))
             self._file.flush()
             now = time.monotonic()
             if now - self._last_sync >= FSYNC_EVERY_S:

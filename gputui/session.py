@@ -308,7 +308,9 @@ class Session:
         next_tick = self._clock()
         while not self._stop.is_set():
             try:
-                self._queue.put(("sample", self._take_sample()))
+                sample = self._take_sample()
+                if sample.gpus or sample.host is not None:  # without GPUs, a tick between host readings holds nothing
+                    self._queue.put(("sample", sample))
             except Exception:  # a sampler bug must not end the run; say it once per tick
                 log.exception("sampling failed")
             next_tick += interval

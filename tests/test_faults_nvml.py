@@ -57,7 +57,10 @@ def test_a_gpu_lost_mid_run_leaves_the_others_and_the_host_recorded(tmp_path, er
         assert lost.lost and lost.temp_c is None and lost.power_w is None
         assert not first.lost and first.temp_c == 51.0 and first.power_w == 312.5
         assert not third.lost and third.memory_used == gpus[2].memory_used
-        assert sample.host is not None and sample.host.cpu_percent is not None
+    # The host is read about once a second (and in the last sample): it goes on too.
+    hosted = [s for s in after if s.host is not None]
+    assert len(hosted) >= 2 and after[-1].host is not None
+    assert all(s.host.cpu_percent is not None for s in hosted)
     assert rec.summary is not None
 
 
@@ -72,7 +75,8 @@ def test_a_gpu_lost_mid_run_leaves_the_others_and_the_host_recorded(tmp_path, er
 def test_nvml_failing_at_init_still_records_the_host_and_says_why(tmp_path, error, words):
     rec = record_session(tmp_path / "r.jsonl", GpuTelemetry(FakeNvml(init_error=error)), duration=0.8)
     assert rec.header["gpus"] == [] and words in rec.header["gpu_unavailable_reason"].lower()
-    assert len(rec.samples) >= 3
+    # No GPUs: only the ticks that read the host (about once a second, and the last) are samples
+    assert len(rec.samples) >= 2
     assert all(s.gpus == [] and s.host is not None and s.host.cpu_percent is not None for s in rec.samples)
     assert rec.summary is not None
 
@@ -82,4 +86,4 @@ def test_nvml_not_installed_still_records_the_host_and_says_why(tmp_path, monkey
     rec = record_session(tmp_path / "r.jsonl", GpuTelemetry(), duration=0.8)
     assert rec.header["gpus"] == []
     assert "nvidia-ml-py is not installed" in rec.header["gpu_unavailable_reason"]
-    assert len(rec.samples) >= 3 and all(s.host is not None for s in rec.samples)
+    assert len(rec.samples) >= 2 and all(s.host is not None for s in rec.samples)

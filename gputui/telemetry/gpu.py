@@ -129,6 +129,10 @@ class _Gpu:
     gpm_have_previous: bool = False
     preferred: dict[str, int] = field(default_factory=dict)  # which fallback answered
     counters_read_at: float | None = None
+    # The GPM request and its metric names, built once: ctypes set-up is a good part
+    # of a 10 Hz tick.  None until the first pair of samples.
+    gpm_request: Any = None
+    gpm_names: list[str] = field(default_factory=list)
 
 
 class GpuTelemetry:
@@ -393,26 +397,36 @@ class GpuTelemetry:
         if not gpu.gpm_have_previous:
             gpu.gpm_have_previous = True
             return {}
-        return self._gpm_metrics(previous, current)
+        return self._gpm_metrics(gpu, previous, current)
 
-    def _gpm_metrics(self, previous: Any, current: Any) -> dict[str, float]:
+    def _gpm_request(self, gpu: _Gpu) -> Any:
+        """The GPU's GPM request (metric ids set), built on first use; None without GPM structs."""
+        if gpu.gpm_request is None:
+            nvml = self._nvml
+            struct_type = nvml.const("c_nvmlGpmMetricsGet_t")
+            if struct_type is None:
+                return None
+            ids = {name: nvml.const(const) for name, (const, _) in _GPM_METRICS.items()}
+            ids = {name: metric_id for name, metric_id in ids.items() if metric_id is not None}
+            request = struct_type()
+            request.version = nvml.const("NVML_GPM_METRICS_GET_VERSION", 1)
+            request.numMetrics = len(ids)
+            for slot, metric_id in enumerate(ids.values()):
+                request.metrics[slot].metricId = metric_id
+            gpu.gpm_request, gpu.gpm_names = request, list(ids)
+        return gpu.gpm_request
+
+    def _gpm_metrics(self, gpu: _Gpu, previous: Any, current: Any) -> dict[str, float]:
         nvml = self._nvml
-        struct_type = nvml.const("c_nvmlGpmMetricsGet_t")
-        if struct_type is None:
+        request = self._gpm_request(gpu)
+        if request is None:
             return {}
-        ids = {name: nvml.const(const) for name, (const, _) in _GPM_METRICS.items()}
-        ids = {name: metric_id for name, metric_id in ids.items() if metric_id is not None}
-        request = struct_type()
-        request.version = nvml.const("NVML_GPM_METRICS_GET_VERSION", 1)
-        request.numMetrics = len(ids)
         request.sample1, request.sample2 = previous, current
-        for slot, metric_id in enumerate(ids.values()):
-            request.metrics[slot].metricId = metric_id
         if nvml.call("nvmlGpmMetricsGet", request) is None:
             return {}
         ok = nvml.const("NVML_SUCCESS", 0)
         values = {}
-        for slot, name in enumerate(ids):
+        for slot, name in enumerate(gpu.gpm_names):
             metric = request.metrics[slot]
             if metric.nvmlReturn == ok:  # each metric reports its own support
                 values[name] = metric.value * _GPM_METRICS[name][1]
