@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from gputui.workloads import protocol
+from gputui import protocol
+from gputui.protocol import Emitter
 from gputui.workloads.measure import MissingFramework, OutOfMemory, Window, emit_result, measure, tf_metal_summary
-from gputui.workloads.protocol import Emitter
 
 
 class FakeDevice:
