@@ -17,7 +17,7 @@ import time
 
 import torch
 
-from gputui.workloads.protocol import MEASURE, WARMUP, Emitter
+from gputui.protocol import MEASURE, WARMUP, Emitter
 
 
 def main() -> None:

@@ -27,8 +27,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from gputui import events as ev
+from gputui import protocol
 from gputui.record import read_recording
-from gputui.workloads import protocol
 
 
 def env() -> dict[str, str]:

@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gputui.catalog import AUGMENT_LEVELS, COMPILE_MODES, DEVICES, FRAMEWORKS, METHODS, PIPELINES
 from gputui.config import tomllib, user_presets_path
 from gputui.diagnosis.settings import KEYS as DIAGNOSIS_KEYS
 from gputui.diagnosis.settings import check_value as check_diagnosis_value
 from gputui.errors import UserError
-from gputui.workloads.catalog import AUGMENT_LEVELS, COMPILE_MODES, DEVICES, FRAMEWORKS, METHODS, PIPELINES
 
 
 @dataclass(frozen=True)

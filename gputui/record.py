@@ -31,7 +31,7 @@ from gputui import events as ev
 from gputui.errors import UserError
 from gputui.events import Event, Observer
 from gputui.model import GpuInfo, HostInfo, Sample, Throughput, from_dict, to_dict
-from gputui.workloads.protocol import json_safe
+from gputui.protocol import json_safe
 
 log = logging.getLogger(__name__)
 

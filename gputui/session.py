@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gputui import __version__
+from gputui import __version__, protocol
 from gputui import events as ev
 from gputui.diagnosis import Diagnoser
 from gputui.diagnosis import Settings as DiagnosisSettings
@@ -38,7 +38,6 @@ from gputui.telemetry.gpu import GpuTelemetry, gpm_wanted
 from gputui.telemetry.host import HostTelemetry, host_info
 from gputui.telemetry.pinning import match_gpus
 from gputui.throughput import ThroughputParser
-from gputui.workloads import protocol
 
 log = logging.getLogger(__name__)
 

@@ -15,8 +15,8 @@ from typing import Any
 from gputui import events as ev
 from gputui.events import Event, Observer
 from gputui.model import Sample
+from gputui.protocol import MEASURE
 from gputui.stats import ValueCounts, spread
-from gputui.workloads.protocol import MEASURE
 
 GPU_SERIES = ("util_gpu", "sm_active", "sm_occupancy", "tensor_active", "temp_c", "power_w", "sm_clock_mhz")
 

@@ -29,8 +29,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from gputui import protocol
 from gputui.model import Throughput
-from gputui.workloads import protocol
 
 # A plain number (ASCII digits), optionally in exponent form; and one that may have
 # thousands commas.

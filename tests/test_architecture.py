@@ -55,15 +55,46 @@ def test_a_planted_import_of_the_dashboard_breaks_the_build_naming_it(tmp_path):
 @pytest.mark.parametrize(
     "contract_id, allowed",
     [
-        ("workloads-protocol-only", {"gputui.workloads", "gputui.stats"}),
+        ("workloads-protocol-only", {"gputui.workloads", "gputui.protocol", "gputui.catalog", "gputui.stats"}),
+        ("protocol-and-catalog-are-leaves", {"gputui.protocol", "gputui.catalog", "gputui.stats"}),
         ("telemetry-knows-no-session", {"gputui.telemetry", "gputui.model"}),
     ],
 )
 def test_forbidden_lists_name_every_other_module(contract_id, allowed):
     # A module added to gputui later must be forbidden too, or allowed here on purpose.
-    top_level = {f"gputui.{m.name}" for m in pkgutil.iter_modules(gputui.__path__) if m.name != "__main__"}
     forbidden = set(contracts()[contract_id]["forbidden_modules"])
-    assert forbidden == top_level - allowed
+    assert forbidden == top_level_modules() - allowed
+
+
+def top_level_modules() -> set[str]:
+    return {f"gputui.{m.name}" for m in pkgutil.iter_modules(gputui.__path__) if m.name != "__main__"}
+
+
+def test_every_module_but_the_worker_is_forbidden_to_import_the_worker():
+    # A module added to gputui later is held to it too: the worker package is child-only code.
+    contract = contracts()["core-no-workloads"]
+    assert contract["forbidden_modules"] == ["gputui.workloads"]
+    assert set(contract["source_modules"]) == top_level_modules() - {"gputui.workloads"}
+
+
+@needs_import_linter
+@pytest.mark.parametrize(
+    "importer, planted, contract_name",
+    [
+        ("check/context.py", "import gputui.workloads.measure", "Nothing outside gputui.workloads imports it"),
+        ("protocol.py", "import gputui.record", "The protocol and the catalog import nothing of gputui"),
+        ("workloads/smoke.py", "import gputui.session", "The benchmark worker (gputui.workloads) imports none of the core"),
+    ],
+)
+def test_a_planted_import_across_the_worker_boundary_breaks_the_build(tmp_path, importer, planted, contract_name):
+    shutil.copytree(REPO / "gputui", tmp_path / "gputui", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    with open(tmp_path / "gputui" / importer, "a", encoding="utf-8") as fh:
+        fh.write(f"\n{planted}  # planted\n")
+    result = run_lint_imports(tmp_path)
+    assert result.returncode != 0
+    broken = result.stdout[result.stdout.index("Broken contracts") :]
+    assert contract_name in broken and planted.split()[-1] in broken
 
 
 def test_ci_runs_the_readme_command_with_the_checkers_before_the_tests():

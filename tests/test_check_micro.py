@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from gputui import protocol
 from gputui.check.context import CheckOptions, GpuUnderTest, StageContext, gpus_under_test
 from gputui.check.micro import LinkWatcher, match_devices, nvml_identities
 from gputui.check.micro_stage import grade_micro, run_micro_stage
@@ -17,7 +18,6 @@ from gputui.check.thresholds import ACHIEVABLE
 from gputui.model import GpuInfo
 from gputui.runner import Outcome
 from gputui.telemetry.nvml import Nvml
-from gputui.workloads import protocol
 from tests.fake_nvml import FakeGpu, FakeNvml
 from tests.helpers import REPO
 
@@ -247,8 +247,7 @@ def test_child_imports_only_the_protocol_and_the_nvml_wrapper_of_gputui():
         "gputui.check.micro_allreduce",
         "gputui.telemetry",
         "gputui.telemetry.nvml",
-        "gputui.workloads",
-        "gputui.workloads.protocol",
+        "gputui.protocol",
     }
 
 

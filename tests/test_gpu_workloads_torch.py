@@ -20,8 +20,8 @@ import threading
 import psutil
 import pytest
 
-from gputui.workloads import protocol
-from gputui.workloads.catalog import FRAMEWORKS
+from gputui import protocol
+from gputui.catalog import FRAMEWORKS
 from tests.helpers import REPO
 
 pytestmark = pytest.mark.gpu
@@ -92,8 +92,8 @@ def _args(argv: list[str]):
 def test_reported_throughput_agrees_with_cuda_event_timing(argv, tmp_path, monkeypatch):
     import torch
 
+    from gputui.protocol import Emitter
     from gputui.workloads import torch_workload
-    from gputui.workloads.protocol import Emitter
 
     monkeypatch.setenv("GPUTUI_CACHE_DIR", str(tmp_path / "cache"))
     events: list = []

@@ -1,4 +1,5 @@
-"""The headless core never imports Textual: --record works without the TUI stack."""
+"""The headless core never imports Textual (--record works without the TUI stack), and
+never imports the benchmark worker's child-only package, gputui.workloads."""
 
 from __future__ import annotations
 
@@ -26,15 +27,14 @@ CORE_MODULES = [
     "gputui.lookback.replay_cli",
     "gputui.telemetry.gpu",
     "gputui.telemetry.host",
-    "gputui.workloads.protocol",
-    "gputui.workloads.smoke",
+    "gputui.protocol",
+    "gputui.catalog",
     "gputui.check.preflight",
     "gputui.check.xid",
     "gputui.check.runner",
     "gputui.check.cli",
     "gputui.check.micro_stage",
     "gputui.check.workload_stage",
-    "gputui.check.pipeline",
     "gputui.lookback.report",
     "gputui.lookback.compare",
     "gputui.lookback.export",
@@ -43,16 +43,31 @@ CORE_MODULES = [
     "gputui.metrics.server",
 ]
 
+# Child-only code (python -m ...): it must not pull in Textual either.
+WORKER_MODULES = ["gputui.workloads.smoke", "gputui.workloads.pipeline_rate"]
 
-def test_core_imports_no_textual_in_a_fresh_interpreter():
+
+def _modules_loaded_by_importing(modules: list[str], prefix: str) -> list[str]:
+    """The modules named ``prefix`` or under it that importing ``modules`` loads, in a
+    fresh interpreter (this test process has imported everything already)."""
     code = (
         "import sys\n"
-        + "".join(f"import {m}\n" for m in CORE_MODULES)
-        + "bad = sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.'))\n"
-        + "print(','.join(bad))\n"
+        + "".join(f"import {m}\n" for m in modules)
+        + f"print(','.join(sorted(m for m in sys.modules if m == {prefix!r} or m.startswith({prefix + '.'!r}))))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
-    assert result.stdout.strip() == ""
+    return [m for m in result.stdout.strip().split(",") if m]
+
+
+def test_core_imports_no_textual_in_a_fresh_interpreter():
+    assert _modules_loaded_by_importing(CORE_MODULES + WORKER_MODULES, "textual") == []
     # And the check itself can fail: importing textual shows up.
     probe = subprocess.run([sys.executable, "-c", "import textual, sys; print('textual' in sys.modules)"], capture_output=True, text=True, check=True)
     assert probe.stdout.strip() == "True"
+
+
+def test_the_core_never_loads_the_benchmark_worker_package():
+    # The protocol and the catalog are core modules; gputui.workloads is child-only code.
+    assert _modules_loaded_by_importing(CORE_MODULES, "gputui.workloads") == []
+    # And the check itself can fail: the worker's own modules load their package.
+    assert "gputui.workloads" in _modules_loaded_by_importing(WORKER_MODULES, "gputui.workloads")

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from gputui import events as ev
+from gputui import protocol
 from gputui.baseline import baseline_from_recording
 from gputui.diagnosis import replay_recording
 from gputui.errors import UserError
@@ -20,7 +21,6 @@ from gputui.progress import summary_table
 from gputui.record import read_recording
 from gputui.summary import SummaryBuilder, scaling_efficiency
 from gputui.throughput import ThroughputParser
-from gputui.workloads import protocol
 
 SCALING_TRACES = Path(__file__).parent / "data" / "traces" / "scaling"
 

@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gputui import protocol
 from gputui.model import Throughput
 from gputui.throughput import FORMATS, ThroughputParser
-from gputui.workloads import protocol
 
 DATA = Path(__file__).parent / "data" / "throughput"
 SOURCES = {"gputui", "tf-metal", "generic", "tqdm", "keras", "hf-trainer", "timm", "dllogger", "mlperf"}
@@ -56,7 +56,7 @@ def fixture_lines(name: str) -> list[str]:
 # --- Positive cases: (line, batch_size_hint, samples_per_sec, source, final) -----------------
 
 POSITIVE = [
-    # 1. gputui protocol: the examples of gputui/workloads/protocol.py's docstring.
+    # 1. gputui protocol: the examples of gputui/protocol.py's docstring.
     ('@gputui {"event": "step", "phase": "measure", "step": 11, "samples": 32, "seconds": 0.018}', None, 32 / 0.018, "gputui", False),
     ('@gputui {"event": "step", "phase": "warmup", "step": 1, "samples": 32, "seconds": 0.41}', None, 32 / 0.41, "gputui", False),
     ('@gputui {"event": "result", "samples_per_sec": 1771.2, "p5": 1740.0, "p95": 1790.3}', None, 1771.2, "gputui", True),

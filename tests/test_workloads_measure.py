@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from gputui.workloads import protocol
+from gputui import protocol
+from gputui.protocol import Emitter
 from gputui.workloads.measure import MissingFramework, OutOfMemory, Window, emit_result, measure, tf_metal_summary
-from gputui.workloads.protocol import Emitter
 
 
 class FakeDevice:
@@ -244,3 +244,32 @@ def test_the_tf_workload_keeps_no_copies_of_the_measurement_helpers():
     own = {name for name, value in vars(tf_workload).items() if callable(value) and getattr(value, "__module__", "") == tf_workload.__name__}
     assert not own & {"_emit", "_finite", "_emit_window", "_summarize"}
     assert tf_workload.emit_result is emit_result and tf_workload.tf_metal_summary is tf_metal_summary
+
+
+def test_the_torch_and_keras_result_lines_drop_non_finite_numbers_alike():
+    # A clock too coarse to see the steps: every window lasts 0 s, so every rate is
+    # infinite (and the percentiles between infinities NaN).  The torch worker's lines
+    # (measure, both methods) and the Keras worker's tf-metal line (tf_metal_summary +
+    # emit_result, as tf_workload.run ends) leave out the same non-finite numbers and
+    # keep the same keys; no line carries NaN or infinity (JSON has neither).
+    common = dict(batch_size=2, flops_per_sample=1e9, info={"framework": "torch", "model": "resnet50"}, peak_memory=lambda: 7)
+    torch_tf_metal, lines = run(FakeDevice([0.0] * 8), warmup_steps=0, steps=2, method="tf-metal", epochs=3, **common)
+    torch_steps, _ = run(FakeDevice([0.0] * 4), warmup_steps=1, steps=3, method="steps", **common)
+    windows = [Window(ln["phase"], ln["step"], ln["steps"], ln["samples"], ln["seconds"]) for ln in steps_of(lines, protocol.MEASURE)]
+    assert [w.rate for w in windows] == [math.inf] * 3
+    stream = io.StringIO()
+    keras_tf_metal = emit_result(
+        Emitter(stream),
+        tf_metal_summary(windows, 0.0, batch_size=2, steps=2, epochs=3, flops_per_sample=1e9),
+        method="tf-metal",
+        info={"framework": "torch", "model": "resnet50"},
+        peak_memory=lambda: 7,
+    )
+    assert protocol.decode(stream.getvalue()) == {"event": "result", **keras_tf_metal} == lines[-1]
+    assert keras_tf_metal == torch_tf_metal
+    non_finite = {"samples_per_sec", "p5", "p95", "mean", "achieved_tflops"}
+    for result in (torch_steps, torch_tf_metal, keras_tf_metal):
+        assert not non_finite & set(result)
+        assert all(math.isfinite(v) for v in result.values() if isinstance(v, float))
+        assert result["flops_per_sample"] == 1e9 and result["peak_memory_bytes"] == 7
+    assert set(torch_steps) == set(keras_tf_metal) - {"epochs"}

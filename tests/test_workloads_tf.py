@@ -29,8 +29,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from gputui.protocol import decode
 from gputui.runner import Outcome, OutputLine, Runner
-from gputui.workloads.protocol import decode
 from tests.helpers import REPO
 
 _MISSING = [name for name in ("tensorflow", "tf_keras") if importlib.util.find_spec(name) is None]

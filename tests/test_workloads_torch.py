@@ -20,9 +20,9 @@ from pathlib import Path
 import psutil
 import pytest
 
+from gputui import protocol
+from gputui.catalog import FRAMEWORKS, MODELS
 from gputui.runner import Runner
-from gputui.workloads import protocol
-from gputui.workloads.catalog import FRAMEWORKS, MODELS
 from tests.helpers import REPO
 
 torch = pytest.importorskip("torch")
@@ -392,8 +392,8 @@ def test_search_doubles_then_bisects():
 
 
 def test_search_run_speaks_the_protocol():
+    from gputui.protocol import Emitter
     from gputui.workloads.batch_search import Trial, run
-    from gputui.workloads.protocol import Emitter
 
     stream = io.StringIO()
     result = run(["--framework", "x"], start=16, steps=50, warmup_steps=50, emitter=Emitter(stream), info={"model": "m"},
@@ -414,7 +414,7 @@ def test_search_run_speaks_the_protocol():
 
 FAKE_CHILD = r"""
 import sys
-from gputui.workloads.protocol import Emitter
+from gputui.protocol import Emitter
 b = int(sys.argv[sys.argv.index("--batch-size") + 1])
 print("some library chatter")
 e = Emitter()

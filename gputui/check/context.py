@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gputui import protocol
 from gputui.check.expectations import GpuModel, find_model
 from gputui.check.model import CheckResult
 from gputui.model import GpuInfo
@@ -21,7 +22,6 @@ from gputui.outcome import Outcome
 from gputui.output_stream import OutputLine
 from gputui.presets import Config
 from gputui.runner import Runner
-from gputui.workloads import protocol
 
 CHECK_EVENT = "check"  # one recording event per check result
 STAGE_EVENT = "check_stage"  # a stage started or ended: {"stage": ..., "state": "start"|"end"}

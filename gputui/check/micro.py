@@ -28,8 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from gputui.protocol import Emitter
 from gputui.telemetry.nvml import GpuLost, Nvml
-from gputui.workloads.protocol import Emitter
 
 MIB = 1024**2
 GIB = 1024**3

@@ -130,7 +130,7 @@ def _host_pipeline(ctx: StageContext, trained: float | None) -> CheckResult:
     payloads: list[dict[str, Any]] = []
     seconds = PIPELINE_SECONDS / 2 if ctx.options.quick else PIPELINE_SECONDS
     outcome = ctx.run_child(
-        [sys.executable, "-m", "gputui.check.pipeline", "--workers", str(workers), "--seconds", str(seconds)], payloads.append, timeout=seconds + 120
+        [sys.executable, "-m", "gputui.workloads.pipeline_rate", "--workers", str(workers), "--seconds", str(seconds)], payloads.append, timeout=seconds + 120
     )
     measured = next((p for p in payloads if p.get("event") == "pipeline"), None)
     if measured is None:

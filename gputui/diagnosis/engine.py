@@ -17,7 +17,7 @@ from gputui.diagnosis.rules_scaling import make_scaling_rules
 from gputui.diagnosis.settings import Settings
 from gputui.events import Event
 from gputui.model import Sample
-from gputui.workloads.protocol import MEASURE, WARMUP
+from gputui.protocol import MEASURE, WARMUP
 
 log = logging.getLogger(__name__)
 

@@ -19,9 +19,9 @@ from typing import Any
 
 from gputui import events as ev
 from gputui.fmt import GIB
+from gputui.protocol import MEASURE, WARMUP
 from gputui.record import Recording
 from gputui.safe_write import write_atomic_with
-from gputui.workloads.protocol import MEASURE, WARMUP
 
 WIDTH_IN, HEIGHT_IN, DPI = 9.0, 3.2, 100
 THERMAL_WARN_C = 80.0  # the diagnosis' default; a recording's own setting wins

@@ -26,6 +26,7 @@ from gputui.errors import UserError
 from gputui.events import Event
 from gputui.model import Sample
 from gputui.presets import Preset, check_preset
+from gputui.protocol import MEASURE
 from gputui.record import Recording
 from gputui.summary import SummaryBuilder
 from gputui.tui import state as st
@@ -34,7 +35,6 @@ from gputui.tui.bridge import SessionBridge
 from gputui.tui.sessions import SessionTicket
 from gputui.tui.settings import settings_path as default_settings_path
 from gputui.tui.state import ReplayStatus, speed_label
-from gputui.workloads.protocol import MEASURE
 
 TICK_S = 0.1  # how often playing moves on
 MAX_ITEMS_PER_TICK = 500  # "as fast as possible": this much of the recording per tick

@@ -21,9 +21,9 @@ from gputui.events import Event
 from gputui.history import outcome_word
 from gputui.model import GpuInfo, GpuSample, HostSample, Sample, from_dict
 from gputui.presets import Preset, Reference
+from gputui.protocol import WARMUP
 from gputui.tui.charts import Bin
 from gputui.tui.sessions import SessionTicket
-from gputui.workloads.protocol import WARMUP
 
 if TYPE_CHECKING:
     from gputui.history import KeptRun

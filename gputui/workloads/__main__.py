@@ -1,7 +1,7 @@
 """The benchmark worker that workload presets launch: ``python -m gputui.workloads``.
 
 Flags mirror the preset keys (``batch_size`` -> ``--batch-size``).  Results go to
-stdout as protocol lines (see protocol.py); the human summary goes to stderr.
+stdout as protocol lines (see gputui/protocol.py); the human summary goes to stderr.
 
 Exit codes: 0 done, 1 error, 2 the framework (or a package it needs) is missing or
 the arguments are wrong, 3 out of device memory (after a protocol ``oom`` line).
@@ -12,8 +12,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from gputui.catalog import AUGMENT_LEVELS, COMPILE_MODES, DEVICES, FRAMEWORKS, METHODS, MODELS, PIPELINES
+from gputui.protocol import Emitter, rank_from_environment
 from gputui.workloads.batch_search import TrialFailed
-from gputui.workloads.catalog import AUGMENT_LEVELS, COMPILE_MODES, DEVICES, FRAMEWORKS, METHODS, MODELS, PIPELINES
 from gputui.workloads.measure import (
     EXIT_ERROR,
     EXIT_MISSING_FRAMEWORK,
@@ -23,7 +24,6 @@ from gputui.workloads.measure import (
     MissingFramework,
     OutOfMemory,
 )
-from gputui.workloads.protocol import Emitter, rank_from_environment
 
 
 def _positive(text: str) -> int:

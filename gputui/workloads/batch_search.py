@@ -28,8 +28,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from gputui.protocol import Emitter, decode
 from gputui.workloads.measure import OutOfMemory
-from gputui.workloads.protocol import Emitter, decode
 
 TRIAL_STEPS = 10  # measured steps per trial, at most
 TRIAL_WARMUP_STEPS = 5  # warm-up steps per trial, at most (compile, cuDNN autotuning)

@@ -7,7 +7,7 @@ Framework-agnostic: no ML framework is imported here.  A workload hands over
 * ``sync()``: wait until the device has finished everything enqueued so far
   (``torch.cuda.synchronize``; a no-op on the CPU);
 
-and :func:`measure` times the steps and speaks the protocol (see protocol.py).
+and :func:`measure` times the steps and speaks the protocol (see gputui/protocol.py).
 
 Method ``"steps"`` (gputui's own):
     ``warmup_steps`` untimed steps, then ``steps`` timed steps.  Steps are grouped into
@@ -46,8 +46,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from gputui.protocol import MEASURE, WARMUP, Emitter, json_safe
 from gputui.stats import spread
-from gputui.workloads.protocol import MEASURE, WARMUP, Emitter, json_safe
 
 WINDOW_S = 0.1  # at most ~10 protocol step lines per second
 TF_METAL_EPOCHS = 3  # train_benchmark.py's --epochs default

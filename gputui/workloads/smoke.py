@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import time
 
+from gputui.protocol import MEASURE, WARMUP, Emitter
 from gputui.stats import spread
-from gputui.workloads.protocol import MEASURE, WARMUP, Emitter
 
 WORK_PER_SAMPLE = 2_000  # loop iterations; ~0.1 ms of CPython per sample
 

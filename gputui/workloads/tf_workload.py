@@ -84,10 +84,10 @@ import threading
 import time
 from typing import Any
 
+from gputui.catalog import MODELS, TRANSFORMER_CONFIGS
+from gputui.protocol import MEASURE, WARMUP, Emitter
 from gputui.workloads import images
-from gputui.workloads.catalog import MODELS, TRANSFORMER_CONFIGS
 from gputui.workloads.measure import MissingFramework, OutOfMemory, Window, emit_result, emit_window, exception_chain, measure, peak_rss_bytes, tf_metal_summary
-from gputui.workloads.protocol import MEASURE, WARMUP, Emitter
 
 EXTRA = "tf"  # pip install 'gputui[tf]'
 NUM_LABELS = 8  # model_library.py's num_labels, CNNs and transformers alike

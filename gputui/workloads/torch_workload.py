@@ -46,10 +46,10 @@ import sys
 import warnings
 from typing import Any
 
+from gputui.catalog import MODELS, TRANSFORMER_CONFIGS
+from gputui.protocol import Emitter
 from gputui.workloads import images
-from gputui.workloads.catalog import MODELS, TRANSFORMER_CONFIGS
 from gputui.workloads.measure import MissingFramework, OutOfMemory, exception_chain, measure, peak_rss_bytes
-from gputui.workloads.protocol import Emitter
 
 EXTRA = "torch"  # pip install 'gputui[torch]'
 NUM_CLASSES = 1000  # CNN head (ImageNet-sized)

@@ -18,11 +18,11 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Input, Label, Select, Static, TabbedContent, TabPane, TextArea
 
+from gputui.catalog import FRAMEWORKS, PIPELINES
 from gputui.errors import UserError
 from gputui.preset_store import TEMPLATE, ConflictError, PresetFile, check_name, is_builtin, source_table
 from gputui.presets import WORKLOAD_CHECKS, Preset, check_preset, parse_text, user_presets_path
 from gputui.tui.screens.once import DismissOnce
-from gputui.workloads.catalog import FRAMEWORKS, PIPELINES
 
 # The form's fields: (key, label, kind); kind is "text", "int", "words", "env" or "select".
 FIELDS = (

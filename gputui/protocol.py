@@ -10,7 +10,12 @@ A protocol line is the marker, one space, and one JSON object on a single line::
 
 ``step`` lines may cover one step or a window of steps: ``samples / seconds`` is the
 rate of that window.  ``phase`` is ``warmup`` or ``measure``; only measured windows
-count towards the summary.  This module must stay importable without any ML framework.
+count towards the summary.
+
+Both sides of the child boundary use this module: the benchmark worker
+(``gputui.workloads``, child-only code) writes the lines and the core
+(``gputui.throughput``, the session, ``gputui check``) reads them.  It imports nothing of
+gputui and no ML framework (import-linter: ``protocol-and-catalog-are-leaves``).
 
 Data-parallel runs (``torchrun``: one process per GPU) add ``rank`` and ``world_size``
 to every line of every rank; gputui adds the ranks' rates into the run's throughput and

@@ -1,7 +1,9 @@
 """What the benchmark worker can run, without importing any ML framework.
 
-Preset validation and the dashboard read this table; the framework modules build
-the models named here.
+Preset validation and the dashboard read this table; the framework modules of the
+benchmark worker (``gputui.workloads``, child-only code) build the models named here.
+A core module that imports nothing of gputui (import-linter:
+``protocol-and-catalog-are-leaves``), so the worker can read it too.
 """
 
 from __future__ import annotations

@@ -1,11 +1,13 @@
 """The host image pipeline alone, on every core we may use: how many images per second
 this machine's CPU can decode and augment, to set beside what its GPU trains.
 
-Run as ``python -m gputui.check.pipeline --workers N --seconds S``; prints one protocol
-line ``{"event": "pipeline", "images_per_sec": ..., "workers": N, ...}``.  The per-image
-work is the workloads' own (:func:`gputui.workloads.images.augment`: PNG decode, random
-resized crop to 224 px, flip, normalise), so the figure is the ceiling of the
-``pipeline = "host"`` presets' data loading.  Needs numpy and Pillow, not a framework.
+Run by ``gputui check`` (stage ``workload.host_pipeline``) as a child,
+``python -m gputui.workloads.pipeline_rate --workers N --seconds S``; prints one protocol
+line ``{"event": "pipeline", "images_per_sec": ..., "workers": N, ...}``.  It lives with
+the benchmark children because it runs their image pipeline; the core never imports it.
+The per-image work is the workloads' own (:func:`gputui.workloads.images.augment`: PNG
+decode, random resized crop to 224 px, flip, normalise), so the figure is the ceiling of
+the ``pipeline = "host"`` presets' data loading.  Needs numpy and Pillow, not a framework.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import multiprocessing
 import sys
 import time
 
-from gputui.workloads import protocol
+from gputui import protocol
 
 CHUNK = 16  # images per task: large enough that the pool's messaging is noise
 
@@ -60,7 +62,7 @@ def measure(workers: int, seconds: float, size: int = 224, level: str = "light")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gputui.check.pipeline", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m gputui.workloads.pipeline_rate", description=__doc__)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--size", type=int, default=224)
