@@ -18,7 +18,7 @@ from gputui.session import SessionConfig
 from gputui.tui import charts
 from gputui.tui.bridge import SessionBridge, SessionNews
 from gputui.tui.sessions import SessionSupervisor, SessionTicket
-from gputui.tui.settings import load_settings, save_setting
+from gputui.tui.settings import DashboardSettings, load_settings, save_setting
 from gputui.tui.state import DashboardState, ThroughputSeries, pick_reference
 from gputui.tui.themes import DEFAULT_THEME, builtin_themes_path, load_themes, parse_theme
 
@@ -171,6 +171,15 @@ def test_a_malformed_settings_file_is_ignored_and_never_overwritten(tmp_path):
     with pytest.raises(ValueError):
         save_setting(path, "theme", "gputui-dark")
     assert path.read_text() == "theme = = \n"
+
+
+def test_the_dashboard_s_settings_are_named_apart_from_the_diagnosis_settings(tmp_path):
+    from gputui.diagnosis.settings import Settings as DiagnosisSettings
+
+    path = tmp_path / "settings.toml"
+    path.write_text('theme = "gputui-light"\n[keys]\nstop_run = "x"\n')
+    assert load_settings(path) == (DashboardSettings(theme="gputui-light", keys={"stop_run": "x"}), None)
+    assert DashboardSettings is not DiagnosisSettings
 
 
 # --- supervisor and bridge -------------------------------------------------------------

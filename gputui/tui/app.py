@@ -31,6 +31,7 @@ from gputui.events import Observer
 from gputui.presets import Config, Preset
 from gputui.tui import state as st
 from gputui.tui.bridge import SessionBridge, SessionNews
+from gputui.tui.messages import CompareRuns, OpenRun, RefreshDashboard, StartPreset
 from gputui.tui.palette import SafeCommandPalette
 from gputui.tui.screens.dashboard import DashboardScreen
 from gputui.tui.screens.findings import FindingsScreen
@@ -103,7 +104,7 @@ class DashboardApp(App[int]):
         self.key_overrides: dict[str, str] = {}  # settings.toml's [keys]: binding id -> key(s)
         self._footer_state: tuple | None = None
         self._seen_milestone: tuple | None = None
-        self.dashboard = DashboardScreen(presets)
+        self.dashboard = DashboardScreen(presets, lambda: self.state)  # a replay swaps self.state
         self._muted_dim = AnsiMutedDim()
 
     # -- Start -------------------------------------------------------------------------
@@ -226,6 +227,19 @@ class DashboardApp(App[int]):
 
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.key_overrides))
+
+    # -- What screens and widgets ask (gputui.tui.messages) -------------------------------
+    def on_start_preset(self, message: StartPreset) -> None:
+        self.start_preset(message.name)
+
+    def on_refresh_dashboard(self, message: RefreshDashboard) -> None:
+        self.refresh_dashboard()
+
+    def on_open_run(self, message: OpenRun) -> None:
+        self.open_run(message.entry)
+
+    def on_compare_runs(self, message: CompareRuns) -> None:
+        self.compare_runs(message.entries)
 
     # -- What the dashboard's keys ask (a replay runs nothing) ---------------------------
     def start_preset(self, name: str) -> None:

@@ -10,9 +10,11 @@ module does that crop, for the screens that ask for it: at 140×40 with a benchm
 printing seven lines a second, about 3 KB/s became under 1 KB/s.
 
 It leans on Textual internals (``Screen._compositor``, ``Compositor`` and
-``ChopsUpdate``), which is why textual is pinned to 8.2.x.  :func:`crop_updates`
-checks that their signatures are still the ones written for and otherwise leaves the
-screen with Textual's own compositor (more bytes, same picture);
+``ChopsUpdate``), so it applies only on the Textual versions it was tested with
+(:data:`TESTED_TEXTUAL`) and where their signatures are still the ones written for;
+anywhere else the screen keeps Textual's own compositor (more bytes, same picture).
+That makes a Textual upgrade this module's decision alone: pyproject.toml allows any
+8.x, and tests/test_tui_compositor.py checks both the cropped frames and the fallback;
 tests/test_tui_updates.py replays the updates on a terminal emulator and compares
 them with the composed screen, cell by cell.
 """
@@ -20,6 +22,8 @@ them with the composed screen, cell by cell.
 from __future__ import annotations
 
 import inspect
+from functools import cache
+from importlib.metadata import PackageNotFoundError, version
 
 from rich.cells import cell_len, get_character_cell_size
 from rich.console import Console
@@ -86,7 +90,22 @@ class CroppingCompositor(Compositor):
         return CroppedChopsUpdate(update.chops, update.spans, update.chop_ends)
 
 
+TESTED_TEXTUAL = ("8.2.",)  # version prefixes whose internals this was checked against
+
+
+@cache
+def _textual_version() -> str:
+    try:
+        return version("textual")
+    except PackageNotFoundError:  # a Textual without package metadata: unknown, so not cropped
+        return ""
+
+
 def _looks_as_expected() -> bool:
+    """This Textual is one the cropping was tested with, and its internals still
+    have the shapes used here."""
+    if not _textual_version().startswith(TESTED_TEXTUAL):
+        return False
     try:
         init = inspect.signature(ChopsUpdate.__init__).parameters
         update = inspect.signature(Compositor.render_partial_update).parameters
@@ -95,13 +114,13 @@ def _looks_as_expected() -> bool:
     return list(init) == ["self", "chops", "spans", "chop_ends"] and list(update) == ["self"]
 
 
-SUPPORTED = _looks_as_expected()
+SUPPORTED = _looks_as_expected()  # on the Textual installed (asked again for each screen)
 
 
 def crop_updates(screen: Screen) -> bool:
     """Give a freshly made screen the cropping compositor; False where this Textual
     is not the one it was written for (the screen then keeps Textual's own)."""
-    if not SUPPORTED or type(getattr(screen, "_compositor", None)) is not Compositor:
+    if not _looks_as_expected() or type(getattr(screen, "_compositor", None)) is not Compositor:
         return False
     screen._compositor = CroppingCompositor()
     return True

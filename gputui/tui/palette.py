@@ -11,6 +11,8 @@ search still running when keys close the palette finds its list gone: it just en
 
 from __future__ import annotations
 
+import inspect
+
 from textual import work
 from textual.command import CommandList, CommandPalette
 from textual.css.query import NoMatches
@@ -18,6 +20,7 @@ from textual.css.query import NoMatches
 from gputui.tui.screens.once import DismissOnce
 
 PAGE_JUMPS = {"page_up": "first", "page_down": "last"}
+_TEXTUAL_GATHER = inspect.unwrap(CommandPalette._gather_commands)  # the coroutine under Textual's @work
 
 
 class SafeCommandPalette(DismissOnce, CommandPalette):
@@ -38,8 +41,8 @@ class SafeCommandPalette(DismissOnce, CommandPalette):
     @work(exclusive=True, group=CommandPalette._GATHER_COMMANDS_GROUP)
     async def _gather_commands(self, search_value: str) -> None:
         try:
-            # Textual's search, unwrapped: @work keeps the plain method as __wrapped__, which its types do not declare
-            await CommandPalette._gather_commands.__wrapped__(self, search_value)  # type: ignore[attr-defined]
+            # Textual's search, unwrapped: @work keeps the plain method as __wrapped__
+            await _TEXTUAL_GATHER(self, search_value)
         except NoMatches:  # the palette closed while it searched
             pass
 

@@ -14,30 +14,30 @@ from gputui.config import tomllib
 from gputui.config import user_settings_path as settings_path
 from gputui.safe_write import write_atomic
 
-__all__ = ["Settings", "load_settings", "save_setting", "settings_path"]
+__all__ = ["DashboardSettings", "load_settings", "save_setting", "settings_path"]
 
 
 @dataclass
-class Settings:
+class DashboardSettings:
     theme: str | None = None
     keys: dict[str, str] = field(default_factory=dict)  # binding id -> key(s), e.g. stop_run = "x"
 
 
-def load_settings(path: Path) -> tuple[Settings, str | None]:
+def load_settings(path: Path) -> tuple[DashboardSettings, str | None]:
     """The settings, and a problem to show when the file could not be used."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        return Settings(), None
+        return DashboardSettings(), None
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        return Settings(), f"{path}: ignored ({exc})"
+        return DashboardSettings(), f"{path}: ignored ({exc})"
     theme = data.get("theme")
     if theme is not None and not isinstance(theme, str):
-        return Settings(), f"{path}: theme: expected a string; ignored"
+        return DashboardSettings(), f"{path}: theme: expected a string; ignored"
     keys = data.get("keys", {})
     if not isinstance(keys, dict) or not all(isinstance(v, str) for v in keys.values()):
-        return Settings(theme=theme), f'{path}: [keys]: expected binding_id = "key" strings; ignored'
-    return Settings(theme=theme, keys=dict(keys)), None
+        return DashboardSettings(theme=theme), f'{path}: [keys]: expected binding_id = "key" strings; ignored'
+    return DashboardSettings(theme=theme, keys=dict(keys)), None
 
 
 def save_setting(path: Path, key: str, value: str) -> None:

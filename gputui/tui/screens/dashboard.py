@@ -5,8 +5,6 @@ terminal shows every panel instead of the first few."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
-
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -15,7 +13,8 @@ from textual.widgets import Footer, OptionList
 
 from gputui.presets import Preset
 from gputui.tui.compositor import crop_updates
-from gputui.tui.widgets.base import StateView
+from gputui.tui.messages import RefreshDashboard, StartPreset
+from gputui.tui.widgets.base import StateSource, StateView
 from gputui.tui.widgets.cpu import CpuPanel
 from gputui.tui.widgets.findings import FindingsStrip
 from gputui.tui.widgets.gpu import GpuGrid
@@ -24,9 +23,6 @@ from gputui.tui.widgets.log import LogPane
 from gputui.tui.widgets.presets import PresetDetails, PresetFilter, PresetList
 from gputui.tui.widgets.runs import RunsList
 from gputui.tui.widgets.throughput import ThroughputChart
-
-if TYPE_CHECKING:
-    from gputui.tui.app import DashboardApp
 
 WIDE_MIN = (120, 34)  # columns, rows
 
@@ -42,27 +38,28 @@ class DashboardScreen(Screen):
         Binding("slash", "filter_presets", "Filter presets", id="filter_presets", show=False),
     ]
 
-    def __init__(self, presets: dict[str, Preset]) -> None:
+    def __init__(self, presets: dict[str, Preset], state_source: StateSource) -> None:
         super().__init__(id="dashboard")
         self.presets = presets
+        self.state_source = state_source  # the app's: the panels draw what it holds
         self.initial_preset: str | None = None  # --preset: the sidebar describes it from the start
         crop_updates(self)  # partial updates send the changed cells, not whole panel rows
 
     def compose(self) -> ComposeResult:
-        yield MachineHeader(id="machine")
+        yield MachineHeader(id="machine", source=self.state_source)
         with Horizontal(id="body"):
             with Vertical(id="sidebar"):
                 yield PresetFilter(id="preset-filter")
                 yield PresetList(self.presets, id="presets")
                 yield PresetDetails(id="preset-details")
-                yield RunsList(id="runs")
+                yield RunsList(id="runs", source=self.state_source)
             with Vertical(id="main"):
                 with Horizontal(id="top"):
-                    yield ThroughputChart(id="throughput")
-                    yield CpuPanel(id="cpu")
-                yield GpuGrid(id="gpus")
-                yield FindingsStrip(id="findings")
-                yield LogPane(id="log")
+                    yield ThroughputChart(id="throughput", source=self.state_source)
+                    yield CpuPanel(id="cpu", source=self.state_source)
+                yield GpuGrid(id="gpus", source=self.state_source)
+                yield FindingsStrip(id="findings", source=self.state_source)
+                yield LogPane(id="log", source=self.state_source)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -87,7 +84,7 @@ class DashboardScreen(Screen):
 
     def on_screen_resume(self) -> None:
         """Back on top: show what changed while a modal or the editor covered it."""
-        self.app.refresh_dashboard()  # type: ignore[attr-defined]
+        self.post_message(RefreshDashboard())
 
     def fit_to(self, width: int, height: int) -> None:
         compact = width < WIDE_MIN[0] or height < WIDE_MIN[1]
@@ -104,15 +101,14 @@ class DashboardScreen(Screen):
 
     def show_highlighted_preset(self) -> None:
         presets = self.query_one(PresetList)
-        state = cast("DashboardApp", self.app).state  # this screen is only ever shown by a DashboardApp
-        self.query_one(PresetDetails).show(presets.selected_preset, state.gpu_names(), self.has_class("-compact"))
+        self.query_one(PresetDetails).show(presets.selected_preset, self.state_source().gpu_names(), self.has_class("-compact"))
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
         self.show_highlighted_preset()
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         if event.option.id:
-            self.app.start_preset(event.option.id)  # type: ignore[attr-defined]
+            self.post_message(StartPreset(event.option.id))
 
     # -- The preset list's filter ---------------------------------------------------------
     def action_filter_presets(self) -> None:

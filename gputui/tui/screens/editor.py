@@ -22,6 +22,7 @@ from gputui.catalog import FRAMEWORKS, PIPELINES
 from gputui.errors import UserError
 from gputui.preset_store import TEMPLATE, ConflictError, PresetFile, check_name, is_builtin, source_table
 from gputui.presets import WORKLOAD_CHECKS, Preset, check_preset, parse_text, user_presets_path
+from gputui.tui.messages import StartPreset
 from gputui.tui.screens.once import DismissOnce
 
 # The form's fields: (key, label, kind); kind is "text", "int", "words", "env" or "select".
@@ -431,7 +432,8 @@ class PresetEditorScreen(DismissOnce, Screen):
             if not self.save(self.original_name):
                 return
         self.dismiss()
-        self.app.start_preset(name)  # type: ignore[attr-defined]
+        # Straight to the app: this screen is closing, so a message left in its queue might never bubble.
+        self.app.post_message(StartPreset(name))
 
     def action_close(self) -> None:
         """Esc: close, asking first (save, discard, cancel) when there are unsaved changes."""

@@ -8,15 +8,24 @@ after which the app crashed on its next redraw.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.await_complete import AwaitComplete
 
+if TYPE_CHECKING:
+    from textual.screen import Screen
 
-class DismissOnce:
-    """Mix into a Screen class, before the Screen base."""
+    _ScreenMixin = Screen[Any]  # the type checker sees the Screen this is mixed into
+else:
+    # At run time a plain mixin: Textual takes CSS type names and component classes
+    # from each class's first base only, which must stay the real Screen class.
+    _ScreenMixin = object
+
+
+class DismissOnce(_ScreenMixin):
+    """Mix into a Screen class, before the Screen base: ``class S(DismissOnce, ModalScreen[T])``."""
 
     def dismiss(self, result: Any = None) -> AwaitComplete:
-        if self.app.screen is not self:  # type: ignore[attr-defined]  # already closed (or covered)
+        if self.app.screen is not self:  # already closed (or covered)
             return AwaitComplete()
-        return super().dismiss(result)  # type: ignore[misc]
+        return super().dismiss(result)

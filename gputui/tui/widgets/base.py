@@ -11,6 +11,7 @@ spans of each line that differ; the dashboard's screen then sends just those spa
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.cells import cell_len
@@ -22,6 +23,9 @@ from textual.widget import Widget
 if TYPE_CHECKING:
     from gputui.tui.state import DashboardState
 
+# The state a panel draws, asked for at each redraw: a replay swaps the state object
+# when it seeks back, so panels hold the app's accessor rather than one object.
+StateSource = Callable[[], "DashboardState"]
 Cells = tuple[str, tuple[tuple[Any, ...], ...]]  # one line: its characters and, per character, its styles
 
 
@@ -89,8 +93,9 @@ class StateView(Widget):
     SECTIONS: ClassVar[tuple[str, ...]] = ()
     MIN_REDRAW_S: ClassVar[float] = 0.0  # charts ask for less than the app's timer gives
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, source: StateSource, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self._source = source
         self._seen: tuple[int, ...] | None = None
         self._drawn_at = float("-inf")
         self._text: Text | None = None
@@ -99,7 +104,7 @@ class StateView(Widget):
 
     @property
     def state(self) -> DashboardState:
-        return self.app.state  # type: ignore[attr-defined]
+        return self._source()
 
     @property
     def compact(self) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 from rich.text import Text
 from textual.containers import Grid
@@ -19,7 +20,7 @@ from gputui import fmt
 from gputui.model import GpuInfo, GpuSample
 from gputui.tui import charts
 from gputui.tui import state as st
-from gputui.tui.widgets.base import StateView
+from gputui.tui.widgets.base import StateSource, StateView
 from gputui.tui.widgets.gpu_rows import HOT_LINE_C, SHORT_REASON, GpuRows, temp_role, throttle_badges
 
 __all__ = ["GpuGrid", "GpuPanel", "GpuRows", "SHORT_REASON"]
@@ -54,8 +55,8 @@ class GpuPanel(StateView):
     GpuPanel .gpu--badge-severe { color: $error; text-style: reverse bold; }
     """
 
-    def __init__(self, index: int) -> None:
-        super().__init__(id=f"gpu-{index}", classes="gpu-panel")
+    def __init__(self, index: int, *, source: StateSource) -> None:
+        super().__init__(id=f"gpu-{index}", classes="gpu-panel", source=source)
         self.index = index
         self._sparks: dict[tuple[str, int], Text] = {}  # the sparklines last drawn, by row and width
         self._sparks_key: tuple | None = None
@@ -210,6 +211,10 @@ class GpuGrid(Grid):
 
     PANEL_WIDTH = 52
 
+    def __init__(self, *, source: StateSource, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.source = source  # handed to the panels it mounts
+
     def sync_panels(self, state: st.DashboardState, reason: str | None) -> None:
         indices = sorted(state.gpus)
         existing = {panel.index for panel in self.query(GpuPanel)}
@@ -223,8 +228,8 @@ class GpuGrid(Grid):
             return
         note.remove()
         if not self.query(GpuRows):
-            self.mount(GpuRows())
-        new = [GpuPanel(i) for i in indices if i not in existing]
+            self.mount(GpuRows(source=self.source))
+        new = [GpuPanel(i, source=self.source) for i in indices if i not in existing]
         if new:
             self.mount_all(new)
         self.fit_columns()

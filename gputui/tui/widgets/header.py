@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -10,7 +11,7 @@ from textual.containers import Horizontal
 
 from gputui import fmt
 from gputui.tui import state as st
-from gputui.tui.widgets.base import StateView
+from gputui.tui.widgets.base import StateSource, StateView
 from gputui.tui.widgets.gpu import short_name
 
 gpu_summary = fmt.gpu_summary
@@ -113,6 +114,10 @@ class MachineHeader(Horizontal):
     MachineHeader { height: 1; background: $panel; color: $foreground; }
     """
 
+    def __init__(self, *, source: StateSource, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.source = source
+
     def compose(self) -> ComposeResult:
-        yield MachineInfo(id="machine-info")
-        yield RunStatus(id="run-status")
+        yield MachineInfo(id="machine-info", source=self.source)
+        yield RunStatus(id="run-status", source=self.source)

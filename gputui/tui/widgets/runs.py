@@ -8,16 +8,19 @@ the list has the focus.
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.text import Text
 from textual.binding import Binding
 
 from gputui import fmt
 from gputui.history import KeptRun
 from gputui.tui import state as st
+from gputui.tui.messages import CompareRuns, OpenRun, RunEntry
 from gputui.tui.widgets.base import StateView
 
 _MARKS = {"ok": "✓", "running": "●", "stopping": "■", "stopped": "■", "watched": "○"}
-Entry = st.RunView | KeptRun
+Entry = RunEntry
 
 
 def entry_key(entry: Entry) -> tuple[str, str]:
@@ -44,7 +47,7 @@ class RunsList(StateView):
     RunsList .runs--marked { color: $accent; text-style: bold; }
     """
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.cursor = 0
         self.marked: list[tuple[str, str]] = []  # entry keys, in the order they were marked
@@ -71,7 +74,7 @@ class RunsList(StateView):
         if entry is None:
             self.notify("No runs yet.")
             return
-        self.app.open_run(entry)  # type: ignore[attr-defined]
+        self.post_message(OpenRun(entry))
 
     def action_mark(self) -> None:
         entry = self.selected
@@ -87,7 +90,7 @@ class RunsList(StateView):
             chosen = [by_key[k] for k in self.marked if k in by_key]
             self.marked = []
             if len(chosen) == 2:
-                self.app.compare_runs(chosen)  # type: ignore[attr-defined]
+                self.post_message(CompareRuns(chosen))
         elif self.marked:
             self.notify("Marked for comparison: press c on another run.", timeout=3)
         self.invalidate()
