@@ -184,3 +184,39 @@ def test_ranks_map_to_the_gpus_in_the_headers_order_the_pinned_order():
     assert state.scaling_efficiency() == 0.75  # 150 / (2 × 100)
     state.apply(ticket, [("event", Event(t=2.0, kind=ev.FINDING, data=straggler_finding(1)), None)])
     assert state.straggler_gpus() == {0}
+
+
+def test_the_session_header_carries_the_baseline_and_the_dashboard_takes_one_with_its_preset(tmp_path):
+    import argparse
+
+    import pytest
+
+    from gputui.errors import UserError
+    from gputui.record import Recorder
+    from gputui.session import Session, SessionConfig
+    from gputui.telemetry.gpu import GpuTelemetry
+    from gputui.tui.launch import dashboard_baseline
+    from tests.fake_nvml import FakeNvml
+
+    baseline = {"samples_per_sec": 1500.0, "source": "one.jsonl"}
+    gpu = GpuTelemetry(FakeNvml(eight_gpus()[:2]))
+    assert Session(SessionConfig(baseline=baseline), gpu=gpu).build_header()["baseline"] == baseline
+    assert "baseline" not in Session(SessionConfig(), gpu=gpu).build_header()
+
+    one = tmp_path / "one.jsonl"
+    recorder = Recorder(one)
+    recorder.on_header({"schema": 1, "preset": {"name": "torch-resnet50-tuned"}})
+    recorder.on_summary({"throughput": {"median": 4678.0, "readings": 40}})
+    recorder.close()
+    args = argparse.Namespace(baseline=one, preset="torch-resnet50-tuned-ddp")
+    assert dashboard_baseline(args) == {"samples_per_sec": 4678.0, "source": str(one), "preset": "torch-resnet50-tuned"}
+    with pytest.raises(UserError, match=r"^--baseline: expected --preset NAME too"):
+        dashboard_baseline(argparse.Namespace(baseline=one, preset=None))
+
+
+def test_baseline_run_with_the_dashboard_is_one_line_and_exit_2(tmp_path):
+    from tests.helpers import run_gputui
+
+    proc = run_gputui(["--preset", "smoke", "--baseline-run", "--no-history"], tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "gputui: error: --baseline-run: expected with --record FILE --headless (the dashboard takes --baseline FILE)"
