@@ -320,8 +320,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_record(args)
         if args.headless:
             raise UserError("--headless needs --record FILE")
-        if args.baseline is not None or args.baseline_run:  # the dashboard's summary has no scaling yet
-            raise UserError("--baseline and --baseline-run: expected with --record FILE --headless")
+        if args.baseline_run:  # the dashboard does not run the one-GPU twin first (yet)
+            raise UserError("--baseline-run: expected with --record FILE --headless (the dashboard takes --baseline FILE)")
         from gputui.tui.launch import run_dashboard  # Textual loads only for the dashboard
 
         return run_dashboard(args)

@@ -393,6 +393,8 @@ class Session:
             "attach_pid": self.config.attach_pid,
             "python": sys.version.split()[0],
             "diagnosis": self.diagnoser.settings.to_dict(),
+            # the dashboard and the exporter judge the scaling live against it, a replay too
+            **({"baseline": self.config.baseline} if self.config.baseline else {}),
             **(self.config.header_extra or {}),
         }
 

@@ -21,8 +21,11 @@
 #               nvidia-smi dmon, nvitop's collector from .whl/, an idle pynvml process; all at once,
 #               60 s and a 3 s round for the start cost, under a bf16 matmul loop), perturbation and fidelity (A/B/A/B/A/B, 15 s each),
 #               and the telemetry tick cost; results in perf/
-#     ddp       DDP ResNet-50 (torchrun, NCCL) on every GPU, with the 1-GPU tuned run as its baseline;
-#               on a 1-GPU device it runs one rank: that proves the torchrun/NCCL path, not scaling
+#     ddp       DDP ResNet-50 (torchrun, NCCL) with --nproc-per-node 1 on GPU0, and 2 on GPU0,1 when
+#               the device has two: each recorded against the 1-GPU tuned run as its baseline, the
+#               per-rank and scaling figures in ddp/numbers.txt, and a dashboard screenshot (80x24:
+#               a row per GPU with its rank's samples/s) of the largest run; all under ddp/ (~8 min
+#               with 2 GPUs). One rank proves the torchrun/NCCL path, not scaling
 # Everything is written to a temporary folder and packed into $OUT/results.tgz (few files come back).
 # Results go to $OUT (or ./gpu-check-out). Never changes the card's settings.
 set -uo pipefail
@@ -59,15 +62,46 @@ for step in "$@"; do
   echo "##### $step $(date -u +%T)"
   case $step in
     ddp)
+      d="$out/ddp"; mkdir -p "$d"
       gpus=$(nvidia-smi -L | wc -l)
-      echo "GPUs on this device: $gpus (torch-resnet50-tuned-ddp runs one rank per GPU$([ "$gpus" -lt 2 ] && echo '; one GPU: this proves the torchrun/NCCL path, not scaling'))" | tee "$out/ddp-gpus.txt"
-      python3 -m gputui --headless --record "$out/ddp-baseline.jsonl" --preset torch-resnet50-tuned --duration 300 \
-        2> "$out/ddp-baseline.stderr"; echo "1-GPU baseline exit $?"; tail -8 "$out/ddp-baseline.stderr"
+      nprocs="1"; [ "$gpus" -ge 2 ] && nprocs="1 2"
+      echo "GPUs on this device: $gpus; DDP runs with --nproc-per-node: $nprocs$([ "$gpus" -lt 2 ] && echo ' (one GPU: this proves the torchrun/NCCL path, not scaling)')" | tee "$d/gpus.txt"
+      # torch-resnet50-tuned-ddp pinned to its first N GPUs: data_parallel = N is torchrun's
+      # --nproc-per-node=N, gpus = [...] its CUDA_VISIBLE_DEVICES (rank r drives the r-th one)
+      for n in $nprocs; do
+        pinned=$(seq -s, 0 $((n - 1)))
+        sed -n '/^\[presets.torch-resnet50-tuned-ddp\]/,/^data_parallel/p' presets.toml \
+          | sed -e "s/^\[presets.torch-resnet50-tuned-ddp\]/[presets.ddp-nproc$n]/" -e "s/^data_parallel = .*/data_parallel = $n\ngpus = [$pinned]/" -e "s/DDP on every GPU/DDP on GPUs $pinned/"
+        echo
+      done > "$d/presets.toml"
+      cat "$d/presets.toml"
       # NVLink multicast (NVLS) stays off on the lent machines; NCCL_DEBUG=INFO shows NCCL's init in the recording
-      NCCL_NVLS_ENABLE=0 NCCL_DEBUG=INFO python3 -m gputui --headless --record "$out/ddp.jsonl" \
-        --preset torch-resnet50-tuned-ddp --baseline "$out/ddp-baseline.jsonl" --duration 300 2> "$out/ddp.stderr"
-      echo "ddp exit $?"; tail -20 "$out/ddp.stderr"
-      echo "NCCL INFO lines in the recording: $(grep -c 'NCCL INFO' "$out/ddp.jsonl")" ;;
+      export NCCL_NVLS_ENABLE=0
+      python3 -m gputui --headless --no-history --record "$d/baseline.jsonl" --preset torch-resnet50-tuned --duration 300 \
+        2> "$d/baseline.stderr"; echo "1-GPU baseline exit $?"; tail -8 "$d/baseline.stderr"
+      for n in $nprocs; do
+        NCCL_DEBUG=INFO python3 -m gputui --headless --no-history --presets "$d/presets.toml" --record "$d/ddp-nproc$n.jsonl" \
+          --preset "ddp-nproc$n" --baseline "$d/baseline.jsonl" --duration 300 2> "$d/ddp-nproc$n.stderr"
+        echo "ddp --nproc-per-node $n exit $?"; tail -20 "$d/ddp-nproc$n.stderr"
+        echo "NCCL INFO lines in the recording: $(grep -c 'NCCL INFO' "$d/ddp-nproc$n.jsonl")"
+      done
+      python3 - "$d"/baseline.jsonl "$d"/ddp-nproc*.jsonl > "$d/numbers.txt" <<'PY'
+import sys
+from pathlib import Path
+from gputui.record import read_recording
+for path in map(Path, sys.argv[1:]):
+    tp = (read_recording(path).summary or {}).get("throughput") or {}
+    ranks = ", ".join(f"rank {r['rank']} {r.get('median')}" for r in tp.get("ranks") or [])
+    print(f"{path.name}: median {tp.get('median')} samples/s, world {tp.get('world_size')}; {ranks or 'no ranks'}; scaling {tp.get('scaling')}")
+PY
+      cat "$d/numbers.txt"
+      # The dashboard on the largest run, headless: 80x24 shows a row per GPU with its rank's samples/s
+      # (torch.compile takes about a minute per rank before the first reading)
+      n=${nprocs##* }
+      python3 -m gputui.tui.screenshot "$d/dashboard-ddp-nproc$n.svg" --presets "$d/presets.toml" --preset "ddp-nproc$n" \
+        --baseline "$d/baseline.jsonl" --after 150 --size 80x24 2>&1 | tail -3
+      cat "$d/dashboard-ddp-nproc$n.txt"
+      unset NCCL_NVLS_ENABLE ;;
     tests) GPUTUI_SCREENSHOT_DIR="$out" python3 -m pytest -m gpu -q -rs tests 2>&1 | tee "$out/pytest-gpu.txt" | tail -25 ;;
     core)
       python3 -m gputui --presets benchmarks/gpu-presets.toml --record "$out/gpu-loop.jsonl" --preset gpu-loop \

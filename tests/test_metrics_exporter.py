@@ -320,3 +320,44 @@ def test_the_dashboards_supervisor_feeds_the_metrics_to_every_session():
         sup.shutdown("quit")
         assert sup.wait_closed(10)
         thread.join(5)
+
+
+# -- A data-parallel run: each rank's throughput and the scaling efficiency -----------
+
+
+def ddp_fed(baseline: dict | None) -> LiveMetrics:
+    """Two ranks pinned as gpus = "1,0" (the header lists them in that order)."""
+    live = LiveMetrics()
+    header = {**HEADER, "gpus": list(reversed(HEADER["gpus"]))}
+    live.on_header({**header, "baseline": baseline} if baseline else header)
+    live.on_event(Event(t=1.0, kind=ev.WORKLOAD, data={"framework": "torch", "world_size": 2, "rank": 0}))
+    for rank, rate in ((0, 1300.0), (1, 1100.0), (0, 1280.0)):
+        live.on_event(Event(t=2.0, kind=ev.RANK_THROUGHPUT, data={"rank": rank, "ranks": 2, "samples_per_sec": rate, "phase": "measure"}))
+    live.on_event(Event(t=2.0, kind=ev.THROUGHPUT, data={"samples_per_sec": 2380.0, "phase": "measure"}))
+    live.on_event(Event(t=3.0, kind=ev.RANK_THROUGHPUT, data={"rank": 1, "ranks": 2, "samples_per_sec": 999.0, "final": True}))
+    return live
+
+
+def test_each_rank_is_exported_with_the_gpu_it_drives_and_the_scaling_against_the_baseline():
+    families = scrape(ddp_fed({"samples_per_sec": 1250.0, "source": "one.jsonl"}))
+    name = "gputui_rank_throughput_samples_per_second"
+    assert families[name].type == "gauge"
+    assert value(families, name, rank="0", gpu="1", preset="torch-resnet50", Hostname="box-7") == 1280.0  # the latest; rank 0 drives GPU1
+    assert value(families, name, rank="1", gpu="0") == 1100.0  # a final result is no live reading
+    assert value(families, "gputui_scaling_efficiency_ratio", preset="torch-resnet50", Hostname="box-7") == pytest.approx(2380.0 / (2 * 1250.0))
+
+
+def test_no_baseline_no_scaling_and_a_plain_run_no_ranks():
+    families = scrape(ddp_fed(None))
+    assert "gputui_scaling_efficiency_ratio" not in families
+    assert value(families, "gputui_rank_throughput_samples_per_second", rank="1") == 1100.0
+    plain = scrape(fed())
+    assert "gputui_scaling_efficiency_ratio" not in plain
+    assert plain["gputui_rank_throughput_samples_per_second"].samples == []
+
+
+def test_rank_metrics_parse_as_openmetrics_too():
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(SnapshotCollector(ddp_fed({"samples_per_sec": 1250.0, "source": "x"})))
+    names = {f.name for f in parse_openmetrics(generate_openmetrics(registry).decode())}
+    assert {"gputui_rank_throughput_samples_per_second", "gputui_scaling_efficiency_ratio"} <= names

@@ -6,10 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gputui import events as ev
+from gputui.events import Event
 from gputui.model import GpuSample
 from gputui.tui.app import make_app
+from gputui.tui.sessions import SessionTicket
+from gputui.tui.state import DashboardState
 from gputui.tui.widgets.gpu import GpuPanel, GpuRows
 from gputui.tui.widgets.gpu_rows import gpu_totals
+from tests.ddp_helpers import ddp_factory, straggler_finding
 from tests.fake_nvml import FakeGpu
 from tests.test_tui_snapshots import eight_gpus
 from tests.test_tui_support import (
@@ -21,7 +26,15 @@ from tests.test_tui_support import (
 )
 
 
-def dashboard(size: tuple[int, int], gpus: list[FakeGpu], tmp_path: Path, keys: tuple[str, ...] = (), click_row: int | None = None):
+def dashboard(
+    size: tuple[int, int],
+    gpus: list[FakeGpu],
+    tmp_path: Path,
+    keys: tuple[str, ...] = (),
+    click_row: int | None = None,
+    factory=None,
+    baseline: dict | None = None,
+):
     """The screen's text after the script played and ``keys`` were pressed on the rows,
     with the GPU panels shown then."""
     preset = demo_preset()
@@ -29,7 +42,8 @@ def dashboard(size: tuple[int, int], gpus: list[FakeGpu], tmp_path: Path, keys: 
     async def scenario():
         app = make_app(
             {preset.name: preset},
-            session_factory=scripted_factory(gpus=gpus),
+            session_factory=factory or scripted_factory(gpus=gpus),
+            baseline=baseline,
             start_preset=preset.name,
             clock=lambda: 1000.0,
             settings_file=tmp_path / "settings.toml",
@@ -103,3 +117,106 @@ def test_totals_are_power_and_energy_per_sample():
     assert gpu_totals(samples, 400.0) == (800.0, 2.0)
     assert gpu_totals(samples, None) == (800.0, None)
     assert gpu_totals([GpuSample(index=0)], 400.0) == (None, None)
+
+
+# -- A data-parallel run: each GPU's rank and its samples/s, the scaling, a straggler --
+
+
+def gpu_row(lines: list[str], index: int) -> str:
+    """GPU ``index``'s row at 80×24, its runs of spaces made one (rates are right-aligned)."""
+    return " ".join(next(line for line in lines if line[24:].lstrip("▸ ").startswith(f"{index} ")).split())
+
+
+def test_two_ranks_show_their_rates_in_their_gpus_rows_and_the_scaling_in_the_totals(tmp_path):
+    two = eight_gpus()[:2]
+    baseline = {"samples_per_sec": 1500.0, "source": "one.jsonl"}
+    text, *_ = dashboard((80, 24), two, tmp_path, factory=ddp_factory(two, world=2), baseline=baseline)
+    lines = text.splitlines()
+    assert "r0 1,355" in gpu_row(lines, 0) and "r1 1,355" in gpu_row(lines, 1)  # 2,710/s split in two
+    totals = next(line for line in lines if " Σ " in line)
+    assert "2,710/s" in totals and "scaling 90%" in totals  # 2,710 / (2 × 1,500)
+    assert max(len(line.rstrip()) for line in lines) <= 80
+
+
+def test_without_a_baseline_the_totals_give_no_scaling_and_a_plain_run_no_ranks(tmp_path):
+    two = eight_gpus()[:2]
+    text, *_ = dashboard((80, 24), two, tmp_path, factory=ddp_factory(two, world=2))
+    assert "r0 1,355" in gpu_row(text.splitlines(), 0) and "scaling" not in text
+    text, *_ = dashboard((80, 24), two, tmp_path, baseline={"samples_per_sec": 1500.0, "source": "one.jsonl"})
+    assert "r0" not in text and "scaling" not in text  # not data-parallel: no ranks, nothing to scale
+
+
+def test_eight_ranks_at_200x60_name_the_straggler_in_its_gpus_row(tmp_path):
+    eight = eight_gpus()
+    factory = ddp_factory(eight, world=8, slow_rank=5, findings=[straggler_finding(5)])
+    baseline = {"samples_per_sec": 400.0, "source": "one.jsonl"}
+    text, *_ = dashboard((200, 60), eight, tmp_path, factory=factory, baseline=baseline)
+    lines = text.splitlines()
+    assert "rank samples/s" in text
+    row5 = " ".join(next(line for line in lines if " 5 H200" in line).split())
+    assert "r5 271" in row5 and "straggler" in row5  # 80% of 2,710 / 8
+    others = [line for line in lines if "H200" in line and " 5 H200" not in line and "╭" not in line]
+    assert others and all("straggler" not in line for line in others)
+    assert "r0 339" in " ".join(next(line for line in lines if " 0 H200" in line).split())
+    assert "scaling 85% of 8× 400/s on one" in text  # 2,710 / (8 × 400)
+
+
+def test_eight_ranks_at_80x24_stay_readable(tmp_path):
+    eight = eight_gpus()
+    factory = ddp_factory(eight, world=8, slow_rank=5, findings=[straggler_finding(5)])
+    text, *_ = dashboard((80, 24), eight, tmp_path, factory=factory, baseline={"samples_per_sec": 400.0, "source": "one.jsonl"})
+    lines = text.splitlines()
+    assert "r5 271" in gpu_row(lines, 5) and "strag" in gpu_row(lines, 5)
+    assert "SwTherm" in gpu_row(lines, 3) and "r3 339" in gpu_row(lines, 3)  # the throttle flag still shows
+    assert "scaling 85%" in next(line for line in lines if " Σ " in line)
+
+
+def test_ranks_map_to_the_gpus_in_the_headers_order_the_pinned_order():
+    state = DashboardState()
+    ticket = SessionTicket(serial=1, preset=demo_preset(), run=1)
+    state.session_started(ticket)
+    header = {"gpus": [{"index": 2, "name": "H200"}, {"index": 0, "name": "H200"}], "baseline": {"samples_per_sec": 100.0, "source": "x"}}
+    state.apply(ticket, [("header", header)])
+    for rank, rate in ((0, 90.0), (1, 60.0)):
+        state.apply(ticket, [("event", Event(t=1.0, kind=ev.RANK_THROUGHPUT, data={"rank": rank, "ranks": 2, "samples_per_sec": rate}), None)])
+    state.apply(ticket, [("event", Event(t=1.0, kind=ev.THROUGHPUT, data={"samples_per_sec": 150.0}), None)])
+    assert state.rank_of_gpu() == {2: 0, 0: 1}  # gpus = "2,0": rank 0 drives GPU2
+    assert state.scaling_efficiency() == 0.75  # 150 / (2 × 100)
+    state.apply(ticket, [("event", Event(t=2.0, kind=ev.FINDING, data=straggler_finding(1)), None)])
+    assert state.straggler_gpus() == {0}
+
+
+def test_the_session_header_carries_the_baseline_and_the_dashboard_takes_one_with_its_preset(tmp_path):
+    import argparse
+
+    import pytest
+
+    from gputui.errors import UserError
+    from gputui.record import Recorder
+    from gputui.session import Session, SessionConfig
+    from gputui.telemetry.gpu import GpuTelemetry
+    from gputui.tui.launch import dashboard_baseline
+    from tests.fake_nvml import FakeNvml
+
+    baseline = {"samples_per_sec": 1500.0, "source": "one.jsonl"}
+    gpu = GpuTelemetry(FakeNvml(eight_gpus()[:2]))
+    assert Session(SessionConfig(baseline=baseline), gpu=gpu).build_header()["baseline"] == baseline
+    assert "baseline" not in Session(SessionConfig(), gpu=gpu).build_header()
+
+    one = tmp_path / "one.jsonl"
+    recorder = Recorder(one)
+    recorder.on_header({"schema": 1, "preset": {"name": "torch-resnet50-tuned"}})
+    recorder.on_summary({"throughput": {"median": 4678.0, "readings": 40}})
+    recorder.close()
+    args = argparse.Namespace(baseline=one, preset="torch-resnet50-tuned-ddp")
+    assert dashboard_baseline(args) == {"samples_per_sec": 4678.0, "source": str(one), "preset": "torch-resnet50-tuned"}
+    with pytest.raises(UserError, match=r"^--baseline: expected --preset NAME too"):
+        dashboard_baseline(argparse.Namespace(baseline=one, preset=None))
+
+
+def test_baseline_run_with_the_dashboard_is_one_line_and_exit_2(tmp_path):
+    from tests.helpers import run_gputui
+
+    proc = run_gputui(["--preset", "smoke", "--baseline-run", "--no-history"], tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "gputui: error: --baseline-run: expected with --record FILE --headless (the dashboard takes --baseline FILE)"

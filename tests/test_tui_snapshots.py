@@ -1,5 +1,5 @@
 """SVG snapshots of the dashboard at 80×24, 120×40, 160×48 and 200×60 (and 80×24 in the
-high-contrast theme; 8 GPUs at 80×24 and 200×60), fed by deterministic sessions: fixed times, GPU samples from
+high-contrast theme; 8 GPUs at 80×24 and 200×60, also as 8 data-parallel ranks), fed by deterministic sessions: fixed times, GPU samples from
 the real GpuTelemetry reading tests/fake_nvml.py, a fixed host sample.
 
 Each snapshot is stored twice in tests/snapshots/: the SVG (what it looks like) and
@@ -49,13 +49,16 @@ def eight_gpus() -> list[FakeGpu]:
     ]
 
 
-def render(size: tuple[int, int], tmp_path: Path, theme: str | None, gpus: list[FakeGpu] | None = None) -> tuple[str, str]:
+def render(
+    size: tuple[int, int], tmp_path: Path, theme: str | None, gpus: list[FakeGpu] | None = None, factory=None, baseline: dict | None = None
+) -> tuple[str, str]:
     preset = demo_preset()
 
     async def scenario():
         app = make_app(
             {preset.name: preset},
-            session_factory=scripted_factory(gpus=gpus, findings=[FINDING]),
+            session_factory=factory or scripted_factory(gpus=gpus, findings=[FINDING]),
+            baseline=baseline,
             start_preset=preset.name,
             theme=theme,
             clock=lambda: 1000.0,
@@ -88,6 +91,17 @@ def test_dashboard_snapshot(size, theme, tmp_path):
 @pytest.mark.parametrize("size", [(80, 24), (200, 60)], ids=["80x24", "200x60"])
 def test_dashboard_snapshot_with_eight_gpus(size, tmp_path):
     check_snapshot(f"dashboard_8gpu_{size[0]}x{size[1]}", *render(size, tmp_path, None, eight_gpus()), tmp_path)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 60)], ids=["80x24", "200x60"])
+def test_dashboard_snapshot_of_eight_ranks_with_a_straggler(size, tmp_path):
+    """A data-parallel run on 8 GPUs: each row's rank and samples/s, rank 5 the straggler,
+    the scaling against a one-GPU baseline in the totals row."""
+    from tests.ddp_helpers import ddp_factory, straggler_finding
+
+    factory = ddp_factory(eight_gpus(), world=8, slow_rank=5, findings=[straggler_finding(5)])
+    baseline = {"samples_per_sec": 400.0, "source": "one.jsonl"}
+    check_snapshot(f"dashboard_8ranks_{size[0]}x{size[1]}", *render(size, tmp_path, None, eight_gpus(), factory, baseline), tmp_path)
 
 
 def check_snapshot(name: str, text: str, svg: str, tmp_path: Path) -> None:

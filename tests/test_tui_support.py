@@ -107,6 +107,8 @@ class ScriptedSession:
         self.gpu.open()
         try:
             header = fixed_header(self.gpu, preset)
+            if self.config.baseline:  # as Session writes it
+                header["baseline"] = self.config.baseline
             for observer in self._all():
                 observer.on_header(header)
             if preset is not None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from gputui import ranks
 from gputui.metrics.live import GpuLabels, LiveMetrics, MetricsSnapshot
 from gputui.model import GpuSample
 from gputui.telemetry.gpu import THROTTLE_REASONS
@@ -147,7 +148,7 @@ def _run_families(snap: MetricsSnapshot) -> list[Metric]:
         throughput.add_metric([snap.hostname, snap.preset], snap.throughput)
     done = CounterMetricFamily("gputui_samples_processed", "Samples the run reported as processed.", labels=[*host, "preset"])
     done.add_metric([snap.hostname, snap.preset], snap.samples_done)
-    out += [throughput, done]
+    out += [throughput, done, *_rank_families(snap)]
     if snap.price_per_hour is not None:
         out.append(GaugeMetricFamily("gputui_price_usd_per_hour", "The machine's price given with --price.", value=snap.price_per_hour))
         cost = GaugeMetricFamily(
@@ -157,6 +158,27 @@ def _run_families(snap: MetricsSnapshot) -> list[Metric]:
             cost.add_metric([snap.hostname, snap.preset], snap.price_per_hour / 3600.0 / snap.throughput * 1e6)
         out.append(cost)
     return [*out, *_finding_families(snap)]
+
+
+def _rank_families(snap: MetricsSnapshot) -> list[Metric]:
+    """A data-parallel run's ranks (``gpu`` is the NVML index each drives, empty for a
+    rank on another machine) and its scaling against the one-GPU baseline, when known."""
+    host = ["Hostname", "preset"]
+    per_rank = GaugeMetricFamily(
+        "gputui_rank_throughput_samples_per_second", "One rank's latest throughput reading in a data-parallel run.", labels=[*host, "rank", "gpu"]
+    )
+    for rank, rate in sorted(snap.rank_rates.items()):
+        gpu = ranks.gpu_of_rank(list(snap.rank_gpus), rank)
+        per_rank.add_metric([snap.hostname, snap.preset, str(rank), "" if gpu is None else str(gpu)], rate)
+    out: list[Metric] = [per_rank]
+    efficiency = snap.scaling_efficiency
+    if efficiency is not None:
+        scaling = GaugeMetricFamily(
+            "gputui_scaling_efficiency_ratio", "The latest throughput over N times the one-GPU baseline's (--baseline): 1 is perfect scaling.", labels=host
+        )
+        scaling.add_metric([snap.hostname, snap.preset], efficiency)
+        out.append(scaling)
+    return out
 
 
 def _finding_families(snap: MetricsSnapshot) -> list[Metric]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gputui import events as ev
+from gputui import ranks
 from gputui.events import Event, Observer
 from gputui.model import HostSample, Sample
 
@@ -48,6 +49,16 @@ class MetricsSnapshot:
     findings: dict[str, OpenFinding] = field(default_factory=dict)  # open ones, by finding id
     finding_kinds: frozenset[tuple[str, int | None]] = frozenset()  # every (kind, gpu) seen: closed ones read 0
     price_per_hour: float | None = None
+    # A data-parallel run (gputui.ranks): each rank's latest reading, the GPU each
+    # rank drives (the header's order), its size and the one-GPU baseline's rate.
+    rank_rates: dict[int, float] = field(default_factory=dict)
+    rank_gpus: tuple[int, ...] = ()
+    world_size: int | None = None
+    baseline_rate: float | None = None
+
+    @property
+    def scaling_efficiency(self) -> float | None:
+        return ranks.live_efficiency(self.throughput, self.world_size, self.baseline_rate)
 
 
 class LiveMetrics(Observer):
@@ -75,6 +86,8 @@ class LiveMetrics(Observer):
             cpu_available=host.get("cpu_available"),
             gpus=gpus,
             price_per_hour=self._price,
+            rank_gpus=tuple(ranks.rank_gpus(header)),
+            baseline_rate=ranks.header_baseline_rate(header),
         )
 
     def on_sample(self, sample: Sample) -> None:
@@ -86,6 +99,10 @@ class LiveMetrics(Observer):
     def on_event(self, event: Event) -> None:
         if event.kind == ev.THROUGHPUT:
             self._on_throughput(event.data)
+        elif event.kind == ev.RANK_THROUGHPUT:
+            self._on_rank_throughput(event.data)
+        elif event.kind == ev.WORKLOAD:
+            self._update(world_size=ranks.world_size_of(event.data) or self.snapshot.world_size)
         elif event.kind == ev.FINDING:
             self._on_finding(event.data)
 
@@ -98,6 +115,14 @@ class LiveMetrics(Observer):
         if not data.get("final") and isinstance(counted, (int, float)):  # a final result repeats what was counted
             done += counted
         self._update(throughput=float(rate), samples_done=done)
+
+    def _on_rank_throughput(self, data: dict[str, Any]) -> None:
+        rank, rate = data.get("rank"), data.get("samples_per_sec")
+        world = ranks.world_size_of(data) or self.snapshot.world_size
+        if data.get("final") or not isinstance(rank, int) or not isinstance(rate, (int, float)):
+            self._update(world_size=world)
+            return
+        self._update(rank_rates={**self.snapshot.rank_rates, rank: float(rate)}, world_size=world)
 
     def _on_finding(self, data: dict[str, Any]) -> None:
         ident = str(data.get("id"))

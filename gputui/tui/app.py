@@ -430,6 +430,7 @@ class GpuTuiApp(DashboardApp):
         history: RunHistory | None = None,
         make_check: CheckFactory,
         confirm_quit: bool = True,
+        baseline: dict | None = None,
     ) -> None:
         self.make_check = make_check
         super().__init__(
@@ -444,6 +445,8 @@ class GpuTuiApp(DashboardApp):
             attach_pid=attach_pid,
             diagnosis=diagnosis,
             diagnosis_overrides=diagnosis_overrides,
+            baseline=baseline,
+            baseline_preset=start_preset,
         )
         self._start_preset = start_preset
         self.dashboard.initial_preset = start_preset
@@ -677,6 +680,7 @@ def make_app(
     record_force: bool = False,
     history: RunHistory | None = None,
     confirm_quit: bool = True,
+    baseline: dict | None = None,
 ) -> GpuTuiApp:
     """The dashboard, ready to ``run()`` or ``run_test()``.
 
@@ -685,6 +689,7 @@ def make_app(
     NVML, a fixed host sampler and clock, or a whole scripted ``session_factory``.
     ``history`` keeps every run (the CLI passes the user's; tests keep none unless
     they ask).  ``confirm_quit=False`` (``--no-confirm-quit``) lets one q stop a run and quit.
+    ``baseline`` (``--baseline FILE``, gputui.baseline) is what runs of ``start_preset`` scale against.
     """
     parts = SessionParts(gpu=gpu_factory, host=host_factory, clock=clock)
     if session_factory is None:
@@ -720,6 +725,7 @@ def make_app(
         record_force=record_force,
         history=history,
         confirm_quit=confirm_quit,
+        baseline=baseline,
     )
 
 

@@ -23,6 +23,7 @@ def run_dashboard(args: argparse.Namespace) -> int:
     config = load_config(extra=args.presets)  # read once: the presets and the [diagnosis] table
     if args.preset:
         get_preset(config.presets, args.preset)  # a wrong name is a one-line error before the screen opens
+    baseline = dashboard_baseline(args)
 
     from gputui.cli import start_metrics
 
@@ -43,6 +44,7 @@ def run_dashboard(args: argparse.Namespace) -> int:
         record_force=args.force,
         history=history,
         confirm_quit=not args.no_confirm_quit,
+        baseline=baseline,
     )
     if metrics is not None:
         app.supervisor.add_observer(metrics.live)
@@ -58,6 +60,17 @@ def run_dashboard(args: argparse.Namespace) -> int:
         note = f"recorded to {args.record}" if app.recorded else f"nothing recorded to {args.record}: no run was started"
         print(f"gputui: {note}", file=sys.stderr)
     return dashboard_exit_code(app, code)
+
+
+def dashboard_baseline(args: argparse.Namespace) -> dict | None:
+    """--baseline FILE: the one-GPU baseline the --preset's runs scale against."""
+    if args.baseline is None:
+        return None
+    if not args.preset:
+        raise UserError("--baseline: expected --preset NAME too (the data-parallel preset it is the one-GPU baseline of)")
+    from gputui.baseline import baseline_from_recording
+
+    return baseline_from_recording(args.baseline)
 
 
 def dashboard_exit_code(app, returned: object) -> int:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from gputui.baseline import baseline_from_recording
 from gputui.errors import UserError
 from gputui.presets import get_preset, load_presets
 
@@ -75,12 +76,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=_size, default=(160, 48), metavar="WxH", help="terminal size (default 160x48)")
     parser.add_argument("--theme", metavar="NAME", help="colour theme")
     parser.add_argument("--interval", type=float, default=1.0, metavar="S", help="sampling interval (default 1)")
+    parser.add_argument("--baseline", type=Path, metavar="FILE", help="a one-GPU recording: a data-parallel preset's scaling shows")
     parser.add_argument("--keep-summary", action="store_true", help="if the run ended, shoot its summary, not the dashboard")
     args = parser.parse_args(argv)
     try:
         presets = load_presets(extra=args.presets)
         if args.preset:
             get_preset(presets, args.preset)
+        baseline = baseline_from_recording(args.baseline) if args.baseline is not None else None
     except UserError as exc:
         print(f"gputui: error: {exc}", file=sys.stderr)
         return 2
@@ -88,7 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     from gputui.tui.app import make_app
 
     with tempfile.TemporaryDirectory(prefix="gputui-shot-") as scratch:
-        app = make_app(presets, start_preset=args.preset, interval=args.interval, theme=args.theme, settings_file=Path(scratch) / "settings.toml")
+        app = make_app(
+            presets, start_preset=args.preset, interval=args.interval, theme=args.theme, settings_file=Path(scratch) / "settings.toml", baseline=baseline
+        )
 
         async def shoot(pilot) -> None:
             await pilot.pause(args.after)

@@ -58,8 +58,12 @@ class SessionSupervisor:
         attach_pid: int | None = None,
         diagnosis: dict[str, Any] | None = None,
         diagnosis_overrides: dict[str, Any] | None = None,
+        baseline: dict[str, Any] | None = None,
+        baseline_preset: str | None = None,
     ) -> None:
         self._make_session = make_session
+        # --baseline FILE: the one-GPU baseline the runs of this preset (--preset) scale against
+        self._baseline, self._baseline_preset = baseline, baseline_preset
         self._diagnosis = dict(diagnosis or {})  # the presets files' [diagnosis] table (presets.Config)
         self._diagnosis_overrides = diagnosis_overrides  # the command line's (--price)
         self._observers_for = observers_for
@@ -185,4 +189,5 @@ class SessionSupervisor:
             attach_pid=ticket.attach_pid,
             diagnosis=self._diagnosis,
             diagnosis_overrides=self._diagnosis_overrides,
+            baseline=self._baseline if ticket.preset is not None and ticket.preset.name == self._baseline_preset else None,
         )

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gputui import events as ev
-from gputui import fmt
+from gputui import fmt, ranks
 from gputui.events import Event
 from gputui.history import outcome_word
 from gputui.model import GpuInfo, GpuSample, HostSample, Sample, from_dict
@@ -124,6 +124,8 @@ class RunView:
     cut: str | None = None  # a replayed recording that ends early: why
     kept_path: Path | None = None  # its copy in the run history
     findings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    rank_rates: dict[int, float] = field(default_factory=dict)  # a data-parallel run's: each rank's latest reading
+    world_size: int | None = None  # its ranks (torchrun) or replicas (MirroredStrategy)
 
     @property
     def preset(self) -> Preset:
@@ -255,6 +257,25 @@ class DashboardState:
         rank = {"critical": 0, "warning": 1, "info": 2}
         found = [f for f in self.findings().values() if f.get("state", "open") == "open"]
         return sorted(found, key=lambda f: (rank.get(f.get("severity", "info"), 3), f.get("since") or 0))
+
+    # -- A data-parallel run (gputui.ranks) ------------------------------------------
+    def rank_of_gpu(self) -> dict[int, int]:
+        """GPU index -> the rank driving it, while a data-parallel run goes; {} otherwise."""
+        run = self.live_run
+        if run is None or not run.rank_rates:
+            return {}
+        order = ranks.rank_gpus(self.header)
+        return {gpu: rank for rank, gpu in enumerate(order[: run.world_size or len(order)])}
+
+    def scaling_efficiency(self) -> float | None:
+        """The live run's latest total against N times its one-GPU baseline."""
+        run = self.live_run
+        if run is None:
+            return None
+        return ranks.live_efficiency(run.current, run.world_size, ranks.header_baseline_rate(self.header))
+
+    def straggler_gpus(self) -> set[int]:
+        return ranks.straggler_gpus(self.open_findings(), ranks.rank_gpus(self.header))
 
     def touch(self, *sections: str) -> None:
         for section in sections:
@@ -388,6 +409,11 @@ class DashboardState:
                 phase = data.get("phase") or run.phase
                 run.series.add(event.t, rate, phase == WARMUP, run.median)
             self.touch(THROUGHPUT)
+        elif kind == ev.RANK_THROUGHPUT:
+            if not data.get("final") and isinstance(data.get("rank"), int):
+                run.rank_rates[data["rank"]] = float(data["samples_per_sec"])
+            run.world_size = ranks.world_size_of(data) or run.world_size
+            self.touch(GPUS)
         elif kind == ev.OUTPUT:
             self.log_line(data.get("stream", "stdout"), str(data.get("text", "")))
         elif kind == ev.PHASE:
@@ -398,6 +424,7 @@ class DashboardState:
             self.note("$ " + shlex.join(data.get("command") or []))  # as a shell would take it back
         elif kind == ev.WORKLOAD:
             run.workload = data
+            run.world_size = ranks.world_size_of(data) or run.world_size
             self.touch(THROUGHPUT)
         elif kind == ev.RESULT:
             if data.get("samples_per_sec") is not None:

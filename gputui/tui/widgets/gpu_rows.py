@@ -1,6 +1,7 @@
 """Many GPUs at a glance: one row per GPU (util / SM activity, VRAM, temperature,
-power, throttle flag) and a totals row (the run's throughput, the GPUs' power and
-the energy each sample costs).  A cursor picks the GPU whose full panel shows
+power, throttle flag; in a data-parallel run its rank's samples/s and a straggler
+flag) and a totals row (the run's throughput, the GPUs' power, the energy each sample
+costs and, given a one-GPU baseline, the scaling efficiency).  A cursor picks the GPU whose full panel shows
 (gputui.tui.widgets.gpu.GpuGrid lays the two out)."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from textual.message import Message
 
 from gputui import fmt
 from gputui.model import GpuSample
+from gputui.ranks import header_baseline_rate
 from gputui.tui import state as st
 from gputui.tui.widgets.base import StateView
 
@@ -80,7 +82,7 @@ class GpuRows(StateView):
     a click on the selected row) opens or closes the selected GPU's full panel."""
 
     can_focus = True
-    SECTIONS = (st.GPUS, st.HEADER, st.THROUGHPUT, st.RUNS)
+    SECTIONS = (st.GPUS, st.HEADER, st.THROUGHPUT, st.RUNS, st.FINDINGS)
     BINDINGS = [
         Binding("up", "move(-1)", "Previous GPU", id="gpu_previous", show=False),
         Binding("down", "move(1)", "Next GPU", id="gpu_next", show=False),
@@ -166,21 +168,38 @@ class GpuRows(StateView):
         if self.selected not in indices and indices:
             self.selected = indices[0]
         wide = self._wide()
-        lines = [self._header()] if wide else []
+        ranks = self.state.rank_of_gpu()
+        stragglers = self.state.straggler_gpus()
+        lines = [self._header(bool(ranks))] if wide else []
         for index in indices:
-            line = self._row(self.state.gpus[index], wide)
+            line = self._row(self.state.gpus[index], wide, ranks, index in stragglers)
             if index == self.selected and self.has_focus:
                 line.stylize(self.style_of("gpu--cursor"))
             lines.append(line)
         lines.append(self._totals(wide))
         return Text("\n").join(lines)
 
-    def _header(self) -> Text:
+    def _header(self, data_parallel: bool) -> Text:
         text = Text(no_wrap=True, overflow="ellipsis")
-        text.append(f" {'GPU':<15}{'util':>5}{'SM':>7}  {'VRAM GiB':<15}{'temp':>6}  {'power W':<10}throttle", self.style_of("gpu--label"))
+        rank = f"{'rank samples/s':<16}" if data_parallel else ""
+        text.append(f" {'GPU':<15}{'util':>5}{'SM':>7}  {'VRAM GiB':<15}{'temp':>6}  {'power W':<10}{rank}throttle", self.style_of("gpu--label"))
         return text
 
-    def _row(self, h: st.GpuHistory, wide: bool) -> Text:
+    def _rank_cell(self, index: int, ranks: dict[int, int], wide: bool) -> Text:
+        """The rank driving this GPU and its latest samples/s; blank for a GPU no rank uses."""
+        text = Text(no_wrap=True)
+        run = self.state.live_run
+        rank = ranks.get(index)
+        # rates right-aligned to the widest, so the ranks compare down the column
+        digits = max((len(fmt.rate(r)) for r in run.rank_rates.values()), default=1) if run is not None else 1
+        label_width = len(f"r{max(ranks.values())}")
+        if rank is None or run is None:
+            return text.append(" " * (16 if wide else label_width + digits + 2))
+        label, rate = f"r{rank}", fmt.rate(run.rank_rates.get(rank))
+        text.append(f"{label:<{label_width}}", self.style_of("gpu--label"))
+        return text.append(f" {rate:>{digits}}" + (" " * (15 - label_width - digits) if wide else " "), self.style_of("gpu--total"))
+
+    def _row(self, h: st.GpuHistory, wide: bool, ranks: dict[int, int] | None = None, straggler: bool = False) -> Text:
         s, info = h.latest, h.info
         text = Text(no_wrap=True, overflow="ellipsis")
         mark = "▸" if h.index == self.selected else " "
@@ -198,6 +217,9 @@ class GpuRows(StateView):
             text.append(f"  {fmt.gib(s.memory_used) + '/' + fmt.gib(s.memory_total):<15}")
             text.append(f"{fmt.num(s.temp_c, '°C'):>6}", self.style_of(temp_role(s.temp_c, slowdown)))
             text.append(f"  {fmt.num(s.power_w) + '/' + fmt.num(s.power_limit_w):<10}")
+            if ranks:
+                text.append_text(self._rank_cell(h.index, ranks, wide))
+            self._straggler_badge(text, straggler, wide)
             text.append_text(throttle_badges(s.throttle_reasons or [], self.style_of, short=True, limit=2))
         else:
             used = "-" if s.memory_used is None else f"{s.memory_used / fmt.GIB:.0f}"
@@ -205,8 +227,17 @@ class GpuRows(StateView):
             text.append(f" {used + '/' + total:>8}")
             text.append(f" {fmt.num(s.temp_c, '°C'):>5}", self.style_of(temp_role(s.temp_c, slowdown)))
             text.append(f" {fmt.num(s.power_w, 'W'):>5} ")
+            if ranks:
+                text.append_text(self._rank_cell(h.index, ranks, wide))
+            self._straggler_badge(text, straggler, wide)
             text.append_text(throttle_badges(s.throttle_reasons or [], self.style_of, short=True, limit=1))
         return text
+
+    def _straggler_badge(self, text: Text, straggler: bool, wide: bool) -> None:
+        """An open straggler finding names this GPU (or its rank): every step waits for it."""
+        if straggler:
+            text.append("straggler" if wide else "strag", self.style_of("gpu--badge-severe"))
+            text.append(" ")
 
     def _totals(self, wide: bool) -> Text:
         samples = [h.latest for h in self.state.gpus.values() if h.latest is not None]
@@ -220,4 +251,11 @@ class GpuRows(StateView):
         text.append(f"{fmt.num(power, ' W')}" if wide else fmt.num(power, "W"), self.style_of("gpu--total"))
         text.append("  " if wide else " ")
         text.append(fmt.num(per_sample, " J/sample", 2), self.style_of("gpu--total"))
+        efficiency = self.state.scaling_efficiency()
+        if efficiency is not None:
+            text.append("  scaling " if wide else " scaling ", self.style_of("gpu--label"))
+            text.append(fmt.pct(100.0 * efficiency), self.style_of("gpu--total"))
+            if wide and run is not None:
+                baseline = header_baseline_rate(self.state.header)
+                text.append(f" of {run.world_size}× {fmt.rate(baseline)}/s on one", self.style_of("gpu--label"))
         return text
