@@ -14,7 +14,7 @@ from typing import Any
 
 from gputui import events as ev
 from gputui.events import Event, Observer
-from gputui.model import Sample
+from gputui.model import Sample, Throughput
 
 
 @dataclass(frozen=True)
@@ -82,29 +82,25 @@ class LiveMetrics(Observer):
         self._update(sample=sample, energy_start_mj={**start, **missing} if missing else start)
 
     def on_event(self, event: Event) -> None:
-        if event.kind == ev.THROUGHPUT:
-            self._on_throughput(event.data)
-        elif event.kind == ev.FINDING:
-            self._on_finding(event.data)
+        payload = event.payload
+        if event.kind == ev.THROUGHPUT and isinstance(payload, Throughput):
+            self._on_throughput(payload)
+        elif isinstance(payload, ev.Finding):
+            self._on_finding(payload)
 
-    def _on_throughput(self, data: dict[str, Any]) -> None:
-        rate = data.get("samples_per_sec")
-        if not isinstance(rate, (int, float)):
-            return
+    def _on_throughput(self, reading: Throughput) -> None:
         done = self.snapshot.samples_done
-        counted = data.get("samples")
-        if not data.get("final") and isinstance(counted, (int, float)):  # a final result repeats what was counted
-            done += counted
-        self._update(throughput=float(rate), samples_done=done)
+        if not reading.final and reading.samples is not None:  # a final result repeats what was counted
+            done += reading.samples
+        self._update(throughput=float(reading.samples_per_sec), samples_done=done)
 
-    def _on_finding(self, data: dict[str, Any]) -> None:
-        ident = str(data.get("id"))
-        gpu = (data.get("evidence") or {}).get("gpu")
+    def _on_finding(self, finding: ev.Finding) -> None:
+        gpu = (finding.evidence or {}).get("gpu")
         gpu = gpu if isinstance(gpu, int) else None
-        kind = str(data.get("kind") or "unknown")
+        kind = finding.kind or "unknown"
         findings = dict(self.snapshot.findings)
-        if data.get("state") == "open":
-            findings[ident] = OpenFinding(kind=kind, gpu=gpu, severity=str(data.get("severity") or ""))
+        if finding.state == "open":
+            findings[finding.id] = OpenFinding(kind=kind, gpu=gpu, severity=finding.severity or "")
         else:
-            findings.pop(ident, None)
+            findings.pop(finding.id, None)
         self._update(findings=findings, finding_kinds=self.snapshot.finding_kinds | {(kind, gpu)})
