@@ -128,6 +128,10 @@ class Session:
         start itself); thread-safe."""
         self._watch_pids = list(pids)
 
+    def recent_median(self) -> float | None:
+        """The median of the latest measured throughput readings (cheap: for every tick)."""
+        return self.summary_builder.recent_median()
+
     @property
     def elapsed(self) -> float:
         return self._clock() - self._t0

@@ -16,7 +16,7 @@ import pytest
 
 from gputui import events as ev
 from gputui.diagnosis import Settings, replay, replay_recording
-from gputui.events import Event
+from gputui.events import Event, make_event
 from gputui.record import read_recording
 
 TRACES = Path(__file__).parent / "data" / "traces"
@@ -244,7 +244,7 @@ def test_tensorflow_reserving_vram_is_only_information():
 def test_a_sigkill_under_memory_pressure_is_reported_as_the_memory_limit():
     rec = load("memory_pressure")
     rec.events = [e for e in rec.events if e.kind not in (ev.OOM, ev.OUTCOME)]
-    rec.events.append(Event(t=100.5, kind=ev.OUTCOME, data={"kind": "signaled", "signal": "SIGKILL", "ok": False}))
+    rec.events.append(make_event(100.5, ev.OUTCOME, {"kind": "signaled", "signal": "SIGKILL", "ok": False}))
     oom = final(findings(rec))["oom-run-1"]
     assert "killed (SIGKILL)" in oom["title"] and oom["severity"] == "critical"
 
