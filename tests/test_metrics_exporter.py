@@ -114,15 +114,9 @@ def fed(price: float | None = None) -> LiveMetrics:
     live.on_sample(Sample(t=2.0, gpus=[_gpu(0, 9_312_500), _gpu(1, 5_100_000, throttle_reasons=[], throttle_mask=0)], host=_host()))
     live.on_event(make_event(1.5, ev.THROUGHPUT, {"samples_per_sec": 2400.0, "samples": 256, "source": "gputui"}))
     live.on_event(make_event(2.0, ev.THROUGHPUT, {"samples_per_sec": 2560.0, "samples": 256, "source": "gputui"}))
-    live.on_event(
-        make_event(2.0, ev.FINDING, {"id": "thermal-gpu1-1", "kind": "thermal", "state": "open", "severity": "warning", "evidence": {"gpu": 1}})
-    )
-    live.on_event(
-        make_event(2.0, ev.FINDING, {"id": "input_bound-run-1", "kind": "input_bound", "state": "open", "severity": "critical", "evidence": {}})
-    )
-    live.on_event(
-        make_event(2.1, ev.FINDING, {"id": "input_bound-run-1", "kind": "input_bound", "state": "closed", "severity": "critical", "evidence": {}})
-    )
+    live.on_event(make_event(2.0, ev.FINDING, {"id": "thermal-gpu1-1", "kind": "thermal", "state": "open", "severity": "warning", "evidence": {"gpu": 1}}))
+    live.on_event(make_event(2.0, ev.FINDING, {"id": "input_bound-run-1", "kind": "input_bound", "state": "open", "severity": "critical", "evidence": {}}))
+    live.on_event(make_event(2.1, ev.FINDING, {"id": "input_bound-run-1", "kind": "input_bound", "state": "closed", "severity": "critical", "evidence": {}}))
     return live
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from gputui import events as ev
 from gputui.errors import UserError
-from gputui.events import Event, make_event
+from gputui.events import make_event
 from gputui.model import GpuSample, Sample
 from gputui.presets import Preset, Reference
 from gputui.session import SessionConfig
@@ -111,7 +111,12 @@ def test_state_folds_a_run_and_reports_its_end():
     assert ("stderr", "hello") in state.log
     assert [f["title"] for f in state.open_findings()] == ["T"]
     ended = state.apply(
-        ticket, [("event", make_event(3.0, ev.OUTCOME, {"kind": "exited", "ok": True, "exit_code": 0}), None), ("summary", {"throughput": {"median": 19.0}}), ("ended", None)]
+        ticket,
+        [
+            ("event", make_event(3.0, ev.OUTCOME, {"kind": "exited", "ok": True, "exit_code": 0}), None),
+            ("summary", {"throughput": {"median": 19.0}}),
+            ("ended", None),
+        ],
     )
     assert ended == [run] and run.outcome_word == "ok" and run.result == 19.0
     assert state.live_run is None

@@ -201,7 +201,8 @@ def test_every_partial_update_leaves_the_screen_as_composed(tmp_path):
                     ],
                 )
                 state.apply(
-                    ticket, [("event", make_event(t, ev.THROUGHPUT, {"samples_per_sec": 2700.0 + 90 * (i % 5), "source": "gputui", "phase": "measure"}), 2800.0 + i)]
+                    ticket,
+                    [("event", make_event(t, ev.THROUGHPUT, {"samples_per_sec": 2700.0 + 90 * (i % 5), "source": "gputui", "phase": "measure"}), 2800.0 + i)],
                 )
                 if i % 3 == 0:
                     gpus = [

@@ -31,7 +31,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2]))  # the repository, when run as a script
 
-from gputui.events import Event  # noqa: E402, make_event
+from gputui.events import make_event  # noqa: E402
 from gputui.model import GpuProcess, GpuSample, HostSample, ProcessSample, Sample  # noqa: E402
 from gputui.record import Recorder  # noqa: E402
 from gputui.summary import SummaryBuilder  # noqa: E402

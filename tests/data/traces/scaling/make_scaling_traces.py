@@ -180,7 +180,11 @@ def build(name: str, rates: tuple[float, float], throttled_gpu: int | None, seed
         )
     end = SECONDS + 0.7
     items.append(
-        (end, 0, make_event(end, ev.OUTCOME, {"kind": "exited", "ok": True, "exit_code": 0, "signal": None, "message": "exited with code 0", "duration_s": end}))
+        (
+            end,
+            0,
+            make_event(end, ev.OUTCOME, {"kind": "exited", "ok": True, "exit_code": 0, "signal": None, "message": "exited with code 0", "duration_s": end}),
+        )
     )
     return items
 
