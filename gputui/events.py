@@ -6,10 +6,13 @@ as they happen, then the summary.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gputui.model import Sample
+from gputui.model import Sample, Throughput, to_dict
+from gputui.outcome import Outcome
 
 # Event kinds, in the order a run usually produces them.
 STARTED = "started"  # the command was launched: pid, command
@@ -29,11 +32,209 @@ STOPPING = "stopping"  # gputui was asked to stop (key, signal, duration)
 FINDING = "finding"
 
 
-@dataclass
+# --- Payloads: one frozen dataclass per kind ----------------------------------------
+# THROUGHPUT and RANK_THROUGHPUT carry gputui.model.Throughput; OUTCOME carries
+# gputui.outcome.Outcome.  The workload's own protocol lines (WORKLOAD, RESULT, OOM)
+# carry whatever keys the workload wrote, whole and in its order, so that a recording
+# says exactly what the workload said; their classes name the keys gputui reads.
+
+
+@dataclass(frozen=True)
+class Started:
+    pid: int | None = None
+    command: list[str] | None = None
+
+
+@dataclass(frozen=True)
+class PhaseChange:
+    phase: str | None = None
+
+
+@dataclass(frozen=True)
+class Output:
+    stream: str | None = None
+    text: str | None = None
+
+
+@dataclass(frozen=True)
+class Stopping:
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One diagnosis finding as it opened, changed or closed."""
+
+    id: str
+    kind: str
+    state: str | None = "open"
+    severity: str | None = None
+    title: str | None = None
+    since: float | None = None
+    until: float | None = None
+    evidence: dict[str, Any] | None = field(default_factory=dict)
+    advice: list[str] | None = field(default_factory=list)
+    gpu: int | None = None  # written only when the finding is one GPU's
+
+    @property
+    def is_open(self) -> bool:
+        return self.state in (None, "open")
+
+
+@dataclass(frozen=True)
+class ProtocolLine:
+    """A line the workload wrote through the protocol, kept whole (its keys in order)."""
+
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+    def _get(self, key: str, kind: type | tuple[type, ...]) -> Any:
+        value = self.fields.get(key)
+        if isinstance(value, bool) and kind is not bool:
+            return None
+        return value if isinstance(value, kind) else None
+
+
+@dataclass(frozen=True)
+class WorkloadInfo(ProtocolLine):
+    """The workload's start line: model, batch size, pipeline, a data-parallel size."""
+
+    @property
+    def world_size(self) -> int | None:
+        return self._get("world_size", int)
+
+    @property
+    def replicas(self) -> int | None:
+        return self._get("replicas", int)
+
+    def setting(self, key: str) -> Any:
+        """One run setting it names (framework, pipeline, workers, ...), None when absent."""
+        return self.fields.get(key)
+
+
+@dataclass(frozen=True)
+class Result(ProtocolLine):
+    """The workload's own final result line."""
+
+    @property
+    def samples_per_sec(self) -> float | None:
+        return self._get("samples_per_sec", (int, float))
+
+    @property
+    def peak_memory_bytes(self) -> int | float | None:
+        return self._get("peak_memory_bytes", (int, float))
+
+    @property
+    def peak_memory_source(self) -> str | None:
+        return self._get("peak_memory_source", str)
+
+    @property
+    def curve(self) -> Any:
+        return self.fields.get("curve")
+
+
+@dataclass(frozen=True)
+class Oom(ProtocolLine):
+    """The workload reported running out of memory."""
+
+    @property
+    def message(self) -> str | None:
+        return self._get("message", str)
+
+    @property
+    def batch_size(self) -> int | None:
+        return self._get("batch_size", int)
+
+
+@dataclass(frozen=True)
+class Fields(ProtocolLine):
+    """The payload of a kind this module has no class for (``check`` results, a newer
+    gputui's kinds): kept whole so that it is written back as it was read."""
+
+
+Payload = Started | WorkloadInfo | PhaseChange | Throughput | Result | Output | Oom | Outcome | Stopping | Finding | Fields
+
+_CLASSES: dict[str, type] = {
+    STARTED: Started,
+    WORKLOAD: WorkloadInfo,
+    PHASE: PhaseChange,
+    THROUGHPUT: Throughput,
+    RANK_THROUGHPUT: Throughput,
+    RESULT: Result,
+    OUTPUT: Output,
+    OOM: Oom,
+    OUTCOME: Outcome,
+    STOPPING: Stopping,
+    FINDING: Finding,
+}
+_DERIVED = {OUTCOME: {"ok"}}  # written for readers, computed again on reading
+
+
+@dataclass(frozen=True)
 class Event:
     t: float  # seconds since the session started
     kind: str
-    data: dict[str, Any] = field(default_factory=dict)
+    payload: Payload
+    # Keys a newer gputui wrote that this one has no field for: kept to be written back.
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The payload's keys as the recording writes them (a fresh copy), for tests and
+        debugging; code reads the payload's attributes."""
+        return {**payload_fields(self.payload), **self.extra}
+
+
+# --- The recording's dicts: the recorder, the exporter and the JSON printers ----------
+
+
+def payload_fields(payload: Payload) -> dict[str, Any]:
+    """A payload as the recording writes it (docs/record-format.md), keys in order."""
+    if isinstance(payload, ProtocolLine):
+        return dict(payload.fields)
+    if isinstance(payload, Throughput):
+        return to_dict(payload)  # None values left out
+    if isinstance(payload, Outcome):
+        return {
+            "kind": payload.kind,
+            "ok": payload.ok,
+            "exit_code": payload.exit_code,
+            "signal": payload.signal,
+            "message": payload.message,
+            "duration_s": round(payload.duration_s, 3) if payload.duration_s is not None else None,
+        }
+    out = {f.name: getattr(payload, f.name) for f in dataclasses.fields(payload)}
+    if isinstance(payload, Finding) and payload.gpu is None:
+        del out["gpu"]
+    return out
+
+
+def event_to_dict(event: Event) -> dict[str, Any]:
+    """An event as its recording line (less the ``type`` key)."""
+    return {"t": round(event.t, 4), "event": event.kind, **payload_fields(event.payload), **event.extra}
+
+
+def make_event(t: float, kind: str, fields: Mapping[str, Any]) -> Event:
+    """The typed event for ``kind`` from its recorded ``fields``.  Keys this gputui has
+    no field for are kept in ``extra``; kinds it has no class for become :class:`Fields`."""
+    cls: Any = _CLASSES.get(kind)
+    if cls is None:
+        return Event(t, kind, Fields(dict(fields)))
+    if issubclass(cls, ProtocolLine):
+        return Event(t, kind, cls(dict(fields)))
+    names = {f.name for f in dataclasses.fields(cls)}
+    derived = _DERIVED.get(kind, set())
+    known = {k: v for k, v in fields.items() if k in names}
+    extra = {k: v for k, v in fields.items() if k not in names and k not in derived}
+    try:
+        return Event(t, kind, cls(**known), extra)
+    except TypeError:  # a required key is missing: keep what there is, untyped
+        return Event(t, kind, Fields(dict(fields)))
+
+
+def event_from_dict(record: Mapping[str, Any]) -> Event:
+    """A recording's event line (``t``, ``event`` and the payload's keys) as an Event."""
+    fields = {k: v for k, v in record.items() if k not in ("type", "t", "event")}
+    return make_event(float(record["t"]), str(record["event"]), fields)
 
 
 class Observer:

@@ -206,7 +206,7 @@ class Sample:
 # --- Throughput ----------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(frozen=True)
 class Throughput:
     """One throughput reading parsed from a run's output."""
 

@@ -16,7 +16,7 @@ from gputui.output_stream import TRUNCATION_MARK, OutputLine
 _MESSAGE_CAP = 300
 
 
-@dataclass
+@dataclass(frozen=True)
 class Outcome:
     # "exited" (code 0 or not), "signaled", "timeout", "oom", "stopped", "failed_to_start"
     kind: str

@@ -13,7 +13,8 @@ from typing import Any, TextIO
 from gputui import events as ev
 from gputui import fmt
 from gputui.events import Event, Observer
-from gputui.model import HostSample, Sample
+from gputui.model import HostSample, Sample, Throughput
+from gputui.outcome import Outcome
 from gputui.summary import SummaryBuilder
 
 PRINT_EVERY_S = 0.95  # a line about once a second (a 1 s sampler's ticks jitter a little)
@@ -26,7 +27,7 @@ class ProgressPrinter(Observer):
         self._rate: float | None = None
         self._phase: str | None = None
         self._notes: list[str] = []
-        self._findings: dict[str, dict[str, Any]] = {}  # open findings by id
+        self._findings: dict[str, ev.Finding] = {}  # open findings by id
         self._host: HostSample | None = None  # the newest host part (not every sample has one)
         self._printed_t: float | None = None
 
@@ -50,30 +51,31 @@ class ProgressPrinter(Observer):
             self._print("gputui: running " + " ".join(fmt.printable(arg) for arg in header["command"]) + fmt.printable(_origin(header.get("preset") or {})))
 
     def on_event(self, event: Event) -> None:
-        if event.kind == ev.THROUGHPUT and not event.data.get("final"):
-            self._rate = event.data["samples_per_sec"]
-            self._phase = event.data.get("phase") or self._phase
-        elif event.kind in (ev.OUTCOME, ev.STOPPING):
+        payload = event.payload
+        if event.kind == ev.THROUGHPUT and isinstance(payload, Throughput) and not payload.final:
+            self._rate = payload.samples_per_sec
+            self._phase = payload.phase or self._phase
+        elif isinstance(payload, (Outcome, ev.Stopping)):
             # The message may be the run's own last stderr line: user text.
-            self._print(f"gputui: {event.kind}: {fmt.printable(event.data.get('message') or event.data.get('reason'))}")
-        elif event.kind == ev.OOM:
-            self._print(f"gputui: out of memory: {fmt.printable(event.data.get('message', ''))}")
-        elif event.kind == ev.FINDING:
-            self._on_finding(event.data)
+            said = payload.message if isinstance(payload, Outcome) else payload.reason
+            self._print(f"gputui: {event.kind}: {fmt.printable(said)}")
+        elif isinstance(payload, ev.Oom):
+            self._print(f"gputui: out of memory: {fmt.printable(payload.message or '')}")
+        elif isinstance(payload, ev.Finding):
+            self._on_finding(payload)
 
-    def _on_finding(self, data: dict[str, Any]) -> None:
+    def _on_finding(self, finding: ev.Finding) -> None:
         """Say when a finding opens, changes severity or closes; the final updates at
         the end of a run repeat nothing."""
-        fid = str(data.get("id"))
-        known = self._findings.get(fid)
-        if data.get("state") == "closed":
-            self._findings.pop(fid, None)
-            self._print(f"gputui: finding cleared: {fmt.printable(data.get('title'))} ({fmt.duration(data.get('until', 0) - data.get('since', 0))})")
-        elif known is None or known.get("severity") != data.get("severity"):
-            self._findings[fid] = data
-            self._print(f"gputui: finding [{data.get('severity')}]: {fmt.printable(data.get('title'))}")
+        known = self._findings.get(finding.id)
+        if finding.state == "closed":
+            self._findings.pop(finding.id, None)
+            self._print(f"gputui: finding cleared: {fmt.printable(finding.title)} ({fmt.duration((finding.until or 0) - (finding.since or 0))})")
+        elif known is None or known.severity != finding.severity:
+            self._findings[finding.id] = finding
+            self._print(f"gputui: finding [{finding.severity}]: {fmt.printable(finding.title)}")
         else:
-            self._findings[fid] = data
+            self._findings[finding.id] = finding
 
     def on_sample(self, sample: Sample) -> None:
         if sample.host is not None:
@@ -98,14 +100,14 @@ def _origin(preset: dict[str, Any]) -> str:
     return f" (preset {preset.get('name')!r} from {preset.get('source')}, which overrides the built-in)"
 
 
-def finding_label(data: dict[str, Any]) -> str:
+def finding_label(finding: ev.Finding) -> str:
     """A finding in a few characters: its kind, and its GPU where it has one."""
-    label = str(data.get("kind", "?")).replace("_", "-")
-    gpu = (data.get("evidence") or {}).get("gpu")
+    label = finding.kind.replace("_", "-")
+    gpu = (finding.evidence or {}).get("gpu")
     return f"{label} GPU{gpu}" if gpu is not None else label
 
 
-def progress_line(sample: Sample, phase: str | None, current: float | None, summary: SummaryBuilder, findings: list[dict[str, Any]] | None = None) -> str:
+def progress_line(sample: Sample, phase: str | None, current: float | None, summary: SummaryBuilder, findings: list[ev.Finding] | None = None) -> str:
     parts = [f"{sample.t:7.1f}s"]
     if current is not None:
         median = summary.recent_median()

@@ -129,7 +129,7 @@ class Recorder(Observer):
         self._write({"type": "sample", **to_dict(sample)})
 
     def on_event(self, event: Event) -> None:
-        self._write({"type": "event", "t": round(event.t, 4), "event": event.kind, **event.data})
+        self._write({"type": "event", **ev.event_to_dict(event)})
 
     def on_summary(self, summary: dict[str, Any]) -> None:
         self._write({"type": "summary", **summary})
@@ -406,7 +406,7 @@ def read_recording(path: Path) -> Recording:
                 recording.samples.append(from_dict(Sample, record))
             elif kind == "event":
                 _check_event(record)
-                recording.events.append(Event(t=record.pop("t"), kind=record.pop("event"), data=record))
+                recording.events.append(ev.event_from_dict(record))
             elif kind == "summary":
                 _check(record, SUMMARY_FIELDS, "")
                 recording.summary = record

@@ -16,7 +16,7 @@ import queue
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -121,15 +121,19 @@ class Session:
         self._stop.set()
         self._queue.put(("wake", None))
 
-    def post_event(self, kind: str, data: dict[str, Any]) -> None:
+    def post_event(self, kind: str, data: Mapping[str, Any]) -> None:
         """Emit an event from another thread (a driver such as ``gputui check``): it is
         written in order with the samples, from the session's own thread."""
-        self._queue.put(("event", (kind, data)))
+        self._queue.put(("event", (kind, dict(data))))
 
     def watch(self, pids: list[int]) -> None:
         """Follow these processes' trees in the host samples (runs the session did not
         start itself); thread-safe."""
         self._watch_pids = list(pids)
+
+    def recent_median(self) -> float | None:
+        """The median of the latest measured throughput readings (cheap: for every tick)."""
+        return self.summary_builder.recent_median()
 
     @property
     def elapsed(self) -> float:
@@ -162,10 +166,10 @@ class Session:
                 self._final_sample()
             self._drain()  # lines and samples that arrived while stopping
             if self.outcome is not None:
-                self._emit_event(ev.OUTCOME, _outcome_data(self.outcome))
+                self._emit_event(ev.OUTCOME, self.outcome)
             self._emit_findings(self.diagnoser.finish())
             summary = self.summary_builder.build()
-            summary["findings"] = self.diagnoser.findings()
+            summary["findings"] = [_summary_finding(f) for f in self.diagnoser.findings()]
             if self._lines_skipped:
                 summary["output_lines_skipped"] = self._lines_skipped
             summary.update(self.summary_extra)
@@ -203,7 +207,7 @@ class Session:
         self._runner.start()
         waiter = threading.Thread(target=self._wait_for_runner, name="gputui-waiter", daemon=True)
         waiter.start()
-        self._emit_event(ev.STARTED, {"pid": self._runner.pid, "command": preset.argv()})
+        self._emit_event(ev.STARTED, ev.Started(pid=self._runner.pid, command=preset.argv()))
 
     def _wait_for_runner(self) -> None:
         assert self._runner is not None
@@ -214,14 +218,14 @@ class Session:
         while True:
             if self._stop.is_set():
                 self._drain(limit=self._queue.qsize())  # what arrived before the stop comes first
-                self._emit_event(ev.STOPPING, {"reason": self._stop_reason})
+                self._emit_event(ev.STOPPING, ev.Stopping(self._stop_reason))
                 return
             if deadline is not None and self._clock() >= deadline:
                 self._stop_reason = self._stop_reason or "duration reached"
-                self._emit_event(ev.STOPPING, {"reason": self._stop_reason})
+                self._emit_event(ev.STOPPING, ev.Stopping(self._stop_reason))
                 return
             if self._runner is None and self.config.attach_pid is not None and not _pid_alive(self.config.attach_pid):
-                self._emit_event(ev.STOPPING, {"reason": f"process {self.config.attach_pid} ended"})
+                self._emit_event(ev.STOPPING, ev.Stopping(f"process {self.config.attach_pid} ended"))
                 return
             try:
                 kind, payload = self._queue.get(timeout=0.2)
@@ -264,7 +268,7 @@ class Session:
         elif kind == "line":
             self._handle_line(payload)
         elif kind == "event":
-            self._emit_event(*payload)
+            self._emit(ev.make_event(self.elapsed, *payload))
 
     # -- Output lines -----------------------------------------------------------------
     def _handle_line(self, line: OutputLine) -> None:
@@ -274,17 +278,17 @@ class Session:
             self._speaks_protocol = True
             self._handle_protocol(protocol.decode(text))
         elif not line.progress:
-            self._emit_event(ev.OUTPUT, {"stream": line.stream, "text": text[:OUTPUT_EVENT_MAX_CHARS]})
+            self._emit_event(ev.OUTPUT, ev.Output(line.stream, text[:OUTPUT_EVENT_MAX_CHARS]))
         if self._speaks_protocol and not is_protocol:
             return  # a run that speaks our protocol is measured by it alone, not by its log lines
         for reading in self._parser.feed(text):
             if reading.rank is not None:  # one rank's own; the ranks' total follows once all reported
-                self._emit_event(ev.RANK_THROUGHPUT, to_dict(reading))
+                self._emit_event(ev.RANK_THROUGHPUT, reading)
                 continue
             if reading.phase and reading.phase != self._phase:
                 self._phase = reading.phase
-                self._emit_event(ev.PHASE, {"phase": reading.phase})
-            self._emit_event(ev.THROUGHPUT, to_dict(reading))
+                self._emit_event(ev.PHASE, ev.PhaseChange(reading.phase))
+            self._emit_event(ev.THROUGHPUT, reading)
 
     def _handle_protocol(self, payload: dict[str, Any] | None) -> None:
         if payload is None:
@@ -293,11 +297,11 @@ class Session:
         fields = {k: v for k, v in payload.items() if k != "event"}
         if kind == "start":
             if fields.get("rank", 0) == 0:  # every rank of a data-parallel run starts alike: say it once
-                self._emit_event(ev.WORKLOAD, fields)
+                self._emit_event(ev.WORKLOAD, ev.WorkloadInfo(fields))
         elif kind == "result":
-            self._emit_event(ev.RESULT, fields)
+            self._emit_event(ev.RESULT, ev.Result(fields))
         elif kind == "oom":
-            self._emit_event(ev.OOM, fields)
+            self._emit_event(ev.OOM, ev.Oom(fields))
             if self._runner is not None:
                 self._runner.mark_oom(str(fields.get("message", "the workload ran out of memory")))
 
@@ -349,18 +353,20 @@ class Session:
         """The summary builder first, so observers that read it see the latest sample."""
         return [self.summary_builder, *self._observers]
 
-    def _emit_event(self, kind: str, data: dict[str, Any]) -> None:
-        if kind == ev.PHASE:
+    def _emit_event(self, kind: str, payload: ev.Payload) -> None:
+        self._emit(Event(t=self.elapsed, kind=kind, payload=payload))
+
+    def _emit(self, event: Event) -> None:
+        if event.kind == ev.PHASE:
             self._exact_next = True
-        event = Event(t=self.elapsed, kind=kind, data=data)
         for observer in self._receivers():
             observer.on_event(event)
-        if kind != ev.FINDING:
+        if event.kind != ev.FINDING:
             self._emit_findings(self.diagnoser.on_event(event))
 
-    def _emit_findings(self, payloads: list[dict[str, Any]]) -> None:
-        for payload in payloads:
-            self._emit_event(ev.FINDING, payload)
+    def _emit_findings(self, findings: list[ev.Finding]) -> None:
+        for finding in findings:
+            self._emit_event(ev.FINDING, finding)
 
     def _emit_header(self) -> None:
         header = self.build_header()
@@ -399,15 +405,11 @@ class Session:
         }
 
 
-def _outcome_data(outcome: Outcome) -> dict[str, Any]:
-    return {
-        "kind": outcome.kind,
-        "ok": outcome.ok,
-        "exit_code": outcome.exit_code,
-        "signal": outcome.signal,
-        "message": outcome.message,
-        "duration_s": round(outcome.duration_s, 3) if outcome.duration_s is not None else None,
-    }
+def _summary_finding(finding: ev.Finding) -> dict[str, Any]:
+    """A finding as the summary lists it: the event's keys but ``gpu`` (its id names it)."""
+    fields = ev.payload_fields(finding)
+    fields.pop("gpu", None)
+    return fields
 
 
 def _pid_alive(pid: int) -> bool:

@@ -14,7 +14,8 @@ from typing import Any
 
 from gputui import events as ev
 from gputui.events import Event, Observer
-from gputui.model import Sample
+from gputui.model import Sample, Throughput
+from gputui.outcome import Outcome
 from gputui.protocol import MEASURE
 from gputui.stats import ValueCounts, spread
 
@@ -182,8 +183,8 @@ class SummaryBuilder(Observer):
         self.rate_seconds = 0.0
         self.rate_source: str | None = None
         self.reported: dict[str, Any] | None = None  # the tool's own final figure
-        self.workload: dict[str, Any] | None = None
-        self.outcome: dict[str, Any] | None = None
+        self.workload: ev.WorkloadInfo | None = None
+        self.outcome: Outcome | None = None
 
     # -- Observer --------------------------------------------------------------
     def on_sample(self, sample: Sample) -> None:
@@ -200,28 +201,28 @@ class SummaryBuilder(Observer):
             self.host_measure.add(sample.host)
 
     def on_event(self, event: Event) -> None:
-        data = event.data
-        if event.kind == ev.PHASE:
-            self.phase = data.get("phase")
-        elif event.kind == ev.WORKLOAD:
-            self.workload = data
+        payload = event.payload
+        if isinstance(payload, ev.PhaseChange):
+            self.phase = payload.phase
+        elif isinstance(payload, ev.WorkloadInfo):
+            self.workload = payload
             # a data-parallel run's size: torchrun's ranks, or MirroredStrategy's replicas in one process
-            self.world_size = data.get("world_size") or data.get("replicas") or self.world_size
-        elif event.kind == ev.OUTCOME:
-            self.outcome = data
-        elif event.kind == ev.RANK_THROUGHPUT:
-            if isinstance(data.get("rank"), int) and not data.get("final") and data.get("phase") in (None, MEASURE):
-                self.rank_rates.setdefault(data["rank"], array("d")).append(data["samples_per_sec"])
-            self.world_size = data.get("ranks") or self.world_size
-        elif event.kind == ev.THROUGHPUT:
-            if data.get("final"):
-                self.reported = {"samples_per_sec": data["samples_per_sec"], "source": data.get("source")}
-            elif data.get("phase") in (None, MEASURE):  # tools without phases: every reading counts
-                self.rates.append(data["samples_per_sec"])
-                self.rate_source = data.get("source")
-                if data.get("samples") and data.get("seconds"):
-                    self.rate_samples += data["samples"]
-                    self.rate_seconds += data["seconds"]
+            self.world_size = payload.world_size or payload.replicas or self.world_size
+        elif isinstance(payload, Outcome):
+            self.outcome = payload
+        elif isinstance(payload, Throughput) and event.kind == ev.RANK_THROUGHPUT:
+            if payload.rank is not None and not payload.final and payload.phase in (None, MEASURE):
+                self.rank_rates.setdefault(payload.rank, array("d")).append(payload.samples_per_sec)
+            self.world_size = payload.ranks or self.world_size
+        elif isinstance(payload, Throughput) and event.kind == ev.THROUGHPUT:
+            if payload.final:
+                self.reported = {"samples_per_sec": payload.samples_per_sec, "source": payload.source}
+            elif payload.phase in (None, MEASURE):  # tools without phases: every reading counts
+                self.rates.append(payload.samples_per_sec)
+                self.rate_source = payload.source
+                if payload.samples and payload.seconds:
+                    self.rate_samples += payload.samples
+                    self.rate_seconds += payload.seconds
 
     # -- Result ----------------------------------------------------------------
     def build(self) -> dict[str, Any]:
@@ -232,7 +233,7 @@ class SummaryBuilder(Observer):
             "window": MEASURE if use_measure else "all",
             "duration_s": round((self.last_t or 0.0) - (self.first_t or 0.0), 3),
             "samples": self.samples,
-            "outcome": self.outcome,
+            "outcome": ev.payload_fields(self.outcome) if self.outcome is not None else None,
             "throughput": self._throughput(),
             "gpus": [gpus[i].build(i) for i in sorted(gpus)],
             "host": host.build(),
@@ -247,8 +248,8 @@ class SummaryBuilder(Observer):
                 summary["energy_per_sample_j"] = round(joules / seconds / rate, 6)
         # Lost GPUs outside the window still deserve a mention.
         summary["lost_gpus"] = sorted(i for i, g in self.gpus_all.items() if g.lost)
-        if self.workload:
-            summary["workload"] = {k: v for k, v in self.workload.items() if k not in ("event", "v")}
+        if self.workload is not None and self.workload.fields:
+            summary["workload"] = {k: v for k, v in self.workload.fields.items() if k not in ("event", "v")}
         return summary
 
     def recent_median(self, window: int = 1000) -> float | None:

@@ -5,6 +5,7 @@ and the levers; not when the GPU is used well, nor when the run waits for data."
 from __future__ import annotations
 
 from gputui.diagnosis import Settings
+from gputui.events import make_event
 from tests.diagnose_helpers import each_gpu, findings, kinds, load, of_kind
 
 GIB = 1024**3
@@ -13,9 +14,7 @@ RESNET50_TRAIN_FLOPS = 24.6e9  # per image, forward + backward, as the torch wor
 
 def with_workload(rec, **fields):
     """The trace as if its workload line had said ``fields`` (flops_per_sample, precision ...)."""
-    for event in rec.events:
-        if event.kind == "workload":
-            event.data.update(fields)
+    rec.events = [make_event(e.t, e.kind, {**e.data, **fields}) if e.kind == "workload" else e for e in rec.events]
     return rec
 
 
@@ -24,9 +23,12 @@ def seed_twin():
     44 TFLOP/s of a 494 TFLOP/s tf32 peak, 7 GiB of 140 GiB.  Built from the healthy
     trace with its throughput and memory rescaled."""
     rec = with_workload(load("healthy_synthetic"), flops_per_sample=RESNET50_TRAIN_FLOPS, precision="tf32", batch_size=32, image_size=224)
-    for event in rec.events:
-        if event.kind == "throughput" and "samples_per_sec" in event.data:
-            event.data["samples_per_sec"] = round(event.data["samples_per_sec"] * 1790 / 2930, 2)
+    rec.events = [
+        make_event(e.t, e.kind, {**e.data, "samples_per_sec": round(e.data["samples_per_sec"] * 1790 / 2930, 2)})
+        if e.kind == "throughput" and "samples_per_sec" in e.data
+        else e
+        for e in rec.events
+    ]
     return each_gpu(rec, lambda t, g: setattr(g, "memory_used", 7 * GIB) if g.memory_used and g.memory_used > GIB else None)
 
 
@@ -36,9 +38,12 @@ def tuned():
     rec = with_workload(
         load("healthy_synthetic"), flops_per_sample=RESNET50_TRAIN_FLOPS, precision="bf16", batch_size=256, image_size=224, channels_last=True, compile=True
     )
-    for event in rec.events:
-        if event.kind == "throughput" and "samples_per_sec" in event.data:
-            event.data["samples_per_sec"] = round(event.data["samples_per_sec"] * 6754 / 2930, 2)
+    rec.events = [
+        make_event(e.t, e.kind, {**e.data, "samples_per_sec": round(e.data["samples_per_sec"] * 6754 / 2930, 2)})
+        if e.kind == "throughput" and "samples_per_sec" in e.data
+        else e
+        for e in rec.events
+    ]
     return rec
 
 

@@ -93,7 +93,7 @@ def test_record_a_waiting_command_end_to_end(tmp_path):
 
 def test_progress_line_mentions_open_findings():
     sample = Sample(t=12.0, gpus=[GpuSample(index=0, util_gpu=14.0, sm_active=7.0)], host=HostSample(cpu_percent=8.0))
-    findings = [{"kind": "input_bound", "evidence": {}}, {"kind": "thermal", "evidence": {"gpu": 0}}]
+    findings = [ev.Finding(id="input_bound-run-1", kind="input_bound", evidence={}), ev.Finding(id="thermal-gpu0-1", kind="thermal", evidence={"gpu": 0})]
     line = progress_line(sample, "measure", 205.0, SummaryBuilder(), findings)
     assert line.endswith("! input-bound, thermal GPU0")
     assert "!" not in progress_line(sample, "measure", 205.0, SummaryBuilder())

@@ -16,7 +16,7 @@ import pytest
 
 from gputui import events as ev
 from gputui.diagnosis import Settings, replay, replay_recording
-from gputui.events import Event
+from gputui.events import Event, make_event
 from gputui.record import read_recording
 
 TRACES = Path(__file__).parent / "data" / "traces"
@@ -117,9 +117,7 @@ def test_the_synthetic_pipeline_is_never_input_bound():
     # The input-bound trace relabelled as a synthetic-pipeline run: nothing to wait for.
     rec = load("input_bound_1worker")
     rec.header["preset"]["pipeline"] = "synthetic"
-    for event in rec.events:
-        if event.kind == ev.WORKLOAD:
-            event.data["pipeline"] = "synthetic"
+    rec.events = [make_event(e.t, e.kind, {**e.data, "pipeline": "synthetic"}) if e.kind == ev.WORKLOAD else e for e in rec.events]
     assert "input_bound" not in kinds(findings(rec))
 
 
@@ -234,9 +232,7 @@ def test_memory_trace_flags_full_vram_host_memory_swapping_and_the_oom():
 def test_tensorflow_reserving_vram_is_only_information():
     rec = load("memory_pressure")
     rec.header["preset"]["framework"] = "tf"
-    for event in rec.events:
-        if event.kind == ev.WORKLOAD:
-            event.data["framework"] = "tf"
+    rec.events = [make_event(e.t, e.kind, {**e.data, "framework": "tf"}) if e.kind == ev.WORKLOAD else e for e in rec.events]
     vram = final(findings(rec))["vram_full-gpu0-1"]
     assert vram["severity"] == "info" and "TF_FORCE_GPU_ALLOW_GROWTH" in " ".join(vram["advice"])
 
@@ -244,7 +240,7 @@ def test_tensorflow_reserving_vram_is_only_information():
 def test_a_sigkill_under_memory_pressure_is_reported_as_the_memory_limit():
     rec = load("memory_pressure")
     rec.events = [e for e in rec.events if e.kind not in (ev.OOM, ev.OUTCOME)]
-    rec.events.append(Event(t=100.5, kind=ev.OUTCOME, data={"kind": "signaled", "signal": "SIGKILL", "ok": False}))
+    rec.events.append(make_event(100.5, ev.OUTCOME, {"kind": "signaled", "signal": "SIGKILL", "ok": False}))
     oom = final(findings(rec))["oom-run-1"]
     assert "killed (SIGKILL)" in oom["title"] and oom["severity"] == "critical"
 
@@ -381,7 +377,7 @@ def test_a_failing_rule_is_dropped_and_the_others_go_on(caplog):
     items = sorted([(e.t, 0, e) for e in rec.events] + [(s.t, 1, s) for s in rec.samples], key=lambda x: (x[0], x[1]))
     for _t, which, item in items:
         out += diagnoser.on_event(item) if which == 0 else diagnoser.on_sample(item)
-    assert {d["kind"] for d in out} == {"thermal"}
+    assert {d.kind for d in out} == {"thermal"}
     assert "diagnosis rule broken failed" in caplog.text
     assert len([r for r in caplog.records if "broken" in r.getMessage()]) == 1  # once, not once per sample
 
@@ -405,9 +401,7 @@ def test_rediagnose_a_recording_from_the_command_line(capsys):
 def test_a_cpu_only_run_on_a_gpu_machine_is_not_input_bound():
     # The input-bound trace as if it were the CPU smoke workload: the idle GPU is not its.
     rec = load("input_bound_1worker")
-    for event in rec.events:
-        if event.kind == ev.WORKLOAD:
-            event.data["device"] = "cpu"
+    rec.events = [make_event(e.t, e.kind, {**e.data, "device": "cpu"}) if e.kind == ev.WORKLOAD else e for e in rec.events]
     assert "input_bound" not in kinds(findings(rec))
     rec = load("input_bound_1worker")
     rec.header["preset"]["framework"] = "smoke"

@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from gputui import events as ev
 from gputui.errors import UserError
-from gputui.events import Event
+from gputui.events import make_event
 from gputui.metrics.families import SnapshotCollector
 from gputui.metrics.live import LiveMetrics
 from gputui.metrics.server import parse_listen_address, start_metrics_server
@@ -112,17 +112,11 @@ def fed(price: float | None = None) -> LiveMetrics:
     live.on_header(HEADER)
     live.on_sample(Sample(t=1.0, gpus=[_gpu(0, 9_000_000), _gpu(1, 5_000_000)], host=_host()))
     live.on_sample(Sample(t=2.0, gpus=[_gpu(0, 9_312_500), _gpu(1, 5_100_000, throttle_reasons=[], throttle_mask=0)], host=_host()))
-    live.on_event(Event(t=1.5, kind=ev.THROUGHPUT, data={"samples_per_sec": 2400.0, "samples": 256, "source": "gputui"}))
-    live.on_event(Event(t=2.0, kind=ev.THROUGHPUT, data={"samples_per_sec": 2560.0, "samples": 256, "source": "gputui"}))
-    live.on_event(
-        Event(t=2.0, kind=ev.FINDING, data={"id": "thermal-gpu1-1", "kind": "thermal", "state": "open", "severity": "warning", "evidence": {"gpu": 1}})
-    )
-    live.on_event(
-        Event(t=2.0, kind=ev.FINDING, data={"id": "input_bound-run-1", "kind": "input_bound", "state": "open", "severity": "critical", "evidence": {}})
-    )
-    live.on_event(
-        Event(t=2.1, kind=ev.FINDING, data={"id": "input_bound-run-1", "kind": "input_bound", "state": "closed", "severity": "critical", "evidence": {}})
-    )
+    live.on_event(make_event(1.5, ev.THROUGHPUT, {"samples_per_sec": 2400.0, "samples": 256, "source": "gputui"}))
+    live.on_event(make_event(2.0, ev.THROUGHPUT, {"samples_per_sec": 2560.0, "samples": 256, "source": "gputui"}))
+    live.on_event(make_event(2.0, ev.FINDING, {"id": "thermal-gpu1-1", "kind": "thermal", "state": "open", "severity": "warning", "evidence": {"gpu": 1}}))
+    live.on_event(make_event(2.0, ev.FINDING, {"id": "input_bound-run-1", "kind": "input_bound", "state": "open", "severity": "critical", "evidence": {}}))
+    live.on_event(make_event(2.1, ev.FINDING, {"id": "input_bound-run-1", "kind": "input_bound", "state": "closed", "severity": "critical", "evidence": {}}))
     return live
 
 
@@ -225,7 +219,7 @@ def test_the_server_answers_scrapes_with_the_latest_snapshot():
     try:
         for name, payload in (("on_header", HEADER),):
             getattr(server.live, name)(payload)
-        server.live.on_event(Event(t=1, kind=ev.THROUGHPUT, data={"samples_per_sec": 77.0}))
+        server.live.on_event(make_event(1, ev.THROUGHPUT, {"samples_per_sec": 77.0, "source": "gputui"}))
         text = urllib.request.urlopen(server.url, timeout=10).read().decode()
     finally:
         server.close()
@@ -330,11 +324,11 @@ def ddp_fed(baseline: dict | None) -> LiveMetrics:
     live = LiveMetrics()
     header = {**HEADER, "gpus": list(reversed(HEADER["gpus"]))}
     live.on_header({**header, "baseline": baseline} if baseline else header)
-    live.on_event(Event(t=1.0, kind=ev.WORKLOAD, data={"framework": "torch", "world_size": 2, "rank": 0}))
+    live.on_event(make_event(1.0, ev.WORKLOAD, {"framework": "torch", "world_size": 2, "rank": 0}))
     for rank, rate in ((0, 1300.0), (1, 1100.0), (0, 1280.0)):
-        live.on_event(Event(t=2.0, kind=ev.RANK_THROUGHPUT, data={"rank": rank, "ranks": 2, "samples_per_sec": rate, "phase": "measure"}))
-    live.on_event(Event(t=2.0, kind=ev.THROUGHPUT, data={"samples_per_sec": 2380.0, "phase": "measure"}))
-    live.on_event(Event(t=3.0, kind=ev.RANK_THROUGHPUT, data={"rank": 1, "ranks": 2, "samples_per_sec": 999.0, "final": True}))
+        live.on_event(make_event(2.0, ev.RANK_THROUGHPUT, {"rank": rank, "ranks": 2, "samples_per_sec": rate, "phase": "measure", "source": "gputui"}))
+    live.on_event(make_event(2.0, ev.THROUGHPUT, {"samples_per_sec": 2380.0, "phase": "measure", "source": "gputui"}))
+    live.on_event(make_event(3.0, ev.RANK_THROUGHPUT, {"rank": 1, "ranks": 2, "samples_per_sec": 999.0, "final": True, "source": "gputui"}))
     return live
 
 

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from gputui import events as ev
 from gputui.errors import UserError
-from gputui.events import Event
-from gputui.model import GpuProcess, GpuSample, HostSample, ProcessSample, Sample
+from gputui.events import make_event
+from gputui.model import GpuProcess, GpuSample, HostSample, ProcessSample, Sample, Throughput
+from gputui.outcome import Outcome
 from gputui.record import Recorder, read_recording
 
 
@@ -32,7 +34,7 @@ def test_round_trip_is_lossless(tmp_path):
     recorder.on_header({"schema": 1, "gpus": []})
     samples = [make_sample(0.0), make_sample(1.0)]
     recorder.on_sample(samples[0])
-    recorder.on_event(Event(t=0.5, kind=ev.THROUGHPUT, data={"samples_per_sec": 10.0, "source": "gputui"}))
+    recorder.on_event(make_event(0.5, ev.THROUGHPUT, {"samples_per_sec": 10.0, "source": "gputui"}))
     recorder.on_sample(samples[1])
     recorder.on_summary({"throughput": {"median": 10.0}})
 
@@ -40,7 +42,7 @@ def test_round_trip_is_lossless(tmp_path):
     assert recording.cut is None
     assert recording.header == {"schema": 1, "gpus": []}
     assert recording.samples == samples
-    assert recording.events == [Event(t=0.5, kind=ev.THROUGHPUT, data={"samples_per_sec": 10.0, "source": "gputui"})]
+    assert recording.events == [make_event(0.5, ev.THROUGHPUT, {"samples_per_sec": 10.0, "source": "gputui"})]
     assert recording.summary == {"throughput": {"median": 10.0}}
     # Absent values are not written at all.
     first_sample = json.loads(path.read_text().splitlines()[1])
@@ -93,3 +95,30 @@ def test_bad_files_give_one_line_errors(tmp_path, content, expected):
     path.write_text(content)
     with pytest.raises(UserError, match=expected.replace("(", r"\(").replace(")", r"\)")):
         read_recording(path)
+
+
+def test_todays_recording_reads_back_typed_and_writes_out_identically(tmp_path):
+    """A recording written by gputui's Recorder (the DDP scaling fixture) loads into typed
+    payloads and, written again, is the same bytes line for line."""
+    source = Path(__file__).parent / "data" / "traces" / "scaling" / "ddp_balanced.jsonl"
+    recording = read_recording(source)
+    kinds = {type(e.payload) for e in recording.events}
+    assert ev.Fields not in kinds
+    assert {ev.Started, ev.PhaseChange, ev.WorkloadInfo, Throughput, Outcome} <= kinds
+    event_lines = [line for line in source.read_text().splitlines() if line.startswith('{"type":"event"')]
+    copy = tmp_path / "copy.jsonl"
+    recorder = Recorder(copy)
+    for event in recording.events:
+        recorder.on_event(event)
+    recorder.close()
+    assert copy.read_text().splitlines() == event_lines
+
+
+def test_unknown_kinds_and_keys_load_and_write_back(tmp_path):
+    """A newer gputui's event kind and an extra key on a known kind survive a round trip."""
+    new_kind = {"t": 1.0, "event": "power_cap_changed", "watts": 500}
+    extra_key = {"t": 2.0, "event": "phase", "phase": "measure", "step": 40}
+    first, second = ev.event_from_dict(new_kind), ev.event_from_dict(extra_key)
+    assert isinstance(first.payload, ev.Fields) and first.payload.fields == {"watts": 500}
+    assert isinstance(second.payload, ev.PhaseChange) and second.payload.phase == "measure"
+    assert ev.event_to_dict(first) == new_kind and ev.event_to_dict(second) == extra_key

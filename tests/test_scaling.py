@@ -15,7 +15,7 @@ from gputui import protocol
 from gputui.baseline import baseline_from_recording
 from gputui.diagnosis import replay_recording
 from gputui.errors import UserError
-from gputui.events import Event
+from gputui.events import make_event
 from gputui.presets import load_file
 from gputui.progress import summary_table
 from gputui.record import read_recording
@@ -80,11 +80,11 @@ def test_lines_without_a_rank_read_as_before():
 
 def test_summary_has_each_ranks_median_and_the_scaling_against_one_gpu():
     builder = SummaryBuilder(baseline={"samples_per_sec": 1000.0, "source": "one.jsonl"})
-    builder.on_event(Event(1.0, ev.PHASE, {"phase": "measure"}))
+    builder.on_event(make_event(1.0, ev.PHASE, {"phase": "measure"}))
     for t, (r0, r1) in enumerate([(950.0, 850.0), (960.0, 840.0), (940.0, 860.0)]):
-        builder.on_event(Event(t, ev.RANK_THROUGHPUT, {"samples_per_sec": r0, "source": "gputui", "phase": "measure", "rank": 0, "ranks": 2}))
-        builder.on_event(Event(t, ev.RANK_THROUGHPUT, {"samples_per_sec": r1, "source": "gputui", "phase": "measure", "rank": 1, "ranks": 2}))
-        builder.on_event(Event(t, ev.THROUGHPUT, {"samples_per_sec": r0 + r1, "source": "gputui", "phase": "measure", "ranks": 2}))
+        builder.on_event(make_event(t, ev.RANK_THROUGHPUT, {"samples_per_sec": r0, "source": "gputui", "phase": "measure", "rank": 0, "ranks": 2}))
+        builder.on_event(make_event(t, ev.RANK_THROUGHPUT, {"samples_per_sec": r1, "source": "gputui", "phase": "measure", "rank": 1, "ranks": 2}))
+        builder.on_event(make_event(t, ev.THROUGHPUT, {"samples_per_sec": r0 + r1, "source": "gputui", "phase": "measure", "ranks": 2}))
     tp = builder.build()["throughput"]
     assert tp["median"] == 1800.0 and tp["world_size"] == 2
     assert tp["ranks"] == [{"rank": 0, "median": 950.0, "readings": 3}, {"rank": 1, "median": 850.0, "readings": 3}]

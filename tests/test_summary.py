@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gputui import events as ev
-from gputui.events import Event
+from gputui.events import make_event
 from gputui.model import GpuSample, HostSample, ProcessSample, Sample
 from gputui.summary import SummaryBuilder
 
@@ -16,7 +16,7 @@ def reading(rate, phase=None, samples=None, seconds=None, final=False):
         data["phase"] = phase
     if samples:
         data.update(samples=samples, seconds=seconds)
-    return Event(t=0.0, kind=ev.THROUGHPUT, data=data)
+    return make_event(0.0, ev.THROUGHPUT, data)
 
 
 def gpu(t_energy_mj, util, power, reasons=(), temp=60.0, mem=1000):
@@ -25,10 +25,10 @@ def gpu(t_energy_mj, util, power, reasons=(), temp=60.0, mem=1000):
 
 def test_warmup_is_excluded_and_gpu_stats_cover_the_measured_phase():
     b = SummaryBuilder()
-    b.on_event(Event(0, ev.PHASE, {"phase": "warmup"}))
+    b.on_event(make_event(0, ev.PHASE, {"phase": "warmup"}))
     b.on_sample(Sample(t=0.0, gpus=[gpu(0, util=5, power=100, mem=9000)]))
     b.on_event(reading(10.0, "warmup", 10, 1.0))
-    b.on_event(Event(1, ev.PHASE, {"phase": "measure"}))
+    b.on_event(make_event(1, ev.PHASE, {"phase": "measure"}))
     for i, (rate, util) in enumerate([(100.0, 90), (110.0, 95), (90.0, 100)]):
         b.on_event(reading(rate, "measure", rate, 1.0))
         b.on_sample(Sample(t=1.0 + i, gpus=[gpu(1000 + 400_000 * i, util=util, power=400, reasons=["SwPowerCap"] if i == 2 else [], mem=5000)]))
@@ -52,7 +52,7 @@ def test_warmup_is_excluded_and_gpu_stats_cover_the_measured_phase():
 def test_without_phases_every_reading_counts_and_window_is_all():
     b = SummaryBuilder()
     for rate in (5.0, 7.0, 6.0):
-        b.on_event(Event(0, ev.THROUGHPUT, {"samples_per_sec": rate, "source": "tqdm"}))
+        b.on_event(make_event(0, ev.THROUGHPUT, {"samples_per_sec": rate, "source": "tqdm"}))
     b.on_sample(
         Sample(
             t=0.0,

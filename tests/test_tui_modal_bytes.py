@@ -10,7 +10,7 @@ import dataclasses
 import pytest
 
 from gputui import events as ev
-from gputui.events import Event
+from gputui.events import make_event
 from gputui.model import Sample
 from gputui.tui.app import make_app
 from gputui.tui.screens.findings import FindingsScreen
@@ -59,8 +59,11 @@ def test_panel_updates_under_an_open_view_send_nothing_until_it_closes(tmp_path,
             sent = 0
             for i in range(12):  # what the redraw timer does while the run goes on
                 t = 40.0 + i
-                state.apply(run.ticket, [("event", Event(t=t, kind=ev.OUTPUT, data={"stream": "stdout", "text": f"line #{i}"}), None)])
-                state.apply(run.ticket, [("event", Event(t=t, kind=ev.THROUGHPUT, data={"samples_per_sec": 2700.0 + 50 * i, "phase": "measure"}), 2800.0 + i)])
+                state.apply(run.ticket, [("event", make_event(t, ev.OUTPUT, {"stream": "stdout", "text": f"line #{i}"}), None)])
+                state.apply(
+                    run.ticket,
+                    [("event", make_event(t, ev.THROUGHPUT, {"samples_per_sec": 2700.0 + 50 * i, "source": "gputui", "phase": "measure"}), 2800.0 + i)],
+                )
                 gpus = [dataclasses.replace(g.latest, util_gpu=40.0 + i, power_w=300.0 + 9 * i) for _, g in sorted(state.gpus.items())]
                 host = dataclasses.replace(fixed_host(True), cpu_percent=float(10 + 5 * i))
                 state.apply(run.ticket, [("sample", Sample(t=t, gpus=gpus, host=host))])

@@ -11,7 +11,7 @@ import pytest
 
 from gputui import events as ev
 from gputui.errors import UserError
-from gputui.events import Event
+from gputui.events import make_event
 from gputui.model import GpuSample, Sample
 from gputui.presets import Preset, Reference
 from gputui.session import SessionConfig
@@ -98,11 +98,11 @@ def test_state_folds_a_run_and_reports_its_end():
         ticket,
         [
             ("sample", Sample(t=1.0, gpus=[GpuSample(index=0, util_gpu=100.0, sm_active=40.0)])),
-            ("event", Event(1.0, ev.PHASE, {"phase": "warmup"}), None),
-            ("event", Event(1.5, ev.THROUGHPUT, {"samples_per_sec": 10.0, "phase": "warmup"}), None),
-            ("event", Event(2.0, ev.THROUGHPUT, {"samples_per_sec": 20.0, "phase": "measure"}), 20.0),
-            ("event", Event(2.1, ev.OUTPUT, {"stream": "stderr", "text": "hello"}), None),
-            ("event", Event(2.2, ev.FINDING, {"id": "a", "state": "open", "severity": "warning", "title": "T"}), None),
+            ("event", make_event(1.0, ev.PHASE, {"phase": "warmup"}), None),
+            ("event", make_event(1.5, ev.THROUGHPUT, {"samples_per_sec": 10.0, "source": "gputui", "phase": "warmup"}), None),
+            ("event", make_event(2.0, ev.THROUGHPUT, {"samples_per_sec": 20.0, "source": "gputui", "phase": "measure"}), 20.0),
+            ("event", make_event(2.1, ev.OUTPUT, {"stream": "stderr", "text": "hello"}), None),
+            ("event", make_event(2.2, ev.FINDING, {"id": "a", "state": "open", "severity": "warning", "title": "T"}), None),
         ],
     )
     run = state.run
@@ -111,7 +111,12 @@ def test_state_folds_a_run_and_reports_its_end():
     assert ("stderr", "hello") in state.log
     assert [f["title"] for f in state.open_findings()] == ["T"]
     ended = state.apply(
-        ticket, [("event", Event(3.0, ev.OUTCOME, {"kind": "exited", "ok": True}), None), ("summary", {"throughput": {"median": 19.0}}), ("ended", None)]
+        ticket,
+        [
+            ("event", make_event(3.0, ev.OUTCOME, {"kind": "exited", "ok": True, "exit_code": 0}), None),
+            ("summary", {"throughput": {"median": 19.0}}),
+            ("ended", None),
+        ],
     )
     assert ended == [run] and run.outcome_word == "ok" and run.result == 19.0
     assert state.live_run is None
@@ -265,7 +270,7 @@ def test_supervisor_runs_one_session_at_a_time_and_watches_between_runs():
 def test_bridge_posts_one_message_until_the_app_takes_the_items():
     posted = []
     bridge = SessionBridge(SessionTicket(serial=1), posted.append, lambda: 42.0)
-    bridge.on_event(Event(0.0, ev.THROUGHPUT, {"samples_per_sec": 1.0}))
+    bridge.on_event(make_event(0.0, ev.THROUGHPUT, {"samples_per_sec": 1.0, "source": "gputui"}))
     bridge.on_sample(Sample(t=0.0))
     assert len(posted) == 1 and isinstance(posted[0], SessionNews)
     items = bridge.take()

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gputui import events as ev
-from gputui.events import Event, Observer
+from gputui.events import Observer, make_event
 from gputui.model import HostSample, ProcessSample, Sample
 from gputui.presets import Preset, Reference
 from gputui.session import SessionConfig
@@ -100,7 +100,7 @@ class ScriptedSession:
 
     def _event(self, t: float, what: str, **data: Any) -> None:
         for observer in self._all():
-            observer.on_event(Event(t=t, kind=what, data=data))
+            observer.on_event(make_event(t, what, data))
 
     def run(self) -> dict[str, Any]:
         preset = self.config.preset

@@ -25,7 +25,7 @@ from textual.geometry import Region
 from textual.strip import Strip
 
 from gputui import events as ev
-from gputui.events import Event
+from gputui.events import make_event
 from gputui.model import Sample
 from gputui.tui.app import make_app
 from gputui.tui.compositor import SUPPORTED, CroppedChopsUpdate, CroppingCompositor
@@ -179,7 +179,7 @@ def test_every_partial_update_leaves_the_screen_as_composed(tmp_path):
 
             # One line of output under the last: about its text goes out, not the pane's width.
             line = "step 50: 1401234.5 samples/sec"
-            state.apply(ticket, [("event", Event(t=29.0, kind=ev.OUTPUT, data={"stream": "stdout", "text": line}), None)])
+            state.apply(ticket, [("event", make_event(29.0, ev.OUTPUT, {"stream": "stdout", "text": line}), None)])
             app.refresh_dashboard(force=True)
             await pilot.pause()
             sent = "".join(data for kind, data in recorder.take())
@@ -195,13 +195,14 @@ def test_every_partial_update_leaves_the_screen_as_composed(tmp_path):
                     [
                         (
                             "event",
-                            Event(t=t, kind=ev.OUTPUT, data={"stream": "stderr" if i % 7 == 3 else "stdout", "text": lines[i % len(lines)] + f" #{i}"}),
+                            make_event(t, ev.OUTPUT, {"stream": "stderr" if i % 7 == 3 else "stdout", "text": lines[i % len(lines)] + f" #{i}"}),
                             None,
                         )
                     ],
                 )
                 state.apply(
-                    ticket, [("event", Event(t=t, kind=ev.THROUGHPUT, data={"samples_per_sec": 2700.0 + 90 * (i % 5), "phase": "measure"}), 2800.0 + i)]
+                    ticket,
+                    [("event", make_event(t, ev.THROUGHPUT, {"samples_per_sec": 2700.0 + 90 * (i % 5), "source": "gputui", "phase": "measure"}), 2800.0 + i)],
                 )
                 if i % 3 == 0:
                     gpus = [

@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+from gputui import events as ev
 from gputui.config import tomllib
 from gputui.diagnosis.engine import replay
 from gputui.diagnosis.settings import KEYS, Settings, check_value
@@ -54,25 +55,26 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gputui: note: {printable(str(args.recording))}: {rec.cut}", file=sys.stderr)
     if args.json:
         for event in events:
-            print(json.dumps({"t": round(event.t, 3), **event.data}))
+            print(json.dumps({"t": round(event.t, 3), **ev.payload_fields(event.payload)}))
         return 0
-    final: dict[str, dict] = {}
+    final: dict[str, ev.Finding] = {}
     opened: dict[str, float] = {}
     for event in events:
-        final[event.data["id"]] = event.data
-        opened.setdefault(event.data["id"], event.t)
-    measure = next((e.t for e in rec.events if e.kind == "phase" and e.data.get("phase") == "measure"), None)
+        if isinstance(event.payload, ev.Finding):
+            final[event.payload.id] = event.payload
+            opened.setdefault(event.payload.id, event.t)
+    measure = next((e.t for e in rec.events if isinstance(e.payload, ev.PhaseChange) and e.payload.phase == "measure"), None)
     if measure is not None:
         print(f"measured phase from {measure:.1f} s")
     if not final:
         print("no findings" if rec.samples else "no findings: the recording has no samples to diagnose")
-    for fid, data in sorted(final.items(), key=lambda item: item[1]["since"]):
+    for fid, finding in sorted(final.items(), key=lambda item: item[1].since or 0.0):
         when = f"opened at {opened[fid]:.1f} s"
         if measure is not None:
             when += f" ({opened[fid] - measure:+.1f} s from the measured phase)"
-        print(f"[{data['severity']}] {printable(data['title'])}")
-        print(f"    {data['kind']}: {when}; active {data['since']:.1f}-{data['until']:.1f} s; {data['state']} at the end")
-        print("    evidence: " + printable(", ".join(f"{k}={v}" for k, v in data["evidence"].items())))
+        print(f"[{finding.severity}] {printable(finding.title)}")
+        print(f"    {finding.kind}: {when}; active {finding.since or 0.0:.1f}-{finding.until or 0.0:.1f} s; {finding.state} at the end")
+        print("    evidence: " + printable(", ".join(f"{k}={v}" for k, v in (finding.evidence or {}).items())))
     return 0
 
 

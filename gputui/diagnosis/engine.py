@@ -1,5 +1,5 @@
 """The Diagnoser: fed a session's header, samples and events; returns findings as
-``finding`` event payloads (see gputui/events.py for the fields)."""
+frozen :class:`gputui.events.Finding` payloads of ``finding`` events."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from gputui.diagnosis.rules import make_rules as make_base_rules
 from gputui.diagnosis.rules_scaling import make_scaling_rules
 from gputui.diagnosis.settings import Settings
 from gputui.events import Event
-from gputui.model import Sample
+from gputui.model import Sample, Throughput
+from gputui.outcome import Outcome
 from gputui.protocol import MEASURE, WARMUP
 
 log = logging.getLogger(__name__)
@@ -25,8 +26,8 @@ MIN_BASELINE_READINGS = 5  # fewer throughput readings before a finding: no "bef
 
 
 class Diagnoser:
-    """One per session.  Every ``on_*`` method returns the payloads of the finding
-    events it caused (usually none); the caller emits them."""
+    """One per session.  Every ``on_*`` method returns the findings (payloads of the
+    finding events) it caused, usually none; the caller emits them."""
 
     def __init__(self, settings: Settings | None = None, rules: list[Rule] | None = None) -> None:
         self.settings = settings or Settings()
@@ -54,7 +55,7 @@ class Diagnoser:
             return False
         return ctx.t - ctx.first_t >= self.settings.start_grace_s
 
-    def on_sample(self, sample: Sample) -> list[dict[str, Any]]:
+    def on_sample(self, sample: Sample) -> list[ev.Finding]:
         if not self.settings.enabled or self._finished:
             return []
         ctx = self.ctx
@@ -67,7 +68,7 @@ class Diagnoser:
         if ctx.ended:
             return []
         judging = self.judging()
-        out: list[dict[str, Any]] = []
+        out: list[ev.Finding] = []
         for rule in list(self.rules):
             if rule.event_only or not (judging or rule.during_warmup):
                 continue
@@ -88,7 +89,7 @@ class Diagnoser:
             del self._open[key]
         self.ctx.open_kinds.discard(rule.kind)
 
-    def _update(self, rule: Rule, index: int | None, t: float, level: int | None, obs: dict) -> list[dict[str, Any]]:
+    def _update(self, rule: Rule, index: int | None, t: float, level: int | None, obs: dict) -> list[ev.Finding]:
         key = (rule.kind, index)
         hold = self._holds.get(key)
         if hold is None:
@@ -126,7 +127,7 @@ class Diagnoser:
         self._all.append(finding)
         return finding
 
-    def _open_finding(self, rule: Rule, key: tuple[str, int | None], hold: Hold, t: float) -> dict[str, Any]:
+    def _open_finding(self, rule: Rule, key: tuple[str, int | None], hold: Hold, t: float) -> ev.Finding:
         assert hold.since is not None
         finding = self._new(rule, key[1], hold.since, t, hold.level)
         finding.until = hold.last_active_t if hold.last_active_t is not None else t
@@ -136,55 +137,52 @@ class Diagnoser:
         self.ctx.open_kinds.add(rule.kind)
         return self._describe(rule, finding)
 
-    def _describe(self, rule: Rule, finding: Finding) -> dict[str, Any]:
+    def _describe(self, rule: Rule, finding: Finding) -> ev.Finding:
         try:
             finding.title, finding.evidence, finding.advice = rule.describe(finding, self.ctx)
         except Exception:  # say it with what we have rather than not at all
             log.exception("diagnosis rule %s could not describe its finding", rule.kind)
             finding.title = finding.title or finding.kind.replace("_", " ")
-        payload = finding.payload()
-        if finding.gpu is not None:  # which GPU, for readers that should not parse the title
-            payload["gpu"] = finding.gpu
-        return payload
+        return finding.payload()
 
-    def on_event(self, event: Event) -> list[dict[str, Any]]:
+    def on_event(self, event: Event) -> list[ev.Finding]:
         if not self.settings.enabled or self._finished:
             return []
-        ctx, data = self.ctx, event.data
-        if event.kind == ev.PHASE:
-            ctx.phase = data.get("phase")
-        elif event.kind == ev.WORKLOAD:
-            ctx.workload = dict(data)
+        ctx, payload = self.ctx, event.payload
+        if isinstance(payload, ev.PhaseChange):
+            ctx.phase = payload.phase
+        elif isinstance(payload, ev.WorkloadInfo):
+            ctx.workload = dict(payload.fields)
             ctx.expects_phases = True
-        elif event.kind == ev.THROUGHPUT:
-            rate = data.get("samples_per_sec")
-            if not data.get("final") and data.get("phase") in (None, MEASURE) and isinstance(rate, (int, float)):
-                ctx.add_rate(event.t, float(rate))
+        elif isinstance(payload, Throughput) and not payload.final and payload.phase in (None, MEASURE):
+            rate = float(payload.samples_per_sec)
+            if event.kind == ev.THROUGHPUT:
+                ctx.add_rate(event.t, rate)
                 for finding in self._open.values():
-                    finding.rates.add(event.t, {"rate": float(rate)})
-        elif event.kind == ev.RANK_THROUGHPUT:
-            rate = data.get("samples_per_sec")
-            if not data.get("final") and data.get("phase") in (None, MEASURE) and isinstance(rate, (int, float)):
-                ctx.add_rank_rate(data.get("rank"), event.t, float(rate))
-        elif event.kind == ev.OOM:
-            return self._safe_oom(event.t, data)
-        elif event.kind == ev.OUTCOME:
+                    finding.rates.add(event.t, {"rate": rate})
+            elif event.kind == ev.RANK_THROUGHPUT:
+                ctx.add_rank_rate(payload.rank, event.t, rate)
+        elif isinstance(payload, ev.Oom):
+            return self._safe_oom(event.t, dict(payload.fields))
+        elif isinstance(payload, Outcome):
             ctx.ended = True
-            if data.get("kind") == "oom":
-                return self._safe_oom(event.t, data, from_outcome=True)
+            # The oom finding keeps what the outcome said, as the recording writes it.
+            said = ev.payload_fields(payload)
+            if payload.kind == "oom":
+                return self._safe_oom(event.t, said, from_outcome=True)
             pressure = ctx.last_memory_used_pct is not None and ctx.last_memory_used_pct >= self.settings.host_memory_pct
-            if data.get("kind") == "signaled" and data.get("signal") == "SIGKILL" and (pressure or ("host_memory", None) in self._open):
-                return self._safe_oom(event.t, {**data, "killed": "SIGKILL"})
+            if payload.kind == "signaled" and payload.signal == "SIGKILL" and (pressure or ("host_memory", None) in self._open):
+                return self._safe_oom(event.t, {**said, "killed": "SIGKILL"})
         return []
 
-    def _safe_oom(self, t: float, data: dict[str, Any], from_outcome: bool = False) -> list[dict[str, Any]]:
+    def _safe_oom(self, t: float, data: dict[str, Any], from_outcome: bool = False) -> list[ev.Finding]:
         try:
             return self._oom(t, data, from_outcome)
         except Exception:
             log.exception("diagnosis could not record an out-of-memory event")
             return []
 
-    def _oom(self, t: float, data: dict[str, Any], from_outcome: bool = False) -> list[dict[str, Any]]:
+    def _oom(self, t: float, data: dict[str, Any], from_outcome: bool = False) -> list[ev.Finding]:
         rule = next((r for r in self.rules if r.kind == "oom"), None)
         if rule is None:
             return []
@@ -208,7 +206,7 @@ class Diagnoser:
         self._open[key] = finding
         return [self._describe(rule, finding)]
 
-    def finish(self) -> list[dict[str, Any]]:
+    def finish(self) -> list[ev.Finding]:
         """The run ended: the final state of every finding still open (state "open",
         evidence over its whole length).  Call once, after the last sample and event."""
         if self._finished:
@@ -221,12 +219,9 @@ class Diagnoser:
         return out
 
     # --- reading ----------------------------------------------------------------------
-    def findings(self) -> list[dict[str, Any]]:
+    def findings(self) -> list[ev.Finding]:
         """Every finding of the run, open and closed, in order of when each began."""
         return [f.payload() for f in sorted(self._all, key=lambda f: (f.since, f.id))]
-
-    def open_findings(self) -> list[dict[str, Any]]:
-        return [f.payload() for f in self._open.values()]
 
 
 def replay(header: dict[str, Any], samples: Iterable[Sample], events: Iterable[Event], settings: Settings | None = None) -> list[Event]:
@@ -240,9 +235,9 @@ def replay(header: dict[str, Any], samples: Iterable[Sample], events: Iterable[E
     tagged_samples: Iterator[tuple[float, int, int, Event | Sample]] = ((s.t, 1, i, s) for i, s in enumerate(samples))
     t = 0.0
     for t, _kind, _i, item in heapq.merge(tagged_events, tagged_samples, key=lambda x: (x[0], x[1], x[2])):
-        payloads = diagnoser.on_event(item) if isinstance(item, Event) else diagnoser.on_sample(item)
-        out += [Event(t=t, kind=ev.FINDING, data=p) for p in payloads]
-    out += [Event(t=t, kind=ev.FINDING, data=p) for p in diagnoser.finish()]
+        findings = diagnoser.on_event(item) if isinstance(item, Event) else diagnoser.on_sample(item)
+        out += [Event(t=t, kind=ev.FINDING, payload=f) for f in findings]
+    out += [Event(t=t, kind=ev.FINDING, payload=f) for f in diagnoser.finish()]
     return out
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from gputui import events as ev
 from gputui.errors import UserError
-from gputui.model import GpuSample, Sample
+from gputui.model import GpuSample, Sample, Throughput
 from gputui.record import Recording
 from gputui.safe_write import write_atomic_with
 
@@ -85,7 +85,7 @@ def _gpu_process_memory(row: Row) -> int | None:
 def _throughput(key: str) -> Callable[[Row], Any]:
     if key == "t":
         return lambda row: None if row.throughput is None else row.throughput.t
-    return lambda row: None if row.throughput is None else row.throughput.data.get(key)
+    return lambda row: None if row.throughput is None else getattr(row.throughput.payload, key, None)
 
 
 COLUMNS: list[Column] = [
@@ -145,7 +145,7 @@ COLUMNS: list[Column] = [
 
 def rows(recording: Recording) -> Iterator[Row]:
     """One Row per sample and GPU, in time order, with the latest throughput reading."""
-    readings = [e for e in recording.events_of(ev.THROUGHPUT) if not e.data.get("final")]
+    readings = [e for e in recording.events_of(ev.THROUGHPUT) if isinstance(e.payload, Throughput) and not e.payload.final]
     readings.sort(key=lambda e: e.t)
     latest, next_index = None, 0
     for sample in recording.samples:

@@ -120,9 +120,9 @@ def references_of(header: dict[str, Any], median: float | None, gpu_name: str | 
 def _peak_vram_workload(recording: Recording) -> tuple[int | None, str | None]:
     results = recording.events_of(ev.RESULT)
     for event in reversed(results):
-        peak = event.data.get("peak_memory_bytes")
-        if isinstance(peak, (int, float)):
-            return int(peak), event.data.get("peak_memory_source")
+        result = event.payload
+        if isinstance(result, ev.Result) and result.peak_memory_bytes is not None:
+            return int(result.peak_memory_bytes), result.peak_memory_source
     return None, None
 
 

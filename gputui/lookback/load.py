@@ -14,6 +14,7 @@ from typing import Any
 
 from gputui import events as ev
 from gputui.errors import UserError
+from gputui.events import Event
 from gputui.record import SCHEMA_VERSION, Recording, read_recording
 from gputui.summary import SummaryBuilder
 
@@ -77,15 +78,19 @@ def recorded_findings(recording: Recording) -> tuple[list[dict[str, Any]], bool]
         return list(recording.summary["findings"]), False
     latest: dict[str, dict[str, Any]] = {}
     for event in recording.events_of(ev.FINDING):
-        latest[event.data.get("id", str(len(latest)))] = event.data
+        latest[_finding_id(event, len(latest))] = ev.payload_fields(event.payload)
     if latest or "diagnosis" in recording.header or is_check(recording):
         return list(latest.values()), False
     from gputui.diagnosis.engine import replay_recording
 
     replayed: dict[str, dict[str, Any]] = {}
     for event in replay_recording(recording):
-        replayed[event.data.get("id", str(len(replayed)))] = event.data
+        replayed[_finding_id(event, len(replayed))] = ev.payload_fields(event.payload)
     return list(replayed.values()), True
+
+
+def _finding_id(event: Event, number: int) -> str:
+    return event.payload.id if isinstance(event.payload, ev.Finding) else str(number)
 
 
 def is_check(recording: Recording) -> bool:
@@ -97,4 +102,4 @@ def check_results(recording: Recording) -> list:
     """The recording's check results (CheckResult), in the order they were made."""
     from gputui.check.model import CheckResult
 
-    return [CheckResult.from_dict(e.data) for e in recording.events_of(CHECK_EVENT)]
+    return [CheckResult.from_dict(ev.payload_fields(e.payload)) for e in recording.events_of(CHECK_EVENT)]

@@ -19,6 +19,7 @@ from typing import Any
 
 from gputui import events as ev
 from gputui.fmt import GIB
+from gputui.model import Throughput
 from gputui.protocol import MEASURE, WARMUP
 from gputui.record import Recording
 from gputui.safe_write import write_atomic_with
@@ -179,8 +180,8 @@ def _gpu_colour(_index: int, n: int) -> str:
 def _warmup_span(recording: Recording) -> tuple[float, float] | None:
     """From the warm-up's start to the measured phase's start, when the workload said so."""
     phases = recording.events_of(ev.PHASE)
-    start = next((e.t for e in phases if e.data.get("phase") == WARMUP), None)
-    end = next((e.t for e in phases if e.data.get("phase") == MEASURE), None)
+    start = next((e.t for e in phases if isinstance(e.payload, ev.PhaseChange) and e.payload.phase == WARMUP), None)
+    end = next((e.t for e in phases if isinstance(e.payload, ev.PhaseChange) and e.payload.phase == MEASURE), None)
     if start is None or end is None:
         return None
     return start, end
@@ -191,7 +192,7 @@ def _warmup_span(recording: Recording) -> tuple[float, float] | None:
 
 
 def _throughput(recording: Recording, summary: dict, unit: tuple[float, str]) -> _Canvas | str:
-    readings = [e for e in recording.events_of(ev.THROUGHPUT) if not e.data.get("final")]
+    readings = [(e.t, e.payload) for e in recording.events_of(ev.THROUGHPUT) if isinstance(e.payload, Throughput) and not e.payload.final]
     if not readings:
         if recording.events_of(ev.THROUGHPUT):
             return "the recording holds only the tool's final figure, no readings over time"
@@ -201,8 +202,8 @@ def _throughput(recording: Recording, summary: dict, unit: tuple[float, str]) ->
     if span:
         canvas.ax.axvspan(span[0] / canvas.x_scale, span[1] / canvas.x_scale, color=WARMUP_COLOUR, alpha=0.4, label="warm-up")
     canvas.ax.plot(
-        [e.t / canvas.x_scale for e in readings],
-        [e.data["samples_per_sec"] for e in readings],
+        [t / canvas.x_scale for t, _ in readings],
+        [reading.samples_per_sec for _, reading in readings],
         ".-",
         color=DATA_COLOURS[0],
         markersize=3,

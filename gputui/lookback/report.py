@@ -80,7 +80,7 @@ def _throughput_blocks(facts: RunFacts) -> list[Block]:
 
 def _batch_search_blocks(recording: Recording) -> list[Block]:
     """A batch-size search (``--find-max-batch``): each batch size tried, from its result line."""
-    result = next((e.data for e in reversed(recording.events_of(ev.RESULT)) if e.data.get("curve")), None)
+    result = next((e.payload.fields for e in reversed(recording.events_of(ev.RESULT)) if isinstance(e.payload, ev.Result) and e.payload.curve), None)
     if result is None:
         return []
     rows = [

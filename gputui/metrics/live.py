@@ -15,7 +15,7 @@ from typing import Any
 from gputui import events as ev
 from gputui import ranks
 from gputui.events import Event, Observer
-from gputui.model import HostSample, Sample
+from gputui.model import HostSample, Sample, Throughput
 
 
 @dataclass(frozen=True)
@@ -97,41 +97,36 @@ class LiveMetrics(Observer):
         self._update(sample=sample, host=host, energy_start_mj={**start, **missing} if missing else start)
 
     def on_event(self, event: Event) -> None:
-        if event.kind == ev.THROUGHPUT:
-            self._on_throughput(event.data)
-        elif event.kind == ev.RANK_THROUGHPUT:
-            self._on_rank_throughput(event.data)
-        elif event.kind == ev.WORKLOAD:
-            self._update(world_size=ranks.world_size_of(event.data) or self.snapshot.world_size)
-        elif event.kind == ev.FINDING:
-            self._on_finding(event.data)
+        payload = event.payload
+        if event.kind == ev.THROUGHPUT and isinstance(payload, Throughput):
+            self._on_throughput(payload)
+        elif event.kind == ev.RANK_THROUGHPUT and isinstance(payload, Throughput):
+            self._on_rank_throughput(payload)
+        elif isinstance(payload, ev.WorkloadInfo):
+            self._update(world_size=ranks.world_size_of(ev.payload_fields(payload)) or self.snapshot.world_size)
+        elif isinstance(payload, ev.Finding):
+            self._on_finding(payload)
 
-    def _on_throughput(self, data: dict[str, Any]) -> None:
-        rate = data.get("samples_per_sec")
-        if not isinstance(rate, (int, float)):
-            return
+    def _on_throughput(self, reading: Throughput) -> None:
         done = self.snapshot.samples_done
-        counted = data.get("samples")
-        if not data.get("final") and isinstance(counted, (int, float)):  # a final result repeats what was counted
-            done += counted
-        self._update(throughput=float(rate), samples_done=done)
+        if not reading.final and reading.samples is not None:  # a final result repeats what was counted
+            done += reading.samples
+        self._update(throughput=float(reading.samples_per_sec), samples_done=done)
 
-    def _on_rank_throughput(self, data: dict[str, Any]) -> None:
-        rank, rate = data.get("rank"), data.get("samples_per_sec")
-        world = ranks.world_size_of(data) or self.snapshot.world_size
-        if data.get("final") or not isinstance(rank, int) or not isinstance(rate, (int, float)):
+    def _on_rank_throughput(self, reading: Throughput) -> None:
+        world = ranks.world_size_of(ev.payload_fields(reading)) or self.snapshot.world_size
+        if reading.final or reading.rank is None:
             self._update(world_size=world)
             return
-        self._update(rank_rates={**self.snapshot.rank_rates, rank: float(rate)}, world_size=world)
+        self._update(rank_rates={**self.snapshot.rank_rates, reading.rank: float(reading.samples_per_sec)}, world_size=world)
 
-    def _on_finding(self, data: dict[str, Any]) -> None:
-        ident = str(data.get("id"))
-        gpu = (data.get("evidence") or {}).get("gpu")
+    def _on_finding(self, finding: ev.Finding) -> None:
+        gpu = (finding.evidence or {}).get("gpu")
         gpu = gpu if isinstance(gpu, int) else None
-        kind = str(data.get("kind") or "unknown")
+        kind = finding.kind or "unknown"
         findings = dict(self.snapshot.findings)
-        if data.get("state") == "open":
-            findings[ident] = OpenFinding(kind=kind, gpu=gpu, severity=str(data.get("severity") or ""))
+        if finding.state == "open":
+            findings[finding.id] = OpenFinding(kind=kind, gpu=gpu, severity=finding.severity or "")
         else:
-            findings.pop(ident, None)
+            findings.pop(finding.id, None)
         self._update(findings=findings, finding_kinds=self.snapshot.finding_kinds | {(kind, gpu)})

@@ -16,7 +16,7 @@ from textual.message import Message
 
 from gputui import events as ev
 from gputui.events import Event, Observer
-from gputui.model import Sample
+from gputui.model import Sample, Throughput
 from gputui.tui.sessions import SessionTicket
 
 # One item: ("started",) | ("note", text) | ("recording", path) | ("kept", path) | ("header", dict) | ("sample", Sample) | ("event", Event, median) |
@@ -84,7 +84,8 @@ class SessionBridge(Observer):
     def on_event(self, event: Event) -> None:
         # The summary builder has already seen this reading (the Session calls it
         # first), so its running median includes it.
-        median = self._running_median() if event.kind == ev.THROUGHPUT and not event.data.get("final") else None
+        live_reading = event.kind == ev.THROUGHPUT and isinstance(event.payload, Throughput) and not event.payload.final
+        median = self._running_median() if live_reading else None
         self._put(("event", event, median))
 
     def on_summary(self, summary: dict[str, Any]) -> None:

@@ -90,7 +90,7 @@ class ReplayPlayer:
 
     def measure_t(self) -> float | None:
         for event in self.recording.events:
-            if event.kind == ev.PHASE and event.data.get("phase") == MEASURE:
+            if isinstance(event.payload, ev.PhaseChange) and event.payload.phase == MEASURE:
                 return event.t
         return None
 
@@ -98,8 +98,8 @@ class ReplayPlayer:
         """When each finding first opened (the dashboard learns of it then)."""
         seen, times = set(), []
         for event in self.recording.events:
-            if event.kind == ev.FINDING and event.data.get("id") not in seen:
-                seen.add(event.data.get("id"))
+            if isinstance(event.payload, ev.Finding) and event.payload.id not in seen:
+                seen.add(event.payload.id)
                 times.append(event.t)
         return times
 

@@ -19,7 +19,8 @@ from gputui import events as ev
 from gputui import fmt, ranks
 from gputui.events import Event
 from gputui.history import outcome_word
-from gputui.model import GpuInfo, GpuSample, HostSample, Sample, from_dict
+from gputui.model import GpuInfo, GpuSample, HostSample, Sample, Throughput, from_dict
+from gputui.outcome import Outcome
 from gputui.presets import Preset, Reference
 from gputui.protocol import WARMUP
 from gputui.tui.charts import Bin
@@ -384,59 +385,57 @@ class DashboardState:
         self.touch(GPUS, HOST, STATUS)
 
     def _event(self, ticket: SessionTicket, run: RunView | None, event: Event, median: float | None) -> None:
-        data = event.data
-        kind = event.kind
-        if kind == ev.FINDING:
+        payload = event.payload
+        if isinstance(payload, ev.Finding):
             findings = run.findings if run is not None else self.watch_findings
-            if "id" in data:
-                findings[str(data["id"])] = data
-                self.touch(FINDINGS)
+            findings[payload.id] = ev.payload_fields(payload)  # the views read what the summary lists
+            self.touch(FINDINGS)
             return
         if run is None:
-            if kind == ev.STOPPING and ticket.attach_pid is not None:  # the watched job is gone
-                self.watched_exit = str(data.get("reason") or f"process {ticket.attach_pid} ended")
+            if isinstance(payload, ev.Stopping) and ticket.attach_pid is not None:  # the watched job is gone
+                self.watched_exit = str(payload.reason or f"process {ticket.attach_pid} ended")
                 self.note(f"── {self.watched_exit}: watching the machine only ──")
                 self.touch(THROUGHPUT, STATUS)
             return  # watching has no output, throughput or outcome to show
         run.last_t = max(run.last_t, event.t)
-        if kind == ev.THROUGHPUT:
-            if data.get("final"):
-                run.reported = data.get("samples_per_sec")
+        if event.kind == ev.THROUGHPUT and isinstance(payload, Throughput):
+            if payload.final:
+                run.reported = payload.samples_per_sec
             else:
-                rate = float(data["samples_per_sec"])
+                rate = float(payload.samples_per_sec)
                 run.current = rate
                 run.median = median if median is not None else run.median
-                phase = data.get("phase") or run.phase
+                phase = payload.phase or run.phase
                 run.series.add(event.t, rate, phase == WARMUP, run.median)
             self.touch(THROUGHPUT)
-        elif kind == ev.RANK_THROUGHPUT:
-            if not data.get("final") and isinstance(data.get("rank"), int):
-                run.rank_rates[data["rank"]] = float(data["samples_per_sec"])
-            run.world_size = ranks.world_size_of(data) or run.world_size
+        elif event.kind == ev.RANK_THROUGHPUT and isinstance(payload, Throughput):
+            if not payload.final and payload.rank is not None:
+                run.rank_rates[payload.rank] = float(payload.samples_per_sec)
+            run.world_size = ranks.world_size_of(ev.payload_fields(payload)) or run.world_size
             self.touch(GPUS)
-        elif kind == ev.OUTPUT:
-            self.log_line(data.get("stream", "stdout"), str(data.get("text", "")))
-        elif kind == ev.PHASE:
-            run.phase = data.get("phase")
+        elif isinstance(payload, ev.Output):
+            self.log_line(payload.stream or "stdout", str(payload.text or ""))
+        elif isinstance(payload, ev.PhaseChange):
+            run.phase = payload.phase
             self.touch(THROUGHPUT, STATUS)
-        elif kind == ev.STARTED:
-            run.pid = data.get("pid")
-            self.note("$ " + shlex.join(data.get("command") or []))  # as a shell would take it back
-        elif kind == ev.WORKLOAD:
-            run.workload = data
-            run.world_size = ranks.world_size_of(data) or run.world_size
+        elif isinstance(payload, ev.Started):
+            run.pid = payload.pid
+            self.note("$ " + shlex.join(payload.command or []))  # as a shell would take it back
+        elif isinstance(payload, ev.WorkloadInfo):
+            run.workload = dict(payload.fields)
+            run.world_size = ranks.world_size_of(run.workload) or run.world_size
             self.touch(THROUGHPUT)
-        elif kind == ev.RESULT:
-            if data.get("samples_per_sec") is not None:
-                run.reported = data["samples_per_sec"]
+        elif isinstance(payload, ev.Result):
+            if payload.samples_per_sec is not None:
+                run.reported = payload.samples_per_sec
                 self.touch(THROUGHPUT)
-        elif kind == ev.OOM:
-            self.note(f"out of memory: {data.get('message', '')}")
-        elif kind == ev.STOPPING:
-            run.stopping = data.get("reason") or "stopping"
+        elif isinstance(payload, ev.Oom):
+            self.note(f"out of memory: {payload.message or ''}")
+        elif isinstance(payload, ev.Stopping):
+            run.stopping = payload.reason or "stopping"
             self.touch(STATUS, RUNS)
-        elif kind == ev.OUTCOME:
-            run.outcome = data
-            if data.get("message"):
-                self.note(str(data["message"]))
+        elif isinstance(payload, Outcome):
+            run.outcome = ev.payload_fields(payload)
+            if payload.message:
+                self.note(payload.message)
             self.touch(RUNS)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from gputui import events
 from gputui.diagnosis.context import Accum, Context, med, rnd
 from gputui.diagnosis.hold import Hold
 from gputui.diagnosis.settings import Settings
@@ -44,18 +45,20 @@ class Finding:
     evidence: dict[str, Any] = field(default_factory=dict)
     advice: list[str] = field(default_factory=list)
 
-    def payload(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "kind": self.kind,
-            "state": self.state,
-            "severity": self.severity,
-            "title": self.title,
-            "since": round(self.since, 4),
-            "until": round(self.until, 4),
-            "evidence": dict(self.evidence),
-            "advice": list(self.advice),
-        }
+    def payload(self) -> events.Finding:
+        """What a ``finding`` event says of it now (a frozen copy)."""
+        return events.Finding(
+            id=self.id,
+            kind=self.kind,
+            state=self.state,
+            severity=self.severity,
+            title=self.title,
+            since=round(self.since, 4),
+            until=round(self.until, 4),
+            evidence=dict(self.evidence),
+            advice=list(self.advice),
+            gpu=self.gpu,
+        )
 
     def series(self, key: str, since: float | None = None) -> list[float]:
         """This finding's values of ``key`` from ``since`` (default: its start) to its end."""

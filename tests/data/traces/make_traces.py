@@ -31,7 +31,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2]))  # the repository, when run as a script
 
-from gputui.events import Event  # noqa: E402
+from gputui.events import make_event  # noqa: E402
 from gputui.model import GpuProcess, GpuSample, HostSample, ProcessSample, Sample  # noqa: E402
 from gputui.record import Recorder  # noqa: E402
 from gputui.summary import SummaryBuilder  # noqa: E402
@@ -85,7 +85,7 @@ class Trace:
 
     # --- building blocks ------------------------------------------------------------
     def event(self, t: float, event: str, **data: Any) -> None:
-        self.items.append((round(t, 4), 0, Event(t=round(t, 4), kind=event, data=data)))
+        self.items.append((round(t, 4), 0, make_event(round(t, 4), event, data)))
 
     def rate(self, t: float, rate: float, phase: str | None = "measure", batch: int = 256) -> None:
         seconds = round(batch * 4 / rate, 4)

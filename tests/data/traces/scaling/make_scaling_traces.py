@@ -30,7 +30,7 @@ sys.path.insert(0, str(HERE.parent))  # make_traces: the H200's facts
 from make_traces import BIT, GIB, H200, H200_MEMORY
 
 from gputui import events as ev
-from gputui.events import Event
+from gputui.events import make_event
 from gputui.model import (
     GpuSample,
     Sample,
@@ -121,11 +121,11 @@ def gpu(rng: random.Random, index: int, t: float, *, clock: int = 1980, reasons:
 def build(name: str, rates: tuple[float, float], throttled_gpu: int | None, seed: int) -> list[tuple[float, int, Any]]:
     rng = random.Random(seed)
     items: list[tuple[float, int, Any]] = [
-        (0.05, 0, Event(0.05, ev.STARTED, {"pid": 4242, "command": header(name)["command"]})),
+        (0.05, 0, make_event(0.05, ev.STARTED, {"pid": 4242, "command": header(name)["command"]})),
         (
             3.2,
             0,
-            Event(
+            make_event(
                 3.2,
                 ev.WORKLOAD,
                 {
@@ -140,8 +140,8 @@ def build(name: str, rates: tuple[float, float], throttled_gpu: int | None, seed
                 },
             ),
         ),
-        (5.3, 0, Event(5.3, ev.PHASE, {"phase": "warmup"})),
-        (WARMUP_UNTIL + 0.3, 0, Event(WARMUP_UNTIL + 0.3, ev.PHASE, {"phase": "measure"})),
+        (5.3, 0, make_event(5.3, ev.PHASE, {"phase": "warmup"})),
+        (WARMUP_UNTIL + 0.3, 0, make_event(WARMUP_UNTIL + 0.3, ev.PHASE, {"phase": "measure"})),
     ]
     for k in range(SECONDS + 1):
         t = float(k)
@@ -156,13 +156,13 @@ def build(name: str, rates: tuple[float, float], throttled_gpu: int | None, seed
             readings.append(
                 Throughput(samples_per_sec=rate, source="gputui", phase=phase, samples=float(BATCH * 4), seconds=round(BATCH * 4 / rate, 4), rank=rank, ranks=2)
             )
-            items.append((t + 0.4 + 0.01 * rank, 0, Event(t + 0.4 + 0.01 * rank, ev.RANK_THROUGHPUT, to_dict(readings[-1]))))
+            items.append((t + 0.4 + 0.01 * rank, 0, make_event(t + 0.4 + 0.01 * rank, ev.RANK_THROUGHPUT, to_dict(readings[-1]))))
         total = sum(r.samples_per_sec for r in readings)
         items.append(
             (
                 t + 0.42,
                 0,
-                Event(
+                make_event(
                     t + 0.42,
                     ev.THROUGHPUT,
                     to_dict(
@@ -180,7 +180,11 @@ def build(name: str, rates: tuple[float, float], throttled_gpu: int | None, seed
         )
     end = SECONDS + 0.7
     items.append(
-        (end, 0, Event(end, ev.OUTCOME, {"kind": "exited", "ok": True, "exit_code": 0, "signal": None, "message": "exited with code 0", "duration_s": end}))
+        (
+            end,
+            0,
+            make_event(end, ev.OUTCOME, {"kind": "exited", "ok": True, "exit_code": 0, "signal": None, "message": "exited with code 0", "duration_s": end}),
+        )
     )
     return items
 
