@@ -102,7 +102,7 @@ def test_state_folds_a_run_and_reports_its_end():
             ("event", make_event(1.5, ev.THROUGHPUT, {"samples_per_sec": 10.0, "source": "gputui", "phase": "warmup"}), None),
             ("event", make_event(2.0, ev.THROUGHPUT, {"samples_per_sec": 20.0, "source": "gputui", "phase": "measure"}), 20.0),
             ("event", make_event(2.1, ev.OUTPUT, {"stream": "stderr", "text": "hello"}), None),
-            ("event", make_event(2.2, ev.FINDING, {"id": "a", "state": "open", "severity": "warning", "title": "T"}), None),
+            ("event", make_event(2.2, ev.FINDING, {"id": "a", "kind": "thermal", "state": "open", "severity": "warning", "title": "T"}), None),
         ],
     )
     run = state.run

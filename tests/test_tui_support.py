@@ -91,6 +91,9 @@ class ScriptedSession:
     def add_observer(self, observer: Observer) -> None:
         self._observers.append(observer)
 
+    def recent_median(self) -> float | None:
+        return self.summary_builder.recent_median()
+
     def stop(self, reason: str = "stopped") -> None:
         self._reason = self._reason or reason
         self._stop.set()
