@@ -21,7 +21,7 @@ from gputui.check.under_load import LoadWatcher, load_results
 from gputui.model import GpuInfo, GpuSample, Sample
 from gputui.record import read_recording
 from gputui.telemetry.gpu import GpuTelemetry
-from tests.fake_nvml import FakeGpu, FakeNvml
+from tests.support.fake_nvml import FakeGpu, FakeNvml
 
 
 def _h200(index: int = 0) -> GpuUnderTest:

@@ -5,7 +5,7 @@ and the levers; not when the GPU is used well, nor when the run waits for data."
 from __future__ import annotations
 
 from gputui.diagnosis import Settings
-from tests.diagnose_helpers import each_gpu, findings, kinds, load, of_kind
+from tests.support.diagnose import each_gpu, findings, kinds, load, of_kind
 
 GIB = 1024**3
 RESNET50_TRAIN_FLOPS = 24.6e9  # per image, forward + backward, as the torch workload counts it

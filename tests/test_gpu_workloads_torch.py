@@ -22,7 +22,7 @@ import pytest
 
 from gputui.workloads import protocol
 from gputui.workloads.catalog import FRAMEWORKS
-from tests.helpers import REPO
+from tests.support.process import REPO
 
 pytestmark = pytest.mark.gpu
 

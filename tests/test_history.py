@@ -13,7 +13,7 @@ import pytest
 from gputui.errors import UserError
 from gputui.history import RunHistory, cap_bytes, history_disabled, list_kept_runs, runs_dir
 from gputui.record import read_recording
-from tests.helpers import REPO, gputui_env, run_gputui
+from tests.support.process import REPO, gputui_env, run_gputui
 
 FIXTURES = REPO / "docs" / "recordings"
 
@@ -168,8 +168,8 @@ def test_the_dashboard_refuses_an_existing_record_file_before_its_screen_opens(t
 def test_the_dashboard_keeps_every_run_and_records_over_a_file_only_with_force(tmp_path, monkeypatch):
     from gputui.presets import load_presets
     from gputui.tui.app import make_app
+    from tests.support.tui import run_async, wait_until
     from tests.test_tui_app import fake_gpus
-    from tests.test_tui_support import run_async, wait_until
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     presets = load_presets(extra=fail_preset(tmp_path), cwd=tmp_path)

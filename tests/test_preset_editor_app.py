@@ -11,9 +11,9 @@ from gputui.presets import load_file, load_presets
 from gputui.tui.screens.dashboard import DashboardScreen
 from gputui.tui.screens.editor import ConflictScreen, PresetEditorScreen
 from gputui.tui.widgets.presets import PresetList
-from tests.helpers import try_read
+from tests.support.process import try_read
+from tests.support.tui import run_async, shown, wait_until
 from tests.test_tui_app import app_for
-from tests.test_tui_support import run_async, shown, wait_until
 from tests.test_tui_tmux import needs_tmux, tmux, wait_gone  # noqa: F401 (tmux: the fixture)
 
 USER_SMOKE = """\

@@ -17,8 +17,8 @@ from gputui.tui.replay import ReplayPlayer, make_replay_app
 from gputui.tui.screens.summary import SummaryScreen
 from gputui.tui.widgets.gpu import GpuPanel
 from gputui.tui.widgets.throughput import ThroughputChart
-from tests.helpers import REPO, run_gputui
-from tests.test_tui_support import run_async, shown, wait_until
+from tests.support.process import REPO, run_gputui
+from tests.support.tui import run_async, shown, wait_until
 
 INPUT_BOUND = REPO / "docs" / "recordings" / "torch-resnet50-input-bound.jsonl"
 
@@ -209,7 +209,7 @@ def test_replay_resolves_a_kept_runs_name(tmp_path, monkeypatch):
 def dashboard_with_history(tmp_path, monkeypatch):
     from gputui.history import RunHistory
     from gputui.tui.app import make_app
-    from tests.test_tui_support import demo_preset, scripted_factory
+    from tests.support.tui import demo_preset, scripted_factory
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     folder = tmp_path / "runs"

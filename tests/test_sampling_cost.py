@@ -24,7 +24,7 @@ from gputui.summary import SummaryBuilder
 from gputui.telemetry import host as host_module
 from gputui.telemetry.gpu import GpuTelemetry
 from gputui.telemetry.host import HostTelemetry, child_pids
-from tests.fake_nvml import FakeGpu, FakeNvml
+from tests.support.fake_nvml import FakeGpu, FakeNvml
 
 ENERGY = "nvmlDeviceGetTotalEnergyConsumption"
 FIELDS = "nvmlDeviceGetFieldValues"

@@ -23,10 +23,10 @@ from gputui.record import read_recording
 from gputui.telemetry.gpu import GpuTelemetry
 from gputui.tui.app import GpuTuiApp, make_app
 from gputui.tui.screens.dashboard import DashboardScreen
-from tests.fake_nvml import FakeGpu, FakeNvml
+from tests.support.fake_nvml import FakeGpu, FakeNvml
+from tests.support.tui import demo_preset, run_async, scripted_factory, wait_until
 from tests.test_tui_app import app_for, isolated  # noqa: F401  (a fixture)
 from tests.test_tui_snapshots import FINDING
-from tests.test_tui_support import demo_preset, run_async, scripted_factory, wait_until
 
 FLOOD = f"""
 [presets.flood]

@@ -2,7 +2,7 @@
 throughput arrive, stop it, run it again, switch themes, resize, quit.
 
 Runs are real (the smoke workload in a child process group); GPU telemetry comes
-from the real GpuTelemetry reading tests/fake_nvml.py.
+from the real GpuTelemetry reading tests/support/fake_nvml.py.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from gputui.tui.screens.findings import FindingsScreen
 from gputui.tui.screens.summary import SummaryScreen
 from gputui.tui.widgets.gpu import GpuGrid, GpuPanel, GpuRows
 from gputui.tui.widgets.presets import PresetList
-from tests.fake_nvml import FakeGpu, FakeNvml
-from tests.helpers import REPO
-from tests.test_tui_support import demo_preset, run_async, scripted_factory, shown, wait_until
+from tests.support.fake_nvml import FakeGpu, FakeNvml
+from tests.support.process import REPO
+from tests.support.tui import demo_preset, run_async, scripted_factory, shown, wait_until
 
 LONG_SMOKE = """
 [presets.smoke-long]

@@ -14,8 +14,8 @@ from gputui.presets import load_presets
 from gputui.telemetry.gpu import GpuTelemetry
 from gputui.tui.app import make_app
 from gputui.tui.screens.check import CheckScreen
-from tests.fake_nvml import FakeGpu, FakeNvml
-from tests.test_tui_support import run_async, wait_until
+from tests.support.fake_nvml import FakeGpu, FakeNvml
+from tests.support.tui import run_async, wait_until
 
 
 def _factory(stages):

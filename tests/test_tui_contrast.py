@@ -14,9 +14,9 @@ from gputui.tui.screens.findings import FindingsScreen
 from gputui.tui.screens.help import HelpScreen
 from gputui.tui.screens.summary import SummaryScreen
 from gputui.tui.themes import load_themes
-from tests.contrast import AA, contrast, low_contrast, report
+from tests.support.contrast import AA, contrast, low_contrast, report
+from tests.support.tui import demo_preset, run_async, scripted_factory, shown, wait_until
 from tests.test_tui_snapshots import FINDING
-from tests.test_tui_support import demo_preset, run_async, scripted_factory, shown, wait_until
 
 
 def shipped_themes() -> list[str]:

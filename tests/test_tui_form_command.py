@@ -11,8 +11,8 @@ from textual.widgets import Input
 from gputui.presets import load_file, load_presets
 from gputui.tui.screens.editor import PresetEditorScreen
 from gputui.tui.widgets.presets import PresetDetails, PresetList
+from tests.support.tui import run_async, shown, wait_until
 from tests.test_tui_app import app_for
-from tests.test_tui_support import run_async, shown, wait_until
 from tests.test_tui_tmux import needs_tmux, tmux, wait_gone  # noqa: F401 (tmux: the fixture)
 
 COMMAND = "python3 -c \"print('hi there')\""

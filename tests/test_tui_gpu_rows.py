@@ -10,15 +10,15 @@ from gputui.model import GpuSample
 from gputui.tui.app import make_app
 from gputui.tui.widgets.gpu import GpuPanel, GpuRows
 from gputui.tui.widgets.gpu_rows import gpu_totals
-from tests.fake_nvml import FakeGpu
-from tests.test_tui_snapshots import eight_gpus
-from tests.test_tui_support import (
+from tests.support.fake_nvml import FakeGpu
+from tests.support.tui import (
     demo_preset,
     run_async,
     scripted_factory,
     shown,
     wait_until,
 )
+from tests.test_tui_snapshots import eight_gpus
 
 
 def dashboard(size: tuple[int, int], gpus: list[FakeGpu], tmp_path: Path, keys: tuple[str, ...] = (), click_row: int | None = None):

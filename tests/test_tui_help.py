@@ -13,9 +13,9 @@ from gputui.tui.app import make_app
 from gputui.tui.screens.dashboard import DashboardScreen
 from gputui.tui.screens.help import HELP, HelpScreen
 from gputui.tui.screens.summary import SummaryScreen
-from tests.fake_nvml import FakeNvml
+from tests.support.fake_nvml import FakeNvml
+from tests.support.tui import ScriptedSession, demo_gpus, demo_preset, run_async, shown, wait_until
 from tests.test_tui_snapshots import FINDING
-from tests.test_tui_support import ScriptedSession, demo_gpus, demo_preset, run_async, shown, wait_until
 
 
 def scripted(tmp_path, monkeypatch, findings=None, settings=None, **kwargs):

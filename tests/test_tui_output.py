@@ -13,8 +13,8 @@ from gputui.presets import Preset
 from gputui.runner import Runner
 from gputui.tui import state as st
 from gputui.tui.widgets.log import LogPane
+from tests.support.tui import run_async, shown, wait_until
 from tests.test_tui_app import app_for, fake_gpus
-from tests.test_tui_support import run_async, shown, wait_until
 
 CRASH = textwrap.dedent(
     """

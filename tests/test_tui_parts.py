@@ -283,7 +283,7 @@ def test_the_dashboard_logic_needs_no_textual():
     import subprocess
     import sys
 
-    from tests.helpers import REPO
+    from tests.support.process import REPO
 
     code = (
         "import sys\nimport gputui.tui.sessions, gputui.tui.state, gputui.tui.charts, gputui.tui.settings\n"

@@ -11,7 +11,7 @@ from gputui.presets import user_presets_path
 from gputui.tui.app import make_app
 from gputui.tui.screens.dashboard import DashboardScreen
 from gputui.tui.screens.editor import LeaveEditorScreen, PresetEditorScreen
-from tests.test_tui_support import demo_preset, run_async, scripted_factory, wait_until
+from tests.support.tui import demo_preset, run_async, scripted_factory, wait_until
 
 
 def scripted(tmp_path, monkeypatch, **kwargs):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from textual.command import CommandPalette
 
 from gputui.tui.app import make_app
-from tests.test_tui_support import demo_preset, run_async, scripted_factory, wait_until
+from tests.support.tui import demo_preset, run_async, scripted_factory, wait_until
 
 
 def shoot_from_the_palette(tmp_path, monkeypatch) -> tuple[list[str], object]:

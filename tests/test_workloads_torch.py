@@ -23,7 +23,7 @@ import pytest
 from gputui.runner import Runner
 from gputui.workloads import protocol
 from gputui.workloads.catalog import FRAMEWORKS, MODELS
-from tests.helpers import REPO
+from tests.support.process import REPO
 
 torch = pytest.importorskip("torch")
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import psutil
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def gputui_env(tmp_path: Path) -> dict[str, str]:
