@@ -88,7 +88,6 @@ def quick_check(options, listener) -> CheckRun:
 
 
 def scripted_app(tmp_path, monkeypatch) -> GpuTuiApp:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     monkeypatch.chdir(tmp_path)  # the palette's "Save screenshot" writes to the working directory
     preset = demo_preset()
     # confirm_quit=False: the storms start runs, and their last q must quit at once

@@ -38,9 +38,8 @@ warmup_steps = 3
 
 
 @pytest.fixture
-def isolated(tmp_path, monkeypatch):
+def isolated(tmp_path):
     """No user presets, themes or settings leak in; the built-in smoke preset and a long one."""
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     extra = tmp_path / "long.toml"
     extra.write_text(LONG_SMOKE)
     return load_presets(extra=extra, cwd=tmp_path)
@@ -208,8 +207,7 @@ def test_watching_a_job_started_elsewhere_shows_its_process_tree(isolated, tmp_p
         job.wait()
 
 
-def test_findings_show_in_the_strip_and_in_detail(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+def test_findings_show_in_the_strip_and_in_detail(tmp_path):
     finding = {
         "id": "input-1",
         "kind": "input_bound",
@@ -237,8 +235,7 @@ def test_findings_show_in_the_strip_and_in_detail(tmp_path, monkeypatch):
     run_async(scenario())
 
 
-def test_keys_are_remapped_by_binding_id_from_settings(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+def test_keys_are_remapped_by_binding_id_from_settings(tmp_path):
     settings = tmp_path / "settings.toml"
     settings.write_text('[keys]\nshow_findings = "g"\n')
     preset = demo_preset()

@@ -68,8 +68,7 @@ async def _views(app, pilot, theme: str) -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
 @pytest.mark.parametrize("theme", shipped_themes())
-def test_every_text_cell_meets_wcag_aa(theme, size, tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))  # the editor's new preset goes here
+def test_every_text_cell_meets_wcag_aa(theme, size, tmp_path):
     preset = demo_preset()
 
     async def scenario():
