@@ -22,7 +22,6 @@ class ProgressPrinter(Observer):
         self._stream = stream or sys.stderr
         self._rate: float | None = None
         self._phase: str | None = None
-        self._notes: list[str] = []
         self._findings: dict[str, dict[str, Any]] = {}  # open findings by id
 
     def _print(self, text: str) -> None:

@@ -61,7 +61,7 @@ def test_the_dashboard_takes_price_as_the_headless_recorder_does(tmp_path):
     import argparse
 
     from gputui.cli import command_line_diagnosis
-    from gputui.tui.sessions import SessionSupervisor, SessionTicket
+    from gputui.tui.supervisor import SessionSupervisor, SessionTicket
 
     assert command_line_diagnosis(argparse.Namespace(run_price=None)) is None
     with pytest.raises(UserError, match="--price: expected a price per hour greater than 0"):

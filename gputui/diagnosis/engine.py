@@ -52,7 +52,7 @@ class Diagnoser:
             return True
         if ctx.phase == WARMUP or ctx.expects_phases or ctx.first_t is None:
             return False
-        return ctx.t - ctx.first_t >= self.settings.start_grace_s
+        return ctx.now - ctx.first_t >= self.settings.start_grace_s
 
     def on_sample(self, sample: Sample) -> list[dict[str, Any]]:
         if not self.settings.enabled or self._finished:
@@ -224,9 +224,6 @@ class Diagnoser:
     def findings(self) -> list[dict[str, Any]]:
         """Every finding of the run, open and closed, in order of when each began."""
         return [f.payload() for f in sorted(self._all, key=lambda f: (f.since, f.id))]
-
-    def open_findings(self) -> list[dict[str, Any]]:
-        return [f.payload() for f in self._open.values()]
 
 
 def replay(header: dict[str, Any], samples: Iterable[Sample], events: Iterable[Event], settings: Settings | None = None) -> list[Event]:

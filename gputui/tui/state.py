@@ -22,7 +22,7 @@ from gputui.history import outcome_word
 from gputui.model import GpuInfo, GpuSample, HostSample, Sample, from_dict
 from gputui.presets import Preset, Reference
 from gputui.tui.charts import Bin
-from gputui.tui.sessions import SessionTicket
+from gputui.tui.supervisor import SessionTicket
 from gputui.workloads.protocol import WARMUP
 
 if TYPE_CHECKING:
