@@ -4,7 +4,7 @@ and its memory over a fast-forwarded 24-hour feed.
     python benchmarks/app_scale.py [--gpus 8] [--cores 128] [--frames 200] [--hours 24] [--out DIR]
 
 The app runs headless (Textual's run_test) at 140x40 over a scripted session on the
-test double of NVML (tests/fake_nvml.py, 8 GPUs).  Synthetic samples
+test double of NVML (tests/support/fake_nvml.py, 8 GPUs).  Synthetic samples
 (benchmarks/synthetic.py) go into the dashboard's state as the session bridge puts
 them there, then:
 
@@ -39,8 +39,8 @@ from synthetic import sample
 from gputui import events as ev
 from gputui.events import Event
 from gputui.tui.app import make_app
-from tests.fake_nvml import FakeGpu
-from tests.test_tui_support import demo_preset, scripted_factory, wait_until
+from tests.support.fake_nvml import FakeGpu
+from tests.support.tui import demo_preset, scripted_factory, wait_until
 
 MIB = 1024**2
 

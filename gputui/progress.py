@@ -26,7 +26,6 @@ class ProgressPrinter(Observer):
         self._stream = stream or sys.stderr
         self._rate: float | None = None
         self._phase: str | None = None
-        self._notes: list[str] = []
         self._findings: dict[str, ev.Finding] = {}  # open findings by id
         self._host: HostSample | None = None  # the newest host part (not every sample has one)
         self._printed_t: float | None = None

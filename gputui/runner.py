@@ -191,13 +191,6 @@ class Runner:
         """The workload reported an out-of-memory error through its own protocol."""
         self._oom_mark = message
 
-    def __enter__(self) -> Runner:
-        self.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
     # -- starting -------------------------------------------------------------------
 
     def _name(self) -> str:

@@ -1,4 +1,5 @@
-"""Shared test setup: GPU tests run only where NVML finds a GPU, and say why not."""
+"""Shared test setup: no test sees the real user's files or GPUTUI_* settings; GPU tests
+run only where NVML finds a GPU, and say why not."""
 
 from __future__ import annotations
 
@@ -8,9 +9,12 @@ import runpy
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.support.isolation import isolate_user
 
 TORCHVISION_SHIM = Path(__file__).parent / "shims" / "torchvision_cpu"
 
@@ -31,6 +35,23 @@ _enable_torchvision_shim_if_needed()
 # The tests of the nohup case start their children under nohup themselves.
 if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN:
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_real_user_files_for_shared_fixtures(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Session and module fixtures (which start before any test's own isolation) see a
+    user of their own too.  Matplotlib's font cache is shared by the whole session so
+    that each report child does not rebuild it."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        isolate_user(monkeypatch, tmp_path_factory.mktemp("user"))
+        monkeypatch.setenv("MPLCONFIGDIR", str(tmp_path_factory.mktemp("matplotlib")))
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _no_real_user_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test's user folders lie under its tmp_path (tests/support/isolation.py)."""
+    isolate_user(monkeypatch, tmp_path)
 
 
 @functools.lru_cache(maxsize=1)

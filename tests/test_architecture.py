@@ -15,7 +15,7 @@ import pytest
 
 import gputui
 from gputui.config import tomllib
-from tests.helpers import REPO
+from tests.support.process import REPO
 
 # The script beside this interpreter (a virtual environment not on PATH), else on PATH.
 _BESIDE = Path(sys.executable).parent / "lint-imports"

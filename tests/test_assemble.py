@@ -9,8 +9,8 @@ from gputui.assemble import SessionParts
 from gputui.session import SessionConfig
 from gputui.telemetry.gpu import GpuTelemetry
 from gputui.telemetry.host import HostTelemetry
-from tests.fake_nvml import FakeGpu, FakeNvml
-from tests.helpers import REPO
+from tests.support.fake_nvml import FakeGpu, FakeNvml
+from tests.support.process import REPO
 
 
 def test_each_session_gets_fresh_injected_telemetry_the_clock_and_its_diagnosis_table():

@@ -18,8 +18,8 @@ from gputui.check.thresholds import ACHIEVABLE
 from gputui.model import GpuInfo
 from gputui.runner import Outcome
 from gputui.telemetry.nvml import Nvml
-from tests.fake_nvml import FakeGpu, FakeNvml
-from tests.helpers import REPO
+from tests.support.fake_nvml import FakeGpu, FakeNvml
+from tests.support.process import REPO
 
 GIB = 1024**3
 

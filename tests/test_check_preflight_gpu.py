@@ -27,7 +27,7 @@ from gputui.check.preflight_gpu import (
 from gputui.model import GpuInfo
 from gputui.telemetry.gpu import GpuTelemetry
 from gputui.telemetry.nvml import Nvml
-from tests.fake_nvml import GIB, FakeGpu, FakeNvml
+from tests.support.fake_nvml import GIB, FakeGpu, FakeNvml
 
 UNCORRECTED = pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED
 

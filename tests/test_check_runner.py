@@ -21,7 +21,7 @@ from gputui.check.under_load import LoadWatcher, load_results
 from gputui.model import GpuInfo, GpuSample, Sample
 from gputui.record import read_recording
 from gputui.telemetry.gpu import GpuTelemetry
-from tests.fake_nvml import FakeGpu, FakeNvml
+from tests.support.fake_nvml import FakeGpu, FakeNvml
 
 
 def _h200(index: int = 0) -> GpuUnderTest:
@@ -219,9 +219,6 @@ def test_quick_json_runs_on_a_machine_without_a_gpu(tmp_path):
 
 
 def test_a_check_never_records_over_a_file_and_is_kept_in_the_history(tmp_path):
-    import os
-
-    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
     existing = tmp_path / "old.jsonl"
     existing.write_text("precious\n")
     proc = subprocess.run(
@@ -229,26 +226,21 @@ def test_a_check_never_records_over_a_file_and_is_kept_in_the_history(tmp_path):
         capture_output=True,
         text=True,
         cwd=tmp_path,
-        env=env,
         timeout=300,
     )
     assert proc.returncode == 2 and "already exists" in proc.stderr
     assert existing.read_text() == "precious\n"
 
-    proc = subprocess.run(
-        [sys.executable, "-m", "gputui", "check", "--quick", "--skip", "micro"], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300
-    )
+    proc = subprocess.run([sys.executable, "-m", "gputui", "check", "--quick", "--skip", "micro"], capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert proc.returncode in (0, 1), proc.stderr
-    listing = subprocess.run([sys.executable, "-m", "gputui", "runs", "--json"], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
+    listing = subprocess.run([sys.executable, "-m", "gputui", "runs", "--json"], capture_output=True, text=True, cwd=tmp_path, timeout=60)
     (kept,) = json.loads(listing.stdout)
     assert kept["preset"] == "check" and kept["outcome"].startswith("check ")
 
 
 def test_sigterm_stops_a_check_with_143_and_a_finished_recording(tmp_path):
-    import os
     import signal
 
-    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
     record = tmp_path / "check.jsonl"
     proc = subprocess.Popen(
         [sys.executable, "-m", "gputui", "check", "--skip", "preflight,micro", "--record", str(record)],
@@ -256,7 +248,6 @@ def test_sigterm_stops_a_check_with_143_and_a_finished_recording(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
         cwd=tmp_path,
-        env=env,
     )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and "workload" not in (record.read_text() if record.exists() else ""):
@@ -270,15 +261,11 @@ def test_sigterm_stops_a_check_with_143_and_a_finished_recording(tmp_path):
 
 
 def test_a_check_recording_to_a_full_disk_warns_at_once_and_still_gives_the_verdict(tmp_path):
-    import os
-
-    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
     proc = subprocess.run(
         [sys.executable, "-m", "gputui", "check", "--quick", "--skip", "micro", "--no-history", "--record", "/dev/full", "--force"],
         capture_output=True,
         text=True,
         cwd=tmp_path,
-        env=env,
         timeout=300,
     )
     assert proc.returncode in (0, 1), proc.stderr

@@ -10,7 +10,7 @@ from gputui.check.context import GpuUnderTest
 from gputui.check.model import FAIL, OK, SKIPPED, UNDER_LOAD
 from gputui.check.xid import ADVICE, REPLACE, UNKNOWN_ADVICE, XID_MEANINGS, XidEvent, XidReport, XidWatcher, xid_results
 from gputui.model import GpuInfo
-from tests.fake_nvml import FakeGpu, FakeNvml
+from tests.support.fake_nvml import FakeGpu, FakeNvml
 
 AT = 1_750_000_000.0
 

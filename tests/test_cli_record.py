@@ -14,8 +14,8 @@ import pytest
 
 from gputui import events as ev
 from gputui.record import read_recording
-from tests.helpers import gone, run_gputui, start_gputui, try_read, wait_for
-from tests.leftovers import no_leftovers  # noqa: F401  (the fixture)
+from tests.support.leftovers import no_leftovers  # noqa: F401  (the fixture)
+from tests.support.process import gone, run_gputui, start_gputui, try_read, wait_for
 
 pytestmark = pytest.mark.usefixtures("no_leftovers")  # every test: nothing it started survives it
 

@@ -15,8 +15,8 @@ from gputui.errors import UserError
 from gputui.lookback.compare import compare_rows
 from gputui.lookback.load import load_recording, measured_rates
 from gputui.lookback.noise import ratio_of_medians
-from tests.helpers import run_gputui
-from tests.lookback_helpers import RECORDINGS, TRACES, two_check_recordings, write_lines
+from tests.support.lookback import RECORDINGS, TRACES, two_check_recordings, write_lines
+from tests.support.process import run_gputui
 
 
 def row(rows: list[list[str]], name: str) -> list[str]:

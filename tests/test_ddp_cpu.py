@@ -12,7 +12,7 @@ import pytest
 from gputui import events as ev
 from gputui.presets import load_file
 from gputui.record import read_recording
-from tests.helpers import REPO, run_gputui
+from tests.support.process import REPO, run_gputui
 
 pytest.importorskip("torch")
 

@@ -8,8 +8,8 @@ import time
 import pytest
 
 from gputui.telemetry.gpu import GpuTelemetry
-from tests.diagnose_helpers import each_gpu, findings, kinds, load, of_kind
-from tests.fake_nvml import FakeGpu, FakeNvml
+from tests.support.diagnose import each_gpu, findings, kinds, load, of_kind
+from tests.support.fake_nvml import FakeGpu, FakeNvml
 
 
 def healthy(**counters):

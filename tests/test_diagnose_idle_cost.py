@@ -10,7 +10,7 @@ from gputui.diagnosis import Settings
 from gputui.errors import UserError
 from gputui.presets import Preset
 from gputui.session import SessionConfig
-from tests.diagnose_helpers import findings, load, of_kind
+from tests.support.diagnose import findings, load, of_kind
 
 
 def test_the_idle_finding_prices_its_time():
@@ -61,7 +61,7 @@ def test_the_dashboard_takes_price_as_the_headless_recorder_does(tmp_path):
     import argparse
 
     from gputui.cli import command_line_diagnosis
-    from gputui.tui.sessions import SessionSupervisor, SessionTicket
+    from gputui.tui.supervisor import SessionSupervisor, SessionTicket
 
     assert command_line_diagnosis(argparse.Namespace(run_price=None)) is None
     with pytest.raises(UserError, match="--price: expected a price per hour greater than 0"):

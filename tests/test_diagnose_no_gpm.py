@@ -12,8 +12,8 @@ from gputui.diagnosis.context import Context
 from gputui.diagnosis.rules.gpu_busy import known_ceiling
 from gputui.session import Session, SessionConfig
 from gputui.telemetry.gpu import GpuTelemetry
-from tests.diagnose_helpers import each_gpu, findings, gpus, kinds, load, of_kind, without_gpm
-from tests.fake_nvml import FakeGpu, FakeNvml
+from tests.support.diagnose import each_gpu, findings, gpus, kinds, load, of_kind, without_gpm
+from tests.support.fake_nvml import FakeGpu, FakeNvml
 
 
 def busy_reading_util(rec, util: float = 100.0):

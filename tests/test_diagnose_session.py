@@ -17,8 +17,8 @@ from gputui.record import Recorder, read_recording
 from gputui.session import Session, SessionConfig
 from gputui.summary import SummaryBuilder
 from gputui.telemetry.gpu import GpuTelemetry
-from tests.fake_nvml import FakeGpu, FakeNvml
-from tests.helpers import run_gputui
+from tests.support.fake_nvml import FakeGpu, FakeNvml
+from tests.support.process import run_gputui
 
 FAST = {"start_grace_s": 0.0, "open_after_s": 0.5, "close_after_s": 0.5}
 

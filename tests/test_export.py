@@ -11,8 +11,8 @@ import pytest
 
 from gputui.lookback.export import COLUMNS, write_csv, write_parquet
 from gputui.lookback.load import load_recording
-from tests.helpers import REPO, gputui_env, run_gputui
-from tests.lookback_helpers import RECORDINGS, TRACES, cut_copy
+from tests.support.lookback import RECORDINGS, TRACES, cut_copy
+from tests.support.process import REPO, gputui_env, run_gputui
 
 
 def read_csv(path):

@@ -12,8 +12,8 @@ from textual.geometry import Size
 from textual.widgets import Input
 
 from gputui.tui.screens.dashboard import DashboardScreen
+from tests.support.tui import run_async, wait_until
 from tests.test_trust_keys import STORM_KEYS, scripted_app, send_keys
-from tests.test_tui_support import run_async, wait_until
 
 SIZES = [(1, 1), (2, 1), (10, 3), (20, 5), (40, 10), (80, 24), (100, 30), (140, 40), (300, 100), (1000, 1)]
 

@@ -14,8 +14,8 @@ import pytest
 
 from gputui import events as ev
 from gputui.record import read_recording
-from tests.helpers import start_gputui
-from tests.leftovers import no_leftovers  # noqa: F401  (the fixture)
+from tests.support.leftovers import no_leftovers  # noqa: F401  (the fixture)
+from tests.support.process import start_gputui
 
 pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc"),

@@ -112,8 +112,7 @@ def test_a_preset_timeout_must_be_finite(tmp_path, value):
         (["--pid=-5"], "--pid: expected a process id from 1 to "),
     ],
 )
-def test_out_of_range_arguments_are_one_line_and_exit_2(tmp_path, monkeypatch, capsys, args, expected):
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+def test_out_of_range_arguments_are_one_line_and_exit_2(tmp_path, capsys, args, expected):
     out = tmp_path / "r.jsonl"
     assert main(["--record", str(out), "--headless", "--no-history", *args]) == 2
     err = capsys.readouterr().err
@@ -121,8 +120,7 @@ def test_out_of_range_arguments_are_one_line_and_exit_2(tmp_path, monkeypatch, c
     assert not out.exists()
 
 
-def test_a_pid_that_is_not_running_is_one_line(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+def test_a_pid_that_is_not_running_is_one_line(tmp_path, capsys):
     with open("/proc/sys/kernel/pid_max") as f:
         pid = int(f.read())  # the largest pid: almost never in use
     if os.path.exists(f"/proc/{pid}"):

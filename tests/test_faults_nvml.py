@@ -1,4 +1,4 @@
-"""NVML faults, injected at the NVML boundary (tests/fake_nvml.py, or pynvml missing),
+"""NVML faults, injected at the NVML boundary (tests/support/fake_nvml.py, or pynvml missing),
 through a whole Session into a recording: the other GPUs and the host keep being
 recorded, and the recording says why a GPU is absent."""
 
@@ -15,7 +15,7 @@ from gputui.model import Sample
 from gputui.record import Recorder, Recording, read_recording
 from gputui.session import Session, SessionConfig
 from gputui.telemetry.gpu import GpuTelemetry
-from tests.fake_nvml import FakeGpu, FakeNvml
+from tests.support.fake_nvml import FakeGpu, FakeNvml
 
 LOSE_AFTER = 3  # samples
 

@@ -17,8 +17,8 @@ import pytest
 
 from gputui import events as ev
 from gputui.record import read_recording
-from tests.helpers import gputui_env, try_read, wait_for
-from tests.leftovers import no_leftovers  # noqa: F401  (the fixture)
+from tests.support.leftovers import no_leftovers  # noqa: F401  (the fixture)
+from tests.support.process import gputui_env, try_read, wait_for
 from tests.test_cli_record import slow_presets
 
 pytestmark = [

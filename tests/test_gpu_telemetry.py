@@ -9,7 +9,7 @@ import pytest
 
 from gputui.model import GpuProcess, to_dict
 from gputui.telemetry.gpu import THROTTLE_REASONS, GpuTelemetry, decode_throttle_reasons
-from tests.fake_nvml import GIB, FakeGpu, FakeNvml
+from tests.support.fake_nvml import GIB, FakeGpu, FakeNvml
 
 
 class FakeClock:

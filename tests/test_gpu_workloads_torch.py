@@ -22,7 +22,7 @@ import pytest
 
 from gputui import protocol
 from gputui.catalog import FRAMEWORKS
-from tests.helpers import REPO
+from tests.support.process import REPO
 
 pytestmark = pytest.mark.gpu
 

@@ -13,7 +13,7 @@ import pytest
 from gputui.errors import UserError
 from gputui.history import RunHistory, cap_bytes, history_disabled, list_kept_runs, runs_dir
 from gputui.record import read_recording
-from tests.helpers import REPO, gputui_env, run_gputui
+from tests.support.process import REPO, gputui_env, run_gputui
 
 FIXTURES = REPO / "docs" / "recordings"
 
@@ -55,7 +55,7 @@ def test_a_headless_run_is_kept_beside_its_record_file(tmp_path):
 
 
 @pytest.mark.parametrize("how", ["flag", "env"])
-def test_opting_out_keeps_nothing(tmp_path, how, monkeypatch):
+def test_opting_out_keeps_nothing(tmp_path, how):
     args = ["--presets", str(fail_preset(tmp_path)), "--record", str(tmp_path / "r.jsonl"), "--preset", "quick", "--quiet"]
     if how == "flag":
         args.append("--no-history")
@@ -151,7 +151,6 @@ def test_the_dashboard_refuses_an_existing_record_file_before_its_screen_opens(t
 
     out = tmp_path / "r.jsonl"
     out.write_text("precious\n")
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     monkeypatch.setattr(launch.sys.stdin, "isatty", lambda: True)
     monkeypatch.setattr(launch.sys.stdout, "isatty", lambda: True)
     monkeypatch.setattr(cli, "_on_terminal", lambda: True)
@@ -165,13 +164,12 @@ def test_the_dashboard_refuses_an_existing_record_file_before_its_screen_opens(t
     assert out.read_text() == "precious\n"
 
 
-def test_the_dashboard_keeps_every_run_and_records_over_a_file_only_with_force(tmp_path, monkeypatch):
+def test_the_dashboard_keeps_every_run_and_records_over_a_file_only_with_force(tmp_path):
     from gputui.presets import load_presets
     from gputui.tui.app import make_app
+    from tests.support.tui import run_async, wait_until
     from tests.test_tui_app import fake_gpus
-    from tests.test_tui_support import run_async, wait_until
 
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     presets = load_presets(extra=fail_preset(tmp_path), cwd=tmp_path)
     record = tmp_path / "r.jsonl"
     record.write_text("old\n")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from tests.helpers import REPO
+from tests.support.process import REPO
 
 CORE_MODULES = [
     "gputui.cli",

@@ -24,7 +24,7 @@ from gputui.metrics.families import SnapshotCollector
 from gputui.metrics.live import LiveMetrics
 from gputui.metrics.server import parse_listen_address, start_metrics_server
 from gputui.model import GpuSample, HostSample, ProcessSample, Sample
-from tests.helpers import run_gputui
+from tests.support.process import run_gputui
 
 MIB = 1024**2
 
@@ -268,7 +268,7 @@ def test_the_grafana_dashboard_queries_only_metrics_gputui_serves():
     import json
     import re
 
-    from tests.helpers import REPO
+    from tests.support.process import REPO
 
     dashboard = json.loads((REPO / "docs/fleet/grafana-dashboard.json").read_text())
     exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
@@ -282,8 +282,8 @@ def test_the_grafana_dashboard_queries_only_metrics_gputui_serves():
 def test_the_dashboards_supervisor_feeds_the_metrics_to_every_session():
     import threading
 
-    from gputui.tui.sessions import SessionSupervisor
-    from tests.helpers import wait_for
+    from gputui.tui.supervisor import SessionSupervisor
+    from tests.support.process import wait_for
 
     class WaitingSession:
         def __init__(self, config) -> None:

@@ -17,7 +17,7 @@ import pytest
 
 from gputui import events as ev
 from gputui.record import read_recording
-from tests.helpers import start_gputui, wait_for
+from tests.support.process import start_gputui, wait_for
 
 PROMETHEUS = shutil.which("prometheus")
 pytestmark = pytest.mark.skipif(PROMETHEUS is None, reason="no prometheus binary (Debian: apt-get install prometheus)")

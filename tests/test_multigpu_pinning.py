@@ -16,7 +16,7 @@ from gputui.presets import load_file
 from gputui.record import Recorder, read_recording
 from gputui.session import Session, SessionConfig
 from gputui.telemetry.gpu import GpuTelemetry
-from tests.fake_nvml import FakeGpu, FakeNvml
+from tests.support.fake_nvml import FakeGpu, FakeNvml
 
 FAST = "[presets.pinned.diagnosis]\nstart_grace_s = 0.0\nopen_after_s = 0.3\nclose_after_s = 0.3\n"
 PRINT_ENV = "import os; print(os.environ.get('CUDA_VISIBLE_DEVICES'), os.environ.get('CUDA_DEVICE_ORDER')); import time; time.sleep({s})"

@@ -9,7 +9,7 @@ import zipfile
 
 import pytest
 
-from tests.helpers import REPO
+from tests.support.process import REPO
 
 
 @pytest.mark.slow

@@ -14,7 +14,7 @@ import pytest
 from gputui.errors import UserError
 from gputui.preset_store import ConflictError, PresetFile
 from gputui.presets import load_file
-from tests.helpers import REPO, gputui_env, run_gputui
+from tests.support.process import REPO, gputui_env, run_gputui
 
 COMMENTED = """\
 # My presets: hand-written, commented, oddly formatted.

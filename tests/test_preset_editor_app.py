@@ -11,9 +11,9 @@ from gputui.presets import load_file, load_presets
 from gputui.tui.screens.dashboard import DashboardScreen
 from gputui.tui.screens.editor import ConflictScreen, PresetEditorScreen
 from gputui.tui.widgets.presets import PresetList
-from tests.helpers import try_read
+from tests.support.process import try_read
+from tests.support.tui import run_async, shown, wait_until
 from tests.test_tui_app import app_for
-from tests.test_tui_support import run_async, shown, wait_until
 from tests.test_tui_tmux import needs_tmux, tmux, wait_gone  # noqa: F401 (tmux: the fixture)
 
 USER_SMOKE = """\
@@ -27,8 +27,7 @@ warmup_steps = 2
 """
 
 
-def setup(tmp_path, monkeypatch) -> tuple[Path, dict]:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+def setup(tmp_path) -> tuple[Path, dict]:
     user = tmp_path / "xdg" / "gputui" / "presets.toml"
     user.parent.mkdir(parents=True)
     user.write_text(USER_SMOKE)
@@ -47,8 +46,8 @@ async def retype(pilot, editor: PresetEditorScreen, field: str, text: str) -> No
     await pilot.pause()
 
 
-def test_edit_batch_size_save_run_and_see_it_in_the_recording(tmp_path, monkeypatch):
-    user, presets = setup(tmp_path, monkeypatch)
+def test_edit_batch_size_save_run_and_see_it_in_the_recording(tmp_path):
+    user, presets = setup(tmp_path)
     record = tmp_path / "run.jsonl"
 
     async def scenario():
@@ -75,8 +74,8 @@ def test_edit_batch_size_save_run_and_see_it_in_the_recording(tmp_path, monkeypa
     assert "--batch-size" in recording.header["command"] and "48" in recording.header["command"]
 
 
-def test_an_invalid_edit_in_the_app_leaves_the_file_byte_identical(tmp_path, monkeypatch):
-    user, presets = setup(tmp_path, monkeypatch)
+def test_an_invalid_edit_in_the_app_leaves_the_file_byte_identical(tmp_path):
+    user, presets = setup(tmp_path)
     before = user.read_bytes()
 
     async def scenario():
@@ -107,8 +106,7 @@ def test_an_invalid_edit_in_the_app_leaves_the_file_byte_identical(tmp_path, mon
     assert not user.with_name("presets.toml.bak").exists()
 
 
-def test_a_builtin_is_read_only_and_save_as_makes_an_editable_copy(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+def test_a_builtin_is_read_only_and_save_as_makes_an_editable_copy(tmp_path):
     user = tmp_path / "xdg" / "gputui" / "presets.toml"
     presets = load_presets(cwd=tmp_path)
 
@@ -131,8 +129,8 @@ def test_a_builtin_is_read_only_and_save_as_makes_an_editable_copy(tmp_path, mon
     run_async(scenario())
 
 
-def test_a_change_on_disk_asks_to_overwrite_or_reload(tmp_path, monkeypatch):
-    user, presets = setup(tmp_path, monkeypatch)
+def test_a_change_on_disk_asks_to_overwrite_or_reload(tmp_path):
+    user, presets = setup(tmp_path)
 
     async def scenario():
         app = app_for(presets, tmp_path)

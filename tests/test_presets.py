@@ -116,8 +116,7 @@ def test_merge_order_builtin_user_cwd_extra(tmp_path, monkeypatch):
     assert load_presets(extra=extra, cwd=cwd)["smoke"].command == ("extra",)
 
 
-def test_missing_optional_files_are_fine_but_a_missing_extra_file_is_an_error(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "nothing"))
+def test_missing_optional_files_are_fine_but_a_missing_extra_file_is_an_error(tmp_path):
     assert "smoke" in load_presets(cwd=tmp_path)
     with pytest.raises(UserError, match="no such presets file"):
         load_presets(extra=tmp_path / "nope.toml", cwd=tmp_path)

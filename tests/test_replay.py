@@ -17,8 +17,8 @@ from gputui.tui.replay import ReplayPlayer, make_replay_app
 from gputui.tui.screens.summary import SummaryScreen
 from gputui.tui.widgets.gpu import GpuPanel
 from gputui.tui.widgets.throughput import ThroughputChart
-from tests.helpers import REPO, run_gputui
-from tests.test_tui_support import run_async, shown, wait_until
+from tests.support.process import REPO, run_gputui
+from tests.support.tui import run_async, shown, wait_until
 
 INPUT_BOUND = REPO / "docs" / "recordings" / "torch-resnet50-input-bound.jsonl"
 
@@ -197,7 +197,6 @@ def test_replay_resolves_a_kept_runs_name(tmp_path, monkeypatch):
     runs = tmp_path / "state" / "gputui" / "runs"
     runs.mkdir(parents=True)
     shutil.copy(INPUT_BOUND, runs / "20261121-072940-torch-resnet50-input-bound.jsonl")
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     monkeypatch.chdir(tmp_path)
     assert resolve(Path("20261121-072940-torch-resnet50-input-bound")) == runs / "20261121-072940-torch-resnet50-input-bound.jsonl"
     assert resolve(Path("elsewhere.jsonl")) == Path("elsewhere.jsonl")
@@ -206,12 +205,11 @@ def test_replay_resolves_a_kept_runs_name(tmp_path, monkeypatch):
 # -- The Runs list: past runs open, two marked compare ------------------------------------------
 
 
-def dashboard_with_history(tmp_path, monkeypatch):
+def dashboard_with_history(tmp_path):
     from gputui.history import RunHistory
     from gputui.tui.app import make_app
-    from tests.test_tui_support import demo_preset, scripted_factory
+    from tests.support.tui import demo_preset, scripted_factory
 
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     folder = tmp_path / "runs"
     folder.mkdir()
     shutil.copy(INPUT_BOUND, folder / "20261121-072940-torch-resnet50-input-bound.jsonl")
@@ -220,11 +218,11 @@ def dashboard_with_history(tmp_path, monkeypatch):
     return make_app({preset.name: preset}, session_factory=scripted_factory(samples=2), settings_file=tmp_path / "s.toml", history=RunHistory(folder))
 
 
-def test_enter_on_a_kept_run_opens_its_summary_from_the_recording(tmp_path, monkeypatch):
+def test_enter_on_a_kept_run_opens_its_summary_from_the_recording(tmp_path):
     from gputui.tui.widgets.runs import RunsList
 
     async def scenario():
-        app = dashboard_with_history(tmp_path, monkeypatch)
+        app = dashboard_with_history(tmp_path)
         async with app.run_test(size=(120, 40)) as pilot:
             await wait_until(pilot, lambda: len(app.state.history) == 2, what="history listed")
             text = await shown(pilot)
@@ -257,7 +255,7 @@ def test_two_marked_runs_open_the_comparison_or_say_it_is_missing(tmp_path, monk
         await pilot.press("tab", "c", "down", "c")
 
     async def missing():
-        app = dashboard_with_history(tmp_path, monkeypatch)
+        app = dashboard_with_history(tmp_path)
         async with app.run_test(size=(120, 40)) as pilot:
             await mark_two(app, pilot)
             await wait_until(pilot, lambda: any("needs gputui.lookback.compare" in n.message for n in app._notifications), what="the note")
@@ -276,7 +274,7 @@ def test_two_marked_runs_open_the_comparison_or_say_it_is_missing(tmp_path, monk
     fake.compare_rows = compare_rows
 
     async def present():
-        app = dashboard_with_history(tmp_path / "again", monkeypatch)
+        app = dashboard_with_history(tmp_path / "again")
         async with app.run_test(size=(120, 40)) as pilot:
             await mark_two(app, pilot)
             await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen), what="the comparison")

@@ -15,8 +15,8 @@ from gputui.lookback.load import load_recording, measured_rates
 from gputui.lookback.plots import DATA_COLOURS, LIMIT_COLOUR, MEDIAN_COLOUR, WARN_COLOUR
 from gputui.lookback.report import markdown_report, write_report
 from gputui.stats import median
-from tests.helpers import run_gputui
-from tests.lookback_helpers import RECORDINGS, TRACES, check_recording, cut_copy, write_lines
+from tests.support.lookback import RECORDINGS, TRACES, check_recording, cut_copy, write_lines
+from tests.support.process import run_gputui
 
 
 def colour_share(image, row: int, left: int, right: int, colour: str, tol: float = 0.15) -> float:
@@ -273,7 +273,7 @@ def test_lookback_is_core_and_its_subcommands_are_cheap_to_import():
     import subprocess
     import sys
 
-    from tests.helpers import REPO
+    from tests.support.process import REPO
 
     code = (
         "import sys\n"

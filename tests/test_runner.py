@@ -18,7 +18,7 @@ import pytest
 
 import gputui
 from gputui.runner import LINE_CAP, TRUNCATION_MARK, LineSplitter, Outcome, OutputLine, Runner, strip_ansi
-from tests.leftovers import no_leftovers  # noqa: F401  (the fixture)
+from tests.support.leftovers import no_leftovers  # noqa: F401  (the fixture)
 
 PY = sys.executable
 REPO_ROOT = str(Path(gputui.__file__).resolve().parent.parent)

@@ -7,7 +7,7 @@ import datetime as dt
 import json
 
 from gputui.history import read_kept_run
-from tests.helpers import run_gputui
+from tests.support.process import run_gputui
 from tests.test_history import with_started_at
 from tests.test_replay import cut_copy
 

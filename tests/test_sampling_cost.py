@@ -24,7 +24,7 @@ from gputui.summary import SummaryBuilder
 from gputui.telemetry import host as host_module
 from gputui.telemetry.gpu import GpuTelemetry
 from gputui.telemetry.host import HostTelemetry, child_pids
-from tests.fake_nvml import FakeGpu, FakeNvml
+from tests.support.fake_nvml import FakeGpu, FakeNvml
 
 ENERGY = "nvmlDeviceGetTotalEnergyConsumption"
 FIELDS = "nvmlDeviceGetFieldValues"
@@ -286,7 +286,7 @@ def test_the_diagnosis_keeps_the_run_processes_between_host_readings():
     ctx.on_sample(Sample(t=0.0, gpus=[GpuSample(index=0)], host=HostSample(cpu_percent=80.0, swap_used=0, processes=workers)))
     ctx.on_sample(Sample(t=0.1, gpus=[GpuSample(index=0)]))
     assert ctx.host is not None and ctx.host.cpu_percent == 80.0
-    assert len(ctx.d.workers) == 4 and ctx.d.run_cpu == 380.0
+    assert len(ctx.derived.workers) == 4 and ctx.derived.run_cpu == 380.0
     assert len(ctx.swap) == 1  # windows of host readings grow only on real readings
 
 

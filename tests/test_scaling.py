@@ -203,7 +203,7 @@ def test_the_builtin_data_parallel_presets_load():
 
 
 def test_a_baseline_that_is_not_a_one_gpu_recording_stops_the_cli_with_one_line(tmp_path):
-    from tests.helpers import run_gputui
+    from tests.support.process import run_gputui
 
     proc = run_gputui(
         ["--record", str(tmp_path / "r.jsonl"), "--preset", "smoke", "--baseline", str(SCALING_TRACES / "ddp_balanced.jsonl"), "--no-history"], tmp_path
@@ -215,7 +215,7 @@ def test_a_baseline_that_is_not_a_one_gpu_recording_stops_the_cli_with_one_line(
 
 
 def test_baseline_run_needs_a_data_parallel_preset(tmp_path):
-    from tests.helpers import run_gputui
+    from tests.support.process import run_gputui
 
     proc = run_gputui(["--record", str(tmp_path / "r.jsonl"), "--preset", "smoke", "--baseline-run", "--no-history"], tmp_path)
     assert proc.returncode == 2

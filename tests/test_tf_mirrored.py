@@ -16,8 +16,8 @@ from gputui.presets import load_file
 from gputui.record import Recorder, read_recording
 from gputui.session import Session, SessionConfig
 from gputui.telemetry.gpu import GpuTelemetry
-from tests.fake_nvml import FakeNvml
-from tests.helpers import REPO
+from tests.support.fake_nvml import FakeNvml
+from tests.support.process import REPO
 
 pytestmark = pytest.mark.skipif(
     any(importlib.util.find_spec(n) is None for n in ("tensorflow", "tf_keras")), reason="TensorFlow stack not installed: pip install 'gputui[tf]'"

@@ -23,10 +23,10 @@ from gputui.record import read_recording
 from gputui.telemetry.gpu import GpuTelemetry
 from gputui.tui.app import GpuTuiApp, make_app
 from gputui.tui.screens.dashboard import DashboardScreen
-from tests.fake_nvml import FakeGpu, FakeNvml
+from tests.support.fake_nvml import FakeGpu, FakeNvml
+from tests.support.tui import demo_preset, run_async, scripted_factory, wait_until
 from tests.test_tui_app import app_for, isolated  # noqa: F401  (a fixture)
 from tests.test_tui_snapshots import FINDING
-from tests.test_tui_support import demo_preset, run_async, scripted_factory, wait_until
 
 FLOOD = f"""
 [presets.flood]
@@ -88,7 +88,6 @@ def quick_check(options, listener) -> CheckRun:
 
 
 def scripted_app(tmp_path, monkeypatch) -> GpuTuiApp:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     monkeypatch.chdir(tmp_path)  # the palette's "Save screenshot" writes to the working directory
     preset = demo_preset()
     # confirm_quit=False: the storms start runs, and their last q must quit at once

@@ -22,7 +22,7 @@ from gputui.diagnosis.__main__ import main as diagnose
 from gputui.errors import UserError
 from gputui.record import read_recording
 from gputui.redact import REDACTED, looks_secret, redact_env
-from tests.helpers import gputui_env, run_gputui, start_gputui, try_read, wait_for
+from tests.support.process import gputui_env, run_gputui, start_gputui, try_read, wait_for
 
 TRACES = Path(__file__).parent / "data" / "traces"
 ESC_TITLE = "\x1b]0;pwned\x07"  # sets the terminal's title: must never reach it raw

@@ -16,7 +16,7 @@ import pytest
 from gputui.errors import UserError
 from gputui.presets import load_file, load_presets
 from gputui.progress import ProgressPrinter
-from tests.helpers import gputui_env, run_gputui
+from tests.support.process import gputui_env, run_gputui
 
 
 def user_file(tmp_path: Path) -> Path:

@@ -2,7 +2,7 @@
 throughput arrive, stop it, run it again, switch themes, resize, quit.
 
 Runs are real (the smoke workload in a child process group); GPU telemetry comes
-from the real GpuTelemetry reading tests/fake_nvml.py.
+from the real GpuTelemetry reading tests/support/fake_nvml.py.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from gputui.tui.screens.findings import FindingsScreen
 from gputui.tui.screens.summary import SummaryScreen
 from gputui.tui.widgets.gpu import GpuGrid, GpuPanel, GpuRows
 from gputui.tui.widgets.presets import PresetList
-from tests.fake_nvml import FakeGpu, FakeNvml
-from tests.helpers import REPO
-from tests.test_tui_support import demo_preset, run_async, scripted_factory, shown, wait_until
+from tests.support.fake_nvml import FakeGpu, FakeNvml
+from tests.support.process import REPO
+from tests.support.tui import demo_preset, run_async, scripted_factory, shown, wait_until
 
 LONG_SMOKE = """
 [presets.smoke-long]
@@ -38,9 +38,8 @@ warmup_steps = 3
 
 
 @pytest.fixture
-def isolated(tmp_path, monkeypatch):
+def isolated(tmp_path):
     """No user presets, themes or settings leak in; the built-in smoke preset and a long one."""
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     extra = tmp_path / "long.toml"
     extra.write_text(LONG_SMOKE)
     return load_presets(extra=extra, cwd=tmp_path)
@@ -208,8 +207,7 @@ def test_watching_a_job_started_elsewhere_shows_its_process_tree(isolated, tmp_p
         job.wait()
 
 
-def test_findings_show_in_the_strip_and_in_detail(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+def test_findings_show_in_the_strip_and_in_detail(tmp_path):
     finding = {
         "id": "input-1",
         "kind": "input_bound",
@@ -237,8 +235,7 @@ def test_findings_show_in_the_strip_and_in_detail(tmp_path, monkeypatch):
     run_async(scenario())
 
 
-def test_keys_are_remapped_by_binding_id_from_settings(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+def test_keys_are_remapped_by_binding_id_from_settings(tmp_path):
     settings = tmp_path / "settings.toml"
     settings.write_text('[keys]\nshow_findings = "g"\n')
     preset = demo_preset()

@@ -14,8 +14,12 @@ from gputui.presets import load_presets
 from gputui.telemetry.gpu import GpuTelemetry
 from gputui.tui.app import make_app
 from gputui.tui.screens.check import CheckScreen
-from tests.fake_nvml import FakeGpu, FakeNvml
-from tests.test_tui_support import run_async, wait_until
+from tests.support.fake_nvml import FakeGpu, FakeNvml
+from tests.support.tui import run_async, wait_until
+
+# Read before tests/conftest.py clears GPUTUI_* for each test: scripts/gpu-check.sh
+# passes the folder where the GPU run's screenshots should come back.
+SCREENSHOT_OUT = os.environ.get("GPUTUI_SCREENSHOT_DIR")
 
 
 def _factory(stages):
@@ -25,8 +29,7 @@ def _factory(stages):
     return make
 
 
-def _app(tmp_path, monkeypatch, stages):
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+def _app(tmp_path, stages):
     return make_app(
         load_presets(cwd=tmp_path),
         settings_file=tmp_path / "settings.toml",
@@ -36,7 +39,7 @@ def _app(tmp_path, monkeypatch, stages):
     )
 
 
-def test_k_opens_the_check_and_enter_runs_it_to_a_verdict(tmp_path, monkeypatch):
+def test_k_opens_the_check_and_enter_runs_it_to_a_verdict(tmp_path):
     def preflight(ctx):
         ctx.report(
             CheckResult(
@@ -45,7 +48,7 @@ def test_k_opens_the_check_and_enter_runs_it_to_a_verdict(tmp_path, monkeypatch)
         )
         ctx.report(CheckResult(id="host.shm", group=PREFLIGHT, name="/dev/shm", status=OK, value=16.0, unit="GiB"))
 
-    app = _app(tmp_path, monkeypatch, {"preflight": preflight})
+    app = _app(tmp_path, {"preflight": preflight})
 
     async def scenario():
         async with app.run_test(size=(140, 40)) as pilot:
@@ -65,7 +68,7 @@ def test_k_opens_the_check_and_enter_runs_it_to_a_verdict(tmp_path, monkeypatch)
     run_async(scenario())
 
 
-def test_escape_stops_a_running_check(tmp_path, monkeypatch):
+def test_escape_stops_a_running_check(tmp_path):
     release = threading.Event()
 
     def slow(ctx):
@@ -73,7 +76,7 @@ def test_escape_stops_a_running_check(tmp_path, monkeypatch):
         ctx.stopped.wait(30)  # a stage that ends when the check is stopped
         release.set()
 
-    app = _app(tmp_path, monkeypatch, {"preflight": slow})
+    app = _app(tmp_path, {"preflight": slow})
 
     async def scenario():
         async with app.run_test(size=(120, 30)) as pilot:
@@ -88,9 +91,8 @@ def test_escape_stops_a_running_check(tmp_path, monkeypatch):
 
 
 @pytest.mark.gpu
-def test_quick_check_in_the_app_on_a_real_gpu(tmp_path, monkeypatch):
+def test_quick_check_in_the_app_on_a_real_gpu(tmp_path):
     """The Check screen with the real check behind it: real NVML, the real micro child."""
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     app = make_app(load_presets(cwd=tmp_path), settings_file=tmp_path / "settings.toml", interval=0.5)
 
     async def scenario():
@@ -104,8 +106,7 @@ def test_quick_check_in_the_app_on_a_real_gpu(tmp_path, monkeypatch):
             matmul = next(r for r in screen.results if r.id == "micro.gpu0.matmul_bf16")
             assert matmul.value and matmul.value > 0
             app.save_screenshot(str(tmp_path / "check.svg"))
-            out = os.environ.get("GPUTUI_SCREENSHOT_DIR")
-            if out:
-                app.save_screenshot("check-screen.svg", out)
+            if SCREENSHOT_OUT:
+                app.save_screenshot("check-screen.svg", SCREENSHOT_OUT)
 
     run_async(scenario())

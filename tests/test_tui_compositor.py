@@ -23,7 +23,7 @@ from textual.widget import Widget
 
 from gputui.tui import compositor
 from gputui.tui.compositor import CroppingCompositor, crop_updates
-from tests.test_tui_support import run_async
+from tests.support.tui import run_async
 from tests.test_tui_updates import Recorder, assert_same, composed
 
 SIZE = (60, 8)

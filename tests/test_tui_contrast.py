@@ -14,9 +14,9 @@ from gputui.tui.screens.findings import FindingsScreen
 from gputui.tui.screens.help import HelpScreen
 from gputui.tui.screens.summary import SummaryScreen
 from gputui.tui.themes import load_themes
-from tests.contrast import AA, contrast, low_contrast, report
+from tests.support.contrast import AA, contrast, low_contrast, report
+from tests.support.tui import demo_preset, run_async, scripted_factory, shown, wait_until
 from tests.test_tui_snapshots import FINDING
-from tests.test_tui_support import demo_preset, run_async, scripted_factory, shown, wait_until
 
 
 def shipped_themes() -> list[str]:
@@ -68,8 +68,7 @@ async def _views(app, pilot, theme: str) -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
 @pytest.mark.parametrize("theme", shipped_themes())
-def test_every_text_cell_meets_wcag_aa(theme, size, tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))  # the editor's new preset goes here
+def test_every_text_cell_meets_wcag_aa(theme, size, tmp_path):
     preset = demo_preset()
 
     async def scenario():

@@ -11,8 +11,8 @@ from gputui.tui.app import make_app
 from gputui.tui.widgets.log import LogPane
 from gputui.tui.widgets.presets import PresetDetails, PresetList
 from gputui.tui.widgets.throughput import ThroughputChart
+from tests.support.tui import demo_preset, run_async, scripted_factory, shown, wait_until
 from tests.test_tui_app import app_for, fake_gpus
-from tests.test_tui_support import demo_preset, run_async, scripted_factory, shown, wait_until
 
 
 def test_with_preset_x_the_sidebar_describes_x_not_the_first_preset(tmp_path):
@@ -38,8 +38,7 @@ def test_with_preset_x_the_sidebar_describes_x_not_the_first_preset(tmp_path):
     run_async(scenario())
 
 
-def test_in_pid_mode_the_empty_panels_say_the_process_is_watched_and_when_it_exits(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+def test_in_pid_mode_the_empty_panels_say_the_process_is_watched_and_when_it_exits(tmp_path):
     job = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
 
     async def scenario():

@@ -11,8 +11,8 @@ from textual.widgets import Input
 from gputui.presets import load_file, load_presets
 from gputui.tui.screens.editor import PresetEditorScreen
 from gputui.tui.widgets.presets import PresetDetails, PresetList
+from tests.support.tui import run_async, shown, wait_until
 from tests.test_tui_app import app_for
-from tests.test_tui_support import run_async, shown, wait_until
 from tests.test_tui_tmux import needs_tmux, tmux, wait_gone  # noqa: F401 (tmux: the fixture)
 
 COMMAND = "python3 -c \"print('hi there')\""
@@ -27,8 +27,7 @@ def test_readable_join_quotes_as_a_person_would_and_a_shell_splits_it_back():
     assert "'\"'\"'" not in readable_join(["python3", "-c", "print('hi there')"])
 
 
-def test_a_command_typed_in_the_form_saves_a_command_preset_kept_as_typed(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+def test_a_command_typed_in_the_form_saves_a_command_preset_kept_as_typed(tmp_path):
     user = tmp_path / "xdg" / "gputui" / "presets.toml"
     presets = load_presets(cwd=tmp_path)
 
@@ -70,8 +69,7 @@ def test_a_command_typed_in_the_form_saves_a_command_preset_kept_as_typed(tmp_pa
     run_async(scenario())
 
 
-def test_typing_into_a_field_tabbed_into_adds_to_it(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+def test_typing_into_a_field_tabbed_into_adds_to_it(tmp_path):
     presets = load_presets(cwd=tmp_path)
 
     async def scenario():

@@ -10,20 +10,20 @@ from gputui import events as ev
 from gputui.events import make_event
 from gputui.model import GpuSample
 from gputui.tui.app import make_app
-from gputui.tui.sessions import SessionTicket
 from gputui.tui.state import DashboardState
+from gputui.tui.supervisor import SessionTicket
 from gputui.tui.widgets.gpu import GpuPanel, GpuRows
 from gputui.tui.widgets.gpu_rows import gpu_totals
-from tests.ddp_helpers import ddp_factory, straggler_finding
-from tests.fake_nvml import FakeGpu
-from tests.test_tui_snapshots import eight_gpus
-from tests.test_tui_support import (
+from tests.support.ddp import ddp_factory, straggler_finding
+from tests.support.fake_nvml import FakeGpu
+from tests.support.tui import (
     demo_preset,
     run_async,
     scripted_factory,
     shown,
     wait_until,
 )
+from tests.test_tui_snapshots import eight_gpus
 
 
 def dashboard(
@@ -196,7 +196,7 @@ def test_the_session_header_carries_the_baseline_and_the_dashboard_takes_one_wit
     from gputui.session import Session, SessionConfig
     from gputui.telemetry.gpu import GpuTelemetry
     from gputui.tui.launch import dashboard_baseline
-    from tests.fake_nvml import FakeNvml
+    from tests.support.fake_nvml import FakeNvml
 
     baseline = {"samples_per_sec": 1500.0, "source": "one.jsonl"}
     gpu = GpuTelemetry(FakeNvml(eight_gpus()[:2]))
@@ -215,7 +215,7 @@ def test_the_session_header_carries_the_baseline_and_the_dashboard_takes_one_wit
 
 
 def test_baseline_run_with_the_dashboard_is_one_line_and_exit_2(tmp_path):
-    from tests.helpers import run_gputui
+    from tests.support.process import run_gputui
 
     proc = run_gputui(["--preset", "smoke", "--baseline-run", "--no-history"], tmp_path)
     assert proc.returncode == 2

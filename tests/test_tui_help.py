@@ -13,14 +13,13 @@ from gputui.tui.app import make_app
 from gputui.tui.screens.dashboard import DashboardScreen
 from gputui.tui.screens.help import HELP, HelpScreen
 from gputui.tui.screens.summary import SummaryScreen
-from tests.fake_nvml import FakeNvml
+from tests.support.fake_nvml import FakeNvml
+from tests.support.tui import ScriptedSession, demo_gpus, demo_preset, run_async, shown, wait_until
 from tests.test_tui_snapshots import FINDING
-from tests.test_tui_support import ScriptedSession, demo_gpus, demo_preset, run_async, shown, wait_until
 
 
-def scripted(tmp_path, monkeypatch, findings=None, settings=None, **kwargs):
+def scripted(tmp_path, findings=None, settings=None, **kwargs):
     """The demo preset's dashboard; ``findings`` come in runs only, not while watching."""
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     preset = demo_preset()
 
     def session_factory(config):
@@ -39,8 +38,8 @@ def footer(text: str) -> str:
     return text.rstrip("\n").splitlines()[-1]
 
 
-def test_question_mark_and_f1_open_help_by_context_and_esc_or_question_mark_close_it(tmp_path, monkeypatch):
-    app = scripted(tmp_path, monkeypatch)
+def test_question_mark_and_f1_open_help_by_context_and_esc_or_question_mark_close_it(tmp_path):
+    app = scripted(tmp_path)
 
     async def scenario():
         async with app.run_test(size=(100, 50)) as pilot:
@@ -84,10 +83,10 @@ def test_help_lists_every_key_gputui_binds_except_quits_inside_views_and_dialog_
     assert _gputui_binding_ids() - not_listed - {"quit_ctrl_c", "replay_speed_10", "replay_speed_60", "replay_speed_max"} <= listed
 
 
-def test_help_shows_keys_as_remapped_in_settings(tmp_path, monkeypatch):
+def test_help_shows_keys_as_remapped_in_settings(tmp_path):
     settings = tmp_path / "settings.toml"
     settings.write_text('[keys]\nshow_findings = "g"\n')
-    app = scripted(tmp_path, monkeypatch, settings=settings)
+    app = scripted(tmp_path, settings=settings)
 
     async def scenario():
         async with app.run_test(size=(100, 50)) as pilot:
@@ -100,8 +99,8 @@ def test_help_shows_keys_as_remapped_in_settings(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
-def test_the_footer_shows_the_keys_that_apply_now(tmp_path, monkeypatch, size):
-    app = scripted(tmp_path, monkeypatch, findings=[FINDING])
+def test_the_footer_shows_the_keys_that_apply_now(tmp_path, size):
+    app = scripted(tmp_path, findings=[FINDING])
     preset = demo_preset()
 
     async def scenario():

@@ -15,8 +15,8 @@ from gputui.tui.replay import make_replay_app
 from gputui.tui.widgets.gpu import GpuPanel
 from gputui.tui.widgets.presets import PresetList
 from gputui.tui.widgets.runs import RunsList
-from tests.helpers import REPO
-from tests.test_tui_support import run_async, wait_until
+from tests.support.process import REPO
+from tests.support.tui import run_async, wait_until
 
 TUI = REPO / "gputui" / "tui"
 

@@ -15,7 +15,7 @@ from gputui.model import Sample
 from gputui.tui.app import make_app
 from gputui.tui.screens.findings import FindingsScreen
 from gputui.tui.screens.summary import SummaryScreen
-from tests.test_tui_support import (
+from tests.support.tui import (
     demo_preset,
     fixed_host,
     run_async,

@@ -13,8 +13,8 @@ from gputui.presets import Preset
 from gputui.runner import Runner
 from gputui.tui import state as st
 from gputui.tui.widgets.log import LogPane
+from tests.support.tui import run_async, shown, wait_until
 from tests.test_tui_app import app_for, fake_gpus
-from tests.test_tui_support import run_async, shown, wait_until
 
 CRASH = textwrap.dedent(
     """
@@ -38,8 +38,7 @@ def pane_text(app) -> str:
     return app.dashboard.query_one(LogPane).build().plain
 
 
-def test_after_a_crash_at_80x24_the_traceback_can_be_reached_and_the_tail_is_followed(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+def test_after_a_crash_at_80x24_the_traceback_can_be_reached_and_the_tail_is_followed(tmp_path):
 
     async def scenario():
         app = app_for(crash_preset(tmp_path), tmp_path, start_preset="crasher", gpu_factory=fake_gpus(1))
@@ -86,8 +85,7 @@ def _fill(state: st.DashboardState, lines: int) -> None:
         state.log_line("stdout", f"line {i}")
 
 
-def test_scrolled_up_the_view_stays_put_while_output_arrives_and_the_wheel_scrolls(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+def test_scrolled_up_the_view_stays_put_while_output_arrives_and_the_wheel_scrolls(tmp_path):
 
     async def scenario():
         app = app_for({}, tmp_path, gpu_factory=fake_gpus(1))

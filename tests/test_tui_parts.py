@@ -17,9 +17,9 @@ from gputui.presets import Preset, Reference
 from gputui.session import SessionConfig
 from gputui.tui import charts
 from gputui.tui.bridge import SessionBridge, SessionNews
-from gputui.tui.sessions import SessionSupervisor, SessionTicket
 from gputui.tui.settings import DashboardSettings, load_settings, save_setting
 from gputui.tui.state import DashboardState, ThroughputSeries, pick_reference
+from gputui.tui.supervisor import SessionSupervisor, SessionTicket
 from gputui.tui.themes import DEFAULT_THEME, builtin_themes_path, load_themes, parse_theme
 
 # --- charts ------------------------------------------------------------------------
@@ -297,10 +297,10 @@ def test_the_dashboard_logic_needs_no_textual():
     import subprocess
     import sys
 
-    from tests.helpers import REPO
+    from tests.support.process import REPO
 
     code = (
-        "import sys\nimport gputui.tui.sessions, gputui.tui.state, gputui.tui.charts, gputui.tui.settings\n"
+        "import sys\nimport gputui.tui.supervisor, gputui.tui.state, gputui.tui.charts, gputui.tui.settings\n"
         "print(any(m == 'textual' or m.startswith('textual.') for m in sys.modules))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)

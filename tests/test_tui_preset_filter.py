@@ -7,7 +7,7 @@ import dataclasses
 
 from gputui.tui.app import make_app
 from gputui.tui.widgets.presets import PresetDetails, PresetList
-from tests.test_tui_support import demo_preset, run_async, scripted_factory, wait_until
+from tests.support.tui import demo_preset, run_async, scripted_factory, wait_until
 
 
 def test_slash_filters_a_list_longer_than_the_screen_and_esc_clears_it(tmp_path):

@@ -11,11 +11,10 @@ from gputui.presets import user_presets_path
 from gputui.tui.app import make_app
 from gputui.tui.screens.dashboard import DashboardScreen
 from gputui.tui.screens.editor import LeaveEditorScreen, PresetEditorScreen
-from tests.test_tui_support import demo_preset, run_async, scripted_factory, wait_until
+from tests.support.tui import demo_preset, run_async, scripted_factory, wait_until
 
 
-def scripted(tmp_path, monkeypatch, **kwargs):
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+def scripted(tmp_path, **kwargs):
     preset = demo_preset()
     return make_app(
         {preset.name: preset}, session_factory=scripted_factory(), settings_file=tmp_path / "s.toml", user_themes_dir=tmp_path / "no-themes", **kwargs
@@ -38,8 +37,8 @@ async def type_name(pilot, editor: PresetEditorScreen, name: str) -> Input:
     return field
 
 
-def test_q_and_ctrl_c_in_the_editor_never_quit_and_the_edit_stays(tmp_path, monkeypatch):
-    app = scripted(tmp_path, monkeypatch)
+def test_q_and_ctrl_c_in_the_editor_never_quit_and_the_edit_stays(tmp_path):
+    app = scripted(tmp_path)
 
     async def scenario():
         async with app.run_test(size=(100, 40)) as pilot:
@@ -63,8 +62,8 @@ def test_q_and_ctrl_c_in_the_editor_never_quit_and_the_edit_stays(tmp_path, monk
     run_async(scenario())
 
 
-def test_esc_with_unsaved_changes_asks_cancel_keeps_editing_discard_closes_without_saving(tmp_path, monkeypatch):
-    app = scripted(tmp_path, monkeypatch)
+def test_esc_with_unsaved_changes_asks_cancel_keeps_editing_discard_closes_without_saving(tmp_path):
+    app = scripted(tmp_path)
 
     async def scenario():
         async with app.run_test(size=(100, 40)) as pilot:
@@ -85,8 +84,8 @@ def test_esc_with_unsaved_changes_asks_cancel_keeps_editing_discard_closes_witho
     run_async(scenario())
 
 
-def test_esc_then_save_writes_the_preset_and_closes(tmp_path, monkeypatch):
-    app = scripted(tmp_path, monkeypatch)
+def test_esc_then_save_writes_the_preset_and_closes(tmp_path):
+    app = scripted(tmp_path)
 
     async def scenario():
         async with app.run_test(size=(100, 40)) as pilot:
@@ -102,8 +101,8 @@ def test_esc_then_save_writes_the_preset_and_closes(tmp_path, monkeypatch):
     run_async(scenario())
 
 
-def test_esc_without_changes_closes_at_once(tmp_path, monkeypatch):
-    app = scripted(tmp_path, monkeypatch)
+def test_esc_without_changes_closes_at_once(tmp_path):
+    app = scripted(tmp_path)
 
     async def scenario():
         async with app.run_test(size=(100, 40)) as pilot:
@@ -114,9 +113,9 @@ def test_esc_without_changes_closes_at_once(tmp_path, monkeypatch):
     run_async(scenario())
 
 
-def test_q_while_a_run_is_going_asks_and_a_second_q_quits(tmp_path, monkeypatch):
+def test_q_while_a_run_is_going_asks_and_a_second_q_quits(tmp_path):
     preset = demo_preset()
-    app = scripted(tmp_path, monkeypatch, start_preset=preset.name)
+    app = scripted(tmp_path, start_preset=preset.name)
 
     async def scenario():
         async with app.run_test(size=(100, 40)) as pilot:
@@ -131,9 +130,9 @@ def test_q_while_a_run_is_going_asks_and_a_second_q_quits(tmp_path, monkeypatch)
     run_async(scenario())
 
 
-def test_no_confirm_quit_lets_one_q_stop_the_run_and_quit(tmp_path, monkeypatch):
+def test_no_confirm_quit_lets_one_q_stop_the_run_and_quit(tmp_path):
     preset = demo_preset()
-    app = scripted(tmp_path, monkeypatch, start_preset=preset.name, confirm_quit=False)
+    app = scripted(tmp_path, start_preset=preset.name, confirm_quit=False)
 
     async def scenario():
         async with app.run_test(size=(100, 40)) as pilot:
@@ -144,8 +143,8 @@ def test_no_confirm_quit_lets_one_q_stop_the_run_and_quit(tmp_path, monkeypatch)
     run_async(scenario())
 
 
-def test_q_with_no_run_going_quits_at_once(tmp_path, monkeypatch):
-    app = scripted(tmp_path, monkeypatch)
+def test_q_with_no_run_going_quits_at_once(tmp_path):
+    app = scripted(tmp_path)
 
     async def scenario():
         async with app.run_test(size=(100, 40)) as pilot:
@@ -156,8 +155,8 @@ def test_q_with_no_run_going_quits_at_once(tmp_path, monkeypatch):
     run_async(scenario())
 
 
-def test_esc_closes_textuals_keys_panel_and_nothing_else(tmp_path, monkeypatch):
-    app = scripted(tmp_path, monkeypatch)
+def test_esc_closes_textuals_keys_panel_and_nothing_else(tmp_path):
+    app = scripted(tmp_path)
 
     async def scenario():
         async with app.run_test(size=(120, 40)) as pilot:

@@ -6,13 +6,11 @@ from __future__ import annotations
 from textual.command import CommandPalette
 
 from gputui.tui.app import make_app
-from tests.test_tui_support import demo_preset, run_async, scripted_factory, wait_until
+from tests.support.tui import demo_preset, run_async, scripted_factory, wait_until
 
 
 def shoot_from_the_palette(tmp_path, monkeypatch) -> tuple[list[str], object]:
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # a home with no Downloads folder
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
-    monkeypatch.delenv("XDG_DOWNLOAD_DIR", raising=False)
+    monkeypatch.delenv("XDG_DOWNLOAD_DIR", raising=False)  # and the test's home (tests/conftest.py) has no Downloads folder
     preset = demo_preset()
     app = make_app({preset.name: preset}, session_factory=scripted_factory(), settings_file=tmp_path / "s.toml")
 
@@ -34,7 +32,6 @@ def test_the_palette_screenshot_lands_in_the_current_directory(tmp_path, monkeyp
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
-    monkeypatch.delenv("GPUTUI_SCREENSHOT_DIR", raising=False)
     notes, _app = shoot_from_the_palette(tmp_path, monkeypatch)
     shots = list(work.glob("gputui-*.svg"))
     assert len(shots) == 1 and shots[0].read_text().startswith("<svg")

@@ -1,6 +1,6 @@
 """SVG snapshots of the dashboard at 80×24, 120×40, 160×48 and 200×60 (and 80×24 in the
 high-contrast theme; 8 GPUs at 80×24 and 200×60, also as 8 data-parallel ranks), fed by deterministic sessions: fixed times, GPU samples from
-the real GpuTelemetry reading tests/fake_nvml.py, a fixed host sample.
+the real GpuTelemetry reading tests/support/fake_nvml.py, a fixed host sample.
 
 Each snapshot is stored twice in tests/snapshots/: the SVG (what it looks like) and
 the screen's text (what a diff can show).  After an intended change, regenerate with
@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from gputui.tui.app import make_app
-from tests.fake_nvml import GIB, FakeGpu
-from tests.test_tui_support import demo_preset, run_async, scripted_factory, shown, wait_until
+from tests.support.fake_nvml import GIB, FakeGpu
+from tests.support.tui import demo_preset, run_async, scripted_factory, shown, wait_until
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 UPDATE = os.environ.get("GPUTUI_UPDATE_SNAPSHOTS") == "1"
@@ -97,7 +97,7 @@ def test_dashboard_snapshot_with_eight_gpus(size, tmp_path):
 def test_dashboard_snapshot_of_eight_ranks_with_a_straggler(size, tmp_path):
     """A data-parallel run on 8 GPUs: each row's rank and samples/s, rank 5 the straggler,
     the scaling against a one-GPU baseline in the totals row."""
-    from tests.ddp_helpers import ddp_factory, straggler_finding
+    from tests.support.ddp import ddp_factory, straggler_finding
 
     factory = ddp_factory(eight_gpus(), world=8, slow_rank=5, findings=[straggler_finding(5)])
     baseline = {"samples_per_sec": 400.0, "source": "one.jsonl"}

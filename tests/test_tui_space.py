@@ -13,7 +13,7 @@ from gputui.tui.widgets.cpu import CpuPanel
 from gputui.tui.widgets.gpu import GpuGrid
 from gputui.tui.widgets.runs import RunsList
 from gputui.tui.widgets.throughput import ThroughputChart
-from tests.test_tui_support import demo_preset, run_async, scripted_factory, shown, wait_until
+from tests.support.tui import demo_preset, run_async, scripted_factory, shown, wait_until
 
 
 def dashboard(size: tuple[int, int], tmp_path: Path, check, name: str = "resnet50-demo", gpus=None, stop=False):

@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from gputui.record import read_recording
-from tests.helpers import gone, gputui_env, run_gputui
+from tests.support.process import gone, gputui_env, run_gputui
 from tests.test_tui_app import LONG_SMOKE
 
 TMUX = shutil.which("tmux")
@@ -217,7 +217,7 @@ KEPT_RUN = "torch-resnet50-input-bound.jsonl"
 
 @needs_tmux
 def test_open_a_past_run_from_the_runs_list_by_keys(tmux, tmp_path):
-    from tests.helpers import REPO
+    from tests.support.process import REPO
 
     runs = tmp_path / "state" / "gputui" / "runs"  # XDG_STATE_HOME of gputui_env
     runs.mkdir(parents=True)
@@ -239,7 +239,7 @@ def test_open_a_past_run_from_the_runs_list_by_keys(tmux, tmp_path):
 
 @needs_tmux
 def test_replay_plays_a_recording_to_its_end(tmux, tmp_path):
-    from tests.helpers import REPO
+    from tests.support.process import REPO
 
     gputui = tmux.start(["replay", str(REPO / "docs" / "recordings" / KEPT_RUN), "--speed", "max"])
     tmux.wait_for(r"REPLAY ❚❚ max 0:44/0:44 end")

@@ -30,7 +30,7 @@ from gputui.model import Sample
 from gputui.tui.app import make_app
 from gputui.tui.compositor import SUPPORTED, CroppedChopsUpdate, CroppingCompositor
 from gputui.tui.widgets.base import cells_of, changed_regions
-from tests.test_tui_support import demo_preset, fixed_host, run_async, scripted_factory, shown, wait_until
+from tests.support.tui import demo_preset, fixed_host, run_async, scripted_factory, shown, wait_until
 
 CSI = re.compile(r"\x1b\[([0-9;]*)([A-Za-z])")
 

@@ -31,7 +31,7 @@ import pytest
 
 from gputui.protocol import decode
 from gputui.runner import Outcome, OutputLine, Runner
-from tests.helpers import REPO
+from tests.support.process import REPO
 
 _MISSING = [name for name in ("tensorflow", "tf_keras") if importlib.util.find_spec(name) is None]
 pytestmark = [

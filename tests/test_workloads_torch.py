@@ -23,7 +23,7 @@ import pytest
 from gputui import protocol
 from gputui.catalog import FRAMEWORKS, MODELS
 from gputui.runner import Runner
-from tests.helpers import REPO
+from tests.support.process import REPO
 
 torch = pytest.importorskip("torch")
 

@@ -47,7 +47,7 @@ class Derived:
 
 class Context:
     def __init__(self, settings: Settings) -> None:
-        self.s = settings
+        self.settings = settings
         self.gpu_info: dict[int, GpuInfo] = {}
         self.cores: int | None = None
         self.n_gpus = 0
@@ -56,13 +56,13 @@ class Context:
         self.expects_phases = False
         self.phase: str | None = None
         self.first_t: float | None = None
-        self.t = 0.0
+        self.now = 0.0  # the latest sample's time (its t)
         self.ended = False
         self.sample: Sample | None = None
         # The newest host part: at a sub-second interval only about one sample a second
         # carries one (the session reads the host at most once a second).
         self.host: HostSample | None = None
-        self.d = Derived()
+        self.derived = Derived()  # figures of the latest sample
         self.rates: deque[tuple[float, float]] = deque()
         self.rank_rates: dict[int, deque[tuple[float, float]]] = {}  # data-parallel runs: each rank's
         self.swap: deque[tuple[float, float]] = deque()
@@ -116,7 +116,7 @@ class Context:
         """Each rank's median rate over the last RATE_RECENT_S (ranks without one left out)."""
         out = {}
         for rank, rates in self.rank_rates.items():
-            recent = median([r for (t, r) in rates if self.t - RATE_RECENT_S <= t <= self.t])
+            recent = median([r for (t, r) in rates if self.now - RATE_RECENT_S <= t <= self.now])
             if recent is not None:
                 out[rank] = recent
         return out
@@ -125,12 +125,12 @@ class Context:
         return [r for (t, r) in self.rates if t0 <= t <= t1]
 
     def recent_rate(self) -> float | None:
-        return median(self.rates_between(self.t - RATE_RECENT_S, self.t))
+        return median(self.rates_between(self.now - RATE_RECENT_S, self.now))
 
     # --- one sample ------------------------------------------------------------------
     def on_sample(self, sample: Sample) -> None:
         self.sample = sample
-        self.t = sample.t
+        self.now = sample.t
         if self.first_t is None:
             self.first_t = sample.t
         d = Derived()
@@ -151,7 +151,7 @@ class Context:
         pids = {p.pid for p in host.processes} if host is not None else set()
         mine = [g for g in gpus if g.processes and any(p.pid in pids for p in g.processes)]
         d.run_gpus = mine or gpus  # containers report other PIDs: then every GPU
-        self.d = d
+        self.derived = d
         if fresh is not None:
             host = fresh
             if host.swap_used is not None:

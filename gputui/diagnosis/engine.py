@@ -53,7 +53,7 @@ class Diagnoser:
             return True
         if ctx.phase == WARMUP or ctx.expects_phases or ctx.first_t is None:
             return False
-        return ctx.t - ctx.first_t >= self.settings.start_grace_s
+        return ctx.now - ctx.first_t >= self.settings.start_grace_s
 
     def on_sample(self, sample: Sample) -> list[ev.Finding]:
         if not self.settings.enabled or self._finished:

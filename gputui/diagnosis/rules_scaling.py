@@ -62,10 +62,10 @@ class Straggler(Rule):
             obs.update({"slower_pct": slower_pct, "rank_rate": rate, "others_rate": others})
             if slower_pct >= STRAGGLER_SLOWER_PCT:
                 level, obs["rank"] = 2, float(rank)
-        lone = lone_throttled_gpu(ctx.d.run_gpus)
+        lone = lone_throttled_gpu(ctx.derived.run_gpus)
         if lone is not None:
             throttled, reasons = lone
-            free_clocks = [float(g.sm_clock_mhz) for g in ctx.d.run_gpus if g is not throttled and g.sm_clock_mhz is not None]
+            free_clocks = [float(g.sm_clock_mhz) for g in ctx.derived.run_gpus if g is not throttled and g.sm_clock_mhz is not None]
             level = 2
             obs.update(
                 {

@@ -1,7 +1,7 @@
 """The dashboard app and its one factory, :func:`make_app`, used by the CLI and tests.
 
 Threads: the Textual event loop draws; one thread worker runs the
-:class:`~gputui.tui.sessions.SessionSupervisor` loop, which runs one Session at a
+:class:`~gputui.tui.supervisor.SessionSupervisor` loop, which runs one Session at a
 time.  News reaches the app only as :class:`~gputui.tui.bridge.SessionNews`
 messages; the app folds it into :class:`~gputui.tui.state.DashboardState` at once and
 redraws changed panels on a 0.5 s timer, so the redraw rate does not follow the
@@ -36,9 +36,9 @@ from gputui.tui.palette import SafeCommandPalette
 from gputui.tui.screens.dashboard import DashboardScreen
 from gputui.tui.screens.findings import FindingsScreen
 from gputui.tui.screens.summary import SummaryScreen
-from gputui.tui.sessions import SessionFactory, SessionSupervisor, SessionTicket
 from gputui.tui.settings import load_settings, save_setting
 from gputui.tui.settings import settings_path as default_settings_path
+from gputui.tui.supervisor import SessionFactory, SessionSupervisor, SessionTicket
 from gputui.tui.themes import DEFAULT_THEME, AnsiMutedDim, load_themes
 from gputui.tui.widgets.base import StateView
 from gputui.tui.widgets.gpu import GpuGrid

@@ -17,7 +17,7 @@ from textual.message import Message
 from gputui import events as ev
 from gputui.events import Event, Observer
 from gputui.model import Sample, Throughput
-from gputui.tui.sessions import SessionTicket
+from gputui.tui.supervisor import SessionTicket
 
 # One item: ("started",) | ("note", text) | ("recording", path) | ("kept", path) | ("header", dict) | ("sample", Sample) | ("event", Event, median) |
 # ("summary", dict) | ("ended", error text or None)

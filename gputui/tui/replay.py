@@ -32,9 +32,9 @@ from gputui.summary import SummaryBuilder
 from gputui.tui import state as st
 from gputui.tui.app import REFRESH_S, DashboardApp, app_themes
 from gputui.tui.bridge import SessionBridge
-from gputui.tui.sessions import SessionTicket
 from gputui.tui.settings import settings_path as default_settings_path
 from gputui.tui.state import ReplayStatus, speed_label
+from gputui.tui.supervisor import SessionTicket
 
 TICK_S = 0.1  # how often playing moves on
 MAX_ITEMS_PER_TICK = 500  # "as fast as possible": this much of the recording per tick

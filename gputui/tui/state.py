@@ -24,7 +24,7 @@ from gputui.outcome import Outcome
 from gputui.presets import Preset, Reference
 from gputui.protocol import WARMUP
 from gputui.tui.charts import Bin
-from gputui.tui.sessions import SessionTicket
+from gputui.tui.supervisor import SessionTicket
 
 if TYPE_CHECKING:
     from gputui.history import KeptRun

@@ -18,7 +18,7 @@ class LaunchBound(Rule):
     def observe(self, ctx, gpu):
         if gpu.util_gpu is None:
             return None, {}
-        s = ctx.s
+        s = ctx.settings
         obs = {"util": gpu.util_gpu, "sm": gpu.sm_active, "occ": gpu.sm_occupancy, "tensor": gpu.tensor_active}
         if gpu.sm_active is not None:
             level = 2 if gpu.util_gpu >= s.busy_util_pct and gpu.sm_active < s.launch_sm_active_pct else 0
@@ -28,7 +28,7 @@ class LaunchBound(Rule):
     def _without_gpm(self, ctx, gpu, obs):
         """No SM activity: "busy" by utilization but drawing little power, and (where
         this preset's ceiling here is known) well below it."""
-        s = ctx.s
+        s = ctx.settings
         if "input_bound" in ctx.open_kinds:
             return None, {}  # waiting for data explains it: the input-bound finding says so
         busy = read_busy(ctx, [gpu], sm_below=s.launch_sm_active_pct, util_below=0.0)
@@ -90,7 +90,7 @@ class LaunchBound(Rule):
 def price_of(ctx) -> float | None:
     """USD per hour of this machine: ``--price`` or the ``price_per_hour`` setting, else
     a ``price_per_hour`` the run's preset itself carries."""
-    price = ctx.s.price_per_hour or ctx.setting("price_per_hour")
+    price = ctx.settings.price_per_hour or ctx.setting("price_per_hour")
     return float(price) if isinstance(price, (int, float)) and not isinstance(price, bool) and price > 0 else None
 
 
@@ -105,7 +105,7 @@ class Idle(Rule):
     scope = "run"
 
     def observe(self, ctx, gpu):
-        s, d = ctx.s, ctx.d
+        s, d = ctx.settings, ctx.derived
         if not d.procs or d.run_cpu is None:
             return None, {}
         util = None

@@ -15,7 +15,7 @@ class Thermal(Rule):
         if reasons is None and gpu.temp_c is None:
             return None, {}
         throttled = bool(reasons) and any(r in THERMAL_REASONS for r in reasons)
-        hot = gpu.temp_c is not None and gpu.temp_c >= ctx.s.thermal_warn_c
+        hot = gpu.temp_c is not None and gpu.temp_c >= ctx.settings.thermal_warn_c
         level = 3 if throttled else 2 if hot else 0
         obs = {
             "temp": gpu.temp_c,
@@ -36,7 +36,7 @@ class Thermal(Rule):
                 "gpu": f.gpu,
                 "temp_max_c": rnd(tmax),
                 "temp_median_c": rnd(tmed),
-                "warn_c": ctx.s.thermal_warn_c,
+                "warn_c": ctx.settings.thermal_warn_c,
                 "slowdown_c": slowdown,
                 "shutdown_c": info.temp_shutdown_c if info else None,
                 "margin_to_slowdown_c": rnd(slowdown - tmax) if slowdown is not None and tmax is not None else None,
@@ -55,7 +55,7 @@ class Thermal(Rule):
             if evidence.get("throughput_drop_pct") is not None:
                 title += f", throughput {evidence['throughput_drop_pct']:.0f}% lower"
         else:
-            title = f"{name} hot: up to {tmax:.0f} °C (warning at {ctx.s.thermal_warn_c:.0f} °C{own})"
+            title = f"{name} hot: up to {tmax:.0f} °C (warning at {ctx.settings.thermal_warn_c:.0f} °C{own})"
         advice = []
         if f.level >= 3:
             advice.append("The GPU confirms it is slowing itself down for heat (SwThermalSlowdown / HwThermalSlowdown): the clock drop is lost speed.")
@@ -80,7 +80,7 @@ class PowerCap(Rule):
         reasons = gpu.throttle_reasons
         if reasons is None:
             return None, {}
-        s = ctx.s
+        s = ctx.settings
         info = ctx.gpu_info.get(gpu.index)
         limit = gpu.power_limit_w or (info.power_limit_w if info else None)
         top = info.sm_clock_max_mhz if info else None

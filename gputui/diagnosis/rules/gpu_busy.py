@@ -81,7 +81,7 @@ def read_busy(ctx: Context, gpus: list[GpuSample], *, sm_below: float, util_belo
         power_w=_top([g.power_w for g in gpus]),
         clock_pct=_top([_clock_pct(ctx, g) for g in gpus]),
     )
-    s = ctx.s
+    s = ctx.settings
     if busy.sm_active is not None:
         if busy.sm_active < sm_below:
             busy.signals.append(SM_ACTIVE)
@@ -113,8 +113,8 @@ def known_ceiling(ctx: Context) -> float | None:
     setting, else gputui's measured baseline for this preset on this GPU model
     (baselines.toml, e.g. ``resnet50_tuned`` for ``torch-resnet50-tuned``), else the
     highest of the preset's own references measured on this GPU model."""
-    if ctx.s.ceiling_samples_per_sec:
-        return ctx.s.ceiling_samples_per_sec
+    if ctx.settings.ceiling_samples_per_sec:
+        return ctx.settings.ceiling_samples_per_sec
     model = gpu_model(ctx)
     name = str(ctx.preset.get("name") or "")
     if model is None or not name:

@@ -45,7 +45,7 @@ class FailingHardware(Rule):
             seen.replays_first = gpu.pcie_replays
         seen.xids += gpu.xids or []
         ecc_new = gpu.ecc_uncorrected - seen.ecc_first if gpu.ecc_uncorrected is not None and seen.ecc_first is not None else None
-        replay_rate = self._replay_rate(seen, ctx.t, gpu.pcie_replays)
+        replay_rate = self._replay_rate(seen, ctx.now, gpu.pcie_replays)
         replays_new = gpu.pcie_replays - seen.replays_first if gpu.pcie_replays is not None and seen.replays_first is not None else None
         known = (gpu.ecc_uncorrected, gpu.remap_pending, gpu.pcie_replays, gpu.xids)
         if not seen.failing and all(v is None for v in known):
@@ -55,7 +55,7 @@ class FailingHardware(Rule):
             or (ecc_new and ecc_new > 0)
             or gpu.remap_pending
             or gpu.remap_failure
-            or (replay_rate is not None and replay_rate > ctx.s.pcie_replays_per_min)
+            or (replay_rate is not None and replay_rate > ctx.settings.pcie_replays_per_min)
         )
         return (3 if seen.failing else 0), {
             "xid_count": float(len(seen.xids)),
@@ -87,7 +87,7 @@ class FailingHardware(Rule):
         failure = max(f.series("remap_failure"), default=0.0) > 0
         replays_new = max(f.series("replays_new"), default=None)
         replay_rate = max(f.series("replay_rate"), default=None)
-        too_many_replays = replay_rate is not None and replay_rate > ctx.s.pcie_replays_per_min
+        too_many_replays = replay_rate is not None and replay_rate > ctx.settings.pcie_replays_per_min
         evidence = _clean(
             {
                 "gpu": f.gpu,
@@ -99,7 +99,7 @@ class FailingHardware(Rule):
                 "row_remap_failure": 1 if failure else None,
                 "pcie_replays_new": int(replays_new) if replays_new and too_many_replays else None,
                 "pcie_replays_per_min_max": rnd(replay_rate) if too_many_replays else None,
-                "pcie_replays_per_min_limit": ctx.s.pcie_replays_per_min if too_many_replays else None,
+                "pcie_replays_per_min_limit": ctx.settings.pcie_replays_per_min if too_many_replays else None,
             }
         )
         what = []

@@ -32,7 +32,7 @@ class Headroom(Rule):
         return Hold(s.headroom_open_after_s, s.close_after_s, s.hold_share, s.clear_share)
 
     def observe(self, ctx, gpu):
-        d, s = ctx.d, ctx.s
+        d, s = ctx.derived, ctx.settings
         if not ctx.run_uses_gpu or not d.run_gpus:
             return None, {}
         if "input_bound" in ctx.open_kinds:

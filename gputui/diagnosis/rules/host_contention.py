@@ -18,7 +18,7 @@ class HostContention(Rule):
         host = ctx.host
         if host is None:
             return None, {}
-        s = ctx.s
+        s = ctx.settings
         throttling = ctx.throttling()
         steal = host.steal_pct
         if throttling is None and steal is None:
@@ -32,8 +32,8 @@ class HostContention(Rule):
             "throttled": float(throttled),
             "steal": steal,
             "stolen": float(stolen),
-            "workers": float(len(ctx.d.workers)),
-            "run_cpu": ctx.d.run_cpu,
+            "workers": float(len(ctx.derived.workers)),
+            "run_cpu": ctx.derived.run_cpu,
         }
 
     def describe(self, f, ctx):

@@ -12,10 +12,10 @@ class InputBound(Rule):
     scope = "run"
 
     def observe(self, ctx, gpu):
-        s = ctx.s
+        s = ctx.settings
         if ctx.setting("pipeline") == "synthetic" or not ctx.run_uses_gpu:
             return None, {}  # the data lives on the GPU (or no GPU is used): nothing to wait for
-        d = ctx.d
+        d = ctx.derived
         gpus = d.run_gpus
         if not gpus or not d.procs:
             return None, {}

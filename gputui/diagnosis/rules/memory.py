@@ -15,7 +15,7 @@ class VramFull(Rule):
         if gpu.memory_used is None or not total:
             return None, {}
         pct = 100.0 * gpu.memory_used / total
-        full = pct >= ctx.s.vram_full_pct
+        full = pct >= ctx.settings.vram_full_pct
         level = (1 if ctx.framework == "tf" else 2) if full else 0
         return level, {
             "used_pct": pct,
@@ -34,7 +34,7 @@ class VramFull(Rule):
                 "memory_used_max": int(used) if used is not None else None,
                 "memory_total": int(total) if total is not None else None,
                 "used_pct_max": rnd(max(f.series("used_pct"), default=None)),
-                "threshold_pct": ctx.s.vram_full_pct,
+                "threshold_pct": ctx.settings.vram_full_pct,
                 "gpu_processes": int(procs) if procs is not None else None,
                 "duration_s": rnd(f.until - f.since),
             }
@@ -64,7 +64,7 @@ class HostMemory(Rule):
         host = ctx.host
         if host is None or not host.memory_total or host.memory_available is None:
             return None, {}
-        s = ctx.s
+        s = ctx.settings
         used = 100.0 * (1 - host.memory_available / host.memory_total)
         growth = ctx.swap_growth()
         swapping = growth is not None and growth >= s.swap_growth_mib * MIB
@@ -76,7 +76,7 @@ class HostMemory(Rule):
             "swap_used": host.swap_used,
             "swap_growth": growth,
             "swapping": float(swapping),
-            "run_rss": ctx.d.run_rss,
+            "run_rss": ctx.derived.run_rss,
         }
 
     def describe(self, f, ctx):

@@ -20,7 +20,7 @@ class PcieLink(Rule):
 
     def observe(self, ctx, gpu):
         info = ctx.gpu_info.get(gpu.index)
-        if info is None or gpu.util_gpu is None or gpu.util_gpu < ctx.s.pcie_busy_util_pct:
+        if info is None or gpu.util_gpu is None or gpu.util_gpu < ctx.settings.pcie_busy_util_pct:
             return None, {}  # GPUs lower the link at idle to save power: judge it only under load
         gen_low = gpu.pcie_gen is not None and info.pcie_max_gen is not None and gpu.pcie_gen < info.pcie_max_gen
         width_low = gpu.pcie_width is not None and info.pcie_max_width is not None and gpu.pcie_width < info.pcie_max_width
@@ -62,7 +62,7 @@ class PcieTraffic(Rule):
     def observe(self, ctx, gpu):
         if gpu.pcie_rx_bps is None:
             return None, {}
-        s = ctx.s
+        s = ctx.settings
         info = ctx.gpu_info.get(gpu.index)
         gen = gpu.pcie_gen or (info.pcie_max_gen if info else None)
         width = gpu.pcie_width or (info.pcie_max_width if info else None)

@@ -12,7 +12,7 @@ from gputui.events import Event
 from gputui.model import GpuSample, HostSample
 from gputui.record import Recording, read_recording
 
-TRACES = Path(__file__).parent / "data" / "traces"
+TRACES = Path(__file__).parents[1] / "data" / "traces"
 GPM_FIELDS = ("sm_active", "sm_occupancy", "tensor_active", "dram_active", "pcie_tx_bps", "pcie_rx_bps")
 
 

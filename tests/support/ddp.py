@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from gputui import events as ev
 from gputui.session import SessionConfig
-from tests.fake_nvml import FakeGpu, FakeNvml
-from tests.test_tui_support import ScriptedSession, demo_gpus
+from tests.support.fake_nvml import FakeGpu, FakeNvml
+from tests.support.tui import ScriptedSession, demo_gpus
 
 SLOW_SHARE = 0.8  # the slow rank's share of an even split
 

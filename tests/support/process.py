@@ -10,17 +10,16 @@ from pathlib import Path
 
 import psutil
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.support.isolation import user_folders
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def gputui_env(tmp_path: Path) -> dict[str, str]:
     """An environment where only the built-in presets (and ones a test passes) exist,
-    and runs are kept under tmp_path."""
-    env = dict(os.environ)
-    env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
-    env["XDG_STATE_HOME"] = str(tmp_path / "state")  # the run history stays in the test's folder
-    env.pop("GPUTUI_NO_HISTORY", None)
-    env.pop("GPUTUI_HISTORY_MAX_MB", None)
+    and runs are kept under tmp_path: the test's own (tests/conftest.py), spelled out
+    so that a fixture of a wider scope gets the same."""
+    env = {**os.environ, **user_folders(tmp_path)}
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     return env
 

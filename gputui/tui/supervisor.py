@@ -92,12 +92,6 @@ class SessionSupervisor:
         with self._lock:
             return self._current[0] if self._current else None
 
-    @property
-    def busy(self) -> bool:
-        """A run is going or about to start."""
-        with self._lock:
-            return self._pending is not None or bool(self._current and self._current[0].is_run)
-
     def start_run(self, preset: Preset) -> SessionTicket | None:
         """Queue a run of ``preset``, ending the watch session; None when a run is
         already going (stop it first) or the dashboard is closing."""

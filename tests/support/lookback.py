@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from gputui.check.model import CheckResult
-from tests.helpers import REPO
+from tests.support.process import REPO
 
 RECORDINGS = REPO / "docs" / "recordings"
 TRACES = REPO / "tests" / "data" / "traces"

@@ -2,7 +2,7 @@
 
 :class:`ScriptedSession` stands in for :class:`gputui.session.Session` where the
 output must not depend on timing (snapshots): it emits a fixed script, with GPU
-samples from the real GpuTelemetry reading tests/fake_nvml.py, a fixed host sample
+samples from the real GpuTelemetry reading tests/support/fake_nvml.py, a fixed host sample
 and fixed times, then waits to be stopped, as a live run would.
 """
 
@@ -21,7 +21,7 @@ from gputui.presets import Preset, Reference
 from gputui.session import SessionConfig
 from gputui.summary import SummaryBuilder
 from gputui.telemetry.gpu import GpuTelemetry
-from tests.fake_nvml import SM_UTIL, FakeGpu, FakeNvml
+from tests.support.fake_nvml import SM_UTIL, FakeGpu, FakeNvml
 
 GIB = 1024**3
 MIB = 1024**2
