@@ -145,7 +145,7 @@ def rank_rows(tp: dict[str, Any]) -> list[tuple[str, str]]:
     if scaling and scaling.get("efficiency") is not None:
         rows.append(
             (
-                f"scaling on {tp.get('world_size')} GPUs",
+                f"scaling on {tp.get('world_size')} GPU{'' if tp.get('world_size') == 1 else 's'}",
                 f"{scaling['efficiency']:.0%} of {tp.get('world_size')}× {fmt.rate(scaling.get('baseline_samples_per_sec'))}"
                 f" samples/s on one ({fmt.printable(scaling.get('baseline_source'))})",
             )

@@ -229,3 +229,11 @@ def test_the_one_gpu_twin_keeps_the_first_pinned_gpu(tmp_path):
 
     twin = one_gpu_twin(preset(tmp_path, 'framework = "torch"\nmodel = "resnet50"\ndata_parallel = 2\ngpus = [2, 3]'))
     assert twin.data_parallel is None and twin.gpus == "2" and "torch.distributed.run" not in twin.argv()
+
+
+def test_the_summary_row_says_gpu_in_the_singular_for_one_rank():
+    from gputui.progress import rank_rows
+
+    one = rank_rows({"world_size": 1, "ranks": [], "scaling": {"efficiency": 0.9, "baseline_samples_per_sec": 6617.0, "baseline_source": "b.jsonl"}})
+    two = rank_rows({"world_size": 2, "ranks": [], "scaling": {"efficiency": 0.9, "baseline_samples_per_sec": 6617.0, "baseline_source": "b.jsonl"}})
+    assert one[-1][0] == "scaling on 1 GPU" and two[-1][0] == "scaling on 2 GPUs"
