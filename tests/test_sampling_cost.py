@@ -304,3 +304,20 @@ def test_the_progress_line_comes_once_a_second_and_keeps_the_last_cpu_reading():
     lines = stream.getvalue().splitlines()
     assert len(lines) == 3, lines  # t = 0, 1.0, 2.0
     assert all("CPU 42%" in line for line in lines)
+
+
+def test_the_slow_gpu_fields_are_read_once_a_second_and_repeated_between():
+    fake, clock = FakeNvml(), Clock()
+    telemetry = opened(fake, clock)
+    fake.calls.clear()  # opening reads some of them for the header
+    got = []
+    for tick in range(15):  # 1.5 s at 10 Hz
+        clock.now = tick * 0.1
+        got.append(telemetry.sample()[0])
+    assert fake.calls["nvmlDeviceGetEnforcedPowerLimit"] == 2  # at 0 s and at 1.0 s
+    assert fake.calls["nvmlDeviceGetComputeRunningProcesses"] == 2
+    assert fake.calls["nvmlDeviceGetPowerUsage"] == 15  # what moves is still read every tick
+    assert all(s.power_limit_w == got[0].power_limit_w is not None for s in got)
+    assert all(s.processes == got[0].processes for s in got)
+    telemetry.sample(exact=True)  # a window's end reads them at once
+    assert fake.calls["nvmlDeviceGetEnforcedPowerLimit"] == 3

@@ -568,6 +568,8 @@ def test_fuzz_protocol_rates_are_consistent(payload):
 )
 def test_fuzz_mutated_real_lines(line, mutations, hint):
     for kind, position, text in mutations:
+        if len(line) > 100_000:  # "number" twice with 400 nines grows a line 160,000-fold (gigabytes):
+            break  # huge lines have their own test above
         at = position % (len(line) + 1)
         if kind == "insert":
             line = line[:at] + text + line[at:]

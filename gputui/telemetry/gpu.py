@@ -55,6 +55,10 @@ def gpm_wanted(setting: bool = True) -> bool:
 
 
 PCIE_LINK_TTL_S = 5.0  # link gen/width change only with power state: no need per tick
+# The enforced power limit, the memory clock and the list of compute processes change
+# rarely (an admin, a process starting): read once a second and repeated between, they
+# take a third of a 10 Hz tick's NVML calls off it.
+SLOW_FIELDS_TTL_S = 1.0
 # Cumulative counters (energy, time in each clock-event reason, ECC errors, row remaps,
 # PCIe replays) are read this often and
 # whenever a caller asks for an exact reading (a phase change, the run's end): a
@@ -129,6 +133,8 @@ class _Gpu:
     gpm_have_previous: bool = False
     preferred: dict[str, int] = field(default_factory=dict)  # which fallback answered
     counters_read_at: float | None = None
+    slow: tuple[float | None, int | None, list[GpuProcess] | None] = (None, None, None)  # power limit, memory clock, processes
+    slow_read_at: float | None = None
     # The GPM request and its metric names, built once: ctypes set-up is a good part
     # of a 10 Hz tick.  None until the first pair of samples.
     gpm_request: Any = None
@@ -327,9 +333,9 @@ class GpuTelemetry:
         temp = self._first(gpu, "temp", [("nvmlDeviceGetTemperatureV", sensor), ("nvmlDeviceGetTemperature", sensor)])
         s.temp_c = None if temp is None else float(temp)
         s.power_w = _watts(call("nvmlDeviceGetPowerUsage", h))
-        s.power_limit_w = _watts(call("nvmlDeviceGetEnforcedPowerLimit", h))
         s.sm_clock_mhz = call("nvmlDeviceGetClockInfo", h, nvml.const("NVML_CLOCK_SM", 1))
-        s.mem_clock_mhz = call("nvmlDeviceGetClockInfo", h, nvml.const("NVML_CLOCK_MEM", 2))
+        s.power_limit_w, s.mem_clock_mhz, processes = self._slow_fields(gpu, exact)
+        s.processes = None if processes is None else list(processes)
         # "ClocksEvent" is the current name; "ClocksThrottle" the one older drivers know.
         mask = self._first(gpu, "throttle", [("nvmlDeviceGetCurrentClocksEventReasons",), ("nvmlDeviceGetCurrentClocksThrottleReasons",)])
         if mask is not None:
@@ -337,9 +343,6 @@ class GpuTelemetry:
         pstate = call("nvmlDeviceGetPerformanceState", h)
         s.pstate = None if pstate is None or pstate == nvml.const("NVML_PSTATE_UNKNOWN", 32) else pstate
         s.pcie_gen, s.pcie_width = self._pcie_link(gpu)
-        procs = call("nvmlDeviceGetComputeRunningProcesses", h)
-        if procs is not None:
-            s.processes = [GpuProcess(pid=p.pid, used_memory=getattr(p, "usedGpuMemory", None)) for p in procs]
         for name, value in self._gpm(gpu).items():
             setattr(s, name, value)
         now = self._clock()
@@ -374,6 +377,19 @@ class GpuTelemetry:
                 gpu.preferred[key] = i
                 return value
         return None
+
+    def _slow_fields(self, gpu: _Gpu, exact: bool) -> tuple[float | None, int | None, list[GpuProcess] | None]:
+        now = self._clock()
+        if exact or gpu.slow_read_at is None or now - gpu.slow_read_at >= SLOW_FIELDS_TTL_S:
+            nvml, h = self._nvml, gpu.handle
+            procs = nvml.call("nvmlDeviceGetComputeRunningProcesses", h)
+            gpu.slow = (
+                _watts(nvml.call("nvmlDeviceGetEnforcedPowerLimit", h)),
+                nvml.call("nvmlDeviceGetClockInfo", h, nvml.const("NVML_CLOCK_MEM", 2)),
+                None if procs is None else [GpuProcess(pid=p.pid, used_memory=getattr(p, "usedGpuMemory", None)) for p in procs],
+            )
+            gpu.slow_read_at = now
+        return gpu.slow
 
     def _pcie_link(self, gpu: _Gpu) -> tuple[int | None, int | None]:
         now = self._clock()
