@@ -10,6 +10,7 @@ from gputui import events as ev
 from gputui.events import make_event
 from gputui.model import GpuSample
 from gputui.tui.app import make_app
+from gputui.tui.news import EventArrived, HeaderArrived
 from gputui.tui.state import DashboardState
 from gputui.tui.supervisor import SessionTicket
 from gputui.tui.widgets.gpu import GpuPanel, GpuRows
@@ -176,13 +177,13 @@ def test_ranks_map_to_the_gpus_in_the_headers_order_the_pinned_order():
     ticket = SessionTicket(serial=1, preset=demo_preset(), run=1)
     state.session_started(ticket)
     header = {"gpus": [{"index": 2, "name": "H200"}, {"index": 0, "name": "H200"}], "baseline": {"samples_per_sec": 100.0, "source": "x"}}
-    state.apply(ticket, [("header", header)])
+    state.apply(ticket, [HeaderArrived(header)])
     for rank, rate in ((0, 90.0), (1, 60.0)):
-        state.apply(ticket, [("event", make_event(1.0, ev.RANK_THROUGHPUT, {"rank": rank, "ranks": 2, "samples_per_sec": rate, "source": "gputui"}), None)])
-    state.apply(ticket, [("event", make_event(1.0, ev.THROUGHPUT, {"samples_per_sec": 150.0, "source": "gputui"}), None)])
+        state.apply(ticket, [EventArrived(make_event(1.0, ev.RANK_THROUGHPUT, {"rank": rank, "ranks": 2, "samples_per_sec": rate, "source": "gputui"}))])
+    state.apply(ticket, [EventArrived(make_event(1.0, ev.THROUGHPUT, {"samples_per_sec": 150.0, "source": "gputui"}))])
     assert state.rank_of_gpu() == {2: 0, 0: 1}  # gpus = "2,0": rank 0 drives GPU2
     assert state.scaling_efficiency() == 0.75  # 150 / (2 × 100)
-    state.apply(ticket, [("event", make_event(2.0, ev.FINDING, straggler_finding(1)), None)])
+    state.apply(ticket, [EventArrived(make_event(2.0, ev.FINDING, straggler_finding(1)))])
     assert state.straggler_gpus() == {0}
 
 

@@ -13,6 +13,7 @@ from gputui import events as ev
 from gputui.events import make_event
 from gputui.model import Sample
 from gputui.tui.app import make_app
+from gputui.tui.news import EventArrived, SampleArrived
 from gputui.tui.screens.findings import FindingsScreen
 from gputui.tui.screens.summary import SummaryScreen
 from tests.support.tui import (
@@ -59,14 +60,14 @@ def test_panel_updates_under_an_open_view_send_nothing_until_it_closes(tmp_path,
             sent = 0
             for i in range(12):  # what the redraw timer does while the run goes on
                 t = 40.0 + i
-                state.apply(run.ticket, [("event", make_event(t, ev.OUTPUT, {"stream": "stdout", "text": f"line #{i}"}), None)])
+                state.apply(run.ticket, [EventArrived(make_event(t, ev.OUTPUT, {"stream": "stdout", "text": f"line #{i}"}))])
                 state.apply(
                     run.ticket,
-                    [("event", make_event(t, ev.THROUGHPUT, {"samples_per_sec": 2700.0 + 50 * i, "source": "gputui", "phase": "measure"}), 2800.0 + i)],
+                    [EventArrived(make_event(t, ev.THROUGHPUT, {"samples_per_sec": 2700.0 + 50 * i, "source": "gputui", "phase": "measure"}), 2800.0 + i)],
                 )
                 gpus = [dataclasses.replace(g.latest, util_gpu=40.0 + i, power_w=300.0 + 9 * i) for _, g in sorted(state.gpus.items())]
                 host = dataclasses.replace(fixed_host(True), cpu_percent=float(10 + 5 * i))
-                state.apply(run.ticket, [("sample", Sample(t=t, gpus=gpus, host=host))])
+                state.apply(run.ticket, [SampleArrived(Sample(t=t, gpus=gpus, host=host))])
                 app.refresh_dashboard()
                 await pilot.pause()
                 sent += sum(len(data) for _, data in recorder.take())

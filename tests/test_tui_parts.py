@@ -17,6 +17,7 @@ from gputui.presets import Preset, Reference
 from gputui.session import SessionConfig
 from gputui.tui import charts
 from gputui.tui.bridge import SessionBridge, SessionNews
+from gputui.tui.news import EventArrived, HeaderArrived, RunStarted, SampleArrived, SessionEnded, SummaryArrived
 from gputui.tui.settings import DashboardSettings, load_settings, save_setting
 from gputui.tui.state import DashboardState, ThroughputSeries, pick_reference
 from gputui.tui.supervisor import SessionSupervisor, SessionTicket
@@ -93,16 +94,16 @@ def test_reference_matches_this_gpu_and_a10_is_not_a100():
 def test_state_folds_a_run_and_reports_its_end():
     state = DashboardState()
     ticket = SessionTicket(serial=1, run=1, preset=_preset())
-    state.apply(ticket, [("started",), ("header", {"gpus": [{"index": 0, "name": "NVIDIA H200", "gpm_supported": True}]})])
+    state.apply(ticket, [RunStarted(), HeaderArrived({"gpus": [{"index": 0, "name": "NVIDIA H200", "gpm_supported": True}]})])
     state.apply(
         ticket,
         [
-            ("sample", Sample(t=1.0, gpus=[GpuSample(index=0, util_gpu=100.0, sm_active=40.0)])),
-            ("event", make_event(1.0, ev.PHASE, {"phase": "warmup"}), None),
-            ("event", make_event(1.5, ev.THROUGHPUT, {"samples_per_sec": 10.0, "source": "gputui", "phase": "warmup"}), None),
-            ("event", make_event(2.0, ev.THROUGHPUT, {"samples_per_sec": 20.0, "source": "gputui", "phase": "measure"}), 20.0),
-            ("event", make_event(2.1, ev.OUTPUT, {"stream": "stderr", "text": "hello"}), None),
-            ("event", make_event(2.2, ev.FINDING, {"id": "a", "kind": "thermal", "state": "open", "severity": "warning", "title": "T"}), None),
+            SampleArrived(Sample(t=1.0, gpus=[GpuSample(index=0, util_gpu=100.0, sm_active=40.0)])),
+            EventArrived(make_event(1.0, ev.PHASE, {"phase": "warmup"})),
+            EventArrived(make_event(1.5, ev.THROUGHPUT, {"samples_per_sec": 10.0, "source": "gputui", "phase": "warmup"})),
+            EventArrived(make_event(2.0, ev.THROUGHPUT, {"samples_per_sec": 20.0, "source": "gputui", "phase": "measure"}), 20.0),
+            EventArrived(make_event(2.1, ev.OUTPUT, {"stream": "stderr", "text": "hello"})),
+            EventArrived(make_event(2.2, ev.FINDING, {"id": "a", "kind": "thermal", "state": "open", "severity": "warning", "title": "T"})),
         ],
     )
     run = state.run
@@ -113,9 +114,9 @@ def test_state_folds_a_run_and_reports_its_end():
     ended = state.apply(
         ticket,
         [
-            ("event", make_event(3.0, ev.OUTCOME, {"kind": "exited", "ok": True, "exit_code": 0}), None),
-            ("summary", {"throughput": {"median": 19.0}}),
-            ("ended", None),
+            EventArrived(make_event(3.0, ev.OUTCOME, {"kind": "exited", "ok": True, "exit_code": 0})),
+            SummaryArrived({"throughput": {"median": 19.0}}),
+            SessionEnded(),
         ],
     )
     assert ended == [run] and run.outcome_word == "ok" and run.result == 19.0
@@ -274,9 +275,9 @@ def test_bridge_posts_one_message_until_the_app_takes_the_items():
     bridge.on_sample(Sample(t=0.0))
     assert len(posted) == 1 and isinstance(posted[0], SessionNews)
     items = bridge.take()
-    assert [i[0] for i in items] == ["event", "sample"] and items[0][2] == 42.0
+    assert [type(i) for i in items] == [EventArrived, SampleArrived] and items[0].running_median == 42.0
     bridge.ended(None)
-    assert len(posted) == 2 and bridge.take() == [("ended", None)]
+    assert len(posted) == 2 and bridge.take() == [SessionEnded()]
 
 
 def test_bridge_survives_an_app_that_has_closed():

@@ -29,6 +29,7 @@ from gputui.events import make_event
 from gputui.model import Sample
 from gputui.tui.app import make_app
 from gputui.tui.compositor import SUPPORTED, CroppedChopsUpdate, CroppingCompositor
+from gputui.tui.news import EventArrived, SampleArrived
 from gputui.tui.widgets.base import cells_of, changed_regions
 from tests.support.tui import demo_preset, fixed_host, run_async, scripted_factory, shown, wait_until
 
@@ -179,7 +180,7 @@ def test_every_partial_update_leaves_the_screen_as_composed(tmp_path):
 
             # One line of output under the last: about its text goes out, not the pane's width.
             line = "step 50: 1401234.5 samples/sec"
-            state.apply(ticket, [("event", make_event(29.0, ev.OUTPUT, {"stream": "stdout", "text": line}), None)])
+            state.apply(ticket, [EventArrived(make_event(29.0, ev.OUTPUT, {"stream": "stdout", "text": line}))])
             app.refresh_dashboard(force=True)
             await pilot.pause()
             sent = "".join(data for kind, data in recorder.take())
@@ -192,17 +193,15 @@ def test_every_partial_update_leaves_the_screen_as_composed(tmp_path):
                 t = 30.0 + i
                 state.apply(
                     ticket,
-                    [
-                        (
-                            "event",
-                            make_event(t, ev.OUTPUT, {"stream": "stderr" if i % 7 == 3 else "stdout", "text": lines[i % len(lines)] + f" #{i}"}),
-                            None,
-                        )
-                    ],
+                    [EventArrived(make_event(t, ev.OUTPUT, {"stream": "stderr" if i % 7 == 3 else "stdout", "text": lines[i % len(lines)] + f" #{i}"}))],
                 )
                 state.apply(
                     ticket,
-                    [("event", make_event(t, ev.THROUGHPUT, {"samples_per_sec": 2700.0 + 90 * (i % 5), "source": "gputui", "phase": "measure"}), 2800.0 + i)],
+                    [
+                        EventArrived(
+                            make_event(t, ev.THROUGHPUT, {"samples_per_sec": 2700.0 + 90 * (i % 5), "source": "gputui", "phase": "measure"}), 2800.0 + i
+                        )
+                    ],
                 )
                 if i % 3 == 0:
                     gpus = [
@@ -212,7 +211,7 @@ def test_every_partial_update_leaves_the_screen_as_composed(tmp_path):
                         for n, g in sorted(state.gpus.items())
                     ]
                     host = dataclasses.replace(fixed_host(True), cpu_percent=float(10 + 9 * (i % 10)))
-                    state.apply(ticket, [("sample", Sample(t=t, gpus=gpus, host=host))])
+                    state.apply(ticket, [SampleArrived(Sample(t=t, gpus=gpus, host=host))])
                 app.refresh_dashboard(force=i % 4 == 0)
                 await pilot.pause()
                 writes = recorder.take()

@@ -17,15 +17,23 @@ from textual.message import Message
 from gputui import events as ev
 from gputui.events import Event, Observer
 from gputui.model import Sample, Throughput
+from gputui.tui.news import (
+    EventArrived,
+    HeaderArrived,
+    News,
+    Note,
+    RecordingStarted,
+    RunKept,
+    RunStarted,
+    SampleArrived,
+    SessionEnded,
+    SummaryArrived,
+)
 from gputui.tui.supervisor import SessionTicket
-
-# One item: ("started",) | ("note", text) | ("recording", path) | ("kept", path) | ("header", dict) | ("sample", Sample) | ("event", Event, median) |
-# ("summary", dict) | ("ended", error text or None)
-Item = tuple[Any, ...]
 
 
 class SessionNews(Message):
-    """Something happened in a session: call ``bridge.take()`` for the items."""
+    """Something happened in a session: call ``bridge.take()`` for the news."""
 
     def __init__(self, bridge: SessionBridge) -> None:
         super().__init__()
@@ -43,14 +51,14 @@ class SessionBridge(Observer):
         self._post = post
         self._running_median = running_median
         self._lock = threading.Lock()
-        self._items: list[Item] = []
+        self._items: list[News] = []
 
-    def take(self) -> list[Item]:
+    def take(self) -> list[News]:
         with self._lock:
             items, self._items = self._items, []
         return items
 
-    def _put(self, item: Item) -> None:
+    def _put(self, item: News) -> None:
         with self._lock:
             self._items.append(item)
             first = len(self._items) == 1
@@ -62,34 +70,34 @@ class SessionBridge(Observer):
 
     # -- From the supervisor's thread -------------------------------------------------
     def started(self) -> None:
-        self._put(("started",))
+        self._put(RunStarted())
 
     def note(self, text: str) -> None:
-        self._put(("note", text))
+        self._put(Note(text))
 
     def recording(self, path: str) -> None:
-        self._put(("recording", path))
+        self._put(RecordingStarted(path))
 
     def kept(self, path: str) -> None:
         """The run's copy in the run history."""
-        self._put(("kept", path))
+        self._put(RunKept(path))
 
     # -- Observer (called from the session's thread) ---------------------------------
     def on_header(self, header: dict[str, Any]) -> None:
-        self._put(("header", header))
+        self._put(HeaderArrived(header))
 
     def on_sample(self, sample: Sample) -> None:
-        self._put(("sample", sample))
+        self._put(SampleArrived(sample))
 
     def on_event(self, event: Event) -> None:
         # The summary builder has already seen this reading (the Session calls it
         # first), so its running median includes it.
         live_reading = event.kind == ev.THROUGHPUT and isinstance(event.payload, Throughput) and not event.payload.final
         median = self._running_median() if live_reading else None
-        self._put(("event", event, median))
+        self._put(EventArrived(event, median))
 
     def on_summary(self, summary: dict[str, Any]) -> None:
-        self._put(("summary", summary))
+        self._put(SummaryArrived(summary))
 
     def ended(self, error: BaseException | None) -> None:
-        self._put(("ended", None if error is None else f"{type(error).__name__}: {error}"))
+        self._put(SessionEnded(None if error is None else f"{type(error).__name__}: {error}"))

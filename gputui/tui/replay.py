@@ -4,11 +4,11 @@ live run.
 :class:`ReplayPlayer` plays the recorded header, samples and events into a
 :class:`~gputui.summary.SummaryBuilder` and a :class:`~gputui.tui.bridge.SessionBridge`
 in the order a Session calls its observers (the builder first, so the bridge's
-running median includes each reading), and folds the bridge's items into a
-:class:`~gputui.tui.state.DashboardState` with ``apply``, as the live app does with
-``SessionNews``.  Time is the recording's ``t``: playing moves a position forward
-(speed × wall time); seeking back starts the fold again from the top, since the state
-only ever moves forward.  Nothing here runs a command or opens NVML.
+running median includes each reading), and folds the bridge's news
+(:mod:`gputui.tui.news`) into a :class:`~gputui.tui.state.DashboardState` with
+``apply``, as the live app does with ``SessionNews``.  Time is the recording's ``t``:
+playing moves a position forward (speed × wall time); seeking back starts the fold
+again from the top, since the state only ever moves forward.  Nothing here runs a command or opens NVML.
 """
 
 from __future__ import annotations
@@ -69,11 +69,12 @@ class ReplayPlayer:
         self.recording = recording
         self.preset = preset_from_header(recording.header, recording.path)
         self.ticket = SessionTicket(serial=1, preset=self.preset)
-        samples: Iterator[tuple[tuple[float, int, int], str, Sample | Event]] = (((s.t, 0, i), "sample", s) for i, s in enumerate(recording.samples))
-        events: Iterator[tuple[tuple[float, int, int], str, Sample | Event]] = (((e.t, 1, i), "event", e) for i, e in enumerate(recording.events))
-        self.timeline = [(key[0], kind, item) for key, kind, item in heapq.merge(samples, events, key=lambda x: x[0])]
+        # By t; at one t a sample before an event, each in file order.
+        samples: Iterator[tuple[tuple[float, int, int], Sample | Event]] = (((s.t, 0, i), s) for i, s in enumerate(recording.samples))
+        events: Iterator[tuple[tuple[float, int, int], Sample | Event]] = (((e.t, 1, i), e) for i, e in enumerate(recording.events))
+        self.timeline = [(key[0], item) for key, item in heapq.merge(samples, events, key=lambda x: x[0])]
         self.start_t = 0.0
-        self.end_t = max([t for t, _, _ in self.timeline] + [0.0])
+        self.end_t = max([t for t, _ in self.timeline] + [0.0])
         self.speed = speed
         self.playing = True
         self.state = st.DashboardState()
@@ -157,7 +158,7 @@ class ReplayPlayer:
     def _feed(self, due: Callable[[float], bool], limit: int | None = None) -> int:
         fed = 0
         while self._next < len(self.timeline) and due(self.timeline[self._next][0]):
-            _, _, item = self.timeline[self._next]
+            _, item = self.timeline[self._next]
             for observer in self._observers:
                 observer.on_sample(item) if isinstance(item, Sample) else observer.on_event(item)
             self._next += 1

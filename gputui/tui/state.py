@@ -24,6 +24,18 @@ from gputui.outcome import Outcome
 from gputui.presets import Preset, Reference
 from gputui.protocol import WARMUP
 from gputui.tui.charts import Bin
+from gputui.tui.news import (
+    EventArrived,
+    HeaderArrived,
+    News,
+    Note,
+    RecordingStarted,
+    RunKept,
+    RunStarted,
+    SampleArrived,
+    SessionEnded,
+    SummaryArrived,
+)
 from gputui.tui.supervisor import SessionTicket
 
 if TYPE_CHECKING:
@@ -305,46 +317,46 @@ class DashboardState:
         self.log_count += 1
         self.touch(LOG)
 
-    def apply(self, ticket: SessionTicket, items: list[tuple[Any, ...]]) -> list[RunView]:
+    def apply(self, ticket: SessionTicket, items: list[News]) -> list[RunView]:
         """Fold a batch of news in; returns runs that ended in this batch."""
         run = self._run_for(ticket)
         ended: list[RunView] = []
         for item in items:
-            kind = item[0]
-            if kind == "sample":
-                self._sample(item[1])
-            elif kind == "started":
-                run = self.session_started(ticket)
-            elif kind == "note":
-                self.note(item[1])
-            elif kind == "kept" and run is not None:
-                run.kept_path = Path(item[1])
-            elif kind == "recording":
-                self.recording, self._recording_serial, self.recording_state = item[1], ticket.serial, "on"
-                self.touch(STATUS)
-            elif kind == "event":
-                self._event(ticket, run, item[1], item[2])
-            elif kind == "header":
-                self.header = item[1]
-                self._gpu_infos(item[1].get("gpus") or [])
-                self.touch(HEADER, GPUS)
-            elif kind == "summary" and run is not None:
-                run.summary = item[1]
-                self.touch(RUNS, THROUGHPUT)
-            elif kind == "ended":
-                if self.recording and ticket.serial == self._recording_serial:
-                    self.recording_state = "cut" if item[1] else "done"
-                    self._recording_serial = None
-                if self.session == ticket:
-                    self.session = None
+            match item:
+                case SampleArrived(sample):
+                    self._sample(sample)
+                case RunStarted():
+                    run = self.session_started(ticket)
+                case Note(text):
+                    self.note(text)
+                case RunKept(path) if run is not None:
+                    run.kept_path = Path(path)
+                case RecordingStarted(path):
+                    self.recording, self._recording_serial, self.recording_state = path, ticket.serial, "on"
                     self.touch(STATUS)
-                if item[1]:
-                    self.note(f"session failed: {item[1]}")
-                if run is not None and not run.ended:
-                    run.ended, run.error = True, item[1]
-                    self.note(f"── run {run.label}: {run.outcome_word} ──")
-                    self.touch(RUNS, THROUGHPUT, STATUS, FINDINGS)
-                    ended.append(run)
+                case EventArrived(event, running_median):
+                    self._event(ticket, run, event, running_median)
+                case HeaderArrived(header):
+                    self.header = header
+                    self._gpu_infos(header.get("gpus") or [])
+                    self.touch(HEADER, GPUS)
+                case SummaryArrived(summary) if run is not None:
+                    run.summary = summary
+                    self.touch(RUNS, THROUGHPUT)
+                case SessionEnded(error):
+                    if self.recording and ticket.serial == self._recording_serial:
+                        self.recording_state = "cut" if error else "done"
+                        self._recording_serial = None
+                    if self.session == ticket:
+                        self.session = None
+                        self.touch(STATUS)
+                    if error:
+                        self.note(f"session failed: {error}")
+                    if run is not None and not run.ended:
+                        run.ended, run.error = True, error
+                        self.note(f"── run {run.label}: {run.outcome_word} ──")
+                        self.touch(RUNS, THROUGHPUT, STATUS, FINDINGS)
+                        ended.append(run)
         return ended
 
     def recording_cut(self, ticket: SessionTicket, reason: str) -> None:
