@@ -6,12 +6,13 @@ goes, so a killed run still leaves its file.  A size cap (500 MB unless
 ``GPUTUI_HISTORY_MAX_MB`` says otherwise) prunes the oldest runs when a new one
 starts.  ``--no-history`` or ``GPUTUI_NO_HISTORY=1`` turns it off.  Listing reads
 only a file's first line (the header) and its last (the summary), so a long history
-lists fast.  No Textual here.
+lists fast (a ``.jsonl.gz`` copied in is decompressed as a stream to find its last line).  No Textual here.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import io
 import json
 import os
 import re
@@ -23,6 +24,7 @@ from typing import Any
 
 from gputui.errors import UserError
 from gputui.fmt import gpu_summary, short_gpu_name
+from gputui.gzip_lines import GzipChunks, is_gzip_path
 from gputui.record import Recorder, check_schema, is_live
 
 NO_HISTORY_ENV = "GPUTUI_NO_HISTORY"
@@ -156,15 +158,38 @@ def _last_line(handle, size: int) -> tuple[bytes | None, bool]:
         chunk *= 4
 
 
+def _gzip_ends(path: Path) -> tuple[bytes, bytes | None, bool]:
+    """(the first line, the last whole line, whether it ends with a newline) of a ``.gz``
+    recording.  It has no seekable end, so it is decompressed as a stream, keeping only
+    the first line and the tail from the last whole line on."""
+    head = tail = b""
+    with open(path, "rb") as handle:
+        for chunk in GzipChunks(path, handle):
+            if b"\n" not in head and len(head) < TAIL_CHUNK:
+                head += chunk
+            tail += chunk
+            end = tail.rfind(b"\n")
+            start = tail.rfind(b"\n", 0, end) if end > 0 else -1
+            if start >= 0:
+                tail = tail[start + 1 :]
+    last, whole = _last_line(io.BytesIO(tail), len(tail))
+    return head.split(b"\n", 1)[0], last, whole
+
+
 def read_kept_run(path: Path) -> KeptRun:
     """What ``gputui runs`` shows of one file: its header and last line only."""
     try:
         size = path.stat().st_size
-        with open(path, "rb") as handle:
-            first = handle.readline()
-            last, whole = _last_line(handle, size)
+        if is_gzip_path(path):
+            first, last, whole = _gzip_ends(path)
+        else:
+            with open(path, "rb") as handle:
+                first = handle.readline()
+                last, whole = _last_line(handle, size)
     except OSError as exc:
         return KeptRun(path=path, size=0, outcome="unreadable", problem=exc.strerror or str(exc))
+    except UserError as exc:  # named .gz, but not gzip
+        return KeptRun(path=path, size=size, outcome="unreadable", problem=str(exc))
     run = KeptRun(path=path, size=size)
     try:
         header = json.loads(first)
@@ -208,7 +233,7 @@ def read_kept_run(path: Path) -> KeptRun:
 def list_kept_runs(folder: Path) -> list[KeptRun]:
     """Every recording in ``folder``, newest first; an absent folder has none."""
     try:
-        paths = [p for p in folder.iterdir() if p.name.endswith(SUFFIX) and p.is_file()]
+        paths = [p for p in folder.iterdir() if p.name.endswith((SUFFIX, SUFFIX + ".gz")) and p.is_file()]
     except OSError:
         return []
     runs = [read_kept_run(p) for p in paths]

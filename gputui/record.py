@@ -3,7 +3,9 @@
 Line 1 is the header, then ``sample`` and ``event`` lines in time order, then one
 ``summary`` line.  Every line is flushed as it is written (and fsynced at most once a
 second), so a file cut by SIGKILL or a power loss reads back up to its last whole line,
-and the reader says it was cut.  The format is documented in docs/record-format.md.
+and the reader says it was cut.  A path ending in ``.gz`` is written gzip-compressed
+(gputui/gzip_lines.py), sync-flushed at the fsync cadence, and read back transparently.
+The format is documented in docs/record-format.md.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import IO, Any
 from gputui import events as ev
 from gputui.errors import UserError
 from gputui.events import Event, Observer
+from gputui.gzip_lines import GzipLineWriter, is_gzip_path, read_gzip
 from gputui.model import GpuInfo, HostInfo, Sample, Throughput, from_dict, to_dict
 from gputui.protocol import json_safe
 
@@ -77,7 +80,12 @@ class Recorder(Observer):
         self.on_error = on_error
         self.error: str | None = None
         try:
-            self._file: IO[str] = open(path, "w" if overwrite else "x", encoding="utf-8")
+            self._gzip: GzipLineWriter | None = None
+            if is_gzip_path(path):
+                self._gzip = GzipLineWriter(open(path, "wb" if overwrite else "xb"))
+                self._file: IO[str] | GzipLineWriter = self._gzip
+            else:
+                self._file = open(path, "w" if overwrite else "x", encoding="utf-8")
         except FileExistsError:
             raise UserError(exists_message(path)) from None
         except OSError as exc:
@@ -103,6 +111,11 @@ class Recorder(Observer):
             self._fail(exc)
 
     def _sync(self) -> None:
+        if self._gzip is not None:
+            # The lines since the last sync become decodable only now: a gzip recording
+            # killed mid-run loses at most the last FSYNC_EVERY_S of lines, not every
+            # line since the start.  Not per line: each sync flush ends a deflate block.
+            self._gzip.sync_flush()
         try:
             os.fsync(self._file.fileno())
         except OSError as exc:
@@ -138,6 +151,8 @@ class Recorder(Observer):
     def close(self) -> None:
         if not self._file.closed:
             try:
+                if self._gzip is not None:
+                    self._gzip.finish()
                 self._file.flush()
                 self._sync()
                 self._file.close()
@@ -156,6 +171,11 @@ class Recording:
 
     def events_of(self, kind: str) -> list[Event]:
         return [e for e in self.events if e.kind == kind]
+
+
+def recording_stem(path: Path) -> str:
+    """The file's name without ``.jsonl`` or ``.jsonl.gz``: how reports label a run."""
+    return path.name.removesuffix(".gz").removesuffix(".jsonl")
 
 
 def check_schema(path: Path, header: dict[str, Any]) -> None:
@@ -377,15 +397,27 @@ def _parse(path: Path, number: int, line: bytes) -> dict[str, Any]:
     return record
 
 
-def read_recording(path: Path) -> Recording:
-    """Load a recording.  A file cut mid-run loads up to its last whole line."""
+STREAM_CUT = "the compressed stream ends early: the file was cut while being written"
+
+
+def read_recording_bytes(path: Path) -> tuple[bytes, bool]:
+    """The recording's JSON Lines as bytes (a ``.gz`` file decompressed), and whether a
+    compressed stream was cut before its end."""
     try:
-        raw = path.read_bytes()
+        if not is_gzip_path(path):
+            return path.read_bytes(), False
+        with open(path, "rb") as handle:
+            return read_gzip(path, handle)
     except OSError as exc:
         raise UserError(f"{path}: cannot read the recording ({exc.strerror})") from None
+
+
+def read_recording(path: Path) -> Recording:
+    """Load a recording.  A file cut mid-run loads up to its last whole line."""
+    raw, stream_cut = read_recording_bytes(path)
     lines = raw.split(b"\n")
     recording: Recording | None = None
-    cut = None
+    cut = STREAM_CUT if stream_cut else None
     if lines and lines[-1] == b"":
         lines.pop()
     elif lines:

@@ -15,12 +15,12 @@ from gputui.lookback.facts import RunFacts, findings_text, run_facts, throttle_t
 from gputui.lookback.load import check_results, is_check
 from gputui.lookback.noise import ratio_of_medians
 from gputui.lookback.report import ratio_text, usd, value_text
-from gputui.record import Recording
+from gputui.record import Recording, recording_stem
 
 
 def column_labels(recordings: list[Recording]) -> list[str]:
-    """File names without .jsonl; the same name twice gets its position added."""
-    stems = [r.path.name.removesuffix(".jsonl") for r in recordings]
+    """File names without .jsonl(.gz); the same name twice gets its position added."""
+    stems = [recording_stem(r.path) for r in recordings]
     return [f"{s} ({i + 1})" if stems.count(s) > 1 else s for i, s in enumerate(stems)]
 
 

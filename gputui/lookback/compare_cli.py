@@ -12,7 +12,7 @@ from gputui.lookback.report_cli import add_price_argument, check_price
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("files", type=Path, nargs="+", metavar="FILE", help="two recordings or more (.jsonl)")
+    parser.add_argument("files", type=Path, nargs="+", metavar="FILE", help="two recordings or more (.jsonl or .jsonl.gz)")
     style = parser.add_mutually_exclusive_group()
     style.add_argument("--markdown", action="store_true", help="print a Markdown table")
     style.add_argument("--csv", action="store_true", help="print CSV")

@@ -12,7 +12,7 @@ from typing import Any
 from gputui import events as ev
 from gputui import fmt
 from gputui.lookback.load import is_check, measured_rates, recorded_findings, run_summary
-from gputui.record import Recording
+from gputui.record import Recording, recording_stem
 
 
 @dataclass
@@ -28,7 +28,7 @@ class Reference:
 
 @dataclass
 class RunFacts:
-    label: str  # the file's name without .jsonl
+    label: str  # the file's name without .jsonl or .jsonl.gz
     machine: str
     gpu: str
     gpu_name: str | None
@@ -147,7 +147,7 @@ def run_facts(recording: Recording, price_per_hour: float | None = None) -> RunF
     price = price_of(recording, price_per_hour)
     median = throughput.get("median")
     return RunFacts(
-        label=recording.path.name.removesuffix(".jsonl"),
+        label=recording_stem(recording.path),
         machine=machine_of(header),
         gpu=gpu_text,
         gpu_name=gpu_name,

@@ -27,7 +27,7 @@ def load_recording(path: Path) -> Recording:
     if not path.exists():
         raise UserError(f"{path}: no such file")
     if path.is_dir():
-        raise UserError(f"{path}: is a directory, expected a recording (.jsonl)")
+        raise UserError(f"{path}: is a directory, expected a recording (.jsonl or .jsonl.gz)")
     recording = read_recording(path)
     schema = recording.header.get("schema")
     if not isinstance(schema, int):

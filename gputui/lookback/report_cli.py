@@ -20,7 +20,7 @@ def check_price(price: float | None) -> float | None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", type=Path, metavar="FILE", help="a recording (.jsonl)")
+    parser.add_argument("file", type=Path, metavar="FILE", help="a recording (.jsonl or .jsonl.gz)")
     parser.add_argument("--out", type=Path, metavar="DIR", help="write report.md and the plots (PNG) into DIR; without it the report is printed")
     parser.add_argument("--html", action="store_true", help="also write DIR/report.html, images inlined")
     add_price_argument(parser)
