@@ -98,8 +98,9 @@ def test_unknown_preset_and_bad_interval_are_one_line_errors(tmp_path):
     assert result.returncode == 2 and "--interval: expected 0.1 s or more" in result.stderr
 
 
-def test_sigkill_of_the_recorder_leaves_no_child_and_a_readable_file(tmp_path):
-    out = tmp_path / "r.jsonl"
+@pytest.mark.parametrize("name", ["r.jsonl", "r.jsonl.gz"])  # a .gz stream: readable to its last sync flush
+def test_sigkill_of_the_recorder_leaves_no_child_and_a_readable_file(tmp_path, name):
+    out = tmp_path / name
     proc = start_gputui(["--presets", str(slow_presets(tmp_path)), "--record", str(out), "--preset", "slow", "--interval", "0.1"], tmp_path)
     try:
 

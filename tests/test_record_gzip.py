@@ -7,10 +7,8 @@ import errno
 import gzip
 import os
 import shutil
-import signal
 import sys
 
-import psutil
 import pytest
 
 import gputui.record
@@ -22,8 +20,7 @@ from gputui.lookback.load import load_recording
 from gputui.record import STREAM_CUT, Recorder, is_live, read_recording
 from tests.support.leftovers import no_leftovers  # noqa: F401  (the fixture)
 from tests.support.lookback import RECORDINGS
-from tests.support.process import gone, run_gputui, start_gputui, try_read, wait_for
-from tests.test_cli_record import slow_presets
+from tests.support.process import run_gputui
 from tests.test_record import make_sample
 
 pytestmark = pytest.mark.usefixtures("no_leftovers")
@@ -197,30 +194,3 @@ def test_the_same_recording_reports_the_same_compressed_or_not(tmp_path):
     a, b = run_gputui(["report", str(plain)], tmp_path), run_gputui(["report", str(packed)], tmp_path)
     assert a.returncode == b.returncode == 0, b.stderr
     assert a.stdout == b.stdout
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_a_sigkilled_gz_recorder_leaves_a_readable_cut_stream_and_no_child(tmp_path):
-    out = tmp_path / "r.jsonl.gz"
-    proc = start_gputui(["--presets", str(slow_presets(tmp_path)), "--record", str(out), "--preset", "slow", "--interval", "0.1"], tmp_path)
-    try:
-
-        def started_and_sampling():
-            rec = try_read(out)  # lines appear at each sync flush (at most once a second)
-            if rec is None:
-                return None
-            started = rec.events_of(ev.STARTED)
-            return started[0].data["pid"] if started and len(rec.samples) >= 3 else None
-
-        child = wait_for(started_and_sampling)
-        tree = [p.pid for p in psutil.Process(proc.pid).children(recursive=True)]
-        assert child in tree
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=10)
-        wait_for(lambda: gone(tree), timeout=10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    rec = read_recording(out)
-    assert rec.summary is None and rec.cut
-    assert len(rec.samples) >= 3
