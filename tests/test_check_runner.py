@@ -271,3 +271,24 @@ def test_a_check_recording_to_a_full_disk_warns_at_once_and_still_gives_the_verd
     assert proc.returncode in (0, 1), proc.stderr
     assert "gputui: warning: /dev/full: cannot write the recording (No space left on device); the check goes on" in proc.stderr
     assert "Traceback" not in proc.stderr and "verdict" in (proc.stdout + proc.stderr).lower()
+
+
+def test_the_check_builds_its_session_through_the_one_session_factory():
+    from gputui.assemble import SessionParts
+    from gputui.telemetry.host import HostTelemetry
+
+    made: list[object] = []
+
+    def gpu() -> GpuTelemetry:
+        telemetry = GpuTelemetry(FakeNvml([]))
+        made.append(telemetry)
+        return telemetry
+
+    def host() -> HostTelemetry:
+        telemetry = HostTelemetry()
+        made.append(telemetry)
+        return telemetry
+
+    check = CheckRun(CheckOptions(quick=True, interval=0.1), parts=SessionParts(gpu=gpu, host=host, clock=lambda: 42.0))
+    assert made == [check.session.gpu, check.session.host]
+    assert check.session.elapsed == 42.0  # the factory's clock, not time.monotonic

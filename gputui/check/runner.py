@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gputui.assemble import SessionParts
 from gputui.check import render
 from gputui.check.context import CHECK_EVENT, STAGE_EVENT, CheckOptions, StageContext, gpus_under_test
 from gputui.check.cost import cost_results
@@ -26,7 +27,7 @@ from gputui.check.model import CheckResult, exit_code
 from gputui.check.under_load import LoadWatcher, load_results
 from gputui.errors import UserError
 from gputui.events import Observer
-from gputui.session import Session, SessionConfig
+from gputui.session import SessionConfig
 from gputui.telemetry.nvml import Nvml
 
 # name -> (module, function); loaded lazily so a stage's imports cost nothing until it runs
@@ -68,6 +69,7 @@ class CheckRun:
         *,
         observers: Sequence[Observer] = (),
         listener: CheckListener | None = None,
+        parts: SessionParts | None = None,
         gpu=None,
         host=None,
         nvml_module: Any = None,
@@ -76,9 +78,9 @@ class CheckRun:
         self.options = options
         self.listener = listener or CheckListener()
         diagnosis = options.config.diagnosis if options.config is not None else {}
-        self.session = Session(
-            SessionConfig(interval=options.interval, diagnosis=diagnosis, header_extra={"check": _options_dict(options)}), gpu=gpu, host=host
-        )
+        if parts is None:  # telemetry instances handed in (tests), else this machine's
+            parts = SessionParts(gpu=None if gpu is None else (lambda: gpu), host=None if host is None else (lambda: host))
+        self.session = parts.build(SessionConfig(interval=options.interval, diagnosis=diagnosis, header_extra={"check": _options_dict(options)}))
         for observer in observers:
             self.session.add_observer(observer)
         self.load = LoadWatcher()

@@ -702,7 +702,7 @@ def make_app(
 
             options.interval = interval
             options.config = Config(presets=presets, diagnosis=dict(diagnosis or {}))
-            return CheckRun(options, listener=listener, gpu=parts.gpu_telemetry(), host=parts.host_telemetry())
+            return CheckRun(options, listener=listener, parts=parts)
 
     themes, problems = app_themes(theme, user_themes_dir)
     return GpuTuiApp(
