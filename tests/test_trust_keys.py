@@ -24,7 +24,7 @@ from gputui.telemetry.gpu import GpuTelemetry
 from gputui.tui.app import GpuTuiApp, make_app
 from gputui.tui.screens.dashboard import DashboardScreen
 from tests.support.fake_nvml import FakeGpu, FakeNvml
-from tests.support.tui import demo_preset, run_async, scripted_factory, wait_until
+from tests.support.tui import close_all_and_quit, demo_preset, run_async, scripted_factory, wait_until
 from tests.test_tui_app import app_for, isolated  # noqa: F401  (a fixture)
 from tests.test_tui_snapshots import FINDING
 
@@ -152,10 +152,7 @@ def test_a_seeded_storm_of_key_bursts_over_every_screen_crashes_nothing(tmp_path
                 sent += len(burst)
                 await pilot.pause(rng.choice([0, 0.02, 0.1]))
                 visited.add("CommandPalette" if isinstance(app.screen, CommandPalette) else type(app.screen).__name__)
-            while app.is_running and not isinstance(app.screen, DashboardScreen):  # close what is open, then quit
-                await pilot.press("escape")
-            if app.is_running:
-                await pilot.press("q")
+            await close_all_and_quit(app, pilot)
         assert app.return_value == 0
 
     run_async(scenario())

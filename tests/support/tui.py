@@ -186,6 +186,26 @@ async def shown(pilot) -> str:
     return screen_text(app)
 
 
+async def close_all_and_quit(app, pilot, attempts: int = 40) -> None:
+    """Close what is open, leave any text field, then q on the dashboard.
+
+    After a storm, keys may still be queued and open a view after the dashboard was
+    seen (q on a modal view does nothing: Textual's modal screens hold back the app's
+    keys); so settle first, and go round again until the app has ended.
+    """
+    from textual.widgets import Input
+
+    from gputui.tui.screens.dashboard import DashboardScreen
+
+    for _ in range(attempts):
+        if not app.is_running:
+            return
+        await pilot.pause(0.1)
+        on_dashboard = isinstance(app.screen, DashboardScreen) and not isinstance(app.focused, Input)
+        await pilot.press("q" if on_dashboard else "escape")  # the preset filter (`/`) takes q as text
+    raise AssertionError(f"the app did not quit: {app.screen_stack}")
+
+
 def run_async(coro) -> Any:
     """Pilot tests are plain sync tests: no pytest-asyncio needed."""
     return asyncio.run(coro)
