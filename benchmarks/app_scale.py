@@ -37,8 +37,9 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from synthetic import sample
 
 from gputui import events as ev
-from gputui.events import Event
+from gputui.events import make_event
 from gputui.tui.app import make_app
+from gputui.tui.news import EventArrived, SampleArrived
 from tests.support.fake_nvml import FakeGpu
 from tests.support.tui import demo_preset, scripted_factory, wait_until
 
@@ -48,8 +49,13 @@ MIB = 1024**2
 async def scenario(args: argparse.Namespace, scratch: Path) -> dict:
     preset = demo_preset()
     gpus = [FakeGpu(uuid=f"GPU-{n}") for n in range(args.gpus)]
-    app = make_app({preset.name: preset}, session_factory=scripted_factory(gpus, samples=2), start_preset=preset.name,
-                   settings_file=scratch / "settings.toml", user_themes_dir=scratch / "no-themes")
+    app = make_app(
+        {preset.name: preset},
+        session_factory=scripted_factory(gpus, samples=2),
+        start_preset=preset.name,
+        settings_file=scratch / "settings.toml",
+        user_themes_dir=scratch / "no-themes",
+    )
     me = psutil.Process()
     async with app.run_test(size=(140, 40)) as pilot:
         await wait_until(pilot, lambda: app.state.run is not None and app.state.run.series.readings > 0, what="run started")
@@ -61,10 +67,11 @@ async def scenario(args: argparse.Namespace, scratch: Path) -> dict:
             for _ in range(n):
                 i += 1
                 t = float(i)
-                state.apply(ticket, [("sample", sample(i, 1.0, args.gpus, args.cores, 9))])
-                state.apply(ticket, [("event", Event(t=t, kind=ev.THROUGHPUT, data={
-                    "samples_per_sec": 2700.0 + 13 * (i % 7), "phase": "measure", "source": "gputui"}), 2750.0)])
-            state.apply(ticket, [("event", Event(t=float(i), kind=ev.OUTPUT, data={"stream": "stdout", "text": f"step {i}: loss 0.{i % 997:03d}"}), None)])
+                state.apply(ticket, [SampleArrived(sample(i, 1.0, args.gpus, args.cores, 9))])
+                reading = {"samples_per_sec": 2700.0 + 13 * (i % 7), "phase": "measure", "source": "gputui"}
+                state.apply(ticket, [EventArrived(make_event(t, ev.THROUGHPUT, reading), 2750.0)])
+            line = {"stream": "stdout", "text": f"step {i}: loss 0.{i % 997:03d}"}
+            state.apply(ticket, [EventArrived(make_event(float(i), ev.OUTPUT, line))])
 
         async def frame() -> float:
             began = time.process_time()
@@ -86,13 +93,19 @@ async def scenario(args: argparse.Namespace, scratch: Path) -> dict:
             rss.append((hour, round(me.memory_info().rss / MIB, 1)))
     costs.sort()
     later = [m for h, m in rss if h >= 1]
-    return {"gpus": args.gpus, "cores": args.cores, "frames": args.frames,
-            "frame_ms_median": round(statistics.median(costs), 2), "frame_ms_p95": round(costs[int(len(costs) * 0.95) - 1], 2),
-            "rss_mib_by_hour": rss, "rss_growth_after_hour_1_mib": round(max(later) - min(later), 1) if later else None}
+    return {
+        "gpus": args.gpus,
+        "cores": args.cores,
+        "frames": args.frames,
+        "frame_ms_median": round(statistics.median(costs), 2),
+        "frame_ms_p95": round(costs[int(len(costs) * 0.95) - 1], 2),
+        "rss_mib_by_hour": rss,
+        "rss_growth_after_hour_1_mib": round(max(later) - min(later), 1) if later else None,
+    }
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--gpus", type=int, default=8)
     parser.add_argument("--cores", type=int, default=128)
     parser.add_argument("--frames", type=int, default=200)
@@ -104,10 +117,13 @@ def main() -> int:
         result = asyncio.run(scenario(args, Path(scratch)))
     (args.out / "app-scale.json").write_text(json.dumps(result, indent=2) + "\n")
     rss = result["rss_mib_by_hour"]
-    lines = ["| figure | value |", "| --- | --- |",
-             f"| frame cost, {args.gpus} GPUs and {args.cores} cores (median / p95) | {result['frame_ms_median']} / {result['frame_ms_p95']} ms |",
-             f"| app RSS at 0 / 1 / {rss[-1][0]} h | {rss[0][1]:.0f} / {rss[min(1, len(rss) - 1)][1]:.0f} / {rss[-1][1]:.0f} MiB |",
-             f"| app RSS growth after hour 1 | {result['rss_growth_after_hour_1_mib']} MiB |"]
+    lines = [
+        "| figure | value |",
+        "| --- | --- |",
+        f"| frame cost, {args.gpus} GPUs and {args.cores} cores (median / p95) | {result['frame_ms_median']} / {result['frame_ms_p95']} ms |",
+        f"| app RSS at 0 / 1 / {rss[-1][0]} h | {rss[0][1]:.0f} / {rss[min(1, len(rss) - 1)][1]:.0f} / {rss[-1][1]:.0f} MiB |",
+        f"| app RSS growth after hour 1 | {result['rss_growth_after_hour_1_mib']} MiB |",
+    ]
     (args.out / "app-scale.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0

@@ -2,14 +2,19 @@
 
 Trains a small MLP on random data and prints tf-metal style throughput lines, so
 gputui's generic parser (not its own protocol) is exercised too.
+
+    python benchmarks/gpu_loop.py [STEPS]    (default 600)
 """
 
-import sys
+import argparse
 import time
 
-import torch
+parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+parser.add_argument("steps", nargs="?", type=int, default=600)
+steps = parser.parse_args().steps
 
-steps = int(sys.argv[1]) if len(sys.argv) > 1 else 600
+import torch  # after the arguments: --help answers without loading CUDA
+
 batch = 4096
 model = torch.nn.Sequential(torch.nn.Linear(4096, 8192), torch.nn.GELU(), torch.nn.Linear(8192, 4096)).cuda()
 opt = torch.optim.SGD(model.parameters(), lr=0.01)

@@ -28,12 +28,12 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from synthetic import gpu_sample, sample  # noqa: E402  (after the sys.path lines above)
+from synthetic import gpu_sample, sample
 
-from gputui.gzip_lines import GzipLineWriter  # noqa: E402  (after the sys.path lines above)
-from gputui.model import to_dict  # noqa: E402  (after the sys.path lines above)
-from gputui.record import Recorder  # noqa: E402  (after the sys.path lines above)
-from gputui.summary import SummaryBuilder  # noqa: E402  (after the sys.path lines above)
+from gputui.gzip_lines import GzipLineWriter
+from gputui.model import to_dict
+from gputui.record import Recorder
+from gputui.summary import SummaryBuilder
 
 MIB = 1024**2
 
@@ -51,7 +51,7 @@ def recorder_gzip_ratio(real: bytes) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hours", type=float, default=24.0)
     parser.add_argument("--gpus", type=int, default=8)
     parser.add_argument("--cores", type=int, default=128)

@@ -26,8 +26,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=3.0, help="warm-up seconds (default 3)")
     parser.add_argument("--size", type=int, default=8192, help="square matrix size (default 8192)")
     parser.add_argument("--per-step", type=int, default=20, help="matmuls per reported window (default 20)")
-    parser.add_argument("--cpu", action="store_true",
-                        help="a smoke test without a GPU: CPU matmuls, whole-phase host time stands in for CUDA events")
+    parser.add_argument("--cpu", action="store_true", help="a smoke test without a GPU: CPU matmuls, whole-phase host time stands in for CUDA events")
     args = parser.parse_args()
     device = "cpu" if args.cpu else "cuda"
     a = torch.randn(args.size, args.size, device=device, dtype=torch.bfloat16)
@@ -67,9 +66,14 @@ def main() -> None:
     else:
         event_seconds = time.perf_counter() - phase_began
     tflops = 2 * args.size**3 * matmuls / host_seconds / 1e12
-    emit.result(samples_per_sec=matmuls / host_seconds, cuda_event_samples_per_sec=matmuls / event_seconds,
-                matmuls=matmuls, host_seconds=round(host_seconds, 4), event_seconds=round(event_seconds, 4),
-                tflops=round(tflops, 1))
+    emit.result(
+        samples_per_sec=matmuls / host_seconds,
+        cuda_event_samples_per_sec=matmuls / event_seconds,
+        matmuls=matmuls,
+        host_seconds=round(host_seconds, 4),
+        event_seconds=round(event_seconds, 4),
+        tflops=round(tflops, 1),
+    )
 
 
 if __name__ == "__main__":

@@ -47,9 +47,29 @@ def monitored(workload: list[str], interval: float, scratch: Path, n: int) -> di
     presets = scratch / "perturb.toml"
     presets.write_text("[presets.matmul]\ncommand = [" + ", ".join(json.dumps(a) for a in workload) + "]\n")
     recording = scratch / f"monitored-{n}.jsonl"
-    subprocess.run([sys.executable, "-m", "gputui", "--presets", str(presets), "--preset", "matmul", "--headless",
-                    "--quiet", "--no-history", "--interval", str(interval), "--record", str(recording), "--force"],
-                   env=env(), check=True, stdout=subprocess.DEVNULL, cwd=REPO)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gputui",
+            "--presets",
+            str(presets),
+            "--preset",
+            "matmul",
+            "--headless",
+            "--quiet",
+            "--no-history",
+            "--interval",
+            str(interval),
+            "--record",
+            str(recording),
+            "--force",
+        ],
+        env=env(),
+        check=True,
+        stdout=subprocess.DEVNULL,
+        cwd=REPO,
+    )
     rec = read_recording(recording)
     result = dict(rec.events_of(ev.RESULT)[-1].data)
     result["gputui_median"] = rec.summary["throughput"]["median"]
@@ -59,7 +79,7 @@ def monitored(workload: list[str], interval: float, scratch: Path, n: int) -> di
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=15.0, help="measured phase of each run")
     parser.add_argument("--warmup", type=float, default=3.0)
@@ -68,8 +88,15 @@ def main() -> int:
     parser.add_argument("--workload-args", default="", help="extra matmul_bench.py arguments, e.g. '--cpu --size 256'")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    workload = [sys.executable, str(REPO / "benchmarks" / "matmul_bench.py"), "--seconds", str(args.seconds),
-                "--warmup", str(args.warmup), *args.workload_args.split()]
+    workload = [
+        sys.executable,
+        str(REPO / "benchmarks" / "matmul_bench.py"),
+        "--seconds",
+        str(args.seconds),
+        "--warmup",
+        str(args.warmup),
+        *args.workload_args.split(),
+    ]
     a_runs, b_runs = [], []
     for n in range(args.rounds):
         a_runs.append(unmonitored(workload))
@@ -77,22 +104,38 @@ def main() -> int:
         print(f"round {n + 1}: A {a_runs[-1]['samples_per_sec']:.3f}/s  B {b_runs[-1]['samples_per_sec']:.3f}/s", flush=True)
     a = statistics.median(r["samples_per_sec"] for r in a_runs)
     b = statistics.median(r["samples_per_sec"] for r in b_runs)
-    fidelity = [{"gputui_vs_own": r["gputui_median"] / r["samples_per_sec"],
-                 "gputui_vs_cuda_events": r["gputui_median"] / r["cuda_event_samples_per_sec"],
-                 "own_vs_cuda_events": r["samples_per_sec"] / r["cuda_event_samples_per_sec"]} for r in b_runs]
+    fidelity = [
+        {
+            "gputui_vs_own": r["gputui_median"] / r["samples_per_sec"],
+            "gputui_vs_cuda_events": r["gputui_median"] / r["cuda_event_samples_per_sec"],
+            "own_vs_cuda_events": r["samples_per_sec"] / r["cuda_event_samples_per_sec"],
+        }
+        for r in b_runs
+    ]
     worst = max(abs(f[k] - 1) for f in fidelity for k in ("gputui_vs_own", "gputui_vs_cuda_events"))
-    result = {"interval_s": args.interval, "seconds": args.seconds, "rounds": args.rounds,
-              "unmonitored": a_runs, "monitored": b_runs, "monitored_over_unmonitored": b / a,
-              "fidelity": fidelity, "fidelity_worst_error": worst}
+    result = {
+        "interval_s": args.interval,
+        "seconds": args.seconds,
+        "rounds": args.rounds,
+        "unmonitored": a_runs,
+        "monitored": b_runs,
+        "monitored_over_unmonitored": b / a,
+        "fidelity": fidelity,
+        "fidelity_worst_error": worst,
+    }
     (args.out / "perturb.json").write_text(json.dumps(result, indent=2) + "\n")
     lines = [
-        "| figure | value | target |", "| --- | --- | --- |",
-        (f"| throughput monitored at {args.interval:g} s / unmonitored (median of {args.rounds}, A/B interleaved) "
-         f"| {b / a:.2%} | >= 99.5 % |"),
-        (f"| gputui measured-phase median vs the workload's own number (worst of {args.rounds}) "
-         f"| {max(abs(f['gputui_vs_own'] - 1) for f in fidelity):.2%} off | within 1 % |"),
-        (f"| gputui measured-phase median vs CUDA-event timing (worst of {args.rounds}) "
-         f"| {max(abs(f['gputui_vs_cuda_events'] - 1) for f in fidelity):.2%} off | within 1 % |"),
+        "| figure | value | target |",
+        "| --- | --- | --- |",
+        (f"| throughput monitored at {args.interval:g} s / unmonitored (median of {args.rounds}, A/B interleaved) | {b / a:.2%} | >= 99.5 % |"),
+        (
+            f"| gputui measured-phase median vs the workload's own number (worst of {args.rounds}) "
+            f"| {max(abs(f['gputui_vs_own'] - 1) for f in fidelity):.2%} off | within 1 % |"
+        ),
+        (
+            f"| gputui measured-phase median vs CUDA-event timing (worst of {args.rounds}) "
+            f"| {max(abs(f['gputui_vs_cuda_events'] - 1) for f in fidelity):.2%} off | within 1 % |"
+        ),
     ]
     (args.out / "perturb.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

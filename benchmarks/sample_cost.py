@@ -51,9 +51,11 @@ def main() -> None:
     args = parser.parse_args()
     import pynvml
 
-    script = ("import subprocess, sys, time; "
-              f"kids = [subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(3600)']) for _ in range({args.tree - 1})]; "
-              "time.sleep(3600)")
+    script = (
+        "import subprocess, sys, time; "
+        f"kids = [subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(3600)']) for _ in range({args.tree - 1})]; "
+        "time.sleep(3600)"
+    )
     tree = subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
     time.sleep(1.0)  # its children started
 

@@ -50,6 +50,7 @@ def tools(seconds: float, scratch: Path) -> dict[str, list[str] | None]:
     gputui = [py, "-m", "gputui", "--headless", "--quiet", "--no-history", "--duration", str(seconds)]
     try:
         import nvitop  # noqa: F401
+
         have_nvitop = True
     except ImportError:
         have_nvitop = False
@@ -96,8 +97,14 @@ def run_together(commands: dict[str, list[str]], seconds: float, env: dict[str, 
         wall = at - began
         cpu = usage.ru_utime + usage.ru_stime  # type: ignore[attr-defined]
         stderr = proc.stderr.read().decode(errors="replace")[-500:] if proc.stderr else ""
-        rows[name] = {"cpu_s": round(cpu, 3), "wall_s": round(wall, 2), "cpu_percent_of_one_core": round(cpu / wall * 100, 2),
-                      "max_rss_mib": round(usage.ru_maxrss / 1024, 1), "exit": os.waitstatus_to_exitcode(status), "stderr_tail": stderr}  # type: ignore[attr-defined]
+        rows[name] = {
+            "cpu_s": round(cpu, 3),
+            "wall_s": round(wall, 2),
+            "cpu_percent_of_one_core": round(cpu / wall * 100, 2),
+            "max_rss_mib": round(usage.ru_maxrss / 1024, 1),
+            "exit": os.waitstatus_to_exitcode(status),
+            "stderr_tail": stderr,
+        }  # type: ignore[attr-defined]
     return rows
 
 
@@ -108,7 +115,7 @@ def steady(long: dict, short: dict) -> float | None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=60.0, help="the long round (default 60)")
     parser.add_argument("--start-seconds", type=float, default=3.0, help="the short round that gives the start cost (default 3; 0: none)")
     parser.add_argument("--load", action="store_true", help="keep the GPU busy with benchmarks/gpu_loop.py meanwhile")
@@ -119,8 +126,9 @@ def main() -> int:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
     load = None
     if args.load:  # steps enough to outlast every tool
-        load = subprocess.Popen([sys.executable, str(REPO / "benchmarks" / "gpu_loop.py"), "1000000"],
-                                stdout=subprocess.DEVNULL, env=env, start_new_session=True)
+        load = subprocess.Popen(
+            [sys.executable, str(REPO / "benchmarks" / "gpu_loop.py"), "1000000"], stdout=subprocess.DEVNULL, env=env, start_new_session=True
+        )
         time.sleep(8)  # CUDA context up and the loop running
     skipped: list[str] = []
     short: dict[str, dict] = {}
@@ -141,15 +149,27 @@ def main() -> int:
         if name in short:
             row["start"] = short[name]
             row["steady_cpu_percent_of_one_core"] = steady(row, short[name])
-    result = {"seconds": args.seconds, "start_seconds": args.start_seconds, "together": True, "load": args.load, "cores": os.cpu_count(),
-              "tools": rows, "skipped": skipped}
+    result = {
+        "seconds": args.seconds,
+        "start_seconds": args.start_seconds,
+        "together": True,
+        "load": args.load,
+        "cores": os.cpu_count(),
+        "tools": rows,
+        "skipped": skipped,
+    }
     (args.out / "sampler-table.json").write_text(json.dumps(result, indent=2) + "\n")
-    lines = [f"| tool | CPU over {args.seconds:g} s, start included (% of one core) | steady, start excluded | start (CPU s) | exit |", "| --- | --- | --- | --- | --- |"]
+    lines = [
+        f"| tool | CPU over {args.seconds:g} s, start included (% of one core) | steady, start excluded | start (CPU s) | exit |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for name, row in rows.items():
         steady_pct = row.get("steady_cpu_percent_of_one_core")
         start_cpu = row["start"]["cpu_s"] if "start" in row else None
-        lines.append(f"| {name} | {row['cpu_percent_of_one_core']:.2f} % | {'-' if steady_pct is None else f'{steady_pct:.2f} %'} | "
-                     f"{'-' if start_cpu is None else f'{start_cpu:.2f}'} | {row['exit']} |")
+        lines.append(
+            f"| {name} | {row['cpu_percent_of_one_core']:.2f} % | {'-' if steady_pct is None else f'{steady_pct:.2f} %'} | "
+            f"{'-' if start_cpu is None else f'{start_cpu:.2f}'} | {row['exit']} |"
+        )
     lines += [f"| {name} | not installed | | | |" for name in skipped]
     (args.out / "sampler-table.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

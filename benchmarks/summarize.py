@@ -10,11 +10,13 @@ the preset's published references.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
 from gputui import events as ev
 from gputui import fmt
+from gputui.errors import UserError
 from gputui.record import read_recording
 
 # Dense datasheet peaks in TFLOP/s (shared/reference/gpu-specs.toml): fp32 for fp32 runs,
@@ -58,12 +60,20 @@ def row(path: Path) -> str:
     )
 
 
-def main(paths: list[str]) -> None:
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("recordings", nargs="+", type=Path, metavar="RUN.jsonl")
+    args = parser.parse_args(argv)
+    try:
+        rows = [row(path) for path in args.recordings]
+    except UserError as error:  # a missing or unreadable recording: one line, as gputui says it
+        print(f"summarize.py: {error}", file=sys.stderr)
+        return 2
     print("| preset | what ran | samples/s: median of windows (p5–p95; mean) | peak memory | achieved TFLOP/s | published |")
     print("| --- | --- | --- | --- | --- | --- |")
-    for path in paths:
-        print(row(Path(path)))
+    print("\n".join(rows))
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    raise SystemExit(main(sys.argv[1:]))

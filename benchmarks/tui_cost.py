@@ -101,8 +101,10 @@ def measure(args: argparse.Namespace, scratch: Path) -> dict:
         workload.write_text(WORKLOAD)
         run_for = [json.dumps(str(SUMMARY_RUN_S))] if args.state == "summary" else []
         presets_file = scratch / "bench.toml"
-        presets_file.write_text(f'[presets.tui-bench]\ndescription = "tui_cost stand-in workload"\n'
-                                f'command = [{", ".join([json.dumps(sys.executable), json.dumps(str(workload)), *run_for])}]\n')
+        presets_file.write_text(
+            f'[presets.tui-bench]\ndescription = "tui_cost stand-in workload"\n'
+            f"command = [{', '.join([json.dumps(sys.executable), json.dumps(str(workload)), *run_for])}]\n"
+        )
         presets_args, preset = ["--presets", str(presets_file)], "tui-bench"
     elif args.presets:
         presets_args = ["--presets", str(args.presets)]
@@ -113,8 +115,13 @@ def measure(args: argparse.Namespace, scratch: Path) -> dict:
         argv += ["--record", str(scratch / "baseline.jsonl"), "--headless", "--quiet"]
 
     env = dict(os.environ)
-    env.update(XDG_CONFIG_HOME=str(scratch / "xdg"), PYTHONPATH=str(REPO) + os.pathsep + env.get("PYTHONPATH", ""),
-               TERM="xterm-256color", LINES=str(rows), COLUMNS=str(cols))
+    env.update(
+        XDG_CONFIG_HOME=str(scratch / "xdg"),
+        PYTHONPATH=str(REPO) + os.pathsep + env.get("PYTHONPATH", ""),
+        TERM="xterm-256color",
+        LINES=str(rows),
+        COLUMNS=str(cols),
+    )
     env.pop("COLORTERM", None)
     if args.truecolor:
         env["COLORTERM"] = "truecolor"
@@ -157,7 +164,7 @@ def measure(args: argparse.Namespace, scratch: Path) -> dict:
             try:
                 chunk = os.read(master, 65536)
             except OSError:  # the child ended
-                raise SystemExit(f"gputui exited early; it wrote:\n{bytes(seen[-2000:]).decode(errors='replace')}")
+                raise SystemExit(f"gputui exited early; it wrote:\n{bytes(seen[-2000:]).decode(errors='replace')}") from None
             total += len(chunk)
             if cpu_start is not None:
                 window_bytes += len(chunk)
@@ -218,7 +225,7 @@ def machine() -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=30.0, help="measurement window (default 30)")
     parser.add_argument("--warmup", type=float, default=5.0, help="seconds before the window opens (default 5)")
     parser.add_argument("--size", type=_size, default=(140, 40), metavar="COLSxROWS", help="terminal size (default 140x40)")
@@ -226,10 +233,8 @@ def main() -> int:
     parser.add_argument("--preset", help="a preset to run instead of the stand-in workload; 'watch' for none")
     parser.add_argument("--presets", type=Path, help="an extra presets file for --preset")
     parser.add_argument("--truecolor", action="store_true", help="COLORTERM=truecolor (24-bit colour escapes)")
-    parser.add_argument("--headless", action="store_true",
-                        help="baseline: the same run recorded headless (no dashboard), for comparison")
-    parser.add_argument("--state", choices=STATES, default="running",
-                        help="what stays on screen during the window (default running)")
+    parser.add_argument("--headless", action="store_true", help="baseline: the same run recorded headless (no dashboard), for comparison")
+    parser.add_argument("--state", choices=STATES, default="running", help="what stays on screen during the window (default running)")
     parser.add_argument("--json", type=Path, help="also write the result here")
     parser.add_argument("--dump", type=argparse.FileType("wb"), help="write the window's terminal output here")
     args = parser.parse_args()

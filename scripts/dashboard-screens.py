@@ -20,7 +20,7 @@ SIZES = ((80, 24), (120, 40), (200, 60))
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "screens", help="folder (default docs/screens)")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(REPO))  # gputui and the test suite's synthetic sessions, from this checkout

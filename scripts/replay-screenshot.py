@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("recording", type=Path)
     parser.add_argument("out", type=Path)
     parser.add_argument("--at", type=float, help="seconds into the recording (default: mid measured phase)")

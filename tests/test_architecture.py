@@ -101,5 +101,7 @@ def test_ci_runs_the_readme_command_with_the_checkers_before_the_tests():
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     ci_command = (REPO / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()[-1]
     assert ci_command in readme  # verbatim
-    checks = ci_command.index("ruff check gputui tests && ruff format --check gputui tests && mypy gputui && lint-imports && ")
+    checks = ci_command.index(
+        "ruff check gputui tests benchmarks scripts && ruff format --check gputui tests benchmarks scripts && mypy gputui && lint-imports && "
+    )
     assert checks < ci_command.index("python3 -m pytest")
