@@ -274,9 +274,13 @@ def test_the_grafana_dashboard_queries_only_metrics_gputui_serves():
     exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
     exprs += [v["query"] for v in dashboard["templating"]["list"]]
     referenced = {m for e in exprs for m in re.findall(r"\b(?:DCGM_FI_\w+|gputui_\w+)", e)}
-    served = {s.name for f in scrape(fed(price=1.0)).values() for s in f.samples}
+    runs = [fed(price=1.0), ddp_fed({"samples_per_sec": 1250.0, "source": "one.jsonl"})]  # a plain run and a data-parallel one
+    served = {s.name for live in runs for f in scrape(live).values() for s in f.samples}
     assert referenced and referenced <= served, referenced - served
     assert {"gputui_throughput_samples_per_second", "gputui_findings_active", "DCGM_FI_PROF_SM_ACTIVE"} <= referenced
+    assert {"gputui_rank_throughput_samples_per_second", "gputui_scaling_efficiency_ratio"} <= referenced
+    ids = [p["id"] for p in dashboard["panels"]]
+    assert len(ids) == len(set(ids))  # Grafana keys panels by id
 
 
 def test_the_dashboards_supervisor_feeds_the_metrics_to_every_session():
