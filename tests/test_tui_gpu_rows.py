@@ -162,6 +162,20 @@ def test_eight_ranks_at_200x60_name_the_straggler_in_its_gpus_row(tmp_path):
     assert "scaling 85% of 8× 400/s on one" in text  # 2,710 / (8 × 400)
 
 
+def test_two_ranks_side_by_side_name_rank_rate_and_straggler_in_their_panels_and_the_scaling_above(tmp_path):
+    two = eight_gpus()[:2]
+    factory = ddp_factory(two, world=2, slow_rank=1, findings=[straggler_finding(1)])
+    text, panels, _, rows_shown, *_ = dashboard((160, 48), two, tmp_path, factory=factory, baseline={"samples_per_sec": 1500.0, "source": "one.jsonl"})
+    assert panels == [0, 1] and not rows_shown  # full panels, no rows: the titles carry the ranks
+    assert "GPU0 H200 · rank 0 1,355/s ─" in text
+    assert "GPU1 H200 · rank 1 1,084/s · straggler ─" in text  # 80% of an even split
+    assert "scaling 90%" in text  # 2,710 / (2 × 1,500), in the throughput figures
+    assert text.count("· straggler") == 1  # its title only; GPU0's, above, names none
+
+    plain, *_ = dashboard((160, 48), two, tmp_path, baseline={"samples_per_sec": 1500.0, "source": "one.jsonl"})
+    assert "rank 0" not in plain and "scaling" not in plain  # not data-parallel
+
+
 def test_eight_ranks_at_80x24_stay_readable(tmp_path):
     eight = eight_gpus()
     factory = ddp_factory(eight, world=8, slow_rank=5, findings=[straggler_finding(5)])

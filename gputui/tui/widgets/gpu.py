@@ -39,7 +39,7 @@ short_name = fmt.short_gpu_name  # the name the panels and the header use
 
 class GpuPanel(StateView):
     MIN_REDRAW_S = 2.0  # every other sample at 1 s: numbers stay fresh, the link stays quiet
-    SECTIONS = (st.GPUS, st.HEADER)
+    SECTIONS = (st.GPUS, st.HEADER, st.FINDINGS)  # findings: a straggler is named in its GPU's title
     COMPONENT_CLASSES = {"gpu--label", "gpu--spark", "gpu--ok", "gpu--warn", "gpu--hot", "gpu--dim", "gpu--badge", "gpu--badge-severe", "gpu--gauge"}
     DEFAULT_CSS = """
     GpuPanel .gpu--label { color: $text-muted; }
@@ -80,7 +80,7 @@ class GpuPanel(StateView):
     def build(self) -> Text:
         history = self.history
         info = history.info or GpuInfo(index=self.index, name=f"GPU {self.index}")
-        title = f"GPU{self.index} {short_name(info.name)}"
+        title = f"GPU{self.index} {short_name(info.name)}{self._rank_note()}"
         if self.border_title != title:
             self.border_title = title
         sample = history.latest
@@ -107,6 +107,16 @@ class GpuPanel(StateView):
         if detail and self.compact:
             rows.insert(0, Text(f"{title} (enter closes)", self.style_of("gpu--label"), no_wrap=True))
         return Text("\n").join(rows)
+
+    def _rank_note(self) -> str:
+        """In a data-parallel run, the rank driving this GPU and its samples/s, and
+        whether it is the straggler: the rows say the same where panels do not fit."""
+        rank = self.state.rank_of_gpu().get(self.index)
+        run = self.state.live_run
+        if rank is None or run is None:
+            return ""
+        note = f" · rank {rank} {fmt.rate(run.rank_rates.get(rank))}/s"
+        return note + " · straggler" if self.index in self.state.straggler_gpus() else note
 
     # -- rows ---------------------------------------------------------------------
     def _start(self, label: str, value: str) -> Text:

@@ -129,6 +129,11 @@ class ThroughputChart(StateView):
             text.append(LEGEND_SEPARATOR, self.style_of("chart--dim"))
             text.append("─ median ", self.style_of("chart--median"))
             text.append(fmt.rate(run.median))
+        efficiency = self.state.scaling_efficiency()  # a data-parallel run with a one-GPU baseline
+        if efficiency is not None and not run.ended:
+            text.append(LEGEND_SEPARATOR, self.style_of("chart--dim"))
+            text.append("scaling ", self.style_of("chart--dim"))
+            text.append(fmt.pct(100.0 * efficiency), self.style_of("chart--value"))
         if reference is not None:
             ref, matched = reference
             text.append(LEGEND_SEPARATOR, self.style_of("chart--dim"))
