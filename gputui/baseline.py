@@ -37,6 +37,17 @@ def baseline_from_summary(summary: dict[str, Any], source: str, where: str) -> d
     return {"samples_per_sec": float(rate), "source": source}
 
 
+def check_baseline_options(baseline: Path | None, baseline_run: bool, preset: Preset | None) -> None:
+    """--baseline FILE and --baseline-run, checked before anything starts: one of them,
+    and --baseline-run only with a data-parallel --preset (each a one-line UserError)."""
+    if baseline is not None and baseline_run:
+        raise UserError("--baseline and --baseline-run: give one (a recording, or a run in this session)")
+    if baseline_run:
+        if preset is None:
+            raise UserError("--baseline-run: expected --preset NAME (a data-parallel preset)")
+        one_gpu_twin(preset)
+
+
 def one_gpu_twin(preset: Preset) -> Preset:
     """The data-parallel preset as a plain one-GPU run (its first pinned GPU, if pinned)."""
     if preset.data_parallel is None:

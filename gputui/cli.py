@@ -123,6 +123,7 @@ def cmd_presets(args: argparse.Namespace) -> int:
 
 def cmd_record(args: argparse.Namespace) -> int:
     from gputui.assemble import SessionParts
+    from gputui.baseline import check_baseline_options
     from gputui.history import RunHistory, label_for
     from gputui.presets import get_preset, load_config
     from gputui.progress import ProgressPrinter
@@ -134,12 +135,11 @@ def cmd_record(args: argparse.Namespace) -> int:
     check_run_options(args)
     config = load_config(extra=args.presets)  # watching needs the files' [diagnosis] table too
     preset = get_preset(config.presets, args.preset) if args.preset else None
+    check_baseline_options(args.baseline, args.baseline_run, preset)
     metrics = start_metrics(args)  # a port in use stops us before the recording exists
     if preset is None and args.pid is None and args.duration is None and not sys.stdin.isatty():
         print("gputui: recording telemetry until interrupted (Ctrl-C or SIGTERM)", file=sys.stderr)
     baseline = None
-    if args.baseline is not None and args.baseline_run:
-        raise UserError("--baseline and --baseline-run: give one (a recording, or a run in this session)")
     if args.baseline is not None:
         from gputui.baseline import baseline_from_recording
 
@@ -263,15 +263,14 @@ RECORD_WRITE_FAILED = 74  # sysexits' EX_IOERR: the recording could not be writt
 
 def _measure_baseline(args: argparse.Namespace, preset) -> tuple[dict | None, list[int]]:
     """--baseline-run: the preset's one-GPU twin, run headless before the real run."""
+    from gputui.assemble import SessionParts
     from gputui.baseline import THIS_SESSION, baseline_from_summary, one_gpu_twin
     from gputui.progress import ProgressPrinter
-    from gputui.session import Session, SessionConfig
+    from gputui.session import SessionConfig
 
-    if preset is None:
-        raise UserError("--baseline-run: expected --preset NAME (a data-parallel preset)")
-    twin = one_gpu_twin(preset)
+    twin = one_gpu_twin(preset)  # check_baseline_options made sure it has one
     print(f"gputui: measuring the one-GPU baseline first: {twin.name}", file=sys.stderr)
-    session = Session(SessionConfig(preset=twin, interval=args.interval, duration=args.duration))
+    session = SessionParts().build(SessionConfig(preset=twin, interval=args.interval, duration=args.duration))
     if not args.quiet:
         session.add_observer(ProgressPrinter(session.summary_builder))
     received = _stop_on_signals(session)
@@ -320,8 +319,6 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_record(args)
         if args.headless:
             raise UserError("--headless needs --record FILE")
-        if args.baseline_run:  # the dashboard does not run the one-GPU twin first (yet)
-            raise UserError("--baseline-run: expected with --record FILE --headless (the dashboard takes --baseline FILE)")
         from gputui.tui.launch import run_dashboard  # Textual loads only for the dashboard
 
         return run_dashboard(args)

@@ -4,7 +4,10 @@ once enter asks for it), and one panel per GPU where they fit."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
+
+import pytest
 
 from gputui import events as ev
 from gputui.events import make_event
@@ -204,8 +207,6 @@ def test_ranks_map_to_the_gpus_in_the_headers_order_the_pinned_order():
 def test_the_session_header_carries_the_baseline_and_the_dashboard_takes_one_with_its_preset(tmp_path):
     import argparse
 
-    import pytest
-
     from gputui.errors import UserError
     from gputui.record import Recorder
     from gputui.session import Session, SessionConfig
@@ -229,9 +230,57 @@ def test_the_session_header_carries_the_baseline_and_the_dashboard_takes_one_wit
         dashboard_baseline(argparse.Namespace(baseline=one, preset=None))
 
 
-def test_baseline_run_with_the_dashboard_is_one_line_and_exit_2(tmp_path):
-    from tests.support.process import run_gputui
+def test_the_dashboard_measures_the_one_gpu_twin_first_then_runs_the_ddp_preset_against_it(tmp_path):
+    """--preset NAME --baseline-run: the twin runs (and ends) first, no summary over it;
+    its median becomes the baseline in the DDP run's header, and the scaling shows."""
+    from gputui.tui.screens.summary import SummaryScreen
+    from tests.support.ddp import DataParallelSession
+    from tests.support.fake_nvml import FakeNvml
+    from tests.support.tui import ScriptedSession
 
-    proc = run_gputui(["--preset", "smoke", "--baseline-run", "--no-history"], tmp_path)
-    assert proc.returncode == 2
-    assert proc.stderr.strip() == "gputui: error: --baseline-run: expected with --record FILE --headless (the dashboard takes --baseline FILE)"
+    two = eight_gpus()[:2]
+    ddp = dataclasses.replace(demo_preset(), name="resnet50-ddp", data_parallel=2)
+    configs = []
+
+    def make(config):
+        configs.append(config)
+        if config.preset is not None and config.preset.data_parallel is None:  # the twin: plays its script and ends
+            twin = ScriptedSession(config, FakeNvml(two))
+            twin.stop("duration reached")
+            return twin
+        return DataParallelSession(config, FakeNvml(two), world=2, slow_rank=None, findings=None)
+
+    async def scenario():
+        app = make_app({ddp.name: ddp}, session_factory=make, start_preset=ddp.name, baseline_run=True, clock=lambda: 1000.0,
+                       settings_file=tmp_path / "settings.toml", user_themes_dir=tmp_path / "none")  # fmt: skip
+        async with app.run_test(size=(160, 48)) as pilot:
+            await wait_until(
+                pilot, lambda: app.state.run is not None and app.state.run.preset.name == ddp.name and app.state.run.series.readings == 96, what="the DDP run"
+            )
+            text = await shown(pilot)
+            assert not isinstance(app.screen, SummaryScreen)  # the twin's summary did not cover the run
+            return text, [run.preset.name for run in app.state.runs], app.state.header.get("baseline")
+
+    text, runs, baseline = run_async(scenario())
+    assert runs == ["resnet50-ddp (one GPU)", "resnet50-ddp"]
+    run_configs = [c for c in configs if c.preset is not None]
+    assert [c.preset.data_parallel for c in run_configs] == [None, 2] and run_configs[0].baseline is None
+    assert baseline == run_configs[1].baseline and baseline["source"] == "this session, one GPU"
+    assert baseline["samples_per_sec"] == pytest.approx(2850.0, abs=60)  # the script's measured median
+    assert "one-GPU baseline: 2," in text and "starting resnet50-ddp" in text
+    assert "scaling 4" in text  # 2,710 / (2 × ~2,850)
+
+
+def test_the_baseline_options_are_checked_before_anything_starts():
+    from gputui.baseline import check_baseline_options
+    from gputui.errors import UserError
+
+    ddp = dataclasses.replace(demo_preset(), data_parallel=2)
+    check_baseline_options(None, True, ddp)  # fine
+    check_baseline_options(Path("one.jsonl"), False, None)  # the dashboard's own check asks for --preset
+    with pytest.raises(UserError, match=r"^--baseline and --baseline-run: give one"):
+        check_baseline_options(Path("one.jsonl"), True, ddp)
+    with pytest.raises(UserError, match=r"^--baseline-run: expected --preset NAME"):
+        check_baseline_options(None, True, None)
+    with pytest.raises(UserError, match=r"^--baseline-run: preset 'resnet50-demo' is not data-parallel"):
+        check_baseline_options(None, True, demo_preset())

@@ -30,6 +30,7 @@ from gputui.errors import UserError
 from gputui.events import Observer
 from gputui.presets import Config, Preset
 from gputui.tui import state as st
+from gputui.tui.baseline_first import BaselineFirst
 from gputui.tui.bridge import SessionBridge, SessionNews
 from gputui.tui.messages import CompareRuns, OpenRun, RefreshDashboard, StartPreset
 from gputui.tui.palette import SafeCommandPalette
@@ -431,6 +432,7 @@ class GpuTuiApp(DashboardApp):
         make_check: CheckFactory,
         confirm_quit: bool = True,
         baseline: dict | None = None,
+        baseline_run: bool = False,
     ) -> None:
         self.make_check = make_check
         super().__init__(
@@ -464,10 +466,15 @@ class GpuTuiApp(DashboardApp):
         self._watchdog_armed = False
         self.confirm_quit = confirm_quit
         self._quit_asked_at: float | None = None
+        # --baseline-run: the preset's one-GPU twin runs first (a UserError when it is not data-parallel)
+        self._baseline_first = BaselineFirst(presets[start_preset]) if baseline_run and start_preset else None
 
     # -- Start and stop ---------------------------------------------------------------
     def start_source(self) -> None:
-        if self._start_preset:
+        if self._baseline_first is not None:
+            self.state.note(f"--baseline-run: measuring the one-GPU baseline first: {self._baseline_first.twin.name}")
+            self.supervisor.start_run(self._baseline_first.twin)
+        elif self._start_preset:
             self.start_preset(self._start_preset)
         # Sessions start once the first frame is out: opening NVML and spawning the run
         # would otherwise compete with it for the interpreter.
@@ -612,8 +619,25 @@ class GpuTuiApp(DashboardApp):
         for run in ended:
             if run.kept_path is not None:
                 self.load_history()
-            if not self._quitting and run is self.state.run:
+            if self._baseline_first is not None and self._baseline_first.is_twin(run):
+                self._baseline_measured(run)  # no summary over it: the real run starts now
+            elif not self._quitting and run is self.state.run:
                 self.show_summary(run, self.state.gpu_names())
+
+    def _baseline_measured(self, twin_run: st.RunView) -> None:
+        """--baseline-run: the one-GPU twin ended; its median is the baseline the preset's run scales against."""
+        assert self._baseline_first is not None
+        first, self._baseline_first = self._baseline_first, None
+        try:
+            baseline = first.baseline_from(twin_run)
+        except UserError as error:  # it measured nothing (it failed, or ended in its warm-up)
+            self.state.note(f"{error}; {first.target.name} was not started")
+            self.notify(str(error), severity="error")
+            return
+        self.supervisor.set_baseline(baseline, first.target.name)
+        self.state.note(f"{first.describe(baseline)}; starting {first.target.name}")
+        if not self._quitting:
+            self.start_preset(first.target.name)
 
     # -- Actions ----------------------------------------------------------------------
     def start_preset(self, name: str) -> None:
@@ -635,6 +659,10 @@ class GpuTuiApp(DashboardApp):
     def action_stop_run(self) -> None:
         if not self.supervisor.stop_run():
             self.notify("Nothing is running.")
+            return
+        cancelled = self._baseline_first.cancel() if self._baseline_first is not None else None
+        if cancelled:
+            self.state.note(cancelled)
 
     def action_run_again(self) -> None:
         if self._last_preset is None:
@@ -681,6 +709,7 @@ def make_app(
     history: RunHistory | None = None,
     confirm_quit: bool = True,
     baseline: dict | None = None,
+    baseline_run: bool = False,
 ) -> GpuTuiApp:
     """The dashboard, ready to ``run()`` or ``run_test()``.
 
@@ -689,7 +718,8 @@ def make_app(
     NVML, a fixed host sampler and clock, or a whole scripted ``session_factory``.
     ``history`` keeps every run (the CLI passes the user's; tests keep none unless
     they ask).  ``confirm_quit=False`` (``--no-confirm-quit``) lets one q stop a run and quit.
-    ``baseline`` (``--baseline FILE``, gputui.baseline) is what runs of ``start_preset`` scale against.
+    ``baseline`` (``--baseline FILE``, gputui.baseline) is what runs of ``start_preset`` scale against;
+    ``baseline_run`` (``--baseline-run``) measures it first, on one GPU (gputui.tui.baseline_first).
     """
     parts = SessionParts(gpu=gpu_factory, host=host_factory, clock=clock)
     if session_factory is None:
@@ -726,6 +756,7 @@ def make_app(
         history=history,
         confirm_quit=confirm_quit,
         baseline=baseline,
+        baseline_run=baseline_run,
     )
 
 

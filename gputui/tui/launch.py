@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from gputui.baseline import check_baseline_options
 from gputui.cli import check_run_options, command_line_diagnosis
 from gputui.errors import UserError
 from gputui.presets import get_preset, load_config
@@ -21,8 +22,8 @@ def run_dashboard(args: argparse.Namespace) -> int:
         check_record_target(args.record, args.force)  # before the screen opens, not at the first run
     history = RunHistory.from_environment(args.no_history)
     config = load_config(extra=args.presets)  # read once: the presets and the [diagnosis] table
-    if args.preset:
-        get_preset(config.presets, args.preset)  # a wrong name is a one-line error before the screen opens
+    preset = get_preset(config.presets, args.preset) if args.preset else None  # a wrong name: one line, before the screen opens
+    check_baseline_options(args.baseline, args.baseline_run, preset)
     baseline = dashboard_baseline(args)
 
     from gputui.cli import start_metrics
@@ -45,6 +46,7 @@ def run_dashboard(args: argparse.Namespace) -> int:
         history=history,
         confirm_quit=not args.no_confirm_quit,
         baseline=baseline,
+        baseline_run=args.baseline_run,
     )
     if metrics is not None:
         app.supervisor.add_observer(metrics.live)

@@ -106,6 +106,12 @@ class SessionSupervisor:
             self._wake.set()
             return self._pending
 
+    def set_baseline(self, baseline: dict[str, Any], preset_name: str) -> None:
+        """From the next session on, runs of ``preset_name`` scale against ``baseline``
+        (--baseline-run: measured by the preset's one-GPU twin a moment ago)."""
+        with self._lock:
+            self._baseline, self._baseline_preset = baseline, preset_name
+
     def stop_run(self, reason: str = "stopped from the dashboard") -> bool:
         """Stop the run (its whole process group); False when there is none."""
         with self._lock:
