@@ -271,6 +271,24 @@ def test_the_dashboard_measures_the_one_gpu_twin_first_then_runs_the_ddp_preset_
     assert "scaling 4" in text  # 2,710 / (2 × ~2,850)
 
 
+def test_stopping_the_one_gpu_twin_starts_nothing(tmp_path):
+    ddp = dataclasses.replace(demo_preset(), name="resnet50-ddp", data_parallel=2)
+
+    async def scenario():
+        app = make_app({ddp.name: ddp}, session_factory=scripted_factory(gpus=eight_gpus()[:2]), start_preset=ddp.name, baseline_run=True,
+                       settings_file=tmp_path / "settings.toml", user_themes_dir=tmp_path / "none")  # fmt: skip
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_until(pilot, lambda: app.state.live_run is not None and app.state.live_run.series.readings == 96, what="the twin")
+            await pilot.press("s")
+            await wait_until(pilot, lambda: app.state.run is not None and app.state.run.ended, what="the twin stopped")
+            await pilot.pause(0.3)
+            return [run.preset.name for run in app.state.runs], [text for _, text in app.state.log]
+
+    runs, log = run_async(scenario())
+    assert runs == ["resnet50-ddp (one GPU)"]
+    assert "--baseline-run: the one-GPU run was stopped; resnet50-ddp was not started" in log
+
+
 def test_the_baseline_options_are_checked_before_anything_starts():
     from gputui.baseline import check_baseline_options
     from gputui.errors import UserError
