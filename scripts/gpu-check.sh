@@ -21,6 +21,9 @@
 #               nvidia-smi dmon, nvitop's collector from .whl/, an idle pynvml process; all at once,
 #               60 s and a 3 s round for the start cost, under a bf16 matmul loop), perturbation and fidelity (A/B/A/B/A/B, 15 s each),
 #               and the telemetry tick cost; results in perf/
+#     longrun   issue 11's long-run figures on the GPU host's CPU (no GPU used; ~1-2 minutes): the
+#               recorder over a fast-forwarded 24 h feed of 8 GPUs and 128 cores (long_run.py), and
+#               the dashboard's frame cost and memory over the same (app_scale.py); results in longrun/
 #     ddp       DDP ResNet-50 (torchrun, NCCL) with --nproc-per-node 1 on GPU0, and 2 on GPU0,1 when
 #               the device has two: each recorded against the 1-GPU tuned run as its baseline, the
 #               per-rank and scaling figures in ddp/numbers.txt, and a dashboard screenshot (80x24:
@@ -157,6 +160,9 @@ PY
           python3 benchmarks/perturb.py --rounds 3 --seconds 15 --warmup 3 --interval 0.1 --out "$out/perf"
           echo "perturb exit $?"
           loaded sample_cost.py --ticks 300 | tee "$out/perf/sample-cost.txt" ;;
+    longrun) mkdir -p "$out/longrun"; lscpu | grep -E 'Model name|^CPU\(s\)' > "$out/longrun/cpu.txt"; uptime >> "$out/longrun/cpu.txt"
+             python3 benchmarks/long_run.py --hours 24 --gpus 8 --cores 128 --out "$out/longrun"; echo "long_run exit $?"
+             python3 benchmarks/app_scale.py --hours 24 --gpus 8 --cores 128 --frames 200 --out "$out/longrun"; echo "app_scale exit $?" ;;
     *) echo "unknown step $step" ;;
   esac
 done
