@@ -12,6 +12,7 @@ import pytest
 from gputui import events as ev
 from gputui.events import make_event
 from gputui.model import GpuSample
+from gputui.record import read_recording
 from gputui.tui.app import make_app
 from gputui.tui.news import EventArrived, HeaderArrived
 from gputui.tui.state import DashboardState
@@ -252,7 +253,7 @@ def test_the_dashboard_measures_the_one_gpu_twin_first_then_runs_the_ddp_preset_
 
     async def scenario():
         app = make_app({ddp.name: ddp}, session_factory=make, start_preset=ddp.name, baseline_run=True, clock=lambda: 1000.0,
-                       settings_file=tmp_path / "settings.toml", user_themes_dir=tmp_path / "none")  # fmt: skip
+                       record_path=tmp_path / "ddp.jsonl", settings_file=tmp_path / "settings.toml", user_themes_dir=tmp_path / "none")  # fmt: skip
         async with app.run_test(size=(160, 48)) as pilot:
             await wait_until(
                 pilot, lambda: app.state.run is not None and app.state.run.preset.name == ddp.name and app.state.run.series.readings == 96, what="the DDP run"
@@ -269,6 +270,8 @@ def test_the_dashboard_measures_the_one_gpu_twin_first_then_runs_the_ddp_preset_
     assert baseline["samples_per_sec"] == pytest.approx(2850.0, abs=60)  # the script's measured median
     assert "one-GPU baseline: 2," in text and "starting resnet50-ddp" in text
     assert "scaling 4" in text  # 2,710 / (2 × ~2,850)
+    header = read_recording(tmp_path / "ddp.jsonl").header  # --record keeps the DDP run, as headless does, not the twin
+    assert header["preset"]["name"] == "resnet50-ddp" and header["baseline"] == baseline
 
 
 def test_stopping_the_one_gpu_twin_starts_nothing(tmp_path):

@@ -570,7 +570,8 @@ class GpuTuiApp(DashboardApp):
         observers: list[Observer] = [bridge]
         if not (ticket.is_run or ticket.attach_pid):
             return observers  # watching an idle machine is neither recorded nor kept
-        if self._record_path is not None and not self.recorded:
+        measuring_baseline = self._baseline_first is not None and ticket.preset is self._baseline_first.twin
+        if self._record_path is not None and not self.recorded and not measuring_baseline:  # --record: the run, as headless
             self.recorded = True
             self._recorded_serial = ticket.serial
             from gputui.record import Recorder
