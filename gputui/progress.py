@@ -138,14 +138,16 @@ def progress_line(sample: Sample, phase: str | None, current: float | None, summ
     return " | ".join(parts)
 
 
-def rank_rows(tp: dict[str, Any]) -> list[tuple[str, str]]:
-    """A data-parallel run's ranks and its scaling, as (label, value) rows."""
+def rank_rows(tp: dict[str, Any], device: str | None = None) -> list[tuple[str, str]]:
+    """A data-parallel run's ranks and its scaling, as (label, value) rows; ``device`` is
+    the workload's ("cpu": gloo ranks on the host, counted as ranks rather than GPUs)."""
     rows = [(f"rank {r['rank']} median", f"{fmt.rate(r.get('median'))} samples/s") for r in tp.get("ranks") or []]
     scaling = tp.get("scaling")
     if scaling and scaling.get("efficiency") is not None:
+        unit = "rank" if device == "cpu" else "GPU"
         rows.append(
             (
-                f"scaling on {tp.get('world_size')} GPU{'' if tp.get('world_size') == 1 else 's'}",
+                f"scaling on {tp.get('world_size')} {unit}{'' if tp.get('world_size') == 1 else 's'}",
                 f"{scaling['efficiency']:.0%} of {tp.get('world_size')}× {fmt.rate(scaling.get('baseline_samples_per_sec'))}"
                 f" samples/s on one ({fmt.printable(scaling.get('baseline_source'))})",
             )
@@ -161,7 +163,7 @@ def summary_table(summary: dict[str, Any]) -> list[str]:
         rows.append(("throughput p5 / p95", f"{fmt.rate(tp.get('p5'))} / {fmt.rate(tp.get('p95'))}"))
     if tp.get("reported"):
         rows.append(("reported by the run", f"{fmt.rate(tp['reported']['samples_per_sec'])} samples/s"))
-    rows += rank_rows(tp)
+    rows += rank_rows(tp, (summary.get("workload") or {}).get("device"))
     for gpu in summary.get("gpus", []):
         name = f"GPU{gpu['index']}"
         util = gpu.get("util_gpu") or {}

@@ -237,3 +237,13 @@ def test_the_summary_row_says_gpu_in_the_singular_for_one_rank():
     one = rank_rows({"world_size": 1, "ranks": [], "scaling": {"efficiency": 0.9, "baseline_samples_per_sec": 6617.0, "baseline_source": "b.jsonl"}})
     two = rank_rows({"world_size": 2, "ranks": [], "scaling": {"efficiency": 0.9, "baseline_samples_per_sec": 6617.0, "baseline_source": "b.jsonl"}})
     assert one[-1][0] == "scaling on 1 GPU" and two[-1][0] == "scaling on 2 GPUs"
+
+
+def test_gloo_ranks_on_the_cpu_are_counted_as_ranks_not_gpus():
+    from gputui.progress import summary_table
+
+    tp = {"median": 114.0, "world_size": 2, "ranks": [], "scaling": {"efficiency": 0.57, "baseline_samples_per_sec": 100.0, "baseline_source": "s"}}
+    on_cpu = "\n".join(summary_table({"throughput": tp, "workload": {"device": "cpu"}}))
+    on_gpus = "\n".join(summary_table({"throughput": tp, "workload": {"device": "cuda"}}))
+    assert "scaling on 2 ranks" in on_cpu and "GPUs" not in on_cpu
+    assert "scaling on 2 GPUs" in on_gpus
