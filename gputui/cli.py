@@ -18,6 +18,7 @@ from gputui.fmt import printable
 
 if TYPE_CHECKING:
     from gputui.metrics.server import MetricsServer
+    from gputui.signal_relay import SignalRelay
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -286,22 +287,27 @@ def signal_exit_code(signum: int) -> int:
 
 
 def _stop_on_signals(session) -> list[int]:
-    """Ctrl-C, SIGTERM and a dropped SSH session (SIGHUP) stop the run cleanly; the
-    list returned fills with the signals received, first one first.
+    """Ctrl-C, SIGTERM and a dropped SSH session (SIGHUP) stop ``session`` cleanly; the
+    list returned fills with the signals received, first one first.  One relay for the
+    process (gputui.signal_relay: the stop runs outside the signal handler); a later call
+    points it at the next session (--baseline-run's twin, then the run).
 
     Under nohup SIGHUP is already ignored: leave it so, the user asked to keep going.
     """
-    received: list[int] = []
+    global _relay
+    from gputui.signal_relay import STOP_SIGNALS, SignalRelay
 
-    def handler(signum, _frame):
-        received.append(signum)
+    def stop(signum: int) -> None:
         session.stop(f"received {signal.Signals(signum).name}")
 
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        if sig == signal.SIGHUP and signal.getsignal(sig) == signal.SIG_IGN:
-            continue
-        signal.signal(sig, handler)
-    return received
+    if _relay is None:
+        _relay = SignalRelay(STOP_SIGNALS, stop)
+    else:
+        _relay.on_signal, _relay.received = stop, []
+    return _relay.received
+
+
+_relay: SignalRelay | None = None  # the process's, made by the first _stop_on_signals
 
 
 def _on_terminal() -> bool:

@@ -47,3 +47,41 @@ def test_a_resize_storm_with_keys_between_crashes_nothing(tmp_path, monkeypatch,
         assert app.return_value == 0
 
     run_async(scenario())
+
+
+def test_a_redraw_tick_while_the_app_closes_is_skipped_not_a_crash(tmp_path, monkeypatch):
+    """Textual's shutdown takes each screen's widgets before it stops the app's timers.  A
+    redraw tick in between (the run's recording just finished, so it wanted the GPU grid)
+    once met a dashboard without one: NoMatches, a crash on quit (CI, 1 run in ~30).  Here
+    the tick is made to come right after the dashboard's widgets are gone."""
+    from textual.app import App
+
+    from gputui.tui import state as st
+
+    app = scripted_app(tmp_path, monkeypatch)
+    real_prune = App._prune
+    ticked: list[int] = []
+
+    def prune_then_tick(self, *nodes, parent=None):
+        removing = real_prune(self, *nodes, parent=parent)
+        if self is not app or app.dashboard not in nodes:
+            return removing
+
+        async def then_tick():
+            await removing
+            app.state.touch(st.HEADER)  # the GPUs "changed": the tick wants the grid
+            app.refresh_dashboard(force=True)
+            ticked.append(len(app.screen_stack))
+
+        return then_tick()
+
+    monkeypatch.setattr(App, "_prune", prune_then_tick)
+
+    async def scenario():
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.pause(0.3)
+            await pilot.press("q")
+        assert app.return_value == 0
+
+    run_async(scenario())
+    assert ticked and ticked[0] >= 1  # it came while the screens were still stacked

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -28,6 +27,7 @@ from gputui.check.under_load import LoadWatcher, load_results
 from gputui.errors import UserError
 from gputui.events import Observer
 from gputui.session import SessionConfig
+from gputui.signal_relay import STOP_SIGNALS, SignalRelay
 from gputui.telemetry.nvml import Nvml
 
 # name -> (module, function); loaded lazily so a stage's imports cost nothing until it runs
@@ -93,7 +93,7 @@ class CheckRun:
         self._stop_requested = threading.Event()
 
     def stop(self) -> None:
-        """Thread-safe, and safe from a signal handler: the running stage ends early."""
+        """Thread-safe (the signal relay calls it from its own thread): the running stage ends early."""
         self._stop_requested.set()
         if self._ctx is not None:
             self._ctx.stop()
@@ -240,22 +240,12 @@ def run_check_cli(
     # Progress goes to stderr with --json (stdout is for the machine), else to stdout.
     listener = CheckListener() if quiet else _ProgressLines(sys.stderr if as_json else sys.stdout)
     check = CheckRun(options, observers=list(recorders), listener=listener)
-    received: list[int] = []
-
-    def stop(signum, _frame) -> None:
-        received.append(signum)
-        check.stop()
-
-    previous = {
-        sig: signal.signal(sig, stop)
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-        if not (sig == signal.SIGHUP and signal.getsignal(sig) == signal.SIG_IGN)
-    }  # nohup: keep going
+    relay = SignalRelay(STOP_SIGNALS, lambda _signum: check.stop())  # nohup's ignored SIGHUP stays ignored
+    received = relay.received
     try:
         report = check.run()
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        relay.close()
         for recorder in recorders:
             recorder.close()
     if markdown is not None:

@@ -126,8 +126,8 @@ class DashboardApp(App[int]):
     def refresh_dashboard(self, force: bool = False) -> None:
         """The redraw tick: panels whose sections changed redraw themselves."""
         dashboard = self.dashboard
-        if not dashboard.is_mounted:
-            return
+        if not dashboard.is_mounted or not self.is_running:
+            return  # not up yet, or closing: the shutdown takes the dashboard's widgets before its timers
         try:
             top = self.screen
         except (ScreenStackError, UnknownModeError):
