@@ -309,7 +309,7 @@ def test_module_imports_without_tensorflow() -> None:
 
 
 def test_oom_message_is_the_informative_line() -> None:
-    from gputui.workloads.tf_workload import _oom_message
+    from gputui.workloads.tf_frameworks import _oom_message
 
     graph = Exception("Graph execution error:\n\nDetected at node foo defined at ...\n"
                       "OOM when allocating tensor with shape[64,112,112,64] and type float on /job:localhost/"
@@ -326,7 +326,7 @@ def test_transformer_flops_match_the_pytorch_convention() -> None:
     """Same hand formula as the PyTorch workload's FlopCounterMode count (3 x forward)."""
     from types import SimpleNamespace
 
-    from gputui.workloads.tf_workload import transformer_train_flops
+    from gputui.workloads.tf_models import transformer_train_flops
 
     bert = SimpleNamespace(num_hidden_layers=24, hidden_size=1024, intermediate_size=4096, num_labels=8)
     per_layer = 2 * 128 * (4 * 1024**2 + 2 * 1024 * 4096) + 4 * 128 * 128 * 1024
