@@ -30,8 +30,8 @@ from gputui.protocol import MEASURE
 from gputui.record import Recording
 from gputui.summary import SummaryBuilder
 from gputui.tui import state as st
-from gputui.tui.app import REFRESH_S, DashboardApp, app_themes
 from gputui.tui.bridge import SessionBridge
+from gputui.tui.dashboard_app import REFRESH_S, DashboardApp, app_themes
 from gputui.tui.settings import settings_path as default_settings_path
 from gputui.tui.state import ReplayStatus, speed_label
 from gputui.tui.supervisor import SessionTicket
