@@ -9,5 +9,7 @@ python3 benchmarks/tui_cost.py --preset gpu-loop --presets benchmarks/gpu-preset
   --json "$out/tui-cost-gpu-loop.json" 2>&1 | tail -6
 python3 benchmarks/tui_cost.py --preset torch-resnet50 --seconds 12 --warmup 20 \
   --json "$out/tui-cost-torch-resnet50.json" 2>&1 | tail -6
-python3 -m gputui.tui.screenshot "$out/dashboard-h200.svg" --preset torch-resnet50-input-bound \
+# named after the card it ran on (dashboard-h100.svg, dashboard-h200.svg, ...)
+card=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 | grep -oiE '[a-z][0-9]{2,3}' | head -1 | tr 'A-Z' 'a-z')
+python3 -m gputui.tui.screenshot "$out/dashboard-${card:-gpu}.svg" --preset torch-resnet50-input-bound \
   --after 45 --size 160x48 2>&1 | tail -3

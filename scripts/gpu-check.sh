@@ -45,6 +45,10 @@ if [ -d .whl ]; then  # the device has no network: pure-Python deps travel as wh
   export PYTHONPATH=/tmp/site:$PWD
 fi
 export PYTHONUNBUFFERED=1 XDG_CONFIG_HOME=/tmp/gputui-xdg GPUTUI_CACHE_DIR=/tmp/gputui-cache
+# A pip install compiles the bytecode; this carried tree and the --no-compile wheels have
+# none, and compiling gputui and Textual at every start (over 1 s of CPU) is not what a
+# user's run pays: it made the first frame 1.67 s on a fresh device (2026-11-25)
+python3 -m compileall -q gputui ${PYTHONPATH:+/tmp/site} > /dev/null
 
 {
   date -u; nvidia-smi --query-gpu=name,driver_version,power.limit,temperature.gpu,clocks.max.sm --format=csv
@@ -153,9 +157,6 @@ PY
             sed 's/^/   /' "$out/diag/$preset.findings.txt"
           done ;;
     perf) mkdir -p "$out/perf"
-          # A pip install compiles the bytecode; this carried tree has none, and compiling
-          # ~130 modules at every start (0.3 s of CPU) is not what a user's run pays.
-          python3 -m compileall -q gputui ${PYTHONPATH:+/tmp/site} > /dev/null
           python3 benchmarks/sampler_table.py --seconds 60 --start-seconds 3 --load --out "$out/perf"; echo "sampler table exit $?"
           python3 benchmarks/perturb.py --rounds 3 --seconds 15 --warmup 3 --interval 0.1 --out "$out/perf"
           echo "perturb exit $?"
