@@ -93,3 +93,20 @@ def test_memory_stays_bounded_over_a_long_run():
     hold = make()
     feed(hold, [0, 1] * 50_000, step=0.1)
     assert len(hold._t) < 2000
+
+
+def test_samples_a_millisecond_late_still_fill_a_window_as_long_as_their_interval():
+    # A 1 s sampler's real times (a CI run without GPUs): each tick a fraction of a
+    # millisecond late, so no 1.0 s window ever held two samples, and an idle run whose
+    # every sample was idle opened nothing.
+    hold = make(open_s=1.0, close_s=1.0)
+    changes = [(t, hold.update(t, 2)) for t in (1.0629, 2.0628, 3.0630, 4.0632, 5.0637)]
+    assert [c for c in changes if c[1]] == [(2.0628, OPEN)]
+
+
+def test_a_window_edge_takes_in_jitter_but_not_a_whole_sample_more():
+    hold = make(open_s=2.0, close_s=2.0)
+    for t, level in ((0.0, 0), (1.0, 2), (2.0, 2), (3.0, 2)):
+        change = hold.update(t, level)
+    # at 3.0 the 2 s window is 1.0..3.0 (three active samples); the idle one at 0.0 stays out
+    assert change == OPEN and hold.since == 1.0

@@ -26,6 +26,10 @@ from typing import Any
 OPEN, RAISE, CLOSE = "open", "raise", "close"
 LEVELS = 3
 _EPS = 1e-6
+# Sample times jitter by a few milliseconds (a 1 s sampler ticks at 1.0629, 2.0628,
+# 3.0630 s): a window edge exact to the microsecond would hold one sample or two by
+# chance, so an edge takes in samples this close to it.
+_JITTER_S = 0.01
 
 
 class Hold:
@@ -48,7 +52,7 @@ class Hold:
 
     # --- the window ----------------------------------------------------------------
     def _start(self, t: float, window: float) -> int:
-        return bisect_left(self._t, t - window - _EPS)
+        return bisect_left(self._t, t - window - _JITTER_S)
 
     def _counts(self, start: int) -> tuple[int, tuple[int, ...]]:
         n = len(self._t) - start
@@ -57,7 +61,7 @@ class Hold:
         return n, tuple(last[i] - before[i] for i in range(LEVELS))
 
     def _covered(self, t: float, window: float) -> bool:
-        return bool(self._t) and self._t[0] <= t - window + _EPS
+        return bool(self._t) and self._t[0] <= t - window + _JITTER_S
 
     def _held_level(self, t: float) -> int:
         """The highest level held for hold_share of the open window (0: none)."""
@@ -108,7 +112,7 @@ class Hold:
             return OPEN
 
         assert self.opened_t is not None
-        if t - self.opened_t >= self.close_after_s - _EPS:
+        if t - self.opened_t >= self.close_after_s - _JITTER_S:
             n, counts = self._counts(self._start(t, self.close_after_s))
             if n and counts[0] <= self.clear_share * n + _EPS:
                 self.is_open = False
