@@ -14,7 +14,7 @@ import pytest
 from gputui.check.context import CheckOptions, GpuUnderTest, StageContext
 from gputui.check.cost import cost_per_million, cost_per_pflop_hour, cost_results
 from gputui.check.expectations import find_model
-from gputui.check.model import FAIL, INFO, MICRO, OK, PREFLIGHT, SKIPPED, WARN, WORKLOAD, CheckResult
+from gputui.check.model import AT_LEAST, AT_MOST, COST, FAIL, INFO, MICRO, OK, PREFLIGHT, SKIPPED, WARN, WORKLOAD, CheckResult
 from gputui.check.render import markdown, progress_line, verdict_line
 from gputui.check.runner import CheckListener, CheckRun
 from gputui.check.under_load import LoadWatcher, load_results
@@ -149,6 +149,22 @@ def test_samples_outside_the_loaded_stages_do_not_count():
     assert load_results(watcher, [_h200()])[0].status == SKIPPED
 
 
+def test_a_check_prices_each_gpu_of_the_instance_not_the_first_one_at_the_whole_price():
+    # two GPUs NVML sees, only GPU 0 checked (--gpus 0): the price still buys two
+    def micro(ctx):
+        ctx.report(CheckResult(id="micro.gpu0.matmul_bf16", group=MICRO, name="matmul", status=OK, value=500.0, unit="TFLOP/s", gpu=0))
+
+    check = CheckRun(
+        CheckOptions(interval=0.1, price_per_hour=4.0, gpus=[0]),
+        gpu=GpuTelemetry(FakeNvml([FakeGpu(), FakeGpu()])),
+        nvml_module=FakeNvml([FakeGpu(), FakeGpu()]),
+        stages={"micro": micro},
+    )
+    costs = {r.id: r for r in check.run().results if r.group == COST}
+    assert costs["cost.pflop_hour_bf16"].value == pytest.approx(2.0 * 1000 / 500)
+    assert "4 USD/hour for 2 GPUs (2 each)" in costs["cost.pflop_hour_bf16"].detail
+
+
 def test_cost_per_million_samples_and_per_pflop_hour():
     assert cost_per_million(3.6, 1000.0) == pytest.approx(1.0)  # 3.6 M samples an hour for 3.6 USD
     assert cost_per_pflop_hour(2.0, 500.0) == pytest.approx(4.0)  # 0.5 PFLOP/s: two hours for one PFLOP-hour
@@ -157,6 +173,49 @@ def test_cost_per_million_samples_and_per_pflop_hour():
     assert cost.id == "cost.resnet50_tuned"
     assert cost.value == pytest.approx(2.0 / (7200 * 3600) * 1e6, rel=1e-3)
     assert cost_results(results, None)[0].status == SKIPPED
+
+
+def _matmul(gpu: int, tflops: float) -> CheckResult:
+    return CheckResult(id=f"micro.gpu{gpu}.matmul_bf16", group=MICRO, name="bf16 matmul", status=OK, value=tflops, unit="TFLOP/s", gpu=gpu)
+
+
+def test_costs_are_per_gpu_when_the_instance_has_several():
+    # An 8-GPU box at 8x the price of a 1-GPU box, with the same GPUs, costs the same per sample
+    resnet = CheckResult(id="workload.gpu0.resnet50_tuned", group=WORKLOAD, name="ResNet-50", status=OK, value=7200.0, unit="images/s", gpu=0)
+    one = {c.id: c for c in cost_results([resnet, _matmul(0, 500.0)], 2.0, gpus_priced=1)}
+    eight = {c.id: c for c in cost_results([resnet] + [_matmul(g, 500.0) for g in range(8)], 16.0, gpus_priced=8)}
+    assert eight["cost.resnet50_tuned"].value == pytest.approx(one["cost.resnet50_tuned"].value)
+    assert eight["cost.pflop_hour_bf16"].value == pytest.approx(one["cost.pflop_hour_bf16"].value) == pytest.approx(4.0)
+    assert "16 USD/hour for 8 GPUs (2 each)" in eight["cost.resnet50_tuned"].detail
+    assert "the mean of 8 GPUs" in eight["cost.pflop_hour_bf16"].detail
+
+
+def test_the_pflop_hour_takes_every_gpu_measured_not_only_the_first():
+    two = {c.id: c for c in cost_results([_matmul(0, 400.0), _matmul(1, 600.0)], 2.0, gpus_priced=2)}
+    assert two["cost.pflop_hour_bf16"].value == pytest.approx(1.0 * 1000 / 500)  # 1 USD/hour per GPU at their mean
+
+
+def test_a_price_split_over_gpus_not_checked_still_counts_them():
+    # --gpus 0 on a 4-GPU instance: the price still buys four GPUs
+    (cost,) = cost_results([_matmul(0, 500.0)], 4.0, gpus_priced=4)
+    assert cost.value == pytest.approx(1.0 * 1000 / 500)
+
+
+def test_a_ceiling_reads_at_most_and_a_floor_at_least_with_no_ratio():
+    # "CPU steal time: 0 % (expected 5.0 %)" and "0%" of it read as a shortfall; 5 % is a ceiling
+    from gputui.check.preflight_host import grade_steal
+
+    steal = grade_steal(0.0, 0.5)
+    assert steal.status == OK and steal.bound == AT_MOST and steal.ratio is None
+    assert "(at most 5.0 %)" in progress_line(steal)
+    shm = CheckResult(id="host.shm", group=PREFLIGHT, name="/dev/shm", status=OK, value=8192, unit="MiB", expected=4096, bound=AT_LEAST)
+    table = markdown([steal, shm], {})
+    assert "| ≤ 5.0 % |" in table and "| ≥ 4096 MiB |" in table
+    assert "(0%)" not in table and "(200%)" not in table
+    data = steal.to_dict()
+    assert data["bound"] == AT_MOST and "ratio" not in data
+    assert CheckResult.from_dict(data).bound == AT_MOST
+    assert CheckResult.from_dict({**data, "bound": "roughly"}).bound is None  # a newer writer's bound: shown plainly
 
 
 def test_rendering_names_the_cause_and_the_expectation_source():

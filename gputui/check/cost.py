@@ -21,13 +21,19 @@ def cost_per_pflop_hour(price_per_hour: float, tflops: float) -> float:
     return price_per_hour * 1000.0 / tflops
 
 
-def cost_results(results: list[CheckResult], price_per_hour: float | None) -> list[CheckResult]:
+def cost_results(results: list[CheckResult], price_per_hour: float | None, gpus_priced: int = 1) -> list[CheckResult]:
+    """Each cost is per GPU: ``price_per_hour`` is what the whole instance costs, split
+    evenly over its ``gpus_priced`` GPUs. The workloads run on one GPU, and an 8-GPU box
+    at 8 times the price of one GPU should cost the same per sample, not 8 times more
+    (it does, if every GPU runs a copy or the job scales linearly)."""
     if price_per_hour is None:
         return [skipped("cost", COST, "Cost per sample", "no price given: add --price USD_PER_HOUR")]
+    gpus_priced = max(1, gpus_priced)
+    price_per_gpu = price_per_hour / gpus_priced
+    priced = f"{price_per_hour:g} USD/hour" + (f" for {gpus_priced} GPUs ({price_per_gpu:g} each)" if gpus_priced > 1 else "")
+    measured = [(r, float(r.value)) for r in results if isinstance(r.value, (int, float)) and r.value > 0]
     out = []
-    for result in results:
-        if not isinstance(result.value, (int, float)) or result.value <= 0:
-            continue
+    for result, rate in measured:
         suffix = result.id.rsplit(".", 1)[-1]
         if suffix in _PER_MILLION:
             what = _PER_MILLION[suffix]
@@ -37,25 +43,27 @@ def cost_results(results: list[CheckResult], price_per_hour: float | None) -> li
                     group=COST,
                     name=f"Cost per million {what} ({result.name})",
                     status=INFO,
-                    value=round(cost_per_million(price_per_hour, result.value), 4),
+                    value=round(cost_per_million(price_per_gpu, rate), 4),
                     unit="USD",
                     gpu=result.gpu,
-                    detail=f"at {result.value:,.0f} {result.unit} and {price_per_hour:g} USD/hour",
+                    detail=f"at {rate:,.0f} {result.unit} and {priced}",
                 )
             )
-        elif suffix == "matmul_bf16" and not any(c.id == "cost.pflop_hour_bf16" for c in out):  # the first GPU's
-            out.append(
-                CheckResult(
-                    id="cost.pflop_hour_bf16",
-                    group=COST,
-                    name="Cost per PFLOP-hour (dense bf16 matmul)",
-                    status=INFO,
-                    value=round(cost_per_pflop_hour(price_per_hour, result.value), 4),
-                    unit="USD",
-                    gpu=result.gpu,
-                    detail=f"at {result.value:,.0f} TFLOP/s and {price_per_hour:g} USD/hour (one GPU)",
-                )
+    matmuls = [rate for r, rate in measured if r.id.rsplit(".", 1)[-1] == "matmul_bf16"]
+    if matmuls:  # the GPUs measured, on average: what one GPU of this box does
+        tflops = sum(matmuls) / len(matmuls)
+        over = f" (the mean of {len(matmuls)} GPUs)" if len(matmuls) > 1 else ""
+        out.append(
+            CheckResult(
+                id="cost.pflop_hour_bf16",
+                group=COST,
+                name="Cost per PFLOP-hour (dense bf16 matmul)",
+                status=INFO,
+                value=round(cost_per_pflop_hour(price_per_gpu, tflops), 4),
+                unit="USD",
+                detail=f"at {tflops:,.0f} TFLOP/s per GPU{over} and {priced}",
             )
+        )
     if not out:
         out.append(skipped("cost", COST, "Cost per sample", "nothing was measured to put a price on"))
     return out

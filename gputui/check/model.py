@@ -20,6 +20,13 @@ UNDER_LOAD = "under-load"  # watched throughout the loaded stages: throttling, h
 COST = "cost"
 GROUPS = (PREFLIGHT, MICRO, WORKLOAD, UNDER_LOAD, COST)
 
+# What ``expected`` is when it is not a target to reach: a floor or a ceiling. A ratio
+# against either says nothing ("steal time 0 % is 0 % of the expected 5 %"), so none is given.
+AT_LEAST = "at least"
+AT_MOST = "at most"
+BOUNDS = (AT_LEAST, AT_MOST)
+BOUND_SIGN = {AT_LEAST: "≥", AT_MOST: "≤"}
+
 
 @dataclass
 class CheckResult:
@@ -42,21 +49,24 @@ class CheckResult:
     cause: str | None = None  # the likely cause when not ok; the reason when skipped
     advice: str | None = None  # what to do when not ok
     data: dict[str, Any] = field(default_factory=dict)  # extra numbers (datasheet share, ...)
+    bound: str | None = None  # AT_LEAST or AT_MOST: ``expected`` is a floor or a ceiling
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
             raise ValueError(f"unknown check status {self.status!r}")
+        if self.bound not in (None, *BOUNDS):
+            raise ValueError(f"unknown bound {self.bound!r}")
 
     @property
     def ratio(self) -> float | None:
-        """measured / expected, when both are numbers."""
-        if isinstance(self.value, (int, float)) and isinstance(self.expected, (int, float)) and self.expected:
+        """measured / expected, when both are numbers and the expectation is a target."""
+        if self.bound is None and isinstance(self.value, (int, float)) and isinstance(self.expected, (int, float)) and self.expected:
             return self.value / self.expected
         return None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "group": self.group, "name": self.name, "status": self.status}
-        for key in ("value", "unit", "expected", "expected_source", "gpu", "detail", "cause", "advice"):
+        for key in ("value", "unit", "expected", "expected_source", "bound", "gpu", "detail", "cause", "advice"):
             value = getattr(self, key)
             if value not in (None, ""):
                 out[key] = value
@@ -72,9 +82,11 @@ class CheckResult:
         """Read back a ``check`` event; unknown keys (newer writers) are ignored."""
         known = {
             k: data[k]
-            for k in ("id", "group", "name", "status", "value", "unit", "expected", "expected_source", "gpu", "detail", "cause", "advice", "data")
+            for k in ("id", "group", "name", "status", "value", "unit", "expected", "expected_source", "bound", "gpu", "detail", "cause", "advice", "data")
             if k in data
         }
+        if known.get("bound") not in (None, *BOUNDS):
+            del known["bound"]  # a newer writer's kind of bound: show the expectation plainly
         known.setdefault("group", PREFLIGHT)
         known.setdefault("name", known.get("id", "?"))
         if known.get("status") not in STATUSES:

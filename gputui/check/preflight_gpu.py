@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gputui.check.context import GpuUnderTest
-from gputui.check.model import FAIL, INFO, OK, PREFLIGHT, WARN, CheckResult, skipped
+from gputui.check.model import AT_MOST, FAIL, INFO, OK, PREFLIGHT, WARN, CheckResult, skipped
 from gputui.check.thresholds import RETIRED_PAGES_FAIL, grade_ratio
 from gputui.telemetry.gpu import _cuda_version, _text, _watts
 
@@ -514,6 +514,7 @@ def _temperature(facts: GpuFacts, g: _Grader) -> CheckResult:
         value=temp,
         unit="°C",
         expected=slowdown,
+        bound=AT_MOST,
         expected_source="the GPU's slowdown threshold (NVML)" if slowdown is not None else None,
         detail=limits or "no slowdown threshold reported",
     )

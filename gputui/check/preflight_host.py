@@ -22,7 +22,7 @@ import psutil
 
 from gputui.check import thresholds as t
 from gputui.check.context import GpuUnderTest
-from gputui.check.model import INFO, OK, PREFLIGHT, CheckResult, skipped
+from gputui.check.model import AT_LEAST, AT_MOST, INFO, OK, PREFLIGHT, CheckResult, skipped
 from gputui.fmt import GIB
 from gputui.telemetry.host import CpuThrottling, cgroup_memory_limit, cpu_available, read_cpu_throttling, steal_percent  # noqa: F401 - re-exported
 
@@ -219,6 +219,7 @@ def grade_cores(facts: HostFacts, gpu_count: int) -> CheckResult:
         value=round(per_gpu, 2),
         unit="cores",
         expected=t.CORES_PER_GPU_OK,
+        bound=AT_LEAST,
         expected_source="4-8 cores per GPU keep a typical input pipeline ahead of the GPU",
         detail=f"{cores:g} usable cores for {gpu_count} GPU(s){quota}",
     )
@@ -247,7 +248,8 @@ def grade_throttling(throttling: CpuThrottling | None) -> CheckResult:
         value=round(share * 100, 2),
         unit="% of periods",
         expected=t.CPU_THROTTLED_WARN_SHARE * 100,
-        expected_source="lower is better: the warn line",
+        bound=AT_MOST,
+        expected_source="the warn line",
         detail=f"{throttling.throttled} of {throttling.periods} scheduler periods throttled{spent}, since the container started",
     )
     if status != OK:
@@ -268,7 +270,8 @@ def grade_steal(steal_pct: float | None, interval_s: float) -> CheckResult:
         value=steal_pct,
         unit="%",
         expected=t.STEAL_WARN_PCT,
-        expected_source="lower is better: the warn line",
+        bound=AT_MOST,
+        expected_source="the warn line",
         detail=f"share of CPU time given to other virtual machines over {interval_s:g} s",
     )
     if status != OK:
@@ -297,6 +300,7 @@ def grade_memory(facts: HostFacts, gpus: list[GpuUnderTest]) -> CheckResult:
         value=_gib(per_gpu),
         unit="GiB",
         expected=_gib(vram_per_gpu * t.RAM_PER_VRAM_OK),
+        bound=AT_LEAST,
         expected_source="as much host memory as each GPU has",
         detail=f"{detail} for {len(gpus)} GPU(s) of {_gib(vram_per_gpu)} GiB",
     )
@@ -323,6 +327,7 @@ def grade_shm(facts: HostFacts) -> CheckResult:
         value=round(size / MIB),
         unit="MiB",
         expected=t.SHM_WARN_BYTES // MIB,
+        bound=AT_LEAST,
         expected_source="room for DataLoader workers' batches in flight",
         detail=str(facts.shm_path),
     )
@@ -352,6 +357,7 @@ def grade_disk_free(facts: HostFacts) -> CheckResult:
         value=_gib(free),
         unit="GiB",
         expected=_gib(t.DISK_FREE_WARN_BYTES),
+        bound=AT_LEAST,
         expected_source="room for a dataset and checkpoints",
         detail=str(facts.workdir),
     )

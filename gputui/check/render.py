@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gputui.check.model import FAIL, OK, SKIPPED, WARN, CheckResult
+from gputui.check.model import BOUND_SIGN, FAIL, OK, SKIPPED, WARN, CheckResult
 
 MARK = {"ok": "ok", "warn": "WARN", "fail": "FAIL", "skipped": "skip", "info": "info"}
 
@@ -25,6 +25,12 @@ def value_text(value: Any, unit: str = "") -> str:
     return f"{text} {unit}".strip()
 
 
+def expected_text(result: CheckResult) -> str:
+    """``700 W``, or ``≤ 5.0 %`` when the expectation is a ceiling (``≥`` a floor)."""
+    text = value_text(result.expected, result.unit)
+    return f"{BOUND_SIGN[result.bound]} {text}" if result.bound else text
+
+
 def progress_line(result: CheckResult) -> str:
     """``[ ok ] gpu0 Power limit: 700 W (expected 700 W)``: one line per check, headless."""
     where = f"gpu{result.gpu} " if result.gpu is not None else ""
@@ -33,7 +39,7 @@ def progress_line(result: CheckResult) -> str:
         return f"{line}: skipped, {result.cause}"
     line += f": {value_text(result.value, result.unit)}"
     if result.expected is not None:
-        line += f" (expected {value_text(result.expected, result.unit)})"
+        line += f" ({result.bound or 'expected'} {value_text(result.expected, result.unit)})"
     if result.detail:
         line += f"; {result.detail}"
     if result.status in (WARN, FAIL) and result.cause:
@@ -50,7 +56,7 @@ def verdict_line(results: list[CheckResult]) -> str:
 def _expected_text(result: CheckResult) -> str:
     if result.expected is None:
         return "-"
-    text = value_text(result.expected, result.unit)
+    text = expected_text(result)
     ratio = result.ratio
     return f"{text} ({ratio:.0%})" if ratio is not None and result.unit != "share" else text
 

@@ -158,7 +158,9 @@ class CheckRun:
         if ctx.gpus and any(name in LOADED_STAGES for name in self._planned_stages()):
             for result in load_results(self.load, ctx.gpus):
                 ctx.report(result)
-        for result in cost_results(ctx.results, self.options.price_per_hour):
+        # the price is the instance's: split over every GPU it has, not only those checked
+        gpus_on_machine = len(self.session.gpu.infos) if self.session.gpu.available else 1
+        for result in cost_results(ctx.results, self.options.price_per_hour, gpus_on_machine):
             ctx.report(result)
 
     def _planned_stages(self) -> list[str]:

@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from gputui.check.context import GpuUnderTest
-from gputui.check.model import FAIL, INFO, OK, UNDER_LOAD, WARN, CheckResult, skipped
+from gputui.check.model import AT_MOST, FAIL, INFO, OK, UNDER_LOAD, WARN, CheckResult, skipped
 from gputui.check.thresholds import THERMAL_WARN_C, THROTTLE_FAULT_SHARE
 from gputui.events import Observer
 from gputui.model import Sample
@@ -96,6 +96,7 @@ def _temperature(gpu: GpuUnderTest, tally: _Tally) -> CheckResult:
         value=tally.max_temp,
         unit="°C",
         expected=THERMAL_WARN_C,
+        bound=AT_MOST,
         expected_source="below 80 °C: above it GPUs throttle themselves (seed 003)",
         detail=f"hottest reading; slowdown at {slowdown:g} °C" if slowdown else "hottest reading",
     )
@@ -133,6 +134,7 @@ def _throttling(gpu: GpuUnderTest, tally: _Tally) -> CheckResult:
         value=round(max(faults.values(), default=0.0), 3),
         unit="share",
         expected=THROTTLE_FAULT_SHARE,
+        bound=AT_MOST,
         expected_source="thermal, hardware-slowdown and power-brake reasons in at most 5 % of samples",
         detail=detail,
         data={"shares": shares, "samples": tally.samples},
@@ -160,6 +162,7 @@ def _power(gpu: GpuUnderTest, tally: _Tally) -> CheckResult:
         value=tally.max_power,
         unit="W",
         expected=tally.power_limit,
+        bound=AT_MOST,
         expected_source="the enforced power limit",
         detail=detail,
     )
