@@ -85,3 +85,42 @@ def test_a_redraw_tick_while_the_app_closes_is_skipped_not_a_crash(tmp_path, mon
 
     run_async(scenario())
     assert ticked and ticked[0] >= 1  # it came while the screens were still stacked
+
+
+def _screens_that_open_on_their_own(app):
+    """Every screen gputui pushes over the dashboard, as the app builds them."""
+    from gputui.tui.screens.check import CheckScreen
+    from gputui.tui.screens.compare import CompareScreen
+    from gputui.tui.screens.editor import PresetEditorScreen
+    from gputui.tui.screens.findings import FindingsScreen
+    from gputui.tui.screens.help import HelpScreen
+    from gputui.tui.screens.summary import SummaryScreen
+    from gputui.tui.state import RunView
+    from gputui.tui.supervisor import SessionTicket
+
+    preset = next(iter(app.presets.values()))
+    return {
+        "summary": lambda: SummaryScreen(RunView(SessionTicket(serial=1, run=1, preset=preset)), []),
+        "findings": lambda: FindingsScreen([{"kind": "idle", "title": "The run is idle", "severity": "warning"}]),
+        "help": lambda: HelpScreen({}),
+        "check": lambda: CheckScreen(app.make_check),
+        "compare": lambda: CompareScreen(["check", "a", "b"], [["x", "1", "2"]], ["a", "b"]),
+        "editor": lambda: PresetEditorScreen(None, new=True),
+    }
+
+
+@pytest.mark.parametrize("name", ["summary", "findings", "help", "check", "compare", "editor"])
+def test_a_screen_pushed_in_the_tick_the_app_exits_is_not_a_crash(tmp_path, monkeypatch, name):
+    """A run ends (its summary opens) in the very tick the user quits: Textual then mounts
+    the screen without its children, and a summary that looked up its panel in on_mount
+    raised NoMatches on the way out (seen once in a full run with a core hogged)."""
+    app = scripted_app(tmp_path, monkeypatch)
+
+    async def scenario():
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.pause()
+            app.push_screen(_screens_that_open_on_their_own(app)[name]())
+            await app.quit_now()
+        assert app.return_value == 0
+
+    run_async(scenario())

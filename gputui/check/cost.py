@@ -1,7 +1,8 @@
 """What a sample costs here (seed 000: choose a GPU by what it does per dollar).
 
-With ``--price USD_PER_HOUR``: the cost of a million samples of each standard workload
-and of a PFLOP-hour of dense bf16 matmul, from what this machine measured.
+With ``--price USD_PER_HOUR`` (what the instance costs): the cost of a million samples of
+each standard workload and of a PFLOP-hour of dense bf16 matmul on one of its GPUs, from
+what this machine measured.
 """
 
 from __future__ import annotations

@@ -60,12 +60,14 @@ class CheckScreen(DismissOnce, ModalScreen[None]):
         self.verdict: str | None = None
 
     def compose(self) -> ComposeResult:
-        with Vertical():
+        with Vertical() as panel:
+            panel.border_title = "Check this machine"
             yield Static(IDLE_HINT, id="check-status")
             yield DataTable(id="check-table", cursor_type="row", zebra_stripes=True)
 
     def on_mount(self) -> None:
-        self.query_one(Vertical).border_title = "Check this machine"
+        if self.app_exiting():
+            return
         self.query_one(DataTable).add_columns(*TABLE_HEADER)
 
     def _status(self, text: str) -> None:

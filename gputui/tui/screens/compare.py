@@ -42,10 +42,8 @@ class CompareScreen(DismissOnce, ModalScreen[None]):
         self.names = names
 
     def compose(self) -> ComposeResult:
-        with Vertical():
+        with Vertical() as panel:
+            panel.border_title = "Compare: " + " vs ".join(self.names)
             with VerticalScroll():
                 yield Static(compare_table(self.header, self.rows), id="compare-table")
             yield Static("Enter/Esc close · q quit", id="compare-keys")
-
-    def on_mount(self) -> None:
-        self.query_one(Vertical).border_title = "Compare: " + " vs ".join(self.names)

@@ -194,6 +194,8 @@ class PresetEditorScreen(DismissOnce, Screen):
         return f"From {self.source_path}"
 
     def on_mount(self) -> None:
+        if self.app_exiting():
+            return
         self.query_one("#field-name", Input).focus()
         self.show_rows()
         self.validate()

@@ -60,7 +60,8 @@ class FindingsScreen(DismissOnce, ModalScreen[None]):
         self.findings = findings
 
     def compose(self) -> ComposeResult:
-        with Vertical():
+        with Vertical() as panel:
+            panel.border_title = "Findings"
             with Horizontal():
                 options = [
                     Option(
@@ -76,8 +77,8 @@ class FindingsScreen(DismissOnce, ModalScreen[None]):
             yield Static("↑↓ choose · Esc close · q quit", id="findings-keys")
 
     def on_mount(self) -> None:
-        self.query_one(Vertical).border_title = "Findings"
-        self.show(0)
+        if not self.app_exiting():
+            self.show(0)
 
     def show(self, index: int) -> None:
         detail = self.query_one("#finding-detail", Static)

@@ -162,11 +162,12 @@ class HelpScreen(DismissOnce, ModalScreen[None]):
         self.keymap = dict(keymap)
 
     def compose(self) -> ComposeResult:
-        with Vertical():
+        with Vertical() as panel:
+            panel.border_title = "gputui keys"
             with VerticalScroll():
                 yield Static(help_text(self.keymap), id="help-text")
             yield Static("Esc or ? close · ↑ ↓ PgUp PgDn scroll · keys remap in settings.toml [keys]", id="help-keys")
 
     def on_mount(self) -> None:
-        self.query_one(Vertical).border_title = "gputui keys"
-        self.query_one(VerticalScroll).focus()
+        if not self.app_exiting():
+            self.query_one(VerticalScroll).focus()

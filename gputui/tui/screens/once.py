@@ -1,4 +1,5 @@
-"""Screens that close once, however many close keys arrive.
+"""Screens that close once, however many close keys arrive, and that mount safely
+while the app exits.
 
 Textual's ``Screen.dismiss`` pops whatever screen is on top.  Keys already queued for
 a screen are still handled after it closed, so Esc, Esc in one burst (a held key, a
@@ -29,3 +30,9 @@ class DismissOnce(_ScreenMixin):
         if self.app.screen is not self:  # already closed (or covered)
             return AwaitComplete()
         return super().dismiss(result)
+
+    def app_exiting(self) -> bool:
+        """True when the app exits in the tick this screen was pushed (a run ends as the
+        user quits): Textual then mounts the screen without composing its children, and
+        an ``on_mount`` that looked them up raised NoMatches on quit. Check it first."""
+        return self.app.return_code is not None

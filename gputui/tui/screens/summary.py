@@ -58,10 +58,8 @@ class SummaryScreen(DismissOnce, ModalScreen[str | None]):
         self.gpu_names = gpu_names
 
     def compose(self) -> ComposeResult:
-        with Vertical():
+        with Vertical() as panel:
+            panel.border_title = "Run summary"
             with VerticalScroll():
                 yield Static(summary_text(self.run, self.gpu_names), id="summary-text")
             yield Static("Enter/Esc close · r run again · q quit", id="summary-keys")
-
-    def on_mount(self) -> None:
-        self.query_one(Vertical).border_title = "Run summary"
