@@ -87,8 +87,8 @@ def test_a_redraw_tick_while_the_app_closes_is_skipped_not_a_crash(tmp_path, mon
     assert ticked and ticked[0] >= 1  # it came while the screens were still stacked
 
 
-def _screens_that_open_on_their_own(app):
-    """Every screen gputui pushes over the dashboard, as the app builds them."""
+def _screens_over_the_dashboard(app):
+    """Every screen gputui pushes over the dashboard, built as the app builds them."""
     from gputui.tui.screens.check import CheckScreen
     from gputui.tui.screens.compare import CompareScreen
     from gputui.tui.screens.editor import PresetEditorScreen
@@ -119,7 +119,7 @@ def test_a_screen_pushed_in_the_tick_the_app_exits_is_not_a_crash(tmp_path, monk
     async def scenario():
         async with app.run_test(size=(100, 30)) as pilot:
             await pilot.pause()
-            app.push_screen(_screens_that_open_on_their_own(app)[name]())
+            app.push_screen(_screens_over_the_dashboard(app)[name]())
             await app.quit_now()
         assert app.return_value == 0
 

@@ -29,13 +29,13 @@ def cost_results(results: list[CheckResult], price_per_hour: float | None, gpus_
     (it does, if every GPU runs a copy or the job scales linearly)."""
     if price_per_hour is None:
         return [skipped("cost", COST, "Cost per sample", "no price given: add --price USD_PER_HOUR")]
-    gpus_priced = max(1, gpus_priced)
+    gpus_priced = max(1, gpus_priced)  # no GPU seen: the price is the host's
     price_per_gpu = price_per_hour / gpus_priced
     priced = f"{price_per_hour:g} USD/hour" + (f" for {gpus_priced} GPUs ({price_per_gpu:g} each)" if gpus_priced > 1 else "")
-    measured = [(r, float(r.value)) for r in results if isinstance(r.value, (int, float)) and r.value > 0]
+    # (result, what it measured: the last part of its id, its rate)
+    measured = [(r, r.id.rsplit(".", 1)[-1], float(r.value)) for r in results if isinstance(r.value, (int, float)) and r.value > 0]
     out = []
-    for result, rate in measured:
-        suffix = result.id.rsplit(".", 1)[-1]
+    for result, suffix, rate in measured:
         if suffix in _PER_MILLION:
             what = _PER_MILLION[suffix]
             out.append(
@@ -50,7 +50,7 @@ def cost_results(results: list[CheckResult], price_per_hour: float | None, gpus_
                     detail=f"at {rate:,.0f} {result.unit} and {priced}",
                 )
             )
-    matmuls = [rate for r, rate in measured if r.id.rsplit(".", 1)[-1] == "matmul_bf16"]
+    matmuls = [rate for _, suffix, rate in measured if suffix == "matmul_bf16"]
     if matmuls:  # the GPUs measured, on average: what one GPU of this box does
         tflops = sum(matmuls) / len(matmuls)
         over = f" (the mean of {len(matmuls)} GPUs)" if len(matmuls) > 1 else ""

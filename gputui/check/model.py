@@ -24,8 +24,12 @@ GROUPS = (PREFLIGHT, MICRO, WORKLOAD, UNDER_LOAD, COST)
 # against either says nothing ("steal time 0 % is 0 % of the expected 5 %"), so none is given.
 AT_LEAST = "at least"
 AT_MOST = "at most"
-BOUNDS = (AT_LEAST, AT_MOST)
 BOUND_SIGN = {AT_LEAST: "≥", AT_MOST: "≤"}
+
+
+def with_bound(text: str, bound: str | None) -> str:
+    """An expected value as a table shows it: ``≤ 5.0 %`` for a ceiling, ``≥`` a floor."""
+    return f"{BOUND_SIGN[bound]} {text}" if bound else text
 
 
 @dataclass
@@ -54,7 +58,7 @@ class CheckResult:
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
             raise ValueError(f"unknown check status {self.status!r}")
-        if self.bound not in (None, *BOUNDS):
+        if self.bound not in (None, *BOUND_SIGN):
             raise ValueError(f"unknown bound {self.bound!r}")
 
     @property
@@ -85,7 +89,7 @@ class CheckResult:
             for k in ("id", "group", "name", "status", "value", "unit", "expected", "expected_source", "bound", "gpu", "detail", "cause", "advice", "data")
             if k in data
         }
-        if known.get("bound") not in (None, *BOUNDS):
+        if known.get("bound") not in (None, *BOUND_SIGN):
             del known["bound"]  # a newer writer's kind of bound: show the expectation plainly
         known.setdefault("group", PREFLIGHT)
         known.setdefault("name", known.get("id", "?"))

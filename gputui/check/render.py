@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gputui.check.model import BOUND_SIGN, FAIL, OK, SKIPPED, WARN, CheckResult
+from gputui.check.model import FAIL, OK, SKIPPED, WARN, CheckResult, with_bound
 
 MARK = {"ok": "ok", "warn": "WARN", "fail": "FAIL", "skipped": "skip", "info": "info"}
 
@@ -23,12 +23,6 @@ def value_text(value: Any, unit: str = "") -> str:
     if unit == "share" and isinstance(value, (int, float)):
         return f"{value:.0%}"
     return f"{text} {unit}".strip()
-
-
-def expected_text(result: CheckResult) -> str:
-    """``700 W``, or ``≤ 5.0 %`` when the expectation is a ceiling (``≥`` a floor)."""
-    text = value_text(result.expected, result.unit)
-    return f"{BOUND_SIGN[result.bound]} {text}" if result.bound else text
 
 
 def progress_line(result: CheckResult) -> str:
@@ -56,7 +50,7 @@ def verdict_line(results: list[CheckResult]) -> str:
 def _expected_text(result: CheckResult) -> str:
     if result.expected is None:
         return "-"
-    text = expected_text(result)
+    text = with_bound(value_text(result.expected, result.unit), result.bound)
     ratio = result.ratio
     return f"{text} ({ratio:.0%})" if ratio is not None and result.unit != "share" else text
 

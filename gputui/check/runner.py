@@ -159,8 +159,7 @@ class CheckRun:
             for result in load_results(self.load, ctx.gpus):
                 ctx.report(result)
         # the price is the instance's: split over every GPU it has, not only those checked
-        gpus_on_machine = len(self.session.gpu.infos) if self.session.gpu.available else 1
-        for result in cost_results(ctx.results, self.options.price_per_hour, gpus_on_machine):
+        for result in cost_results(ctx.results, self.options.price_per_hour, len(self.session.gpu.infos)):
             ctx.report(result)
 
     def _planned_stages(self) -> list[str]:

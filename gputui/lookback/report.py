@@ -11,7 +11,7 @@ from typing import Any
 
 from gputui import events as ev
 from gputui import fmt
-from gputui.check.model import BOUND_SIGN
+from gputui.check.model import with_bound
 from gputui.errors import UserError
 from gputui.lookback.document import Block, Bullets, Heading, Image, Note, Paragraph, Table, to_html, to_markdown
 from gputui.lookback.facts import RunFacts, run_facts, throttle_text
@@ -172,8 +172,7 @@ def _check_blocks(recording: Recording) -> list[Block]:
         verdict = worst([r.status for r in results]) + (" (so far)" if recording.cut else "")
     rows = []
     for r in results:
-        sign = f"{BOUND_SIGN[r.bound]} " if r.bound else ""
-        expected = sign + value_text(r.expected, r.unit) + (f" ({r.expected_source})" if r.expected_source else "")
+        expected = with_bound(value_text(r.expected, r.unit), r.bound) + (f" ({r.expected_source})" if r.expected_source else "")
         note = "; ".join(x for x in (r.cause, r.advice) if x)
         rows.append([r.group, r.name, r.status, value_text(r.value, r.unit), expected if r.expected is not None else "-", ratio_text(r.ratio), note or "-"])
     if not rows:

@@ -77,8 +77,9 @@ class FindingsScreen(DismissOnce, ModalScreen[None]):
             yield Static("↑↓ choose · Esc close · q quit", id="findings-keys")
 
     def on_mount(self) -> None:
-        if not self.app_exiting():
-            self.show(0)
+        if self.app_exiting():
+            return
+        self.show(0)
 
     def show(self, index: int) -> None:
         detail = self.query_one("#finding-detail", Static)

@@ -169,5 +169,6 @@ class HelpScreen(DismissOnce, ModalScreen[None]):
             yield Static("Esc or ? close · ↑ ↓ PgUp PgDn scroll · keys remap in settings.toml [keys]", id="help-keys")
 
     def on_mount(self) -> None:
-        if not self.app_exiting():
-            self.query_one(VerticalScroll).focus()
+        if self.app_exiting():
+            return
+        self.query_one(VerticalScroll).focus()
