@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import json
 import math
@@ -18,13 +19,16 @@ from gputui.fmt import printable
 
 if TYPE_CHECKING:
     from gputui.metrics.server import MetricsServer
+    from gputui.presets import Preset
     from gputui.signal_relay import SignalRelay
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gputui",
-        description="Run GPU training benchmarks and see what holds them back.",
+        usage="%(prog)s [OPTIONS] [-- COMMAND [ARG ...]]  or  %(prog)s COMMAND ...",
+        description="Run GPU training benchmarks, or your own training command (after --), and see what holds them back.",
+        epilog="gputui -- python train.py --lr 3e-4   runs your own command; gputui --record run.jsonl -- torchrun --nproc-per-node 8 train.py records it headless.",
     )
     parser.add_argument("--version", action="version", version=f"gputui {__version__}")
     parser.add_argument("--presets", type=Path, metavar="FILE", help="an extra presets file, merged last")
@@ -41,6 +45,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--baseline-run", action="store_true", help="run a data-parallel preset on one GPU first, in this session, and judge its scaling against that"
     )
     parser.add_argument("--pid", type=int, metavar="PID", help="watch the process tree of a job started elsewhere")
+    parser.add_argument(
+        "--batch-size", type=int, metavar="N", help="samples per step of the command: turns its steps/s (tqdm it/s, Keras ms/step) into samples/s"
+    )
+    parser.add_argument(
+        "--no-probe", action="store_true", help="no zero-code PyTorch probe in the command's Python (default: on; see docs/your-own-training.md)"
+    )
     parser.add_argument("--headless", action="store_true", help="no dashboard, even on a terminal")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     parser.add_argument("--theme", metavar="NAME", help="dashboard colour theme (remembered), e.g. gputui-light")
@@ -59,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="USD_PER_HOUR",
         help="what this machine costs per hour: the idle finding says what idle time cost, and --serve-metrics adds the cost per million samples",
     )
+    parser.set_defaults(run_command=None)  # main() fills it from what follows "--"
     parser.add_argument("--no-confirm-quit", action="store_true", help="q quits at once, even while a run is going (default: a second q confirms)")
 
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -122,11 +133,54 @@ def cmd_presets(args: argparse.Namespace) -> int:
     return 0
 
 
+def chosen_preset(args: argparse.Namespace, config) -> Preset | None:
+    """What this invocation runs: the command after ``--`` (a preset made on the spot,
+    added to ``config.presets`` so the dashboard finds it by name), else ``--preset``,
+    with ``--batch-size`` and ``--no-probe`` applied; None to watch."""
+    from gputui.presets import get_preset
+
+    probe = False if args.no_probe else None
+    if args.run_command is not None:
+        from gputui.command_preset import command_preset
+
+        preset = command_preset(args.run_command, config.presets, batch_size=args.batch_size, probe=probe)
+    elif args.preset:
+        preset = get_preset(config.presets, args.preset)
+        if args.batch_size is not None or probe is not None:
+            preset = dataclasses.replace(preset, batch_size_hint=args.batch_size or preset.batch_size_hint, probe=preset.probe if probe is None else probe)
+    else:
+        return None
+    config.presets[preset.name] = preset
+    args.preset = preset.name
+    return preset
+
+
+def probe_notice(preset: Preset | None) -> None:
+    """Say once per user that gputui writes to a job's environment (the probe), and how
+    to switch it off; a marker in the config folder remembers it was said."""
+    if preset is None or not preset.probed():
+        return
+    from gputui.config import config_dir
+
+    marker = config_dir() / "probe-notice-shown"
+    if marker.exists():
+        return
+    print(f"gputui: {PROBE_NOTICE}", file=sys.stderr)
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+    except OSError:
+        pass  # said again next time: no harm
+
+
+PROBE_NOTICE = "the PyTorch probe is on: PYTHONPATH gets gputui's sitecustomize, which times the DataLoader and optimizer steps (--no-probe switches it off)"
+
+
 def cmd_record(args: argparse.Namespace) -> int:
     from gputui.assemble import SessionParts
     from gputui.baseline import check_baseline_options
     from gputui.history import RunHistory, label_for
-    from gputui.presets import get_preset, load_config
+    from gputui.presets import load_config
     from gputui.progress import ProgressPrinter
     from gputui.record import Recorder, check_record_target
     from gputui.session import SessionConfig
@@ -135,8 +189,9 @@ def cmd_record(args: argparse.Namespace) -> int:
     history = RunHistory.from_environment(args.no_history)
     check_run_options(args)
     config = load_config(extra=args.presets)  # watching needs the files' [diagnosis] table too
-    preset = get_preset(config.presets, args.preset) if args.preset else None
+    preset = chosen_preset(args, config)
     check_baseline_options(args.baseline, args.baseline_run, preset)
+    probe_notice(preset)
     metrics = start_metrics(args)  # a port in use stops us before the recording exists
     if preset is None and args.pid is None and args.duration is None and not sys.stdin.isatty():
         print("gputui: recording telemetry until interrupted (Ctrl-C or SIGTERM)", file=sys.stderr)
@@ -236,6 +291,10 @@ def check_run_options(args: argparse.Namespace) -> None:
         raise UserError(f"--interval: expected a number of seconds from {MIN_INTERVAL_S} to {MAX_INTERVAL_S:g}, got {interval}")
     if interval < MIN_INTERVAL_S:
         raise UserError(f"--interval: expected {MIN_INTERVAL_S} s or more, got {interval}")
+    if args.batch_size is not None and args.batch_size < 1:
+        raise UserError(f"--batch-size: expected a whole number of samples per step, 1 or more, got {args.batch_size}")
+    if args.run_command is not None and (args.preset or args.pid is not None):
+        raise UserError("--: runs the command after it; not with --preset or --pid (one run at a time)")
     duration = args.duration
     if duration is not None and not (math.isfinite(duration) and duration > 0):
         raise UserError(f"--duration: expected a finite number of seconds greater than 0, got {duration}")
@@ -314,8 +373,21 @@ def _on_terminal() -> bool:
     return sys.stdin.isatty() and sys.stdout.isatty()
 
 
+def split_command(argv: list[str]) -> tuple[list[str], list[str] | None]:
+    """gputui's own arguments, and the command after the first ``--`` (None without one)."""
+    if "--" not in argv:
+        return argv, None
+    i = argv.index("--")
+    return argv[:i], argv[i + 1 :]
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    own, command = split_command(sys.argv[1:] if argv is None else list(argv))
+    parser = build_parser()
+    args = parser.parse_args(own)
+    args.run_command = command
+    if command is not None and args.command is not None:
+        parser.error(f"-- COMMAND runs your own command; not with '{args.command}'")
     try:
         if args.command == "presets":
             return cmd_presets(args)

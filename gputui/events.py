@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gputui.model import Sample, Throughput, to_dict
+from gputui.model import SAMPLES, Sample, Throughput, to_dict
 from gputui.outcome import Outcome
 
 # Event kinds, in the order a run usually produces them.
@@ -23,6 +23,8 @@ RANK_THROUGHPUT = "rank_throughput"  # one rank's own reading in a data-parallel
 RESULT = "result"  # the workload's own final result line, whole
 OUTPUT = "output"  # one line of the child's output (progress redraws are skipped)
 OOM = "oom"  # the workload reported running out of memory
+PROBE = "probe"  # the zero-code probe's report of one window of the training loop (gputui.probe)
+PROBE_STATUS = "probe_status"  # the probe armed in a process, or switched itself off after an error
 OUTCOME = "outcome"  # how the run ended
 STOPPING = "stopping"  # gputui was asked to stop (key, signal, duration)
 # A diagnosis finding opened, changed or closed.  Fields: id (stable for one finding),
@@ -146,12 +148,50 @@ class Oom(ProtocolLine):
 
 
 @dataclass(frozen=True)
+class ProbeReport(ProtocolLine):
+    """One window of a Python training loop, as the probe saw it: optimizer steps, the
+    batches and samples fetched, and the time the loop waited for them."""
+
+    @property
+    def steps(self) -> int | None:
+        return self._get("steps", int)
+
+    @property
+    def seconds(self) -> float | None:
+        return self._get("seconds", (int, float))
+
+    @property
+    def data_wait_s(self) -> float | None:
+        return self._get("data_wait_s", (int, float))
+
+    @property
+    def workers(self) -> int | None:
+        return self._get("workers", int)
+
+    @property
+    def pid(self) -> int | None:
+        return self._get("pid", int)
+
+    @property
+    def data_wait_share(self) -> float | None:
+        """The share of the window the loop spent waiting for the next batch."""
+        wait, seconds = self.data_wait_s, self.seconds
+        return min(1.0, wait / seconds) if wait is not None and seconds else None
+
+
+@dataclass(frozen=True)
+class ProbeStatus(ProtocolLine):
+    """The probe armed in a process (``state`` "armed") or switched off (``"off"``, with
+    the ``error`` that made it)."""
+
+
+@dataclass(frozen=True)
 class Fields(ProtocolLine):
     """The payload of a kind this module has no class for (``check`` results, a newer
     gputui's kinds): kept whole so that it is written back as it was read."""
 
 
-Payload = Started | WorkloadInfo | PhaseChange | Throughput | Result | Output | Oom | Outcome | Stopping | Finding | Fields
+Payload = Started | WorkloadInfo | PhaseChange | Throughput | Result | Output | Oom | ProbeReport | ProbeStatus | Outcome | Stopping | Finding | Fields
 
 _CLASSES: dict[str, type] = {
     STARTED: Started,
@@ -162,6 +202,8 @@ _CLASSES: dict[str, type] = {
     RESULT: Result,
     OUTPUT: Output,
     OOM: Oom,
+    PROBE: ProbeReport,
+    PROBE_STATUS: ProbeStatus,
     OUTCOME: Outcome,
     STOPPING: Stopping,
     FINDING: Finding,
@@ -192,7 +234,10 @@ def payload_fields(payload: Payload) -> dict[str, Any]:
     if isinstance(payload, ProtocolLine):
         return dict(payload.fields)
     if isinstance(payload, Throughput):
-        return to_dict(payload)  # None values left out
+        fields = to_dict(payload)  # None values left out
+        if fields.get("unit") == SAMPLES:
+            del fields["unit"]  # samples unless said otherwise, as in recordings made before units
+        return fields
     if isinstance(payload, Outcome):
         return {
             "kind": payload.kind,

@@ -24,6 +24,22 @@ def rate(samples_per_sec: float | None) -> str:
     return f"{samples_per_sec:.2f}"
 
 
+def per_second(unit: str | None) -> str:
+    """A throughput unit as a label: "samples/s", "tokens/s", "steps/s" (absent: samples,
+    as in recordings made before readings carried a unit)."""
+    return f"{unit or 'samples'}/s"
+
+
+def per_second_short(unit: str | None) -> str:
+    """The same, short, for narrow columns: "/s" for samples (the usual), "tok/s", "steps/s"."""
+    return {"tokens": "tok/s", "steps": "steps/s"}.get(unit or "samples", "/s")
+
+
+def rate_in(value: float | None, unit: str | None) -> str:
+    """A rate with its unit: "1,771 samples/s", "48,213 tokens/s", "3.20 steps/s"."""
+    return f"{rate(value)} {per_second(unit)}"
+
+
 def pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.0f}%"
 

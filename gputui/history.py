@@ -92,7 +92,8 @@ class KeptRun:
     label: str = "?"
     gpus: list[str] = field(default_factory=list)
     outcome: str = "?"  # outcome_word, or "cut", "running", "unreadable", "newer format"
-    median: float | None = None  # samples/s over the measured window
+    median: float | None = None  # throughput over the measured window, in ``unit``s per second
+    unit: str | None = None  # samples (also when absent), tokens or steps
     findings: int | None = None
     cut: str | None = None  # why the file ends early
     problem: str | None = None  # why it could not be read
@@ -133,6 +134,7 @@ class KeptRun:
             "gpus": self.gpus,
             "outcome": self.outcome,
             "median": self.median,
+            "unit": self.unit or "samples",
             "findings": self.findings,
             "cut": self.cut,
             "problem": self.problem,
@@ -226,6 +228,7 @@ def read_kept_run(path: Path) -> KeptRun:
     if isinstance(summary.get("check"), dict):
         run.outcome = f"check {summary['check'].get('verdict', '?')}"
     run.median = (summary.get("throughput") or {}).get("median")
+    run.unit = (summary.get("throughput") or {}).get("unit")
     run.findings = len(summary.get("findings") or [])
     return run
 

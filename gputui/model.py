@@ -164,6 +164,10 @@ class ProcessSample:
     cpu_percent: float | None = None  # 100 = one full core
     rss: int | None = None  # bytes
     threads: int | None = None
+    # Its busiest thread, % of one core: a Python training loop is one thread, so a
+    # process at 100 % spread over 20 threads says less than one thread at 100 %.
+    # Read for processes busy enough to have such a thread (gputui.telemetry.host).
+    top_thread_pct: float | None = None
     read_bps: float | None = None
     write_bps: float | None = None
 
@@ -206,9 +210,19 @@ class Sample:
 # --- Throughput ----------------------------------------------------------------------
 
 
+#: What a throughput reading counts.  Samples (images, sequences, examples) where the tool
+#: says so or a batch size converts its steps; tokens stay tokens (LLM jobs count them);
+#: steps (optimizer steps, iterations, batches) where nothing says how big a step is.
+SAMPLES, TOKENS, STEPS = "samples", "tokens", "steps"
+UNITS = (SAMPLES, TOKENS, STEPS)
+
+
 @dataclass(frozen=True)
 class Throughput:
-    """One throughput reading parsed from a run's output."""
+    """One throughput reading parsed from a run's output (or reported by the probe).
+
+    ``samples_per_sec`` keeps its name from the first recordings (schema 1): it is the
+    rate in ``unit`` per second, which is samples unless the reading says otherwise."""
 
     samples_per_sec: float
     source: str  # which parser produced it, e.g. "gputui", "tqdm", "keras"
@@ -218,3 +232,4 @@ class Throughput:
     seconds: float | None = None
     rank: int | None = None  # one rank's own reading in a data-parallel run
     ranks: int | None = None  # a data-parallel total: how many ranks' readings it adds
+    unit: str = SAMPLES  # one of UNITS

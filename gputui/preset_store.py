@@ -262,7 +262,10 @@ def _merge(table: Any, values: dict[str, Any]) -> None:
 
 def source_table(preset: Preset) -> dict[str, Any]:
     """The keys of ``preset`` as written in its file (plain values)."""
+    from gputui.command_preset import SOURCE
     from gputui.config import tomllib
 
+    if preset.source == SOURCE:  # typed on the dashboard (x): no file holds it yet
+        return {k: v for k, v in preset.describe().items() if k not in ("name", "source")}
     data = tomllib.loads(preset.source.read_text(encoding="utf-8"))
     return dict(data.get("presets", {}).get(preset.name, {}))

@@ -79,6 +79,9 @@ class Preset:
     timeout: float | None = None
     gpus: str | None = None  # becomes CUDA_VISIBLE_DEVICES
     batch_size_hint: int | None = None  # for throughput formats that count steps
+    # The zero-code PyTorch probe (gputui.probe) in the command's Python: ``probe = true``
+    # in a preset; ``gputui -- CMD`` sets it when CMD runs Python (and not --no-probe).
+    probe: bool | None = None
     reference: tuple[Reference, ...] = ()
     # This preset's own [diagnosis] keys; they win over the files' table (Config.diagnosis).
     diagnosis: dict[str, Any] = field(default_factory=dict)
@@ -118,6 +121,11 @@ class Preset:
             # NVML numbers GPUs by PCI bus; CUDA, unless told, fastest first.
             env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
         return env
+
+    def probed(self) -> bool:
+        """Whether this run gets the probe: a command that asks for it; never gputui's
+        own workloads, which report through the protocol themselves."""
+        return self.command is not None and bool(self.probe)
 
     def gpu_selectors(self) -> list[str]:
         """The pinned GPUs as written (indices or UUIDs); [] when not pinned."""
@@ -312,6 +320,7 @@ COMMON_CHECKS: dict[str, Callable[[Any], Any]] = {
     "timeout": _positive_number,
     "gpus": _gpus,
     "batch_size_hint": _positive_int,
+    "probe": _boolean,
     "reference": _references,
     "diagnosis": dict,  # checked key by key in _diagnosis_table
 }

@@ -25,6 +25,7 @@ class ProgressPrinter(Observer):
         self._summary = summary
         self._stream = stream or sys.stderr
         self._rate: float | None = None
+        self._unit: str | None = None
         self._phase: str | None = None
         self._findings: dict[str, ev.Finding] = {}  # open findings by id
         self._host: HostSample | None = None  # the newest host part (not every sample has one)
@@ -53,6 +54,7 @@ class ProgressPrinter(Observer):
         payload = event.payload
         if event.kind == ev.THROUGHPUT and isinstance(payload, Throughput) and not payload.final:
             self._rate = payload.samples_per_sec
+            self._unit = payload.unit
             self._phase = payload.phase or self._phase
         elif isinstance(payload, (Outcome, ev.Stopping)):
             # The message may be the run's own last stderr line: user text.
@@ -84,7 +86,7 @@ class ProgressPrinter(Observer):
             return
         self._printed_t = sample.t
         shown = sample if sample.host is not None else replace(sample, host=self._host)
-        self._print(progress_line(shown, self._phase, self._rate, self._summary, list(self._findings.values())))
+        self._print(progress_line(shown, self._phase, self._rate, self._summary, list(self._findings.values()), self._unit))
 
     def on_summary(self, summary: dict[str, Any]) -> None:
         for line in summary_table(summary):
@@ -106,11 +108,13 @@ def finding_label(finding: ev.Finding) -> str:
     return f"{label} GPU{gpu}" if gpu is not None else label
 
 
-def progress_line(sample: Sample, phase: str | None, current: float | None, summary: SummaryBuilder, findings: list[ev.Finding] | None = None) -> str:
+def progress_line(
+    sample: Sample, phase: str | None, current: float | None, summary: SummaryBuilder, findings: list[ev.Finding] | None = None, unit: str | None = None
+) -> str:
     parts = [f"{sample.t:7.1f}s"]
     if current is not None:
         median = summary.recent_median()
-        parts.append(f"{phase or 'run'} {fmt.rate(current)}/s (median {fmt.rate(median)})")
+        parts.append(f"{phase or 'run'} {fmt.rate_in(current, unit)} (median {fmt.rate(median)})")
     for gpu in sample.gpus:
         if gpu.lost:
             parts.append(f"GPU{gpu.index} LOST")
@@ -138,31 +142,46 @@ def progress_line(sample: Sample, phase: str | None, current: float | None, summ
     return " | ".join(parts)
 
 
+def phase_line(phases: list[dict[str, Any]]) -> str:
+    """The phases a job went through, with their durations: "startup 0:17, training 2:03, tail 0:04"."""
+    return ", ".join(f"{p.get('phase')} {fmt.duration(p.get('duration_s'))}" for p in phases)
+
+
 def rank_rows(tp: dict[str, Any], device: str | None = None) -> list[tuple[str, str]]:
     """A data-parallel run's ranks and its scaling, as (label, value) rows; ``device`` is
     the workload's ("cpu": gloo ranks on the host, counted as ranks rather than GPUs)."""
-    rows = [(f"rank {r['rank']} median", f"{fmt.rate(r.get('median'))} samples/s") for r in tp.get("ranks") or []]
+    rows = [(f"rank {r['rank']} median", fmt.rate_in(r.get("median"), tp.get("unit"))) for r in tp.get("ranks") or []]
     scaling = tp.get("scaling")
     if scaling and scaling.get("efficiency") is not None:
         unit = "rank" if device == "cpu" else "GPU"
         rows.append(
             (
                 f"scaling on {tp.get('world_size')} {unit}{'' if tp.get('world_size') == 1 else 's'}",
-                f"{scaling['efficiency']:.0%} of {tp.get('world_size')}× {fmt.rate(scaling.get('baseline_samples_per_sec'))}"
-                f" samples/s on one ({fmt.printable(scaling.get('baseline_source'))})",
+                f"{scaling['efficiency']:.0%} of {tp.get('world_size')}× {fmt.rate_in(scaling.get('baseline_samples_per_sec'), tp.get('unit'))}"
+                f" on one ({fmt.printable(scaling.get('baseline_source'))})",
             )
         )
     return rows
+
+
+def _window_note(summary: dict[str, Any]) -> str:
+    """Which samples the GPU medians cover, where that is not the whole run."""
+    window = summary.get("window")
+    return f" ({window})" if window in ("training", "gpu-active") else ""
 
 
 def summary_table(summary: dict[str, Any]) -> list[str]:
     rows: list[tuple[str, str]] = []
     tp = summary.get("throughput") or {}
     if tp.get("median") is not None:
-        rows.append(("throughput median", f"{fmt.rate(tp['median'])} samples/s ({tp.get('readings')} readings, {tp.get('source')})"))
+        rows.append(("throughput median", f"{fmt.rate_in(tp['median'], tp.get('unit'))} ({tp.get('readings')} readings, {tp.get('source')})"))
         rows.append(("throughput p5 / p95", f"{fmt.rate(tp.get('p5'))} / {fmt.rate(tp.get('p95'))}"))
     if tp.get("reported"):
-        rows.append(("reported by the run", f"{fmt.rate(tp['reported']['samples_per_sec'])} samples/s"))
+        reported = tp["reported"]
+        rows.append(("reported by the run", fmt.rate_in(reported.get("samples_per_sec"), reported.get("unit"))))
+    phases = summary.get("phases") or []
+    if phases:
+        rows.append(("phases", phase_line(phases)))
     rows += rank_rows(tp, (summary.get("workload") or {}).get("device"))
     for gpu in summary.get("gpus", []):
         name = f"GPU{gpu['index']}"
@@ -170,7 +189,7 @@ def summary_table(summary: dict[str, Any]) -> list[str]:
         sm = gpu.get("sm_active") or {}
         temp = gpu.get("temp_c") or {}
         power = gpu.get("power_w") or {}
-        rows.append((f"{name} util / SM active", f"{fmt.pct(util.get('median'))} / {fmt.pct(sm.get('median'))} median"))
+        rows.append((f"{name} util / SM active", f"{fmt.pct(util.get('median'))} / {fmt.pct(sm.get('median'))} median{_window_note(summary)}"))
         rows.append((f"{name} temp / power", f"{fmt.num(temp.get('max'), '°C')} max / {fmt.num(power.get('median'), 'W')} median"))
         rows.append((f"{name} peak memory", f"{fmt.gib(gpu.get('peak_memory_used'))} GiB"))
         throttled = {k: v for k, v in (gpu.get("throttle_share") or {}).items() if k != "GpuIdle" and v > 0}

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gputui import __version__, protocol
 from gputui import events as ev
@@ -26,7 +26,7 @@ from gputui.diagnosis import Diagnoser
 from gputui.diagnosis import Settings as DiagnosisSettings
 from gputui.errors import UserError
 from gputui.events import Event, Observer
-from gputui.model import HostSample, Sample, to_dict
+from gputui.model import HostSample, Sample, Throughput, to_dict
 from gputui.outcome import Outcome
 from gputui.output_stream import OutputLine
 from gputui.presets import Preset
@@ -37,7 +37,10 @@ from gputui.summary import SummaryBuilder
 from gputui.telemetry.gpu import GpuTelemetry, gpm_wanted
 from gputui.telemetry.host import HostTelemetry, host_info
 from gputui.telemetry.pinning import match_gpus
-from gputui.throughput import ThroughputParser
+from gputui.throughput import PROBE, ThroughputParser
+
+if TYPE_CHECKING:
+    from gputui.probe import ProbeChannel
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +113,7 @@ class Session:
         self.diagnoser = Diagnoser(diagnosis)
         preset = config.preset
         self._parser = ThroughputParser(batch_size_hint=preset.throughput_batch_hint() if preset else None)
+        self._probe: ProbeChannel | None = None  # the zero-code probe's channel, while a probed run goes
 
     def add_observer(self, observer: Observer) -> None:
         self._observers.append(observer)
@@ -165,6 +169,8 @@ class Session:
             if sampler.ident is not None and not sampler.is_alive():
                 self._final_sample()
             self._drain()  # lines and samples that arrived while stopping
+            if self._probe is not None:
+                self._probe.close()  # the run has ended: nothing more to hear
             if self.outcome is not None:
                 self._emit_event(ev.OUTCOME, self.outcome)
             self._emit_findings(self.diagnoser.finish())
@@ -197,9 +203,16 @@ class Session:
         preset = self.config.preset
         if preset is None or self._stop.is_set():  # stopped already (the header could not be written)
             return
+        env = preset.child_env()
+        if preset.probed():
+            from gputui.probe import ProbeChannel
+
+            self._probe = ProbeChannel()
+            env.update(self._probe.env(env))
+            self._probe.start(lambda text: self._queue.put(("probe", text)))
         self._runner = Runner(
             preset.argv(),
-            env=preset.child_env(),
+            env=env,
             cwd=preset.cwd,
             timeout=preset.timeout,
             on_line=lambda line: self._queue.put(("line", line)),
@@ -267,6 +280,8 @@ class Session:
             self._emit_findings(self.diagnoser.on_sample(payload))
         elif kind == "line":
             self._handle_line(payload)
+        elif kind == "probe":
+            self._handle_probe(payload)
         elif kind == "event":
             self._emit(ev.make_event(self.elapsed, *payload))
 
@@ -281,7 +296,23 @@ class Session:
             self._emit_event(ev.OUTPUT, ev.Output(line.stream, text[:OUTPUT_EVENT_MAX_CHARS]))
         if self._speaks_protocol and not is_protocol:
             return  # a run that speaks our protocol is measured by it alone, not by its log lines
-        for reading in self._parser.feed(text):
+        self._emit_readings(self._parser.feed(text))
+
+    def _handle_probe(self, text: str) -> None:
+        """A datagram from the probe in the child: recorded whole, and its window is a
+        throughput reading until the job's own output gives one."""
+        payload = protocol.decode(text)
+        if payload is None:
+            return
+        fields = {k: v for k, v in payload.items() if k != "event"}
+        if payload["event"] == PROBE:
+            self._emit_event(ev.PROBE, ev.ProbeReport(fields))
+            self._emit_readings(self._parser.feed_probe(payload))
+        elif payload["event"] == ev.PROBE_STATUS:
+            self._emit_event(ev.PROBE_STATUS, ev.ProbeStatus(fields))
+
+    def _emit_readings(self, readings: list[Throughput]) -> None:
+        for reading in readings:
             if reading.rank is not None:  # one rank's own; the ranks' total follows once all reported
                 self._emit_event(ev.RANK_THROUGHPUT, reading)
                 continue
@@ -397,6 +428,7 @@ class Session:
             "env_redacted": env_redacted,
             "cwd": (preset.cwd or os.getcwd()) if preset else None,
             "attach_pid": self.config.attach_pid,
+            **({"probe": self._probe is not None or preset.probed()} if preset and not preset.is_workload else {}),
             "python": sys.version.split()[0],
             "diagnosis": self.diagnoser.settings.to_dict(),
             # the dashboard and the exporter judge the scaling live against it, a replay too

@@ -2,8 +2,12 @@
 
 GPU and host series are kept as counts of their values at 0.1 resolution
 (:class:`~gputui.stats.ValueCounts`), so memory stays flat however long the run; the
-throughput readings are kept whole in ``array('d')`` (8 bytes a reading).  GPU statistics cover the measured phase when the workload
-announced one, else the whole session; the summary says which (``window``).
+throughput readings are kept whole in ``array('d')`` (8 bytes a reading).  GPU and host
+statistics cover the measured phase when the workload announced one; else, for any
+other job, its training phase (:mod:`gputui.phases`: from its first progress to its
+last, evaluation and stalls left out); else, for a job that shows no progress (``--pid``),
+the samples in which a GPU worked; else the whole session.  The summary says which
+(``window``), and lists the phases it told apart.
 """
 
 from __future__ import annotations
@@ -14,8 +18,9 @@ from typing import Any
 
 from gputui import events as ev
 from gputui.events import Event, Observer
-from gputui.model import Sample, Throughput
+from gputui.model import SAMPLES, STEPS, Sample, Throughput
 from gputui.outcome import Outcome
+from gputui.phases import TRAINING, PhaseTracker, gpu_busy
 from gputui.protocol import MEASURE
 from gputui.stats import ValueCounts, spread
 
@@ -178,11 +183,20 @@ class SummaryBuilder(Observer):
         self.gpus_measure: dict[int, _GpuWindow] = {}
         self.host_all = _HostWindow()
         self.host_measure = _HostWindow()
+        # A job without announced phases: its training samples, and (no progress seen at
+        # all) the samples in which a GPU worked.
+        self.phases = PhaseTracker()
+        self.gpus_train: dict[int, _GpuWindow] = {}
+        self.host_train = _HostWindow()
+        self.gpus_active: dict[int, _GpuWindow] = {}
+        self.host_active = _HostWindow()
         self.rates = array("d")  # measured throughput readings
         self.rate_samples = 0.0  # samples those readings cover
         self.rate_seconds = 0.0
         self.rate_source: str | None = None
+        self.unit = SAMPLES  # what the readings count (gputui.model.UNITS)
         self.reported: dict[str, Any] | None = None  # the tool's own final figure
+        self._reported_by_unit: dict[str, dict[str, Any]] = {}
         self.workload: ev.WorkloadInfo | None = None
         self.outcome: Outcome | None = None
 
@@ -192,13 +206,23 @@ class SummaryBuilder(Observer):
         self.first_t = sample.t if self.first_t is None else self.first_t
         self.last_t = sample.t
         measuring = self.phase == MEASURE
+        training = self.phases.classify(sample) == TRAINING
+        active = gpu_busy(sample)
         for gpu in sample.gpus:
             self.gpus_all.setdefault(gpu.index, _GpuWindow()).add(sample.t, gpu)
             if measuring:
                 self.gpus_measure.setdefault(gpu.index, _GpuWindow()).add(sample.t, gpu)
+            if training:
+                self.gpus_train.setdefault(gpu.index, _GpuWindow()).add(sample.t, gpu)
+            if active:
+                self.gpus_active.setdefault(gpu.index, _GpuWindow()).add(sample.t, gpu)
         self.host_all.add(sample.host)
         if measuring:
             self.host_measure.add(sample.host)
+        if training:
+            self.host_train.add(sample.host)
+        if active:
+            self.host_active.add(sample.host)
 
     def on_event(self, event: Event) -> None:
         payload = event.payload
@@ -216,21 +240,49 @@ class SummaryBuilder(Observer):
             self.world_size = payload.ranks or self.world_size
         elif isinstance(payload, Throughput) and event.kind == ev.THROUGHPUT:
             if payload.final:
-                self.reported = {"samples_per_sec": payload.samples_per_sec, "source": payload.source}
+                self._reported_by_unit[payload.unit] = {"samples_per_sec": payload.samples_per_sec, "source": payload.source, "unit": payload.unit}
+                self.reported = self._reported_by_unit.get(self.unit) or self._reported_by_unit[payload.unit]
             elif payload.phase in (None, MEASURE):  # tools without phases: every reading counts
-                self.rates.append(payload.samples_per_sec)
-                self.rate_source = payload.source
-                if payload.samples and payload.seconds:
-                    self.rate_samples += payload.samples
-                    self.rate_seconds += payload.seconds
+                if payload.phase is None:
+                    self.phases.on_progress(event.t)
+                self._add_rate(payload)
+        elif isinstance(payload, ev.ProbeReport) and payload.steps:
+            self.phases.on_progress(event.t)
+
+    def _add_rate(self, reading: Throughput) -> None:
+        """One live reading.  A new unit (steps become samples once the probe tells the
+        batch size) or the job's own figure taking over from the probe's starts the
+        series afresh: one series, one unit."""
+        if self.rates and (reading.unit != self.unit or (self.rate_source == "probe" and reading.source != "probe")):
+            if reading.unit == STEPS and self.unit != STEPS:
+                return  # never back from samples or tokens to bare steps
+            self.rates = array("d")
+            self.rate_samples = self.rate_seconds = 0.0
+        self.unit = reading.unit
+        self.rates.append(reading.samples_per_sec)
+        self.rate_source = reading.source
+        if reading.samples and reading.seconds:
+            self.rate_samples += reading.samples
+            self.rate_seconds += reading.seconds
 
     # -- Result ----------------------------------------------------------------
+    def _window(self) -> tuple[str, dict[int, _GpuWindow], _HostWindow]:
+        """The window the summary's statistics cover (see the module docstring)."""
+        for name, gpus, host in (
+            (MEASURE, self.gpus_measure, self.host_measure),
+            ("training", self.gpus_train, self.host_train),
+            ("gpu-active", self.gpus_active, self.host_active),
+        ):
+            if name == "gpu-active" and self.phases.first_progress is not None:
+                continue  # a job that made progress is judged by its training phase
+            if gpus or host.cpu:
+                return name, gpus, host
+        return "all", self.gpus_all, self.host_all
+
     def build(self) -> dict[str, Any]:
-        use_measure = bool(self.gpus_measure) or bool(self.host_measure.cpu)
-        gpus = self.gpus_measure if use_measure else self.gpus_all
-        host = self.host_measure if use_measure else self.host_all
+        window, gpus, host = self._window()
         summary: dict[str, Any] = {
-            "window": MEASURE if use_measure else "all",
+            "window": window,
             "duration_s": round((self.last_t or 0.0) - (self.first_t or 0.0), 3),
             "samples": self.samples,
             "outcome": ev.payload_fields(self.outcome) if self.outcome is not None else None,
@@ -248,6 +300,9 @@ class SummaryBuilder(Observer):
                 summary["energy_per_sample_j"] = round(joules / seconds / rate, 6)
         # Lost GPUs outside the window still deserve a mention.
         summary["lost_gpus"] = sorted(i for i, g in self.gpus_all.items() if g.lost)
+        phases = self.phases.build()
+        if phases:
+            summary["phases"] = phases
         if self.workload is not None and self.workload.fields:
             summary["workload"] = {k: v for k, v in self.workload.fields.items() if k not in ("event", "v")}
         return summary
@@ -257,7 +312,7 @@ class SummaryBuilder(Observer):
         return spread(self.rates[-window:]).get("median")
 
     def _throughput(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"readings": len(self.rates)}
+        out: dict[str, Any] = {"readings": len(self.rates), "unit": self.unit}
         if self.rate_source:
             out["source"] = self.rate_source
         stats = spread(self.rates)
@@ -266,8 +321,9 @@ class SummaryBuilder(Observer):
                 out[key] = stats[key]
         if self.rate_seconds > 0:
             out["mean"] = self.rate_samples / self.rate_seconds  # samples over time, not a mean of rates
-        if self.reported:
-            out["reported"] = self.reported
+        reported = self._reported_by_unit.get(self.unit) or self.reported
+        if reported:
+            out["reported"] = reported
         if self.world_size:
             out.update(self._ranks(out.get("median")))
         return out

@@ -1,10 +1,13 @@
-"""Throughput readings parsed from a benchmark's output, one line at a time.
+"""Throughput readings parsed from a run's output, one line at a time.
 
 :class:`ThroughputParser` is fed every line a child process prints (already split on
 ``\\n`` and ``\\r``, ANSI codes already stripped) and returns the throughput readings it
-finds, in samples per second.  It understands gputui's own protocol and the output of
-common tools: tf-metal-experiments, tqdm, Keras, the Hugging Face Trainer, timm's
-``benchmark.py``, NVIDIA DLLogger, MLPerf logging, and generic ``123 img/s`` text.
+finds, each in the job's own unit: samples, tokens or steps (:data:`gputui.model.UNITS`).
+It understands gputui's own protocol and probe and the output of common tools:
+tf-metal-experiments, tqdm (Lightning's and accelerate's bars too, and Rich's), Keras,
+the Hugging Face Trainer, timm's ``benchmark.py`` and ``train.py``, nanoGPT, torchtitan,
+Megatron-LM, DeepSpeed, NVIDIA DLLogger, MLPerf logging, and generic ``123 img/s`` and
+``4,096 tok/s`` text.  Where each format comes from: tests/data/progress/SOURCES.md.
 
 Every format is one small function in :data:`FORMATS`, tried in that order (specific
 tools before the generic fallback).  A function is only called when the line contains
@@ -15,22 +18,32 @@ an empty list then means "recognised, but nothing to report" (an ``Infer`` line 
 a validation line of DLLogger, a protocol ``start`` event) and stops the search, so that
 a later, looser parser does not misread the line.
 
-Rules shared by all formats: a reading's ``samples_per_sec`` is finite and > 0 or the
-reading is dropped; iteration and step rates (tqdm ``it/s``, Keras ``ms/step``) are only
-converted to samples with a ``batch_size_hint``; tokens, frames and items are not
-samples and are never reported.  :meth:`ThroughputParser.feed` never raises.
+Rules shared by all formats: a reading's rate is finite and > 0 or the reading is
+dropped; iteration and step rates (tqdm ``it/s``, Keras ``ms/step``) count steps unless
+a batch size is known (the preset's, ``--batch-size``, or the probe's samples per step),
+which turns them into samples; tokens stay tokens; frames and items are not reported.
+Progress bars that are not training (validation, sanity checks, datasets' ``Map``,
+downloads) are skipped.  :meth:`ThroughputParser.feed` never raises.
+
+One run, one throughput: the first source that gives a live reading owns it (the
+probe yields to any source in the output, since the job's own figure is in the job's
+own unit); live readings of other sources become the run's "reported" figures.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
+from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from gputui import protocol
-from gputui.model import Throughput
+from gputui.model import SAMPLES, STEPS, TOKENS, Throughput
+from gputui.stats import spread
 
 # A plain number (ASCII digits), optionally in exponent form; and one that may have
 # thousands commas.
@@ -44,7 +57,17 @@ _NUM_COMMAS = r"([0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?|[0-9]+(?:\.[0-9]+)?(?:[eE
 _SI = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 _SI |= {"P": 1e15, "E": 1e18, "Z": 1e21, "Y": 1e24}
 
-Parser = Callable[[str, float | None], list[Throughput] | None]
+
+@dataclass
+class ParseState:
+    """What a format learns from earlier lines and the parser tells every format."""
+
+    hint: float | None = None  # samples per step: the preset's, --batch-size, or the probe's
+    tokens_per_step: float | None = None  # nanoGPT's "tokens per iteration will be: N"
+    main_bar_total: float = 0.0  # the largest progress-bar total seen: the training bar
+
+
+Parser = Callable[[str, ParseState], list[Throughput] | None]
 
 
 def _number(value: Any) -> float | None:
@@ -73,10 +96,17 @@ def _reading(rate: float | None, source: str, **fields: Any) -> list[Throughput]
     return [Throughput(samples_per_sec=rate, source=source, **fields)]
 
 
+def _steps(steps_per_sec: float | None, source: str, state: ParseState, **fields: Any) -> list[Throughput]:
+    """A step rate: samples with a known batch size (``state.hint``), else steps."""
+    if steps_per_sec is not None and state.hint is not None:
+        return _reading(steps_per_sec * state.hint, source, **fields)
+    return _reading(steps_per_sec, source, unit=STEPS, **fields)
+
+
 # --- gputui protocol ------------------------------------------------------------------
 
 
-def parse_gputui(line: str, hint: float | None) -> list[Throughput] | None:
+def parse_gputui(line: str, state: ParseState) -> list[Throughput] | None:
     """``@gputui {"event": "step", ...}`` and ``{"event": "result", ...}``."""
     payload = protocol.decode(line)
     if payload is None:
@@ -97,7 +127,25 @@ def parse_gputui(line: str, hint: float | None) -> list[Throughput] | None:
         )
     if event == "result":
         return _reading(_number(payload.get("samples_per_sec")), "gputui", final=True, **_rank_fields(payload))
+    if event == PROBE:
+        return _probe_reading(payload, state)
     return []
+
+
+PROBE = "probe"  # the zero-code probe's window report (gputui.probe)
+
+
+def _probe_reading(payload: dict[str, Any], state: ParseState) -> list[Throughput]:
+    """The probe's window: optimizer steps over seconds, in samples when it saw the
+    batches (their leading dimension) or a batch size is known, else in steps.  A window
+    without steps (evaluation, a pause) is no reading."""
+    steps, seconds = _number(payload.get("steps")), _number(payload.get("seconds"))
+    if steps is None or seconds is None:
+        return []
+    samples = _number(payload.get("samples"))
+    if samples is not None and state.hint is None:
+        return _reading(samples / seconds, "probe", samples=samples, seconds=seconds, **_rank_fields(payload))
+    return _steps(steps / seconds, "probe", state, seconds=seconds, **_rank_fields(payload))
 
 
 def _rank_fields(payload: dict[str, Any]) -> dict[str, int]:
@@ -139,6 +187,7 @@ class RankTotals:
             samples=samples or None,
             seconds=samples / rate if samples else None,
             ranks=reading.ranks,
+            unit=reading.unit,
         )
 
 
@@ -147,7 +196,7 @@ class RankTotals:
 _MLLOG = ":::MLLOG"
 
 
-def parse_mlperf(line: str, hint: float | None) -> list[Throughput] | None:
+def parse_mlperf(line: str, state: ParseState) -> list[Throughput] | None:
     """``:::MLLOG {"key": "throughput", "value": 1234.5, ...}`` and ``"tracked_stats"``
     with ``"value": {"throughput": ...}`` (often behind a rank prefix such as ``0: ``)."""
     start = line.find(_MLLOG)
@@ -193,7 +242,7 @@ def _dll_rank(key: str) -> int | None:
     return None
 
 
-def parse_dllogger(line: str, hint: float | None) -> list[Throughput] | None:
+def parse_dllogger(line: str, state: ParseState) -> list[Throughput] | None:
     """DLLogger's StdOutBackend: ``train.total_ips : 1234.5 img/s``,
     ``throughput_train : 145.221 seq/s``; the run summary (step ``()``, or ``Summary:``
     in DeepLearningExamples' ConvNets) is final.  Validation metrics are skipped."""
@@ -221,14 +270,21 @@ def parse_dllogger(line: str, hint: float | None) -> list[Throughput] | None:
 
 # {'train_runtime': 10.2, 'train_samples_per_second': 12.34, ...}  (newer: '12.34' quoted)
 #   train_samples_per_second =     12.34                             (trainer.log_metrics)
-_HF = re.compile(r"""\btrain_samples_per_second['"]?\s*[:=]\s*['"]?""" + _NUM)
+# 'train_tokens_per_second' joins them with include_tokens_per_second=True, and with
+# include_num_input_tokens_seen every logging dict carries the job's running tokens/s:
+# a live reading (the end-of-training dict is the one with the samples rate and 'train_loss').
+_HF = {unit: re.compile(r"""\btrain_""" + unit + r"""_per_second['"]?\s*[:=]\s*['"]?""" + _NUM) for unit in (SAMPLES, TOKENS, STEPS)}
 
 
-def parse_hf_trainer(line: str, hint: float | None) -> list[Throughput] | None:
-    match = _HF.search(line)
-    if match is None:
-        return None
-    return _reading(_matched(match.group(1)), "hf-trainer", final=True)
+def parse_hf_trainer(line: str, state: ParseState) -> list[Throughput] | None:
+    """The Trainer's metrics dicts: one reading per unit it gives, final at the end."""
+    final = "train_samples_per_second" in line or "train_loss" in line
+    readings: list[Throughput] = []
+    for unit, pattern in _HF.items():
+        match = pattern.search(line)
+        if match is not None:
+            readings += _reading(_matched(match.group(1)), "hf-trainer", final=final, unit=unit)
+    return readings or None
 
 
 # --- timm benchmark.py ----------------------------------------------------------------
@@ -241,7 +297,7 @@ _TIMM_DONE = re.compile(r"\b(Train|Inference) benchmark of \S+ done\. " + _NUM +
 _TIMM_RESULT = re.compile(r"""['"](train|infer)_samples_per_sec['"]\s*:\s*""" + _NUM)
 
 
-def parse_timm(line: str, hint: float | None) -> list[Throughput] | None:
+def parse_timm(line: str, state: ParseState) -> list[Throughput] | None:
     """timm's benchmark.py.  Only the train benchmark is reported: with ``--bench both``
     the inference benchmark runs first, and its rate is not a training throughput (its
     lines are claimed and dropped so the generic parser does not pick them up)."""
@@ -260,7 +316,7 @@ def parse_timm(line: str, hint: float | None) -> list[Throughput] | None:
 _TF_METAL = re.compile(r"\bSample/sec: " + _NUM)
 
 
-def parse_tf_metal(line: str, hint: float | None) -> list[Throughput] | None:
+def parse_tf_metal(line: str, state: ParseState) -> list[Throughput] | None:
     match = _TF_METAL.search(line)
     if match is None:
         return None
@@ -279,7 +335,7 @@ _KERAS_SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "μs": 1e-6}
 _KERAS_MAX_STEPS = 1_000_000
 
 
-def parse_keras(line: str, hint: float | None) -> list[Throughput] | None:
+def parse_keras(line: str, state: ParseState) -> list[Throughput] | None:
     match = _KERAS.search(line)
     if match is None:
         return None
@@ -295,31 +351,149 @@ def parse_keras(line: str, hint: float | None) -> list[Throughput] | None:
         steps = target.group(1).lstrip("0")
         if len(steps) > len(str(_KERAS_MAX_STEPS)) or int(steps or "0") > _KERAS_MAX_STEPS:
             return []
-    if hint is None:
-        return None
-    return _reading(hint / seconds, "keras")
+    return _steps(1.0 / seconds, "keras", state)
 
 
-# --- tqdm -----------------------------------------------------------------------------
+# --- tqdm (and Rich's bar, as Lightning draws it) -------------------------------------
 
 # " 45%|████▌     | 45/100 [00:05<00:06,  8.91it/s]", "2.35s/it", unit_scale: "1.23kit/s"
 _TQDM = re.compile(r"(?<![\w.])([0-9]+(?:\.[0-9]+)?)([kKMGTPEZY]?)(it/s|s/it)\b")
+# The bar's count "| 45/100 [" (tqdm) or "45/100 0:00:05 •" (Rich): its total names the bar.
+_BAR_COUNT = re.compile(r"(?:\|\s*|\s)[0-9.]+[kKMGTPEZY]?/([0-9.]+)([kKMGTPEZY]?)(?:\s*\[|\s+[0-9:-]+\s+•)")
 
 
-def parse_tqdm(line: str, hint: float | None) -> list[Throughput] | None:
-    """An iteration is not a sample: without a batch size hint, nothing."""
-    if hint is None:
-        return None
+def _main_bar(line: str, state: ParseState) -> bool:
+    """Whether this bar is the training bar: the one with the largest total so far.  The
+    Trainer's evaluation bar has no description, only a smaller total (the eval set's
+    batches, against the training run's steps)."""
+    match = _BAR_COUNT.search(line)
+    total = _matched(match.group(1)) if match else None
+    if total is None:
+        return True  # an unsized bar ("45it [00:05, 8.91it/s]"): nothing to compare
+    total *= _SI[match.group(2)] if match else 1.0
+    state.main_bar_total = max(state.main_bar_total, total)
+    return total * 2 > state.main_bar_total
+
+
+def parse_tqdm(line: str, state: ParseState) -> list[Throughput] | None:
+    """Iterations per second: steps, or samples with a batch size."""
     match = _TQDM.search(line)
     if match is None:
         return None
+    if not _main_bar(line, state):
+        return []
     value, prefix, unit = match.groups()
     number = _matched(value)
     if number is None:
         return []
     number *= _SI[prefix]
-    iterations_per_sec = number if unit == "it/s" else 1.0 / number
-    return _reading(iterations_per_sec * hint, "tqdm")
+    return _steps(number if unit == "it/s" else 1.0 / number, "tqdm", state)
+
+
+# Bars that are not training: Lightning's validation and sanity-check bars, evaluation
+# and test loops, and the start-up bars of datasets, hub downloads and checkpoint loading.
+_NOT_TRAINING_BAR = re.compile(
+    r"^\s*(?:Validation|Validating|Sanity Checking|Testing|Predicting|Evaluat|Eval\b|eval\b|Map\b|Map \(|Filter\b|Generating \w+ split"
+    r"|Download|Loading|Tokeniz|Running tokenizer|Casting|Saving|Resolving data files|Fetching \d+ files|Extracting)"
+)
+_BAR_MARKS = ("|", "━", "╸", "╺")
+
+
+def not_training_bar(line: str) -> bool:
+    """A progress bar of something other than training (see _NOT_TRAINING_BAR)."""
+    return any(mark in line for mark in _BAR_MARKS) and _NOT_TRAINING_BAR.match(line) is not None
+
+
+# --- nanoGPT ----------------------------------------------------------------------------
+
+# print(f"tokens per iteration will be: {tokens_per_iter:,}")
+_NANOGPT_TOKENS = re.compile(r"\btokens per iteration will be: " + _NUM_COMMAS)
+# print(f"iter {iter_num}: loss {lossf:.4f}, time {dt*1000:.2f}ms, mfu {running_mfu*100:.2f}%")
+_NANOGPT_ITER = re.compile(r"\biter [0-9]+: loss \S+, time " + _NUM + r" ?ms\b")
+
+
+def parse_nanogpt(line: str, state: ParseState) -> list[Throughput] | None:
+    """nanoGPT's train.py: iteration times, in tokens once it said how many an iteration
+    holds (it prints that first), else in steps."""
+    match = _NANOGPT_TOKENS.search(line)
+    if match is not None:
+        state.tokens_per_step = _matched(match.group(1))
+        return []
+    match = _NANOGPT_ITER.search(line)
+    if match is None:
+        return None
+    ms = _matched(match.group(1))
+    if ms is None:
+        return []
+    if state.tokens_per_step is not None:
+        return _reading(state.tokens_per_step * 1000.0 / ms, "nanogpt", unit=TOKENS)
+    return _steps(1000.0 / ms, "nanogpt", state)
+
+
+# --- torchtitan -------------------------------------------------------------------------
+
+# "step:  10  loss:  7.8  memory: 30.1GiB(32%)  tps: 6,543  tflops: 300  mfu: 30%": tps is
+# tokens per second of one GPU (torchtitan's metrics.py divides by the parallel degree).
+_TITAN = re.compile(r"(?<!validate )\bstep:\s*[0-9]+\s.*\btps: " + _NUM_COMMAS)  # not its "validate step:"
+
+
+def parse_torchtitan(line: str, state: ParseState) -> list[Throughput] | None:
+    match = _TITAN.search(line)
+    if match is None:
+        return None
+    return _reading(_matched(match.group(1)), "torchtitan", unit=TOKENS)
+
+
+# --- Megatron-LM ------------------------------------------------------------------------
+
+# " iteration 10/ 500 | consumed samples: 320 | elapsed time per iteration (ms): 1234.5 |
+#   ... | global batch size:    32 | lm loss: ..."
+_MEGATRON_MS = re.compile(r"elapsed time per iteration \(ms\): " + _NUM)
+_MEGATRON_BATCH = re.compile(r"global batch size:\s*([0-9]+)\b")
+
+
+def parse_megatron(line: str, state: ParseState) -> list[Throughput] | None:
+    """Iteration time times the global batch size it prints on the same line."""
+    match = _MEGATRON_MS.search(line)
+    if match is None:
+        return None
+    ms = _matched(match.group(1))
+    if ms is None:
+        return []
+    batch = _MEGATRON_BATCH.search(line)
+    global_batch = _matched(batch.group(1)) if batch else None
+    if global_batch is not None:
+        return _reading(global_batch * 1000.0 / ms, "megatron")
+    return _steps(1000.0 / ms, "megatron", state)
+
+
+# --- DeepSpeed --------------------------------------------------------------------------
+
+# ThroughputTimer: "epoch=0/micro_step=10/global_step=10, RunningAvgSamplesPerSec=123.4,
+# CurrSamplesPerSec=120.0, MemAllocated=1.2GB, MaxMemAllocated=3.4GB"
+_DEEPSPEED = re.compile(r"\bCurrSamplesPerSec=" + _NUM)
+_DEEPSPEED_AVG = re.compile(r"\bRunningAvgSamplesPerSec=" + _NUM)
+
+
+def parse_deepspeed(line: str, state: ParseState) -> list[Throughput] | None:
+    match = _DEEPSPEED.search(line) or _DEEPSPEED_AVG.search(line)
+    if match is None:
+        return None
+    return _reading(_matched(match.group(1)), "deepspeed")
+
+
+# --- timm train.py ----------------------------------------------------------------------
+
+# "Train: 0 [  50/1251 (  4%)]  Loss: 6.891 (6.91)  Time: 0.300s, 3413.33/s  (0.310s,
+#  3303.23/s)  LR: 1.000e-05  Data: 0.010 (0.012)": samples/s of every rank together.
+_TIMM_TRAIN = re.compile(r"\bTrain: [0-9]+ \[.*\bTime: " + _NUM + r"s, +" + _NUM + r"/s\b")
+
+
+def parse_timm_train(line: str, state: ParseState) -> list[Throughput] | None:
+    match = _TIMM_TRAIN.search(line)
+    if match is None:
+        return None
+    return _reading(_matched(match.group(2)), "timm")
 
 
 # --- Generic "123.4 img/s" ------------------------------------------------------------
@@ -339,7 +513,7 @@ _GENERIC = tuple(
 )
 
 
-def parse_generic(line: str, hint: float | None) -> list[Throughput] | None:
+def parse_generic(line: str, state: ParseState) -> list[Throughput] | None:
     """Samples, images and sequences per second in free text; tokens are not samples."""
     for pattern in _GENERIC:
         match = pattern.search(line)
@@ -351,6 +525,33 @@ def parse_generic(line: str, hint: float | None) -> list[Throughput] | None:
     return None
 
 
+# --- Generic "4,096 tok/s" -------------------------------------------------------------
+
+_TOKEN_UNIT = r"(?:tokens?|toks?)(?:/s(?:ec(?:ond)?)?\b|/second\b| per second\b)"
+_TOKEN_TRIGGERS = ("tok/s", "toks/s", "token/s", "tokens/s", "tokens per second", "tok/sec", "tokens/sec", "Tok/s", "Tokens/s")
+# "tok/sec: 123456.78" (build-nanogpt, llm.c), "4,096 tok/s", "1.23ktok/s" (tqdm unit="tok"),
+# "tokens per second 5678".
+_GENERIC_TOKENS = tuple(
+    re.compile(pattern, re.IGNORECASE)
+    for pattern in (
+        r"(?<![\w/])" + _TOKEN_UNIT + r"\)?\s*[:=]\s*" + _NUM_COMMAS + r"(?![\w.])",
+        r"(?<![\w.,])" + _NUM_COMMAS + r" ?((?-i:[kKMG])?)" + _TOKEN_UNIT,
+        r"(?<![\w/])" + _TOKEN_UNIT + r"\)?[ \t]+" + _NUM_COMMAS + r"(?![\w.])",
+    )
+)
+
+
+def parse_generic_tokens(line: str, state: ParseState) -> list[Throughput] | None:
+    for pattern in _GENERIC_TOKENS:
+        match = pattern.search(line)
+        if match is not None:
+            rate = _matched(match.group(1))
+            if rate is not None and match.lastindex == 2:
+                rate *= _SI[match.group(2)]
+            return _reading(rate, "generic", unit=TOKENS)
+    return None
+
+
 # --- The table ------------------------------------------------------------------------
 
 #: (trigger substrings, parser), tried in order; a parser runs only when one of its
@@ -359,44 +560,74 @@ FORMATS: tuple[tuple[tuple[str, ...], Parser], ...] = (
     ((protocol.MARKER,), parse_gputui),
     ((_MLLOG,), parse_mlperf),
     (("DLL ",), parse_dllogger),
-    (("train_samples_per_second",), parse_hf_trainer),
+    (("train_samples_per_second", "train_tokens_per_second", "train_steps_per_second"), parse_hf_trainer),
     (("samples/sec", "samples_per_sec"), parse_timm),
     (("Sample/sec:",), parse_tf_metal),
+    (("tokens per iteration", ", time "), parse_nanogpt),
+    (("tps: ",), parse_torchtitan),
+    (("elapsed time per iteration",), parse_megatron),
+    (("SamplesPerSec=",), parse_deepspeed),
+    (("Time: ",), parse_timm_train),
     (("s/step", "s/sample"), parse_keras),
     (("it/s", "s/it"), parse_tqdm),
-    (_GENERIC_TRIGGERS, parse_generic),
+    (_GENERIC_TRIGGERS, parse_generic),  # a line with both ("512 samples/sec 14000 tokens/sec"): samples
+    (_TOKEN_TRIGGERS, parse_generic_tokens),
 )
 
 
-class ThroughputParser:
-    """Turns output lines into :class:`Throughput` readings.
+PROBE_RATIOS = 30  # the probe's latest samples-per-step ratios the hint is the median of
 
-    ``batch_size_hint`` (samples per iteration) lets tqdm ``it/s`` and Keras ``ms/step``
-    rates count as samples; it may be changed between lines.
+
+class ThroughputParser:
+    """Turns output lines (and the probe's reports) into :class:`Throughput` readings.
+
+    ``batch_size_hint`` (samples per step: the preset's, or ``--batch-size``) turns step
+    rates into samples; it may be changed between lines.  Without it, the probe's
+    samples per optimizer step serve (the median of its latest windows: a window across
+    an evaluation fetches batches without steps).
     """
 
     def __init__(self, batch_size_hint: int | None = None):
         self.batch_size_hint = batch_size_hint
+        self._state = ParseState()
         self._ranks = RankTotals()
+        self._probe_ratios: deque[float] = deque(maxlen=PROBE_RATIOS)
+        self.primary: str | None = None  # the source that owns the run's live throughput
+        self._primary_unit: str | None = None
 
     @property
     def _hint(self) -> float | None:
-        return _number(self.batch_size_hint)
+        given = _number(self.batch_size_hint)
+        if given is not None or not self._probe_ratios:
+            return given
+        return spread(self._probe_ratios).get("median")
 
     def feed(self, line: str) -> list[Throughput]:
         """The readings in one output line (often none).  Never raises."""
         try:
-            if not isinstance(line, str):
+            if not isinstance(line, str) or not_training_bar(line):
                 return []
+            self._state.hint = self._hint
             for triggers, parse in FORMATS:
                 for trigger in triggers:
                     if trigger in line:
-                        readings = parse(line, self._hint)
+                        readings = parse(line, self._state)
                         if readings is not None:
-                            return self._with_totals(readings)
+                            return self._owned(self._with_totals(readings))
                         break  # not this format: on to the next one
             return []
         except Exception:  # a parser bug must never take the session down
+            return []
+
+    def feed_probe(self, payload: dict[str, Any]) -> list[Throughput]:
+        """A probe window report (its decoded protocol payload).  Never raises."""
+        try:
+            steps, samples = _number(payload.get("steps")), _number(payload.get("samples"))
+            if steps is not None and samples is not None:
+                self._probe_ratios.append(samples / steps)
+            self._state.hint = _number(self.batch_size_hint)  # the probe's own samples count, not its median
+            return self._owned(self._with_totals(_probe_reading(payload, self._state)))
+        except Exception:
             return []
 
     def _with_totals(self, readings: list[Throughput]) -> list[Throughput]:
@@ -408,4 +639,24 @@ class ThroughputParser:
                 total = self._ranks.add(reading)
                 if total is not None:
                     out.append(total)
+        return out
+
+    def _owned(self, readings: list[Throughput]) -> list[Throughput]:
+        """The primary source's live readings stay live; another source's become the
+        run's reported figures (final); the probe's count only until the output speaks."""
+        out = []
+        for reading in readings:
+            if reading.final or reading.rank is not None:
+                out.append(reading)
+            elif reading.source == PROBE:
+                if self.primary in (None, PROBE):
+                    self.primary = PROBE
+                    out.append(reading)
+            elif self.primary in (None, PROBE, reading.source) or (self._primary_unit == STEPS and reading.unit != STEPS):
+                # The first source in the output owns the throughput; one that counts
+                # samples or tokens takes over from one that could only count steps.
+                self.primary, self._primary_unit = reading.source, reading.unit
+                out.append(reading)
+            else:
+                out.append(dataclasses.replace(reading, final=True))
         return out

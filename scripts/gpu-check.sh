@@ -24,6 +24,12 @@
 #     longrun   issue 11's long-run figures on the GPU host's CPU (no GPU used; ~1-2 minutes): the
 #               recorder over a fast-forwarded 24 h feed of 8 GPUs and 128 cores (long_run.py), and
 #               the dashboard's frame cost and memory over the same (app_scale.py); results in longrun/
+#     own       issue 22: the user's own training (benchmarks/own-training-gpu.sh): HF Trainer, a
+#               tqdm loop, nanoGPT-style and Lightning scripts, fed / starved / python-bound, recorded
+#               headless through `gputui -- ...`, then --pid on the HF Trainer; table in own/table.md.
+#               OWN_SCRIPTS picks scripts (default: all; "pid" for the --pid runs) (~2 min a script)
+#     owntui    the dashboard on two of those scripts (benchmarks/own-training-presets.toml): screenshots
+#     probe     the probe's cost: benchmarks/probe_overhead.py, A/B against the same script without it
 #     ddp       DDP ResNet-50 (torchrun, NCCL) with --nproc-per-node 1 on GPU0, and 2 on GPU0,1 when
 #               the device has two: each recorded against the 1-GPU tuned run as its baseline, the
 #               per-rank and scaling figures in ddp/numbers.txt, and a dashboard screenshot (80x24:
@@ -120,6 +126,12 @@ PY
     input) benchmarks/run-workloads.sh "$out/input" torch-resnet50-input-bound torch-resnet50-input-fed torch-resnet50
            cat "$out/input/diagnosis.txt" ;;
     maxbatch) benchmarks/run-workloads.sh "$out/maxbatch" torch-efficientnet-b7-max-batch ;;
+    own) benchmarks/own-training-gpu.sh "$out/own" ${OWN_SCRIPTS:-} ;;
+    owntui) for preset in own-hf-trainer-starved own-torch-tqdm-python-bound; do
+              python3 -m gputui.tui.screenshot "$out/own/dashboard-$preset.svg" --presets benchmarks/own-training-presets.toml \
+                --preset "$preset" --after 45 --size 140x40; echo "$preset screenshot exit $?"
+            done ;;
+    probe) python3 benchmarks/probe_overhead.py --out "$out/probe" 2>&1 | tail -20 ;;
     tui) if [ -x benchmarks/tui-gpu.sh ]; then benchmarks/tui-gpu.sh "$out/tui"; else echo "no benchmarks/tui-gpu.sh"; fi ;;
     faults) python3 -m pytest -m gpu -q -rs tests/test_faults_*.py 2>&1 | tee "$out/pytest-gpu-faults.txt" | tail -25 ;;
     checktests) python3 -m pytest -m gpu -q -rs tests/test_check_*.py 2>&1 | tee "$out/pytest-gpu-check.txt" | tail -25 ;;

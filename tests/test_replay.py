@@ -144,7 +144,7 @@ def test_replay_seeks_to_the_finding_and_the_widgets_show_that_moment(tmp_path):
             assert f"{fmt.gib(gpu.memory_used)}/{fmt.gib(gpu.memory_total)} GiB" in panel_text
             assert f"{fmt.num(gpu.power_w)}/{fmt.num(gpu.power_limit_w, ' W')}" in panel_text
             chart = app.dashboard.query_one(ThroughputChart).render().plain
-            assert chart.startswith(f"{fmt.rate(rate)}/s now")
+            assert chart.startswith(f"{fmt.rate(rate)} samples/s now")
             assert f"REPLAY ❚❚ 1x {fmt.duration(finding_t)}/0:44" in text
             assert "Input-bound: GPU SM activity 12%" in text
 
@@ -153,7 +153,7 @@ def test_replay_seeks_to_the_finding_and_the_widgets_show_that_moment(tmp_path):
             await pilot.press("end")
             await wait_until(pilot, lambda: app.state.run.ended, what="the end")
             text = await shown(pilot)
-            assert "133/s median" in text and "REPLAY ❚❚ 1x 0:44/0:44 end" in text
+            assert "133 samples/s median" in text and "REPLAY ❚❚ 1x 0:44/0:44 end" in text
             assert not isinstance(app.screen, SummaryScreen)  # a replay never pops up on its own
             await pilot.press("u")
             await wait_until(pilot, lambda: isinstance(app.screen, SummaryScreen), what="summary")

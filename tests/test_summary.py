@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from gputui import events as ev
-from gputui.events import make_event
-from gputui.model import GpuSample, HostSample, ProcessSample, Sample
+from gputui.events import Event, make_event
+from gputui.model import GpuSample, HostSample, ProcessSample, Sample, Throughput
 from gputui.summary import SummaryBuilder
 
 
@@ -49,7 +49,7 @@ def test_warmup_is_excluded_and_gpu_stats_cover_the_measured_phase():
     assert s["energy_per_sample_j"] == pytest.approx(4.0)
 
 
-def test_without_phases_every_reading_counts_and_window_is_all():
+def test_without_phases_every_reading_counts_and_the_window_is_training():
     b = SummaryBuilder()
     for rate in (5.0, 7.0, 6.0):
         b.on_event(make_event(0, ev.THROUGHPUT, {"samples_per_sec": rate, "source": "tqdm"}))
@@ -66,7 +66,7 @@ def test_without_phases_every_reading_counts_and_window_is_all():
         )
     )
     s = b.build()
-    assert s["window"] == "all"
+    assert s["window"] == "training"  # the readings came just before: a sample of training
     assert s["throughput"]["median"] == 6.0 and s["throughput"]["source"] == "tqdm"
     assert s["host"]["run_cpu_percent"]["max"] == 199.0
     assert s["host"]["max_workers"] == 1
@@ -79,3 +79,83 @@ def test_lost_gpu_is_reported():
     s = b.build()
     assert s["lost_gpus"] == [1]
     assert s["gpus"][1]["lost"] is True
+
+
+# --- A job of the user's own: phases, the training window, units ------------------------------
+
+
+def _gpu_sample(t: float, util: float, write_bps: float = 0.0) -> Sample:
+    host = HostSample(cpu_percent=10.0, processes=[ProcessSample(pid=1, role="main", cpu_percent=100.0, write_bps=write_bps)])
+    return Sample(t=t, gpus=[GpuSample(index=0, util_gpu=util, sm_active=util / 2)], host=host)
+
+
+def _reading(t: float, rate: float, unit: str = "samples", source: str = "tqdm") -> Event:
+    return Event(t, ev.THROUGHPUT, Throughput(samples_per_sec=rate, source=source, unit=unit))
+
+
+def test_a_long_start_up_and_an_idle_tail_stay_out_of_the_medians():
+    """The HF Trainer case of the issue: 20 s of start-up at 0 %, 30 s of training at
+    60 %, a 15 s idle tail.  The whole-run median said 0 %; the training phase's is 60 %."""
+    b = SummaryBuilder()
+    for t in range(20):
+        b.on_sample(_gpu_sample(float(t), 0.0))
+    for t in range(20, 50):
+        b.on_event(_reading(t + 0.5, 1000.0))
+        b.on_sample(_gpu_sample(float(t), 60.0))
+    for t in range(50, 65):
+        b.on_sample(_gpu_sample(float(t), 0.0))
+    s = b.build()
+    assert s["window"] == "training"
+    assert s["gpus"][0]["util_gpu"]["median"] == 60.0
+    assert [p["phase"] for p in s["phases"]] == ["startup", "training", "tail"]
+    startup, training, tail = s["phases"]
+    assert startup["duration_s"] == pytest.approx(20.0, abs=1.0)
+    assert training["duration_s"] == pytest.approx(32.0, abs=3.0)
+    assert tail["until"] == 64.0
+
+
+def test_gaps_in_progress_are_evaluation_or_checkpoint_by_what_the_machine_does():
+    b = SummaryBuilder()
+    for t in range(0, 10):
+        b.on_event(_reading(t + 0.5, 500.0))
+        b.on_sample(_gpu_sample(float(t), 90.0))
+    for t in range(10, 20):  # no progress, the GPU works: evaluation
+        b.on_sample(_gpu_sample(float(t), 70.0))
+    for t in range(20, 30):  # no progress, the GPU rests, the run writes 200 MB/s: a checkpoint
+        b.on_sample(_gpu_sample(float(t), 0.0, write_bps=200e6))
+    for t in range(30, 40):
+        b.on_event(_reading(t + 0.5, 500.0))
+        b.on_sample(_gpu_sample(float(t), 90.0))
+    s = b.build()
+    assert [p["phase"] for p in s["phases"]] == ["training", "evaluation", "checkpoint", "training"]
+    assert s["gpus"][0]["util_gpu"]["median"] == 90.0  # neither the evaluation nor the checkpoint counts
+
+
+def test_a_job_without_progress_is_judged_where_its_gpu_worked():
+    """--pid with no output: the summary covers the samples in which a GPU was busy."""
+    b = SummaryBuilder()
+    for t in range(30):
+        b.on_sample(_gpu_sample(float(t), 55.0 if 10 <= t < 25 else 0.0))
+    s = b.build()
+    assert s["window"] == "gpu-active"
+    assert s["gpus"][0]["util_gpu"]["median"] == 55.0
+    assert "phases" not in s
+
+
+def test_throughput_carries_its_unit_and_steps_give_way_to_samples():
+    b = SummaryBuilder()
+    for t in range(3):
+        b.on_event(_reading(t, 30.0, unit="steps"))  # tqdm before the probe told the batch size
+    for t in range(3, 10):
+        b.on_event(_reading(t, 960.0))
+    b.on_event(_reading(10, 2.0, unit="steps"))  # never back to steps once samples are known
+    tp = b.build()["throughput"]
+    assert (tp["unit"], tp["median"], tp["readings"]) == ("samples", 960.0, 7)
+
+
+def test_the_reported_figure_is_the_one_in_the_runs_unit():
+    b = SummaryBuilder()
+    b.on_event(_reading(1, 4000.0, unit="tokens", source="nanogpt"))
+    b.on_event(Event(2, ev.THROUGHPUT, Throughput(samples_per_sec=3.4, source="hf-trainer", unit="steps", final=True)))
+    b.on_event(Event(2, ev.THROUGHPUT, Throughput(samples_per_sec=4100.0, source="hf-trainer", unit="tokens", final=True)))
+    assert b.build()["throughput"]["reported"] == {"samples_per_sec": 4100.0, "source": "hf-trainer", "unit": "tokens"}

@@ -18,11 +18,26 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gputui import protocol
-from gputui.model import Throughput
-from gputui.throughput import FORMATS, ThroughputParser
+from gputui.model import UNITS, Throughput
+from gputui.throughput import FORMATS, ParseState, ThroughputParser
 
 DATA = Path(__file__).parent / "data" / "throughput"
-SOURCES = {"gputui", "tf-metal", "generic", "tqdm", "keras", "hf-trainer", "timm", "dllogger", "mlperf"}
+SOURCES = {
+    "gputui",
+    "tf-metal",
+    "generic",
+    "tqdm",
+    "keras",
+    "hf-trainer",
+    "timm",
+    "dllogger",
+    "mlperf",
+    "nanogpt",
+    "torchtitan",
+    "megatron",
+    "deepspeed",
+    "probe",
+}
 
 
 def feed(line: str, hint: int | None = None) -> list[Throughput]:
@@ -39,10 +54,12 @@ def check(readings: object) -> None:
         assert reading.source in SOURCES
         assert reading.phase in (None, "warmup", "measure")
         assert isinstance(reading.final, bool)
+        assert reading.unit in UNITS
 
 
 def one(line: str, hint: int | None = None) -> Throughput:
-    readings = feed(line, hint)
+    """The line's one reading in samples (the Trainer's final line also gives steps)."""
+    readings = [r for r in feed(line, hint) if r.unit == "samples"]
     check(readings)
     assert len(readings) == 1, readings
     return readings[0]
@@ -244,12 +261,36 @@ def test_real_lines(line, hint, rate, source, final):
 
 # --- Negative cases: nothing to report -----------------------------------------------------
 
+# An iteration or a step is not a sample: without a batch size, these count steps.
+STEPS_ONLY = [
+    (" 45%|████▌     | 45/100 [00:05<00:06,  8.91it/s]", 8.91, "tqdm"),
+    ("100%|██████████████████████| 4836/4836 [2:20:18<00:00,  1.74s/it]", 1 / 1.74, "tqdm"),
+    ("96/96 [==============================] - 5s 50ms/step - loss: 0.5054 - accuracy: 0.7842", 20.0, "keras"),
+    ("1500/1500 ━━━━━━━━━━━━━━━━━━━━ 8s 3ms/step - accuracy: 0.7370 - loss: 0.7853", 1 / 0.003, "keras"),
+]
+
+
+@pytest.mark.parametrize(("line", "rate", "source"), STEPS_ONLY)
+def test_step_rates_without_a_batch_size_count_steps(line, rate, source):
+    (reading,) = feed(line)
+    assert (reading.unit, reading.source) == ("steps", source)
+    assert reading.samples_per_sec == pytest.approx(rate)
+
+
+# Tokens are tokens, whatever the batch size.
+TOKENS_ONLY = [
+    ("throughput: 51200.5 tokens/s", 51200.5),
+    ("tokens/s: 51200.5", 51200.5),
+]
+
+
+@pytest.mark.parametrize(("line", "rate"), TOKENS_ONLY)
+def test_token_rates_stay_tokens(line, rate):
+    (reading,) = feed(line, 32)
+    assert (reading.unit, reading.samples_per_sec) == ("tokens", rate)
+
+
 NEGATIVE = [
-    # An iteration or a step is not a sample: no batch size, no reading.
-    (" 45%|████▌     | 45/100 [00:05<00:06,  8.91it/s]", None),
-    ("100%|██████████████████████| 4836/4836 [2:20:18<00:00,  1.74s/it]", None),
-    ("96/96 [==============================] - 5s 50ms/step - loss: 0.5054 - accuracy: 0.7842", None),
-    ("1500/1500 ━━━━━━━━━━━━━━━━━━━━ 8s 3ms/step - accuracy: 0.7370 - loss: 0.7853", None),
     # tqdm before the first rate is known (code index: a U-Net training log):
     ("Epoch 1/2:   0%|                                                                              | 0/210 [00:00<?, ?img/s]", 8),
     ("  0%|          | 0/100 [00:00<?, ?it/s]", 8),
@@ -260,9 +301,7 @@ NEGATIVE = [
     ("Epoch 1/10", 32),
     (" 45%|████▌     | 45/100 [00:05<00:06]", 32),
     ("lr: 0.1 momentum: 0.9 weight_decay: 0.0001", 32),
-    # Tokens (and frames, items) are not samples.
-    ("throughput: 51200.5 tokens/s", 32),
-    ("tokens/s: 51200.5", 32),
+    # Frames and items are not samples.
     (
         "DLL 2021-06-14 23:08:53.659718 - epoch    1 | iter   1/48 | loss 40.97 | mel loss 35.04 | kl loss 0.02240 | kl weight 0.01000 |    5730.98 frames/s | took 24.54 s | lrate 3.16e-06",
         32,
@@ -388,15 +427,17 @@ def test_protocol_unknown_phase_is_not_passed_on():
 
 @pytest.mark.parametrize("hint", [0, -32, float("nan"), float("inf"), "32", True])
 def test_unusable_hint_is_no_hint(hint):
-    assert ThroughputParser(batch_size_hint=hint).feed(" 45%|████▌     | 45/100 [00:05<00:06,  8.91it/s]") == []
+    (reading,) = ThroughputParser(batch_size_hint=hint).feed(" 45%|████▌     | 45/100 [00:05<00:06,  8.91it/s]")
+    assert (reading.unit, reading.samples_per_sec) == ("steps", 8.91)
 
 
 def test_hint_can_be_set_later():
     parser = ThroughputParser()
     line = "96/96 [==============================] - 5s 50ms/step - loss: 0.5054"
-    assert parser.feed(line) == []
+    assert parser.feed(line)[0].unit == "steps"
     parser.batch_size_hint = 64
-    assert parser.feed(line)[0].samples_per_sec == pytest.approx(64 / 0.05)
+    reading = parser.feed(line)[0]
+    assert reading.unit == "samples" and reading.samples_per_sec == pytest.approx(64 / 0.05)
 
 
 def test_tqdm_inverse_rate_with_unit_scale():
@@ -422,8 +463,8 @@ def test_keras3_fit_log():
     assert [r.samples_per_sec for r in readings] == pytest.approx([32 / 0.003] * 3)
 
 
-def test_formats_table_has_one_entry_per_source():
-    assert len(FORMATS) == len(SOURCES)
+def test_formats_table_has_one_entry_per_parser():
+    assert len({parse for _, parse in FORMATS}) == len(FORMATS)
     for triggers, parse in FORMATS:
         assert triggers and all(isinstance(t, str) and t for t in triggers) and callable(parse)
 
@@ -597,6 +638,6 @@ any_line = (
 @given(any_line, st.sampled_from([None, 1.0, 32.0, 1e30]))
 def test_fuzz_parsers_do_not_raise_on_their_own(line, hint):
     for _, parse in FORMATS:
-        readings = parse(line, hint)
+        readings = parse(line, ParseState(hint=hint))
         if readings is not None:
             check(readings)

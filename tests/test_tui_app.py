@@ -78,7 +78,7 @@ def test_pick_smoke_run_it_see_throughput_and_its_summary(isolated, tmp_path):
             assert "throughput median" in await shown(pilot)
             await pilot.press("escape")
             text = await shown(pilot)
-            assert re.search(r"[\d,]+/s median", text), text
+            assert re.search(r"[\d,]+ samples/s median", text), text
             assert "✓ #1 smoke" in text
             assert run.outcome_word == "ok" and run.result > 0
 
@@ -98,7 +98,7 @@ def test_stop_run_again_and_quit_leave_no_process_and_a_finished_recording(isola
             await wait_until(pilot, lambda: first.pid and first.series.readings >= 5, what="throughput")
             groups.append(os.getpgid(first.pid))
             text = await shown(pilot)
-            assert re.search(r"[\d,]+/s now", text), text
+            assert re.search(r"[\d,]+ samples/s now", text), text
             assert "REC run.jsonl" in text
 
             await pilot.press("s")

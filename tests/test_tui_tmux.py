@@ -139,7 +139,7 @@ def test_run_smoke_by_keys_at_80x24_see_throughput_quit_and_leave_no_child(tmux)
     tmux.wait_for(r"(?m)^smoke-long")  # the details show the highlighted preset
     tmux.keys("Enter")  # smoke-long: runs until stopped
     tmux.wait_for(r"● #2 smoke-long")
-    tmux.wait_for(r"[\d,]+/s now")
+    tmux.wait_for(r"[\d,]+ samples/s now")
     children = descendants(gputui)
     assert children, "the benchmark runs under gputui"
     screen = tmux.screen()
@@ -159,7 +159,7 @@ def test_run_smoke_by_keys_at_80x24_see_throughput_quit_and_leave_no_child(tmux)
 @needs_tmux
 def test_ctrl_c_quits_and_stops_the_benchmark_group(tmux):
     gputui = tmux.start(["--presets", "long.toml", "--preset", "smoke-long"])  # tmux-256color
-    tmux.wait_for(r"[\d,]+/s now")
+    tmux.wait_for(r"[\d,]+ samples/s now")
     children = descendants(gputui)
     assert children
     coloured = tmux.screen_with_colours()
@@ -173,7 +173,7 @@ def test_ctrl_c_quits_and_stops_the_benchmark_group(tmux):
 @needs_tmux
 def test_a_dropped_terminal_stops_the_benchmark_group(tmux):
     gputui = tmux.start(["--presets", "long.toml", "--preset", "smoke-long"])
-    tmux.wait_for(r"[\d,]+/s now")
+    tmux.wait_for(r"[\d,]+ samples/s now")
     children = descendants(gputui)
     assert children
     tmux.kill_server()  # what a dropped SSH connection does: SIGHUP, and the terminal is gone
@@ -185,7 +185,7 @@ def test_sigterm_stops_the_benchmark_group_and_finishes_the_recording(tmux, tmp_
     record = tmp_path / "run.jsonl"
     gputui = tmux.start(["--presets", "long.toml", "--preset", "smoke-long", "--record", str(record)])
     tmux.wait_for(r"REC run.jsonl")
-    tmux.wait_for(r"[\d,]+/s now")
+    tmux.wait_for(r"[\d,]+ samples/s now")
     children = descendants(gputui)
     os.kill(gputui, 15)
     wait_gone([gputui, *children])
@@ -243,7 +243,7 @@ def test_replay_plays_a_recording_to_its_end(tmux, tmp_path):
 
     gputui = tmux.start(["replay", str(REPO / "docs" / "recordings" / KEPT_RUN), "--speed", "max"])
     tmux.wait_for(r"REPLAY ❚❚ max 0:44/0:44 end")
-    tmux.wait_for(r"133/s median")
+    tmux.wait_for(r"133 samples/s median")
     tmux.keys("m")  # back to the measured phase: the run is live again
     tmux.wait_for(r"REPLAY ❚❚ max 0:14/0:44")
     tmux.keys("q")

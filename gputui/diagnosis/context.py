@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gputui.diagnosis.settings import Settings
-from gputui.model import GpuInfo, GpuSample, HostSample, ProcessSample, Sample, from_dict
+from gputui.events import ProbeReport
+from gputui.model import SAMPLES, GpuInfo, GpuSample, HostSample, ProcessSample, Sample, from_dict
 from gputui.stats import median
 
 RATE_KEEP_S = 300.0  # throughput readings kept for baselines
@@ -43,6 +44,7 @@ class Derived:
     run_rss: float | None = None
     run_read_bps: float | None = None
     run_gpus: list[GpuSample] = field(default_factory=list)
+    top_thread: ProcessSample | None = None  # the run's process (not a data-loader worker) with the busiest thread
 
 
 class Context:
@@ -70,6 +72,10 @@ class Context:
         self.cores_visible: int | None = None  # the machine's logical CPUs, whatever we may use
         self.last_memory_used_pct: float | None = None
         self.open_kinds: set[str] = set()  # kinds of the findings open now (the engine keeps it)
+        # The probe's windows (gputui.probe): (t, seconds, data-wait seconds, workers, rank)
+        self.probe: deque[tuple[float, float, float, int | None, int | None]] = deque()
+        self.first_progress_t: float | None = None  # the first throughput reading or probe step
+        self.rate_unit = SAMPLES  # what self.rates count: one unit at a time
 
     # --- the run -------------------------------------------------------------------
     def on_header(self, header: dict[str, Any]) -> None:
@@ -99,7 +105,32 @@ class Context:
         the machine's idle GPUs say nothing about them."""
         return self.framework != "smoke" and self.setting("device") != "cpu"
 
-    def add_rate(self, t: float, rate: float) -> None:
+    def add_probe(self, t: float, report: ProbeReport) -> None:
+        seconds, wait = report.seconds, report.data_wait_s
+        if report.steps:
+            self.first_progress_t = t if self.first_progress_t is None else self.first_progress_t
+        if not seconds or wait is None:
+            return
+        self.probe.append((t, float(seconds), float(wait), report.workers, report._get("rank", int)))
+        while self.probe and self.probe[0][0] < t - RATE_KEEP_S:
+            self.probe.popleft()
+
+    def data_wait_share(self) -> float | None:
+        """The share of the last RATE_RECENT_S the training loop spent waiting for its
+        next batch (every rank's windows together); None without the probe."""
+        recent = [(s, w) for (t, s, w, _, _) in self.probe if self.now - RATE_RECENT_S <= t <= self.now + 1.0]
+        seconds = sum(s for s, _ in recent)
+        return min(1.0, sum(w for _, w in recent) / seconds) if seconds > 0 else None
+
+    def probe_workers(self) -> int | None:
+        """The DataLoader's worker count the probe saw last."""
+        return next((w for (_, _, _, w, _) in reversed(self.probe) if w is not None), None)
+
+    def add_rate(self, t: float, rate: float, unit: str = SAMPLES) -> None:
+        self.first_progress_t = t if self.first_progress_t is None else self.first_progress_t
+        if unit != self.rate_unit:  # steps became samples (the batch size is known now): start afresh
+            self.rates.clear()
+            self.rate_unit = unit
         self.rates.append((t, rate))
         while self.rates and self.rates[0][0] < t - RATE_KEEP_S:
             self.rates.popleft()
@@ -142,6 +173,8 @@ class Context:
             d.procs = [p for p in host.processes if p.cpu_percent is not None]
             d.workers = [p for p in d.procs if p.role == "worker"]
             d.main = next((p for p in d.procs if p.role == "main"), None)
+            threads = [p for p in d.procs if p.role != "worker" and p.top_thread_pct is not None]
+            d.top_thread = max(threads, key=lambda p: p.top_thread_pct or 0.0) if threads else None
             if d.procs:
                 d.run_cpu = sum(p.cpu_percent or 0.0 for p in d.procs)
             d.run_rss = float(sum(p.rss or 0 for p in host.processes))

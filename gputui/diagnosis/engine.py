@@ -53,6 +53,8 @@ class Diagnoser:
             return True
         if ctx.phase == WARMUP or ctx.expects_phases or ctx.first_t is None:
             return False
+        if ctx.first_progress_t is not None:
+            return True  # the job trains (it showed progress): start-up is over
         return ctx.now - ctx.first_t >= self.settings.start_grace_s
 
     def on_sample(self, sample: Sample) -> list[ev.Finding]:
@@ -157,11 +159,13 @@ class Diagnoser:
         elif isinstance(payload, Throughput) and not payload.final and payload.phase in (None, MEASURE):
             rate = float(payload.samples_per_sec)
             if event.kind == ev.THROUGHPUT:
-                ctx.add_rate(event.t, rate)
+                ctx.add_rate(event.t, rate, payload.unit)
                 for finding in self._open.values():
                     finding.rates.add(event.t, {"rate": rate})
             elif event.kind == ev.RANK_THROUGHPUT:
                 ctx.add_rank_rate(payload.rank, event.t, rate)
+        elif isinstance(payload, ev.ProbeReport):
+            ctx.add_probe(event.t, payload)
         elif isinstance(payload, ev.Oom):
             return self._safe_oom(event.t, dict(payload.fields))
         elif isinstance(payload, Outcome):

@@ -42,10 +42,21 @@ def noise_text(baseline: RunFacts, run: RunFacts) -> str:
     return f"{ratio_text(interval.ratio)} [{interval.low:.2f}–{interval.high:.2f}], {interval.verdict()}"
 
 
+def check_one_unit(facts: list[RunFacts]) -> None:
+    """Runs are compared in one unit: samples/s beside tokens/s would read as a speed-up."""
+    measured = [f for f in facts if f.throughput.get("median") is not None]
+    units = {f.unit for f in measured}
+    if len(units) > 1:
+        by_unit = "; ".join(f"{fmt.printable(f.label)}: {fmt.per_second(f.unit)}" for f in measured)
+        raise UserError(f"these runs count throughput in different units ({by_unit}): compare runs of one unit")
+
+
 def _run_table(recordings: list[Recording], price_per_hour: float | None) -> tuple[list[str], list[list[str]]]:
     order = _by_preset(recordings)
     labels = column_labels(recordings)
     facts = [run_facts(recordings[i], price_per_hour) for i in order]
+    check_one_unit(facts)
+    unit = facts[0].unit if facts else "samples"
     baselines: dict[str | None, RunFacts] = {}
     versus = []
     for run in facts:
@@ -60,11 +71,11 @@ def _run_table(recordings: list[Recording], price_per_hour: float | None) -> tup
         row("GPU", lambda f: f.gpu),
         row("preset", lambda f: f.preset or "-"),
         row("outcome", lambda f: f.outcome + (" (cut)" if f.cut else "")),
-        row("throughput median (samples/s)", lambda f: fmt.rate(f.throughput.get("median"))),
+        row(f"throughput median ({fmt.per_second(unit)})", lambda f: fmt.rate(f.throughput.get("median"))),
         row("p5–p95", lambda f: f"{fmt.rate(f.throughput.get('p5'))}–{fmt.rate(f.throughput.get('p95'))}"),
         row("readings", lambda f: str(len(f.rates))),
         row("energy per sample", lambda f: value_text(f.energy_per_sample_j, "J")),
-        row("cost per million samples", lambda f: usd(f.cost_per_million)),
+        row(f"cost per million {unit}", lambda f: usd(f.cost_per_million)),
         row("throttling", throttle_text),
         row("findings", findings_text),
         ["vs first run of its preset", *versus],

@@ -51,6 +51,7 @@ class RunFacts:
     findings_replayed: bool
     references: list[Reference] = field(default_factory=list)
     window: str = "all"
+    unit: str = "samples"  # what the throughput counts (gputui.model.UNITS)
 
 
 def cost_per_million(price_per_hour: float | None, samples_per_sec: float | None) -> float | None:
@@ -170,6 +171,7 @@ def run_facts(recording: Recording, price_per_hour: float | None = None) -> RunF
         findings_replayed=replayed,
         references=references_of(header, median, gpu_name),
         window=summary.get("window", "all"),
+        unit=throughput.get("unit") or "samples",
     )
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gputui import events as ev
-from gputui.fmt import GIB
+from gputui.fmt import GIB, per_second
 from gputui.model import Throughput
 from gputui.protocol import MEASURE, WARMUP
 from gputui.record import Recording
@@ -197,7 +197,7 @@ def _throughput(recording: Recording, summary: dict, unit: tuple[float, str]) ->
         if recording.events_of(ev.THROUGHPUT):
             return "the recording holds only the tool's final figure, no readings over time"
         return "no throughput readings in the recording"
-    canvas = _Canvas("Throughput", "samples/s", *unit)
+    canvas = _Canvas("Throughput", per_second((summary.get("throughput") or {}).get("unit")), *unit)
     span = _warmup_span(recording)
     if span:
         canvas.ax.axvspan(span[0] / canvas.x_scale, span[1] / canvas.x_scale, color=WARMUP_COLOUR, alpha=0.4, label="warm-up")

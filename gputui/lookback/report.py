@@ -56,26 +56,28 @@ def _run_table(recording: Recording, facts: RunFacts, summary: dict[str, Any]) -
 
 
 def _throughput_blocks(facts: RunFacts) -> list[Block]:
-    tp = facts.throughput
+    tp, unit = facts.throughput, facts.unit
     if tp.get("median") is None:
-        reported = (tp.get("reported") or {}).get("samples_per_sec")
-        if reported is not None:
-            return [Heading(2, "Throughput"), Paragraph(f"The tool's own figure: {fmt.rate(reported)} samples/s (no readings over time).")]
+        reported = tp.get("reported") or {}
+        if reported.get("samples_per_sec") is not None:
+            figure = fmt.rate_in(reported["samples_per_sec"], reported.get("unit"))
+            return [Heading(2, "Throughput"), Paragraph(f"The tool's own figure: {figure} (no readings over time).")]
         return [Heading(2, "Throughput"), Paragraph("No throughput readings: the run printed no rate gputui could parse.")]
-    window = "measured phase, warm-up left out" if facts.window == "measure" else "every reading"
+    window = {"measure": "measured phase, warm-up left out", "training": "training phase: start-up, evaluation and the idle tail left out"}
     rows = [
-        ["Median", f"{fmt.rate(tp['median'])} samples/s"],
-        ["p5 – p95", f"{fmt.rate(tp.get('p5'))} – {fmt.rate(tp.get('p95'))} samples/s"],
-        ["Readings", f"{tp.get('readings', len(facts.rates))} ({window}; source {tp.get('source', '?')})"],
+        ["Median", fmt.rate_in(tp["median"], unit)],
+        ["p5 – p95", f"{fmt.rate(tp.get('p5'))} – {fmt.rate_in(tp.get('p95'), unit)}"],
+        ["Readings", f"{tp.get('readings', len(facts.rates))} ({window.get(facts.window, 'every reading')}; source {tp.get('source', '?')})"],
     ]
     reported = tp.get("reported")
     if reported:
-        rows.append(["The tool's own figure", f"{fmt.rate(reported.get('samples_per_sec'))} samples/s"])
-    rows.append(["Energy per sample", value_text(facts.energy_per_sample_j, "J")])
+        rows.append(["The tool's own figure", fmt.rate_in(reported.get("samples_per_sec"), reported.get("unit"))])
+    one = unit[:-1] if unit.endswith("s") else unit
+    rows.append([f"Energy per {one}", value_text(facts.energy_per_sample_j, "J")])
     if facts.cost_per_million is not None:
-        rows.append(["Cost per million samples", f"{usd(facts.cost_per_million)} at {usd(facts.price_per_hour)}/hour"])
+        rows.append([f"Cost per million {unit}", f"{usd(facts.cost_per_million)} at {usd(facts.price_per_hour)}/hour"])
     else:
-        rows.append(["Cost per million samples", "- (give --price USD_PER_HOUR)"])
+        rows.append([f"Cost per million {unit}", "- (give --price USD_PER_HOUR)"])
     return [Heading(2, "Throughput"), Table(["", ""], rows)]
 
 

@@ -47,7 +47,16 @@ def table(runs) -> str:
     from gputui import fmt
 
     rows = [COLUMNS] + [
-        (r.local_time(), r.label, r.gpu_text(), r.outcome, fmt.rate(r.median), "-" if r.findings is None else str(r.findings), r.path.name) for r in runs
+        (
+            r.local_time(),
+            r.label,
+            r.gpu_text(),
+            r.outcome,
+            fmt.rate(r.median) + (" " + fmt.per_second_short(r.unit) if r.unit in ("tokens", "steps") else ""),
+            "-" if r.findings is None else str(r.findings),
+            r.path.name,
+        )
+        for r in runs
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
     lines = []

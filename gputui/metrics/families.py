@@ -143,9 +143,12 @@ def _run_families(snap: MetricsSnapshot) -> list[Metric]:
     out: list[Metric] = [info]
     if snap.sample is not None:
         out.append(GaugeMetricFamily("gputui_session_elapsed_seconds", "Seconds since the session began, at the latest sample.", value=snap.sample.t))
-    throughput = GaugeMetricFamily("gputui_throughput_samples_per_second", "The run's latest throughput reading.", labels=[*host, "preset"])
+    # One name whatever the job counts: the unit label says samples, tokens or steps.
+    throughput = GaugeMetricFamily(
+        "gputui_throughput_samples_per_second", "The run's latest throughput reading, per second, in its unit.", labels=[*host, "preset", "unit"]
+    )
     if snap.throughput is not None:
-        throughput.add_metric([snap.hostname, snap.preset], snap.throughput)
+        throughput.add_metric([snap.hostname, snap.preset, snap.unit], snap.throughput)
     done = CounterMetricFamily("gputui_samples_processed", "Samples the run reported as processed.", labels=[*host, "preset"])
     done.add_metric([snap.hostname, snap.preset], snap.samples_done)
     out += [throughput, done, *_rank_families(snap)]
@@ -154,7 +157,7 @@ def _run_families(snap: MetricsSnapshot) -> list[Metric]:
         cost = GaugeMetricFamily(
             "gputui_cost_usd_per_million_samples", "What a million samples cost at the latest throughput and --price.", labels=[*host, "preset"]
         )
-        if snap.throughput:
+        if snap.throughput and snap.unit == "samples":
             cost.add_metric([snap.hostname, snap.preset], snap.price_per_hour / 3600.0 / snap.throughput * 1e6)
         out.append(cost)
     return [*out, *_finding_families(snap)]

@@ -44,7 +44,8 @@ class MetricsSnapshot:
     sample: Sample | None = None
     host: HostSample | None = None  # the newest host part (a sub-second sampler reads it once a second)
     energy_start_mj: dict[int, int] = field(default_factory=dict)  # per GPU, the session's first reading
-    throughput: float | None = None  # the latest reading, samples per second
+    throughput: float | None = None  # the latest live reading, in ``unit``s per second
+    unit: str = "samples"  # what it counts: samples, tokens or steps
     samples_done: float = 0.0  # summed over the readings that say how many samples they cover
     findings: dict[str, OpenFinding] = field(default_factory=dict)  # open ones, by finding id
     finding_kinds: frozenset[tuple[str, int | None]] = frozenset()  # every (kind, gpu) seen: closed ones read 0
@@ -109,9 +110,11 @@ class LiveMetrics(Observer):
 
     def _on_throughput(self, reading: Throughput) -> None:
         done = self.snapshot.samples_done
-        if not reading.final and reading.samples is not None:  # a final result repeats what was counted
+        if reading.final:  # the tool's own end figure repeats what the readings said
+            return
+        if reading.samples is not None and reading.unit == "samples":
             done += reading.samples
-        self._update(throughput=float(reading.samples_per_sec), samples_done=done)
+        self._update(throughput=float(reading.samples_per_sec), samples_done=done, unit=reading.unit)
 
     def _on_rank_throughput(self, reading: Throughput) -> None:
         world = ranks.world_size_of(ev.payload_fields(reading)) or self.snapshot.world_size

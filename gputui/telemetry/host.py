@@ -306,6 +306,27 @@ class _Tracked:
     t: float  # time.monotonic() of the last reading
     cpu: float | None  # user + system seconds at that time
     io: tuple[int, int] | None  # read_bytes, write_bytes at that time
+    threads: dict[int, float] | None = None  # thread id -> user + system seconds (busy processes only)
+
+
+# A process below this share of a core cannot have a thread near 100 %: its threads are
+# not read (a PyTorch process has dozens; reading them costs about as much as the rest).
+THREADS_FROM_PCT = 50.0
+
+
+def _thread_times(proc: psutil.Process) -> dict[int, float] | None:
+    try:
+        return {t.id: t.user_time + t.system_time for t in proc.threads()}
+    except _PROC_ERRORS:
+        return None
+
+
+def _top_thread_pct(prev: dict[int, float] | None, cur: dict[int, float] | None, dt: float) -> float | None:
+    """The busiest thread's share of one core between two readings (threads seen in both)."""
+    if not prev or not cur or dt <= 0:
+        return None
+    deltas = [cur[tid] - prev[tid] for tid in cur.keys() & prev.keys()]
+    return round(max(0.0, max(deltas)) / dt * 100.0, 1) if deltas else None
 
 
 def _busy_and_total(times) -> tuple[float, float]:
@@ -517,6 +538,7 @@ class HostTelemetry:
             return None
         except _PROC_ERRORS:
             return None
+        threads = None
         if tracked is not None:
             dt = now - tracked.t
             if tracked.cpu is not None and dt > 0:
@@ -524,7 +546,10 @@ class HostTelemetry:
             if tracked.io is not None and io is not None:
                 sample.read_bps = _rate(tracked.io[0], io[0], dt)
                 sample.write_bps = _rate(tracked.io[1], io[1], dt)
-        self._procs[pid] = _Tracked(proc=proc, create_time=create_time, t=now, cpu=cpu, io=io)
+            if (sample.cpu_percent or 0.0) >= THREADS_FROM_PCT:
+                threads = _thread_times(proc)
+                sample.top_thread_pct = _top_thread_pct(tracked.threads, threads, dt)
+        self._procs[pid] = _Tracked(proc=proc, create_time=create_time, t=now, cpu=cpu, io=io, threads=threads)
         return sample, cmdline
 
     # public ----------------------------------------------------------------

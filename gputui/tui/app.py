@@ -56,7 +56,7 @@ HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 class GpuTuiApp(DashboardApp):
     """The live dashboard: sessions run presets (and watch) while it is open."""
 
-    BINDINGS = [Binding("k", "check", "Check", id="check")]
+    BINDINGS = [Binding("k", "check", "Check", id="check"), Binding("x", "run_command", "Command", id="run_command")]
 
     def __init__(
         self,
@@ -319,6 +319,31 @@ class GpuTuiApp(DashboardApp):
             self.notify("No run yet: pick a preset and press Enter.")
             return
         self.start_preset(self._last_preset)
+
+    def action_run_command(self) -> None:
+        """``x``: any command, run as ``gputui -- CMD`` runs it, or saved as a preset."""
+        from gputui.tui.screens.command import RUN, CommandScreen
+
+        def answered(answer: tuple[str, list[str]] | None) -> None:
+            if answer is None:
+                return
+            from gputui.command_preset import command_preset
+
+            action, argv = answer
+            try:
+                preset = command_preset(argv, self.presets)
+            except UserError as exc:
+                self.notify(str(exc), severity="error")
+                return
+            if action == RUN:
+                self.presets[preset.name] = preset
+                self.start_preset(preset.name)
+            else:
+                from gputui.tui.screens.editor import PresetEditorScreen
+
+                self.push_screen(PresetEditorScreen(preset, new=True))
+
+        self.push_screen(CommandScreen(), answered)
 
     def action_check(self) -> None:
         from gputui.tui.screens.check import CheckScreen

@@ -6,9 +6,9 @@ import argparse
 import sys
 
 from gputui.baseline import check_baseline_options
-from gputui.cli import check_run_options, command_line_diagnosis
+from gputui.cli import check_run_options, chosen_preset, command_line_diagnosis
 from gputui.errors import UserError
-from gputui.presets import get_preset, load_config
+from gputui.presets import load_config
 
 
 def run_dashboard(args: argparse.Namespace) -> int:
@@ -22,7 +22,7 @@ def run_dashboard(args: argparse.Namespace) -> int:
         check_record_target(args.record, args.force)  # before the screen opens, not at the first run
     history = RunHistory.from_environment(args.no_history)
     config = load_config(extra=args.presets)  # read once: the presets and the [diagnosis] table
-    preset = get_preset(config.presets, args.preset) if args.preset else None  # a wrong name: one line, before the screen opens
+    preset = chosen_preset(args, config)  # a wrong name: one line, before the screen opens
     check_baseline_options(args.baseline, args.baseline_run, preset)
     baseline = dashboard_baseline(args)
 

@@ -123,7 +123,8 @@ class RunView:
     ticket: SessionTicket
     series: ThroughputSeries = field(default_factory=ThroughputSeries)
     phase: str | None = None
-    current: float | None = None  # latest reading, samples/s
+    current: float | None = None  # latest reading, in ``unit``s per second
+    unit: str | None = None  # what the readings count (samples, tokens, steps)
     median: float | None = None  # running median of the measured readings
     reported: float | None = None  # the tool's own final figure
     workload: dict[str, Any] | None = None
@@ -415,6 +416,9 @@ class DashboardState:
                 run.reported = payload.samples_per_sec
             else:
                 rate = float(payload.samples_per_sec)
+                if run.unit not in (None, payload.unit):
+                    run.series = ThroughputSeries()  # a new unit (the batch size became known): a new chart
+                run.unit = payload.unit
                 run.current = rate
                 run.median = median if median is not None else run.median
                 phase = payload.phase or run.phase

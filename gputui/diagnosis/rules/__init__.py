@@ -13,6 +13,7 @@ from gputui.diagnosis.rules.host_contention import HostContention
 from gputui.diagnosis.rules.input import InputBound
 from gputui.diagnosis.rules.memory import HostMemory, OutOfMemory, VramFull
 from gputui.diagnosis.rules.pcie import PCIE_LANE_BPS, PcieLink, PcieTraffic, link_bps
+from gputui.diagnosis.rules.python_loop import PythonBound
 
 __all__ = [
     "GIB",
@@ -25,6 +26,7 @@ __all__ = [
     "link_bps",
     "make_rules",
     "InputBound",
+    "PythonBound",
     "Thermal",
     "PowerCap",
     "HwSlowdown",
@@ -44,6 +46,7 @@ __all__ = [
 def make_rules() -> list[Rule]:
     return [
         InputBound(),
+        PythonBound(),
         Thermal(),
         PowerCap(),
         HwSlowdown(),

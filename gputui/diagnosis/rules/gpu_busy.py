@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from gputui.check.expectations import GpuModel, find_model
 from gputui.diagnosis.context import Context
 from gputui.diagnosis.rules.base import Finding
-from gputui.model import GpuSample
+from gputui.model import SAMPLES, GpuSample
 
 SM_ACTIVE, UTILIZATION, POWER, SM_CLOCK, THROUGHPUT = "sm_active", "utilization", "power", "sm_clock", "throughput"
 SIGNALS = (SM_ACTIVE, UTILIZATION, POWER, SM_CLOCK, THROUGHPUT)
@@ -113,6 +113,8 @@ def known_ceiling(ctx: Context) -> float | None:
     setting, else gputui's measured baseline for this preset on this GPU model
     (baselines.toml, e.g. ``resnet50_tuned`` for ``torch-resnet50-tuned``), else the
     highest of the preset's own references measured on this GPU model."""
+    if ctx.rate_unit != SAMPLES:
+        return None  # every ceiling is in samples/s: tokens or steps are not comparable
     if ctx.settings.ceiling_samples_per_sec:
         return ctx.settings.ceiling_samples_per_sec
     model = gpu_model(ctx)

@@ -1,4 +1,9 @@
-"""Input-bound: the GPU waits for data the CPU prepares."""
+"""Input-bound: the GPU waits for data the CPU prepares.
+
+Two ways to see it.  With the probe in a PyTorch job, directly: the share of its time
+the training loop spent inside the DataLoader waiting for the next batch.  Without it
+(gputui's own workloads, ``--pid``, other frameworks), from the outside: the GPU
+under-busy while the processes that load the data are saturated."""
 
 from __future__ import annotations
 
@@ -12,6 +17,9 @@ class InputBound(Rule):
     scope = "run"
 
     def observe(self, ctx, gpu):
+        wait = ctx.data_wait_share()
+        if wait is not None:
+            return self._from_data_wait(ctx, wait)
         s = ctx.settings
         if ctx.setting("pipeline") == "synthetic" or not ctx.run_uses_gpu:
             return None, {}  # the data lives on the GPU (or no GPU is used): nothing to wait for
@@ -51,7 +59,71 @@ class InputBound(Rule):
         }
         return level, obs
 
+    def _from_data_wait(self, ctx, wait: float):
+        """The probe's view: the loop waited for data this share of its time.  A GPU
+        that is busy all the same (its queue runs ahead of the loop) clears it."""
+        s, d = ctx.settings, ctx.derived
+        busy = read_busy(ctx, d.run_gpus, sm_below=s.input_sm_active_pct, util_below=s.input_util_pct) if d.run_gpus and ctx.run_uses_gpu else None
+        gpu_fed = busy is not None and readable(busy) and not busy.signals
+        level = 2 if wait * 100.0 >= s.data_wait_pct and not gpu_fed else 0
+        workers = ctx.probe_workers()
+        obs = {
+            **(busy.obs() if busy is not None else {}),
+            "data_wait": 100.0 * wait,
+            "workers": float(workers if workers is not None else len(d.workers)),
+            "worker_cpu": _mean([p.cpu_percent for p in d.workers]),
+            "main_cpu": d.main.cpu_percent if d.main else None,
+            "run_cpu": d.run_cpu,
+            "rate": ctx.recent_rate(),
+        }
+        return level, obs
+
+    def _describe_data_wait(self, f, ctx):
+        wait, workers = med(f.series("data_wait")), int(max(f.series("workers"), default=0))
+        worker_cpu, main_cpu = med(f.series("worker_cpu")), med(f.series("main_cpu"))
+        sm, util = med(f.series("sm_active")), med(f.series("util_gpu"))
+        cores, gpus = ctx.cores, max(ctx.n_gpus, 1)
+        evidence = _clean(
+            {
+                "data_wait_pct": rnd(wait),
+                "workers": workers,
+                "worker_cpu_pct": rnd(worker_cpu),
+                "main_cpu_pct": rnd(main_cpu),
+                "gpu_sm_active_pct": rnd(sm),
+                "gpu_util_pct": rnd(util),
+                "cores": cores,
+                "gpus": ctx.n_gpus,
+                "rate": rnd(f.rate(), 1),
+                "rate_unit": ctx.rate_unit,
+                "duration_s": rnd(f.until - f.since),
+                "source": "probe",
+            }
+        )
+        if workers:
+            who = f"{workers} DataLoader worker{'s' if workers != 1 else ''}" + (f" at {worker_cpu:.0f}% of a core each" if worker_cpu is not None else "")
+        else:
+            who = "no DataLoader workers: the main process loads every batch" + (f" at {main_cpu:.0f}% of a core" if main_cpu is not None else "")
+        title = f"Input-bound: the training loop waited for data in {wait:.0f}% of its time; {who}"
+        if sm is not None or util is not None:
+            title += f"; GPU {'SM activity' if sm is not None else 'utilization'} {sm if sm is not None else util:.0f}%"
+        per_gpu = cores / gpus if cores else None
+        advice = []
+        if per_gpu is not None and workers < per_gpu:
+            advice.append(f"Raise DataLoader(num_workers=...) ({workers} now; this machine has {cores} cores for {gpus} GPU(s): 4-8 workers per GPU).")
+        elif per_gpu is not None:
+            advice.append(
+                f"Every core already has a worker ({cores} cores for {gpus} GPU(s)): make each sample cheaper to load, or rent a machine with more cores."
+            )
+        advice += [
+            "Cache decoded and resized samples (a pre-processed copy of the dataset) so each epoch decodes less.",
+            "Overlap loading with training: DataLoader(pin_memory=True, persistent_workers=True, prefetch_factor=4).",
+            "Decode and augment on the GPU with NVIDIA DALI, or augment whole batches on the GPU (torchvision.transforms.v2 on CUDA tensors).",
+        ]
+        return title, evidence, advice
+
     def describe(self, f, ctx):
+        if f.series("data_wait"):
+            return self._describe_data_wait(f, ctx)
         sm, util = med(f.series("sm_active")), med(f.series("util_gpu"))
         workers = max(f.series("workers"), default=0)
         worker_cpu, run_cpu = med(f.series("worker_cpu")), med(f.series("run_cpu"))

@@ -19,6 +19,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Input, Label, Select, Static, TabbedContent, TabPane, TextArea
 
 from gputui.catalog import FRAMEWORKS, PIPELINES
+from gputui.command_preset import SOURCE as COMMAND_SOURCE
 from gputui.errors import UserError
 from gputui.preset_store import TEMPLATE, ConflictError, PresetFile, check_name, is_builtin, source_table
 from gputui.presets import WORKLOAD_CHECKS, Preset, check_preset, parse_text, user_presets_path
@@ -143,7 +144,10 @@ class PresetEditorScreen(DismissOnce, Screen):
         if preset is None:
             values, name = dict(TEMPLATE), "new-preset"
         else:
-            values, name = source_table(preset), preset.name if not new else preset.name + "-copy"
+            # "Save as" of a preset that exists offers a copy's name; a command typed on
+            # the dashboard (x) keeps the name it was given
+            copy = new and preset.source != COMMAND_SOURCE
+            values, name = source_table(preset), preset.name + "-copy" if copy else preset.name
         self.read_only = preset is not None and not new and is_builtin(preset.source)
         writable = preset is not None and not new and not self.read_only
         self.path = preset.source if writable and preset is not None else user_presets_path()

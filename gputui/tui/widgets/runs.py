@@ -138,14 +138,14 @@ class RunsList(StateView):
 
     def _line(self, entry: Entry, width: int) -> Text:
         if isinstance(entry, st.RunView):
-            word, left, median = entry.outcome_word, entry.label, entry.result
+            word, left, median, unit = entry.outcome_word, entry.label, entry.result, entry.unit
         else:
-            word, left, median = entry.outcome, f"{entry.local_time()[5:]} {entry.label}", entry.median
+            word, left, median, unit = entry.outcome, f"{entry.local_time()[5:]} {entry.label}", entry.median, entry.unit
         style = "runs--ok" if word in ("ok", "watched") else "runs--live" if word in ("running", "stopping") else "runs--bad"
         marked = entry_key(entry) in self.marked
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append("◆ " if marked else f"{_MARKS.get(word, '✗')} ", self.style_of("runs--marked" if marked else style))
-        right = f"{fmt.rate(median)}/s" if median else ""
+        right = f"{fmt.rate(median)}{fmt.per_second_short(unit)}" if median else ""
         middle = "" if word in ("ok", "watched") else f" {word}"
         room = width - 2 - len(middle) - len(right) - 1
         # Short of room, this session's runs keep their name and outcome (the figure

@@ -1,0 +1,88 @@
+"""The own-training runs (benchmarks/own-training-gpu.sh) as one Markdown table.
+
+    python benchmarks/own_training_table.py RUN.jsonl [RUN.jsonl ...]
+
+One row per recording: the run, the unit gputui read its throughput in, the median
+over the training phase, the script's own final figure and how far the median is from
+it, how long after the training started the first reading in that unit came, the
+share of its time the loop waited for data (the probe), the GPU's median SM activity
+(utilization without GPM) over the training phase, and the findings that opened.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from gputui import events as ev
+from gputui import fmt
+from gputui.model import Throughput
+from gputui.record import read_recording, recording_stem
+
+COLUMNS = ("run", "unit", "median", "script's own", "Δ", "first reading", "data wait", "GPU busy", "window", "findings")
+
+
+def first_reading_after_start(rec, unit: str) -> float | None:
+    """Seconds from the training's start (its first progress of any kind: a reading or a
+    probe window with steps) to its first live reading in ``unit``."""
+    starts = [e.t for e in rec.events_of(ev.THROUGHPUT) if isinstance(e.payload, Throughput) and not e.payload.final]
+    starts += [e.t for e in rec.events_of(ev.PROBE) if isinstance(e.payload, ev.ProbeReport) and e.payload.steps]
+    firsts = [e.t for e in rec.events_of(ev.THROUGHPUT) if isinstance(e.payload, Throughput) and not e.payload.final and e.payload.unit == unit]
+    if not starts or not firsts:
+        return None
+    return min(firsts) - min(starts)
+
+
+def data_wait(rec) -> float | None:
+    """The probe's data-wait share over the whole run, in percent."""
+    reports = [e.payload for e in rec.events_of(ev.PROBE) if isinstance(e.payload, ev.ProbeReport) and e.payload.steps]
+    seconds = sum(r.seconds or 0.0 for r in reports)
+    waited = sum(r.data_wait_s or 0.0 for r in reports)
+    return 100.0 * waited / seconds if seconds else None
+
+
+def row(path: Path) -> tuple[str, ...]:
+    rec = read_recording(path)
+    summary = rec.summary or {}
+    tp = summary.get("throughput") or {}
+    unit = tp.get("unit") or "samples"
+    median, reported = tp.get("median"), tp.get("reported") or {}
+    own = reported.get("samples_per_sec") if reported.get("unit", "samples") == unit else None
+    delta = f"{100.0 * (median - own) / own:+.1f}%" if median and own else "-"
+    first = first_reading_after_start(rec, unit)
+    wait = data_wait(rec)
+    gpus = summary.get("gpus") or []
+    busy = [(g.get("sm_active") or g.get("util_gpu") or {}).get("median") for g in gpus]
+    busy_text = ", ".join(fmt.pct(b) for b in busy if b is not None) or "-"
+    findings = sorted({f.get("kind", "?") for f in summary.get("findings") or [] if f.get("severity") in ("warning", "critical")})
+    return (
+        recording_stem(path),
+        unit,
+        fmt.rate(median),
+        fmt.rate(own) if own else "-",
+        delta,
+        f"{first:.1f} s" if first is not None else "-",
+        f"{wait:.0f}%" if wait is not None else "-",
+        busy_text,
+        str(summary.get("window", "-")),
+        ", ".join(findings) or "none",
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("recordings", nargs="+", type=Path)
+    args = parser.parse_args(argv)
+    rows = [row(path) for path in args.recordings]
+    print("| " + " | ".join(COLUMNS) + " |")
+    print("|" + "---|" * len(COLUMNS))
+    for cells in rows:
+        print("| " + " | ".join(fmt.printable(c) for c in cells) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

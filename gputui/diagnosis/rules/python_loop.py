@@ -1,0 +1,77 @@
+"""Python-bound main loop: one thread of the job runs flat out while the GPU waits.
+
+A training loop is one Python thread.  When it is the bottleneck (tiny batches, a host
+synchronisation such as ``loss.item()`` every step, Python-side work per step) that
+thread sits at ~100 % of a core and the GPU is idle between its launches.  A process's
+total CPU cannot show it (PyTorch runs dozens of threads): the sampler reads the
+busiest thread of each busy process (gputui.telemetry.host).  With the probe, the loop's
+data wait tells a saturated loop from one that loads its own data; without it (``--pid``)
+the finding says that it could not see the difference.
+"""
+
+from __future__ import annotations
+
+from gputui.diagnosis.context import med, rnd
+from gputui.diagnosis.rules.base import Rule, _clean
+from gputui.diagnosis.rules.gpu_busy import read_busy, readable
+
+
+class PythonBound(Rule):
+    kind = "python_bound"
+    scope = "run"
+
+    def observe(self, ctx, gpu):
+        s, d = ctx.settings, ctx.derived
+        top = d.top_thread
+        if top is None or not d.run_gpus or not ctx.run_uses_gpu:
+            return None, {}  # no busy thread read, or no GPU to starve
+        wait = ctx.data_wait_share()
+        if wait is None and "input_bound" in ctx.open_kinds:
+            return None, {}  # without the probe, the input-bound finding already names the saturated main process
+        busy = read_busy(ctx, d.run_gpus, sm_below=s.python_gpu_busy_pct, util_below=s.python_gpu_busy_pct)
+        if not readable(busy):
+            return None, {}
+        saturated = (top.top_thread_pct or 0.0) >= s.python_thread_pct
+        waiting = wait is not None and wait * 100.0 >= s.python_data_wait_pct
+        level = 2 if saturated and busy.signals and not waiting else 0
+        return level, {
+            **busy.obs(),
+            "thread_pct": top.top_thread_pct,
+            "process_cpu": top.cpu_percent,
+            "threads": float(top.threads) if top.threads is not None else None,
+            "data_wait": 100.0 * wait if wait is not None else None,
+            "rate": ctx.recent_rate(),
+        }
+
+    def describe(self, f, ctx):
+        thread, sm, util = med(f.series("thread_pct")), med(f.series("sm_active")), med(f.series("util_gpu"))
+        wait = med(f.series("data_wait"))
+        batch = ctx.setting("batch_size")
+        gpu_text = f"SM activity {sm:.0f}%" if sm is not None else f"utilization {util:.0f}%" if util is not None else "under-busy"
+        evidence = _clean(
+            {
+                "busiest_thread_pct": rnd(thread),
+                "process_cpu_pct": rnd(med(f.series("process_cpu"))),
+                "process_threads": int(max(f.series("threads"), default=0)) or None,
+                "gpu_sm_active_pct": rnd(sm),
+                "gpu_util_pct": rnd(util),
+                "data_wait_pct": rnd(wait),
+                "rate": rnd(f.rate(), 1),
+                "rate_unit": ctx.rate_unit,
+                "duration_s": rnd(f.until - f.since),
+                "seen": "probe and threads" if wait is not None else "threads only (no probe: data loading in the loop cannot be told apart)",
+            }
+        )
+        title = f"Python-bound main loop: one thread at {thread:.0f}% of a core while the GPU's {gpu_text}"
+        title += f"; the loop waits for data only {wait:.0f}% of its time" if wait is not None else " (no probe: it may also be loading its own data)"
+        advice = [
+            f"Give the GPU more work per step: a larger batch{f' ({batch} now)' if isinstance(batch, int) else ''}, with gradient accumulation if memory is short.",
+            "Cut Python and launch overhead per step: torch.compile(model), or CUDA graphs (torch.compile(mode='reduce-overhead')).",
+            "Avoid host synchronisation every step: .item(), .cpu(), .tolist() and printing the loss block the loop until the GPU catches up; log every N steps.",
+            "Move per-step Python work (metrics, logging, data reshaping) out of the loop or onto the GPU.",
+        ]
+        if wait is None:
+            advice.append(
+                "Run the job as `gputui -- python train.py ...` for the probe's data-wait figure: it tells a saturated loop from one that loads its own data."
+            )
+        return title, evidence, advice

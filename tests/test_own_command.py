@@ -1,0 +1,170 @@
+"""``gputui -- CMD``: the user's own command, named after its script, its throughput in its
+own unit, the probe on for Python and off on request; and ``x`` in the dashboard."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from gputui.command_preset import command_name, command_preset
+from gputui.presets import load_presets
+from gputui.tui.screens.command import CommandScreen, split_command
+from tests.support.process import run_gputui
+from tests.support.tui import run_async, wait_until
+from tests.test_tui_app import app_for
+
+# A training loop's tqdm bar, as tqdm draws it to a terminal (tests/data/progress/tqdm_its.log's
+# format), ten redraws a second apart; no torch needed.
+SCRIPT = r"""
+import sys, time
+for i in range(1, 9):
+    time.sleep(0.25)
+    sys.stderr.write(f"\r {i * 10}%|{'#' * i}| {i * 10}/100 [00:0{i}<00:09, 25.00it/s]")
+    sys.stderr.flush()
+sys.stderr.write("\n")
+print("done")
+"""
+
+
+@pytest.mark.parametrize(
+    ("argv", "name"),
+    [
+        (["python", "train.py", "--lr", "3e-4"], "train.py"),
+        (["python3", "-u", "examples/pytorch/run_glue.py"], "run_glue.py"),
+        (["torchrun", "--nproc-per-node", "8", "train.py"], "train.py"),
+        (["python", "-m", "torch.distributed.run", "--nproc-per-node=2", "train.py"], "train.py"),
+        (["accelerate", "launch", "nlp_example.py"], "nlp_example.py"),
+        (["python", "-m", "nanogpt.train"], "nanogpt.train"),
+        (["./pretrain"], "pretrain"),
+        (["deepspeed", "--num_gpus", "2", "ds_train.py"], "ds_train.py"),
+    ],
+)
+def test_a_command_is_named_after_the_script_it_runs(argv, name):
+    assert command_name(argv) == name
+
+
+def test_a_name_taken_by_a_preset_gets_a_number(tmp_path):
+    presets = load_presets(cwd=tmp_path)
+    first = command_preset(["python", "smoke"], presets)
+    assert first.name == "smoke (2)" and first.command == ("python", "smoke")
+
+
+def test_the_probe_is_on_for_python_and_off_for_other_programs_or_on_request():
+    assert command_preset([sys.executable, "train.py"], {}).probed()
+    assert not command_preset(["/bin/sh", "-c", "true"], {}).probed()
+    assert not command_preset([sys.executable, "train.py"], {}, probe=False).probed()
+
+
+def test_run_a_command_headless_named_recorded_and_in_steps(tmp_path):
+    (tmp_path / "train.py").write_text(SCRIPT)
+    out = tmp_path / "run.jsonl"
+    done = run_gputui(["--headless", "--record", str(out), "--", sys.executable, "train.py"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    header, summary = lines[0], lines[-1]
+    assert header["preset"]["name"] == "train.py" and header["command"] == [sys.executable, "train.py"]
+    assert header["probe"] is True
+    assert summary["throughput"]["unit"] == "steps" and summary["throughput"]["median"] == pytest.approx(25.0)
+    assert "25.0 steps/s" in done.stderr  # the progress line and the summary say the unit
+    assert "the PyTorch probe is on" in done.stderr  # said the first time (a fresh HOME here)
+    runs = run_gputui(["runs"], tmp_path)
+    assert "train.py" in runs.stdout and "steps/s" in runs.stdout
+
+
+def test_a_batch_size_makes_steps_samples_and_no_probe_leaves_the_environment_alone(tmp_path):
+    (tmp_path / "train.py").write_text(SCRIPT + "import os\nprint('PYTHONPATH=' + os.environ.get('PYTHONPATH', ''))\n")
+    out = tmp_path / "run.jsonl"
+    done = run_gputui(["--headless", "--record", str(out), "--batch-size", "32", "--no-probe", "--", sys.executable, "train.py"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert lines[0]["probe"] is False and "probe is on" not in done.stderr
+    assert lines[-1]["throughput"]["unit"] == "samples" and lines[-1]["throughput"]["median"] == pytest.approx(800.0)
+    printed = [line["text"] for line in lines if line.get("event") == "output" and "PYTHONPATH=" in line.get("text", "")]
+    assert printed and "probe" not in printed[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--headless", "--record", "x.jsonl", "--"], "--: expected a command after it"),
+        (["--headless", "--record", "x.jsonl", "--preset", "smoke", "--", "true"], "not with --preset or --pid"),
+        (["--headless", "--record", "x.jsonl", "--batch-size", "0", "--", "true"], "--batch-size: expected"),
+    ],
+)
+def test_bad_command_lines_are_one_line_errors(tmp_path, args, expected):
+    done = run_gputui(args, tmp_path)
+    assert done.returncode == 2
+    assert expected in done.stderr and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+
+
+def test_a_subcommand_with_a_command_is_refused(tmp_path):
+    done = run_gputui(["runs", "--", "python", "train.py"], tmp_path)
+    assert done.returncode == 2 and "not with 'runs'" in done.stderr
+
+
+def test_split_command_says_why_it_cannot():
+    assert split_command("python 'train.py' --lr 3e-4") == ["python", "train.py", "--lr", "3e-4"]
+    assert "cannot split" in split_command("python 'train.py")
+    assert isinstance(split_command("   "), str)
+
+
+def test_x_in_the_dashboard_runs_a_command_named_after_its_script(tmp_path):
+    (tmp_path / "train.py").write_text(SCRIPT)
+    presets = load_presets(cwd=tmp_path)
+
+    async def scenario():
+        app = app_for(presets, tmp_path)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_until(pilot, lambda: app.state.session is not None, what="watching")
+            await pilot.press("x")
+            await wait_until(pilot, lambda: isinstance(app.screen, CommandScreen), what="command dialog")
+            await pilot.press(*f"{sys.executable} {tmp_path / 'train.py'}", "enter")
+            run = await wait_until(pilot, lambda: app.state.run, what="run started")
+            assert run.preset.name == "train.py" and run.preset.probed()
+            await wait_until(pilot, lambda: run.series.readings > 0, timeout=30, what="throughput")
+            assert run.unit == "steps"
+
+    run_async(scenario())
+
+
+def test_ctrl_s_in_the_command_dialog_opens_the_editor_on_it(tmp_path):
+    from gputui.tui.screens.editor import PresetEditorScreen
+
+    presets = load_presets(cwd=tmp_path)
+
+    async def scenario():
+        app = app_for(presets, tmp_path)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.press("x")
+            await wait_until(pilot, lambda: isinstance(app.screen, CommandScreen), what="command dialog")
+            await pilot.press(*"python3 finetune.py --epochs 3", "ctrl+s")
+            editor = await wait_until(pilot, lambda: isinstance(app.screen, PresetEditorScreen) and app.screen, what="editor")
+            name, values = editor._initial
+            assert name == "finetune.py" and values["command"] == ["python3", "finetune.py", "--epochs", "3"]
+            assert values["probe"] is True
+
+    run_async(scenario())
+
+
+def test_runs_in_different_units_are_not_compared(tmp_path):
+    from gputui.errors import UserError
+    from gputui.lookback.compare import check_one_unit
+    from gputui.lookback.facts import RunFacts
+
+    def facts(label: str, unit: str) -> RunFacts:
+        return RunFacts(
+            label=label, machine="m", gpu="g", gpu_name=None, preset=None, command=None, outcome="ok", ok=True, cut=None, check=False,
+            throughput={"median": 10.0, "unit": unit}, rates=[10.0], energy_per_sample_j=None, price_per_hour=None, cost_per_million=None,
+            peak_vram_workload=None, peak_vram_source=None, peak_vram_nvml={}, throttle={}, findings=[], findings_replayed=False, unit=unit,
+        )  # fmt: skip
+
+    check_one_unit([facts("a", "tokens"), facts("b", "tokens")])
+    with pytest.raises(UserError, match="different units.*a: tokens/s; b: samples/s"):
+        check_one_unit([facts("a", "tokens"), facts("b", "samples")])
+
+
+def test_the_repository_scripts_path_exists():
+    assert (Path(__file__).resolve().parent.parent / "benchmarks" / "own-training-gpu.sh").exists()
