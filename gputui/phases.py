@@ -69,7 +69,7 @@ class PhaseTracker:
             self.first_progress = t
         self.last_progress = t
         # Samples since the last progress were training after all (a slow reading).
-        if self.spans and self.spans[-1].phase != TRAINING and self.spans[-1].since >= t - self.gap_s():
+        if self.spans and self.spans[-1].phase in (EVALUATION, CHECKPOINT, STALL) and self.spans[-1].since >= t - self.gap_s():
             self.spans[-1].phase = TRAINING
             self._merge_last()
 

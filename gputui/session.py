@@ -53,6 +53,10 @@ OUTPUT_EVENT_MAX_CHARS = 2000  # longer output lines are shortened in the record
 # queues lines faster than they are recorded; handling the whole backlog would take
 # minutes, and a quit would cut the recording before its outcome and summary.
 STOP_BACKLOG_LINES = 2000
+# A progress bar redraws up to ten times a second, more often while the job is fast:
+# readings from the output closer together than this are left out, so the median weighs
+# each moment of the run alike, not the fast ones more (and the recording stays small).
+MIN_READING_GAP_S = 0.5
 
 
 @dataclass
@@ -114,6 +118,7 @@ class Session:
         preset = config.preset
         self._parser = ThroughputParser(batch_size_hint=preset.throughput_batch_hint() if preset else None)
         self._probe: ProbeChannel | None = None  # the zero-code probe's channel, while a probed run goes
+        self._last_reading_t: dict[str, float] = {}  # source -> when its last live reading was passed on
 
     def add_observer(self, observer: Observer) -> None:
         self._observers.append(observer)
@@ -313,6 +318,8 @@ class Session:
 
     def _emit_readings(self, readings: list[Throughput]) -> None:
         for reading in readings:
+            if self._too_soon(reading):
+                continue
             if reading.rank is not None:  # one rank's own; the ranks' total follows once all reported
                 self._emit_event(ev.RANK_THROUGHPUT, reading)
                 continue
@@ -320,6 +327,19 @@ class Session:
                 self._phase = reading.phase
                 self._emit_event(ev.PHASE, ev.PhaseChange(reading.phase))
             self._emit_event(ev.THROUGHPUT, reading)
+
+    def _too_soon(self, reading: Throughput) -> bool:
+        """A redraw of a progress bar within MIN_READING_GAP_S of the last reading of its
+        source.  Windows that say how long they cover (gputui's protocol, the probe) and
+        final figures always count."""
+        if reading.final or reading.seconds is not None or reading.rank is not None:
+            return False
+        now = self.elapsed
+        last = self._last_reading_t.get(reading.source)
+        if last is not None and now - last < MIN_READING_GAP_S:
+            return True
+        self._last_reading_t[reading.source] = now
+        return False
 
     def _handle_protocol(self, payload: dict[str, Any] | None) -> None:
         if payload is None:

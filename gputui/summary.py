@@ -251,9 +251,9 @@ class SummaryBuilder(Observer):
 
     def _add_rate(self, reading: Throughput) -> None:
         """One live reading.  A new unit (steps become samples once the probe tells the
-        batch size) or the job's own figure taking over from the probe's starts the
-        series afresh: one series, one unit."""
-        if self.rates and (reading.unit != self.unit or (self.rate_source == "probe" and reading.source != "probe")):
+        batch size) or a new source (the probe taking over from a progress bar) starts
+        the series afresh: one series, one unit, one way of measuring."""
+        if self.rates and (reading.unit != self.unit or reading.source != self.rate_source):
             if reading.unit == STEPS and self.unit != STEPS:
                 return  # never back from samples or tokens to bare steps
             self.rates = array("d")

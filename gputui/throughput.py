@@ -25,9 +25,11 @@ which turns them into samples; tokens stay tokens; frames and items are not repo
 Progress bars that are not training (validation, sanity checks, datasets' ``Map``,
 downloads) are skipped.  :meth:`ThroughputParser.feed` never raises.
 
-One run, one throughput: the first source that gives a live reading owns it (the
-probe yields to any source in the output, since the job's own figure is in the job's
-own unit); live readings of other sources become the run's "reported" figures.
+One run, one throughput: the first source that gives a live reading owns it, until
+one in a richer unit takes over (tokens over samples over steps: the unit the job
+itself counts in), or the probe in the same unit (its windows are exact; a progress
+bar's rate is smoothed).  Live readings of other sources become the run's "reported"
+figures; a progress bar's are dropped.
 """
 
 from __future__ import annotations
@@ -576,6 +578,8 @@ FORMATS: tuple[tuple[tuple[str, ...], Parser], ...] = (
 
 
 PROBE_RATIOS = 30  # the probe's latest samples-per-step ratios the hint is the median of
+_UNIT_RANK = {STEPS: 0, SAMPLES: 1, TOKENS: 2}
+_PROGRESS_BARS = ("tqdm", "keras")
 
 
 class ThroughputParser:
@@ -642,21 +646,27 @@ class ThroughputParser:
         return out
 
     def _owned(self, readings: list[Throughput]) -> list[Throughput]:
-        """The primary source's live readings stay live; another source's become the
-        run's reported figures (final); the probe's count only until the output speaks."""
+        """The primary source's live readings stay live (see the module docstring);
+        another source's become the run's reported figures (final), except a progress
+        bar's redraws, which only repeat what the primary says, less exactly."""
         out = []
         for reading in readings:
             if reading.final or reading.rank is not None:
                 out.append(reading)
-            elif reading.source == PROBE:
-                if self.primary in (None, PROBE):
-                    self.primary = PROBE
-                    out.append(reading)
-            elif self.primary in (None, PROBE, reading.source) or (self._primary_unit == STEPS and reading.unit != STEPS):
-                # The first source in the output owns the throughput; one that counts
-                # samples or tokens takes over from one that could only count steps.
+            elif self._takes_over(reading):
                 self.primary, self._primary_unit = reading.source, reading.unit
                 out.append(reading)
-            else:
+            elif reading.source not in (PROBE, *_PROGRESS_BARS):
                 out.append(dataclasses.replace(reading, final=True))
         return out
+
+    def _takes_over(self, reading: Throughput) -> bool:
+        """Whether ``reading`` is the run's throughput from now on: its source owns it
+        already, or none does, or it counts a richer unit (tokens > samples > steps: the
+        unit the job itself counts in), or it is the probe in the owner's unit (its
+        windows count exact samples over exact seconds; a bar's rate is smoothed)."""
+        if self.primary in (None, reading.source):
+            return True
+        assert self._primary_unit is not None
+        mine, theirs = _UNIT_RANK[reading.unit], _UNIT_RANK[self._primary_unit]
+        return mine > theirs or (mine == theirs and reading.source == PROBE)

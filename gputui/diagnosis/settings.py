@@ -46,7 +46,7 @@ class Settings:
     # Python-bound main loop: the run's busiest thread at this % of one core while the
     # GPU is less busy than python_gpu_busy_pct (SM activity where read, else utilization)
     # and the loop waits for data in less than python_data_wait_pct of its time
-    python_thread_pct: float = 90.0
+    python_thread_pct: float = 50.0
     python_gpu_busy_pct: float = 60.0
     python_data_wait_pct: float = 15.0
     # Thermal

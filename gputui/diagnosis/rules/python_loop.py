@@ -2,7 +2,8 @@
 
 A training loop is one Python thread.  When it is the bottleneck (tiny batches, a host
 synchronisation such as ``loss.item()`` every step, Python-side work per step) that
-thread sits at ~100 % of a core and the GPU is idle between its launches.  A process's
+thread works most of the time (62-70 % of a core on an H200, the rest spent waiting
+on the GPU's stream in other threads) and the GPU is idle between its launches.  A process's
 total CPU cannot show it (PyTorch runs dozens of threads): the sampler reads the
 busiest thread of each busy process (gputui.telemetry.host).  With the probe, the loop's
 data wait tells a saturated loop from one that loads its own data; without it (``--pid``)
@@ -62,7 +63,7 @@ class PythonBound(Rule):
                 "seen": "probe and threads" if wait is not None else "threads only (no probe: data loading in the loop cannot be told apart)",
             }
         )
-        title = f"Python-bound main loop: one thread at {thread:.0f}% of a core while the GPU's {gpu_text}"
+        title = f"Python-bound main loop: its busiest thread works {thread:.0f}% of the time while the GPU's {gpu_text}"
         title += f"; the loop waits for data only {wait:.0f}% of its time" if wait is not None else " (no probe: it may also be loading its own data)"
         advice = [
             f"Give the GPU more work per step: a larger batch{f' ({batch} now)' if isinstance(batch, int) else ''}, with gradient accumulation if memory is short.",

@@ -30,6 +30,7 @@ HELP: tuple[tuple[str, tuple[Row, ...]], ...] = (
             ("edit_preset", "e", "edit the highlighted preset (a built-in one: save a copy)"),
             ("new_preset", "n", "a new preset, saved to your presets file"),
             ("check", "k", "check this machine (gputui check)"),
+            ("run_command", "x", "run any command, e.g. your training script (ctrl+s there: save it as a preset)"),
             ("next_theme", "t", "next colour theme (remembered)"),
             ("filter_presets", "/", "filter the presets by name or description"),
             (None, "tab", "move between the presets and the runs list"),
