@@ -4,7 +4,7 @@
 # headless as a user would run it (`gputui -- python3 SCRIPT ...`), then `--pid` on the
 # HF Trainer run started elsewhere, then the table (own_training_table.py).
 #   benchmarks/own-training-gpu.sh OUT_DIR [SCRIPT ...]   (default: all four scripts)
-# SECONDS_PER_RUN (default 30) is each script's training time.
+# SECONDS_PER_RUN (default 30) is each script's training time; SCRIPT:VARIANT runs one variant.
 set -u
 out=${1:?usage: own-training-gpu.sh OUT_DIR [SCRIPT ...]}; shift
 mkdir -p "$out"
@@ -21,10 +21,18 @@ for script in "${scripts[@]}"; do
     done
     continue
   fi
-  for variant in fed starved python-bound; do
+  variants=(fed starved python-bound)
+  if [[ $script == *:* ]]; then variants=("${script#*:}"); script=${script%%:*}; fi
+  for variant in "${variants[@]}"; do
     name="$script-$variant"
+    extra=()
+    case $name in  # well fed: models and batches that keep an H200 busy, not the small defaults
+      hf_trainer-fed) extra=(--model-size base --batch-size 256 --max-seq-length 256) ;;
+      lightning_fit-fed) extra=(--arch resnet50 --batch-size 256) ;;
+      nanogpt_loop-fed) extra=(--n-layer 12 --n-head 12 --n-embd 768 --block-size 1024 --batch-size 16) ;;
+    esac
     python3 -m gputui --headless --no-history --record "$out/$name.jsonl" \
-      -- python3 "benchmarks/own_training/$script.py" --variant "$variant" --seconds "$seconds" > "$out/$name.out" 2> "$out/$name.err"
+      -- python3 "benchmarks/own_training/$script.py" --variant "$variant" --seconds "$seconds" "${extra[@]}" > "$out/$name.out" 2> "$out/$name.err"
     echo "$name exit $?"; grep -E "^gputui: (finding|outcome)|throughput median|reported by|phases" "$out/$name.err"
   done
 done

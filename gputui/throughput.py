@@ -427,9 +427,10 @@ def parse_nanogpt(line: str, state: ParseState) -> list[Throughput] | None:
     ms = _matched(match.group(1))
     if ms is None:
         return []
+    # One iteration's time, measured: a window of known length (not a smoothed redraw).
     if state.tokens_per_step is not None:
-        return _reading(state.tokens_per_step * 1000.0 / ms, "nanogpt", unit=TOKENS)
-    return _steps(1000.0 / ms, "nanogpt", state)
+        return _reading(state.tokens_per_step * 1000.0 / ms, "nanogpt", unit=TOKENS, seconds=ms / 1000.0)
+    return _steps(1000.0 / ms, "nanogpt", state, seconds=ms / 1000.0)
 
 
 # --- torchtitan -------------------------------------------------------------------------
@@ -465,8 +466,8 @@ def parse_megatron(line: str, state: ParseState) -> list[Throughput] | None:
     batch = _MEGATRON_BATCH.search(line)
     global_batch = _matched(batch.group(1)) if batch else None
     if global_batch is not None:
-        return _reading(global_batch * 1000.0 / ms, "megatron")
-    return _steps(1000.0 / ms, "megatron", state)
+        return _reading(global_batch * 1000.0 / ms, "megatron", seconds=ms / 1000.0)
+    return _steps(1000.0 / ms, "megatron", state, seconds=ms / 1000.0)
 
 
 # --- DeepSpeed --------------------------------------------------------------------------

@@ -131,7 +131,10 @@ PY
               python3 -m gputui.tui.screenshot "$out/own/dashboard-$preset.svg" --presets benchmarks/own-training-presets.toml \
                 --preset "$preset" --after 45 --size 140x40; echo "$preset screenshot exit $?"
             done ;;
-    probe) python3 benchmarks/probe_overhead.py --out "$out/probe" 2>&1 | tail -20 ;;
+    probe) mkdir -p "$out/probe"  # the worst case (a small MLP: the probe's per-step cost is a large share), then a real loop
+           python3 benchmarks/probe_overhead.py --runs 5 --seconds 15 2>&1 | tee "$out/probe/mlp.txt" | tail -6
+           python3 benchmarks/probe_overhead.py --runs 3 --pattern 'throughput: ([0-9.]+)' \
+             -- python3 benchmarks/own_training/torch_tqdm_loop.py --variant fed --seconds 25 2>&1 | tee "$out/probe/resnet50.txt" | tail -6 ;;
     tui) if [ -x benchmarks/tui-gpu.sh ]; then benchmarks/tui-gpu.sh "$out/tui"; else echo "no benchmarks/tui-gpu.sh"; fi ;;
     faults) python3 -m pytest -m gpu -q -rs tests/test_faults_*.py 2>&1 | tee "$out/pytest-gpu-faults.txt" | tail -25 ;;
     checktests) python3 -m pytest -m gpu -q -rs tests/test_check_*.py 2>&1 | tee "$out/pytest-gpu-check.txt" | tail -25 ;;

@@ -168,3 +168,22 @@ def test_runs_in_different_units_are_not_compared(tmp_path):
 
 def test_the_repository_scripts_path_exists():
     assert (Path(__file__).resolve().parent.parent / "benchmarks" / "own-training-gpu.sh").exists()
+
+
+def test_a_starved_pytorch_loop_is_input_bound_from_the_probes_data_wait(tmp_path):
+    """The real probe in a real PyTorch loop (benchmarks/own_training/torch_tqdm_loop.py, CPU):
+    num_workers=0 and a dataset that does its augmentation in numpy, per sample."""
+    pytest.importorskip("torch")
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "own_training" / "torch_tqdm_loop.py"
+    out = tmp_path / "run.jsonl"
+    args = ["--headless", "--record", str(out), "--", sys.executable, str(script), "--variant", "starved", "--device", "cpu", "--seconds", "25"]
+    done = run_gputui(args, tmp_path, timeout=240)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert any(line.get("event") == "probe_status" and line.get("state") == "armed" for line in lines)
+    reports = [line for line in lines if line.get("event") == "probe" and line.get("steps")]
+    assert reports and all(r["workers"] == 0 for r in reports)
+    summary = lines[-1]
+    assert summary["throughput"]["unit"] == "samples" and summary["throughput"]["source"] == "probe"
+    found = [f for f in summary["findings"] if f["kind"] == "input_bound"]
+    assert found and found[0]["evidence"]["data_wait_pct"] >= 40 and found[0]["evidence"]["source"] == "probe", summary["findings"]

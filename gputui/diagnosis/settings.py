@@ -42,13 +42,13 @@ class Settings:
     input_power_pct: float = 35.0
     input_clock_pct: float = 60.0
     # With the probe: the training loop waits for the next batch in this % of its time
-    data_wait_pct: float = 30.0
+    data_wait_pct: float = 40.0
     # Python-bound main loop: the run's busiest thread at this % of one core while the
     # GPU is less busy than python_gpu_busy_pct (SM activity where read, else utilization)
     # and the loop waits for data in less than python_data_wait_pct of its time
     python_thread_pct: float = 50.0
     python_gpu_busy_pct: float = 60.0
-    python_data_wait_pct: float = 15.0
+    python_data_wait_pct: float = 40.0
     # Thermal
     thermal_warn_c: float = 80.0
     # Power cap

@@ -164,7 +164,7 @@ class InputBound(Rule):
         elif cause == "by_host":
             title = f"Input-bound: GPU {busy} while the machine's CPU is {host_cpu:.0f}% busy"
         else:
-            title = f"Input- or host-bound: GPU {busy} while the main process runs at {main_cpu:.0f}% of a core, with no data-loader workers"
+            title = f"Input- or Python-bound: GPU {busy} while the main process runs at {main_cpu:.0f}% of a core, with no data-loader workers"
         if ceiling and rate is not None:
             title += f"; {rate:.0f} samples/s is {100 * rate / ceiling:.0f}% of the {ceiling:.0f} this model reaches here"
         advice = []
@@ -172,6 +172,9 @@ class InputBound(Rule):
         if cause == "by_main":
             advice.append(
                 "The main process loads the data itself: start data-loader workers (PyTorch DataLoader(num_workers=...), tf.data map(num_parallel_calls=AUTOTUNE))."
+            )
+            advice.append(
+                "Or the loop itself is the limit (small batches, .item() every step): run a PyTorch job as `gputui -- python train.py ...`, whose probe measures how long the loop waits for data, to tell the two apart."
             )
         if per_gpu is not None and per_gpu < 4:
             advice.append(

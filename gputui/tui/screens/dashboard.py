@@ -66,7 +66,7 @@ class DashboardScreen(Screen):
         for widget_id, title in (
             ("presets", "Presets"),
             ("runs", "Runs"),
-            ("throughput", "Throughput (samples/s)"),
+            ("throughput", "Throughput"),  # the legend says the unit: samples, tokens or steps
             ("cpu", "CPU"),
             ("gpus", "GPUs"),
             ("log", "Output"),

@@ -1,0 +1,271 @@
+"""Image classifier trained with Lightning's ``L.Trainer(...).fit``.
+
+Follows the Lightning quickstart / LightningModule docs: a LightningModule with
+training_step + configure_optimizers, ``self.log(..., prog_bar=True)``, a
+DataLoader passed to ``trainer.fit``, the default TQDMProgressBar (or
+RichProgressBar with --rich), and a user Callback that prints a throughput
+figure at the end. Data are synthetic; nothing is downloaded.
+
+    python lightning_fit.py --variant fed --seconds 40
+    python lightning_fit.py --variant python-bound --device cpu --seconds 10
+"""
+
+import argparse
+import os
+import tempfile
+import time
+from datetime import timedelta
+
+import lightning as L
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from lightning.pytorch.callbacks import TQDMProgressBar
+from torch.utils.data import DataLoader, Dataset
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description="Lightning fit on synthetic images")
+    p.add_argument("--variant", choices=["fed", "starved", "python-bound"], default="fed")
+    p.add_argument("--seconds", type=float, default=40.0, help="approximate training time (Trainer max_time)")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    p.add_argument("--batch-size", type=int, default=None)
+    p.add_argument("--num-workers", type=int, default=None)
+    p.add_argument("--arch", default="auto", help="resnet18 | resnet50 | smallcnn; auto: resnet18 on cuda, smallcnn on cpu")
+    p.add_argument("--image-size", type=int, default=None)
+    p.add_argument("--aug-passes", type=int, default=None, help="starved variant: blur/jitter passes per sample (default 8 on cuda, 60 on cpu)")
+    p.add_argument("--max-epochs", type=int, default=1000)
+    p.add_argument("--max-steps", type=int, default=-1)
+    p.add_argument("--rich", action="store_true", help="RichProgressBar instead of TQDMProgressBar")
+    p.add_argument("--root-dir", default=None, help="Trainer default_root_dir (default: a temp dir)")
+    return p.parse_args()
+
+
+# ---------------------------------------------------------------- data
+MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32).reshape(3, 1, 1)
+STD = np.array([0.229, 0.224, 0.225], dtype=np.float32).reshape(3, 1, 1)
+
+
+class SyntheticImages(Dataset):
+    """Already-decoded, normalized tensors in memory: __getitem__ is an index."""
+
+    def __init__(self, length, image_size, num_classes, pool=256):
+        g = torch.Generator().manual_seed(0)
+        self.images = torch.randn(pool, 3, image_size, image_size, generator=g)
+        self.targets = torch.randint(0, num_classes, (pool,), generator=g)
+        self.length = length
+
+    def __len__(self):
+        return self.length
+
+    def __getitem__(self, idx):
+        j = idx % len(self.images)
+        return self.images[j], self.targets[j]
+
+
+class AugmentedImages(Dataset):
+    """uint8 images augmented per sample with numpy (crop, flip, blur/jitter
+    passes, normalize): real CPU work in __getitem__."""
+
+    def __init__(self, length, image_size, num_classes, passes, pool=64):
+        rng = np.random.default_rng(0)
+        self.src = image_size + image_size // 7
+        self.raw = rng.integers(0, 256, (pool, self.src, self.src, 3), dtype=np.uint8)
+        self.targets = rng.integers(0, num_classes, pool)
+        self.length, self.size, self.passes = length, image_size, passes
+
+    def __len__(self):
+        return self.length
+
+    def __getitem__(self, idx):
+        rng = np.random.default_rng(idx)
+        s = self.size
+        y, x = rng.integers(0, self.src - s + 1, 2)
+        img = self.raw[idx % len(self.raw)][y : y + s, x : x + s].astype(np.float32) / 255.0
+        if rng.random() < 0.5:
+            img = img[:, ::-1]
+        for _ in range(self.passes):
+            p = np.pad(img, ((1, 1), (1, 1), (0, 0)), mode="edge")
+            img = sum(p[dy : dy + s, dx : dx + s] for dy in range(3) for dx in range(3)) / 9.0
+            img = np.clip(img * rng.uniform(0.9, 1.1) + rng.uniform(-0.05, 0.05), 0.0, 1.0)
+        chw = (np.ascontiguousarray(img.transpose(2, 0, 1)) - MEAN) / STD
+        return torch.from_numpy(chw), int(self.targets[idx % len(self.targets)])
+
+
+# ---------------------------------------------------------------- models
+class SmallCNN(nn.Module):
+    def __init__(self, num_classes):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 32, 3, padding=1),
+            nn.BatchNorm2d(32),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(32, 64, 3, padding=1),
+            nn.BatchNorm2d(64),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(64, 128, 3, padding=1),
+            nn.BatchNorm2d(128),
+            nn.ReLU(),
+            nn.AdaptiveAvgPool2d(1),
+        )
+        self.fc = nn.Linear(128, num_classes)
+
+    def forward(self, x):
+        return self.fc(torch.flatten(self.features(x), 1))
+
+
+class BasicBlock(nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.down = None
+        if stride != 1 or cin != cout:
+            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        idt = x if self.down is None else self.down(x)
+        out = F.relu(self.bn1(self.conv1(x)))
+        return F.relu(self.bn2(self.conv2(out)) + idt)
+
+
+class ResNet18(nn.Module):
+    """Same layout as torchvision.models.resnet18 (used when torchvision is absent)."""
+
+    def __init__(self, num_classes):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(3, 2, 1))
+        layers, cin = [], 64
+        for cout, stride in [(64, 1), (128, 2), (256, 2), (512, 2)]:
+            layers += [BasicBlock(cin, cout, stride), BasicBlock(cout, cout, 1)]
+            cin = cout
+        self.layers = nn.Sequential(*layers)
+        self.fc = nn.Linear(512, num_classes)
+
+    def forward(self, x):
+        x = self.layers(self.stem(x))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+def build_model(arch, num_classes):
+    if arch == "smallcnn":
+        return SmallCNN(num_classes)
+    try:
+        import torchvision
+
+        return torchvision.models.get_model(arch, weights=None, num_classes=num_classes)
+    except ImportError:
+        if arch != "resnet18":
+            raise
+        return ResNet18(num_classes)
+
+
+# ---------------------------------------------------------------- lightning
+class LitClassifier(L.LightningModule):
+    def __init__(self, arch="smallcnn", num_classes=1000, lr=1e-3, per_step_loss_readout=False):
+        super().__init__()
+        self.save_hyperparameters()
+        self.model = build_model(arch, num_classes)
+        self.recent_losses = []
+
+    def forward(self, x):
+        return self.model(x)
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        logits = self(x)
+        loss = F.cross_entropy(logits, y)
+        self.log("train_loss", loss, prog_bar=True)
+        if self.hparams.per_step_loss_readout:
+            # keep a Python-side history of the loss, read back every step
+            self.recent_losses.append(loss.item())
+        return loss
+
+    def configure_optimizers(self):
+        return torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
+
+
+class ThroughputCallback(L.Callback):
+    """Times training batches and prints samples/s when training ends.
+
+    The first `warmup_steps` batches are skipped as warm-up (DataLoader worker
+    start-up, cudnn autotuning, allocator growth)."""
+
+    def __init__(self, warmup_steps=5):
+        self.warmup_steps = warmup_steps
+        self.steps = 0
+        self.samples = 0
+        self.t0 = self.t1 = None
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        self.steps += 1
+        if self.steps == self.warmup_steps:
+            self.t0 = time.perf_counter()
+        elif self.steps > self.warmup_steps:
+            self.samples += batch[0].size(0)
+            self.t1 = time.perf_counter()
+
+    def on_train_end(self, trainer, pl_module):
+        if self.t1 is None:
+            print("train throughput: n/a (too few steps)", flush=True)
+            return
+        print(f"train throughput: {self.samples / (self.t1 - self.t0):.1f} samples/s", flush=True)
+
+
+def main():
+    args = parse_args()
+    if args.device == "auto":
+        args.device = "cuda" if torch.cuda.is_available() else "cpu"
+    cuda = args.device == "cuda"
+    if args.arch == "auto":
+        args.arch = "resnet18" if cuda else "smallcnn"
+    if args.image_size is None:
+        args.image_size = 224 if cuda else 64
+    if args.batch_size is None:
+        args.batch_size = 2 if args.variant == "python-bound" else (256 if cuda else 32)
+    if args.num_workers is None:
+        args.num_workers = min(4, os.cpu_count() or 1) if args.variant == "fed" else 0
+
+    L.seed_everything(42)
+    length = 200_000
+    if args.variant == "starved":
+        dataset = AugmentedImages(length, args.image_size, 1000, args.aug_passes or (8 if cuda else 60))
+    else:
+        dataset = SyntheticImages(length, args.image_size, 1000)
+    extra = dict(persistent_workers=True, prefetch_factor=4) if args.num_workers > 0 else {}
+    train_loader = DataLoader(dataset, batch_size=args.batch_size, shuffle=True, num_workers=args.num_workers, pin_memory=cuda, drop_last=True, **extra)
+
+    model = LitClassifier(arch=args.arch, per_step_loss_readout=args.variant == "python-bound")
+
+    progress_bar = TQDMProgressBar()
+    if args.rich:
+        try:
+            import rich  # noqa: F401
+            from lightning.pytorch.callbacks import RichProgressBar
+
+            progress_bar = RichProgressBar()
+        except ImportError:
+            print("rich is not installed; using the TQDM progress bar", flush=True)
+
+    precision = "bf16-mixed" if cuda and torch.cuda.is_bf16_supported() else "32-true"
+    trainer = L.Trainer(
+        accelerator="gpu" if cuda else "cpu",
+        devices=1,
+        precision=precision,
+        max_epochs=args.max_epochs,
+        max_steps=args.max_steps,
+        max_time=timedelta(seconds=args.seconds),
+        callbacks=[progress_bar, ThroughputCallback(warmup_steps=5)],
+        log_every_n_steps=10,
+        default_root_dir=args.root_dir or os.path.join(tempfile.gettempdir(), "lightning_fit"),
+    )
+    trainer.fit(model, train_dataloaders=train_loader)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,258 @@
+"""Plain PyTorch image-classification training loop with a tqdm progress bar.
+
+Written in the style of pytorch/examples imagenet/main.py (model from
+torchvision.models with random weights, DataLoader over an image dataset,
+CrossEntropyLoss + SGD, train() per epoch), with the ProgressMeter replaced by
+``for images, target in tqdm(train_loader)`` as many user scripts do.
+The data are synthetic (no download); nothing here knows about any monitor.
+
+    python torch_tqdm_loop.py --variant fed --seconds 40
+    python torch_tqdm_loop.py --variant starved --device cpu --seconds 10
+"""
+
+import argparse
+import os
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, Dataset
+from tqdm import tqdm
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description="PyTorch synthetic ImageNet-style training")
+    p.add_argument("--variant", choices=["fed", "starved", "python-bound"], default="fed")
+    p.add_argument("--seconds", type=float, default=40.0, help="approximate training time")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    p.add_argument("-b", "--batch-size", type=int, default=None)
+    p.add_argument("-j", "--workers", type=int, default=None, help="DataLoader workers")
+    p.add_argument("-a", "--arch", default="auto", help="resnet18 | resnet50 | ... (torchvision.models) | smallcnn; auto: resnet50 on cuda, smallcnn on cpu")
+    p.add_argument("--image-size", type=int, default=None)
+    p.add_argument("--aug-passes", type=int, default=None, help="starved variant: blur/jitter passes per sample (default 8 on cuda, 60 on cpu)")
+    p.add_argument("--epochs", type=int, default=1000)
+    p.add_argument("--lr", type=float, default=0.1)
+    p.add_argument("--momentum", type=float, default=0.9)
+    p.add_argument("--wd", "--weight-decay", type=float, default=1e-4, dest="weight_decay")
+    p.add_argument("--num-classes", type=int, default=1000)
+    return p.parse_args()
+
+
+# ---------------------------------------------------------------- data
+MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32).reshape(3, 1, 1)
+STD = np.array([0.229, 0.224, 0.225], dtype=np.float32).reshape(3, 1, 1)
+
+
+class PrecomputedImages(Dataset):
+    """Already-decoded, already-normalized tensors: __getitem__ is an index."""
+
+    def __init__(self, length, image_size, num_classes, pool=256):
+        g = torch.Generator().manual_seed(0)
+        self.images = torch.randn(pool, 3, image_size, image_size, generator=g)
+        self.targets = torch.randint(0, num_classes, (pool,), generator=g)
+        self.length = length
+
+    def __len__(self):
+        return self.length
+
+    def __getitem__(self, idx):
+        j = idx % len(self.images)
+        return self.images[j], self.targets[j]
+
+
+class RawImages(Dataset):
+    """uint8 'decoded JPEGs' transformed per sample with numpy on the CPU.
+
+    RandomResizedCrop-ish crop + flip + a few 3x3 blur passes (ColorJitter /
+    GaussianBlur stand-in) + ToTensor + Normalize, all in numpy: real CPU work
+    per sample, the classic reason a GPU waits on its DataLoader.
+    """
+
+    def __init__(self, length, image_size, num_classes, passes, pool=64):
+        rng = np.random.default_rng(0)
+        self.src_size = image_size + image_size // 7
+        self.raw = rng.integers(0, 256, (pool, self.src_size, self.src_size, 3), dtype=np.uint8)
+        self.targets = rng.integers(0, num_classes, pool)
+        self.length, self.image_size, self.passes = length, image_size, passes
+
+    def __len__(self):
+        return self.length
+
+    def __getitem__(self, idx):
+        rng = np.random.default_rng(idx)
+        img = self.raw[idx % len(self.raw)]
+        s = self.image_size
+        y, x = rng.integers(0, self.src_size - s + 1, 2)
+        img = img[y : y + s, x : x + s].astype(np.float32) / 255.0
+        if rng.random() < 0.5:
+            img = img[:, ::-1]
+        for _ in range(self.passes):  # 3x3 box blur, edge padded
+            p = np.pad(img, ((1, 1), (1, 1), (0, 0)), mode="edge")
+            img = sum(p[dy : dy + s, dx : dx + s] for dy in range(3) for dx in range(3)) / 9.0
+            img = np.clip(img * rng.uniform(0.9, 1.1) + rng.uniform(-0.05, 0.05), 0.0, 1.0)
+        chw = (np.ascontiguousarray(img.transpose(2, 0, 1)) - MEAN) / STD
+        return torch.from_numpy(chw), int(self.targets[idx % len(self.targets)])
+
+
+# ---------------------------------------------------------------- model
+class SmallCNN(nn.Module):
+    def __init__(self, num_classes):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 32, 3, padding=1),
+            nn.BatchNorm2d(32),
+            nn.ReLU(inplace=True),
+            nn.MaxPool2d(2),
+            nn.Conv2d(32, 64, 3, padding=1),
+            nn.BatchNorm2d(64),
+            nn.ReLU(inplace=True),
+            nn.MaxPool2d(2),
+            nn.Conv2d(64, 128, 3, padding=1),
+            nn.BatchNorm2d(128),
+            nn.ReLU(inplace=True),
+            nn.AdaptiveAvgPool2d(1),
+        )
+        self.fc = nn.Linear(128, num_classes)
+
+    def forward(self, x):
+        return self.fc(torch.flatten(self.features(x), 1))
+
+
+class BasicBlock(nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.down = None
+        if stride != 1 or cin != cout:
+            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        idt = x if self.down is None else self.down(x)
+        out = F.relu(self.bn1(self.conv1(x)))
+        return F.relu(self.bn2(self.conv2(out)) + idt)
+
+
+class ResNet18(nn.Module):
+    """Same layout as torchvision.models.resnet18 (used when torchvision is absent)."""
+
+    def __init__(self, num_classes):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(3, 2, 1))
+        layers, cin = [], 64
+        for cout, stride in [(64, 1), (128, 2), (256, 2), (512, 2)]:
+            layers += [BasicBlock(cin, cout, stride), BasicBlock(cout, cout, 1)]
+            cin = cout
+        self.layers = nn.Sequential(*layers)
+        self.fc = nn.Linear(512, num_classes)
+
+    def forward(self, x):
+        x = self.layers(self.stem(x))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+def build_model(arch, num_classes):
+    if arch == "smallcnn":
+        return SmallCNN(num_classes)
+    try:
+        import torchvision.models as models  # only needed for torchvision archs
+    except ImportError:
+        print(f"=> torchvision is not installed; creating model 'resnet18' (local copy) instead of '{arch}'", flush=True)
+        return ResNet18(num_classes)
+    print(f"=> creating model '{arch}'", flush=True)
+    return models.__dict__[arch](weights=None, num_classes=num_classes)
+
+
+# ---------------------------------------------------------------- train
+def train(train_loader, model, criterion, optimizer, epoch, device, args, state):
+    model.train()
+    pbar = tqdm(train_loader, desc=f"Epoch {epoch}", dynamic_ncols=True)
+    for i, (images, target) in enumerate(pbar):
+        images = images.to(device, non_blocking=True)
+        target = target.to(device, non_blocking=True)
+
+        output = model(images)
+        loss = criterion(output, target)
+
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+        if args.variant == "python-bound":
+            # per-step loss readout (a GPU sync every step)
+            state["running_loss"] = 0.98 * state["running_loss"] + 0.02 * loss.item()
+            pbar.set_postfix(loss=f"{state['running_loss']:.4f}")
+        elif i % 10 == 0:
+            pbar.set_postfix(loss=f"{loss.item():.4f}")
+
+        state["step_times"].append(time.perf_counter())
+        state["step_samples"].append(images.size(0))
+        if time.perf_counter() - state["t_start"] > args.seconds:
+            state["done"] = True
+            break
+    pbar.close()
+
+
+def main():
+    args = parse_args()
+    if args.device == "auto":
+        args.device = "cuda" if torch.cuda.is_available() else "cpu"
+    device = torch.device(args.device)
+    cuda = device.type == "cuda"
+    if args.arch == "auto":
+        args.arch = "resnet50" if cuda else "smallcnn"
+    if args.image_size is None:
+        args.image_size = 224 if cuda else 64
+    if args.batch_size is None:
+        args.batch_size = 2 if args.variant == "python-bound" else (128 if cuda else 32)
+    if args.workers is None:
+        args.workers = min(4, os.cpu_count() or 1) if args.variant == "fed" else 0
+
+    model = build_model(args.arch, args.num_classes).to(device)
+    criterion = nn.CrossEntropyLoss().to(device)
+    optimizer = torch.optim.SGD(model.parameters(), args.lr, momentum=args.momentum, weight_decay=args.weight_decay)
+    if cuda:
+        torch.backends.cudnn.benchmark = True
+
+    length = 100_000
+    if args.variant == "starved":
+        if args.aug_passes is None:
+            args.aug_passes = 8 if cuda else 60
+        train_dataset = RawImages(length, args.image_size, args.num_classes, args.aug_passes)
+    else:
+        train_dataset = PrecomputedImages(length, args.image_size, args.num_classes)
+
+    loader_kwargs = {}
+    if args.workers > 0:
+        loader_kwargs = dict(persistent_workers=True, prefetch_factor=4)
+    train_loader = DataLoader(
+        train_dataset, batch_size=args.batch_size, shuffle=True, num_workers=args.workers, pin_memory=cuda, drop_last=True, **loader_kwargs
+    )
+
+    state = dict(t_start=time.perf_counter(), step_times=[], step_samples=[], running_loss=0.0, done=False)
+    for epoch in range(args.epochs):
+        train(train_loader, model, criterion, optimizer, epoch, device, args, state)
+        if state["done"]:
+            break
+    if cuda:
+        torch.cuda.synchronize()
+        state["step_times"][-1] = time.perf_counter()
+
+    # Throughput over the steady part: skip the first steps (cudnn autotune,
+    # worker start-up, allocator warm-up).
+    times, samples = state["step_times"], state["step_samples"]
+    skip = max(5, len(times) // 10)
+    if len(times) > skip + 1:
+        n = sum(samples[skip + 1 :])
+        dt = times[-1] - times[skip]
+    else:
+        n, dt = sum(samples), times[-1] - state["t_start"]
+    print(f"throughput: {n / dt:.1f} samples/s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
