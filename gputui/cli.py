@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.set_defaults(run_command=None)  # main() fills it from what follows "--"
     parser.add_argument("--no-confirm-quit", action="store_true", help="q quits at once, even while a run is going (default: a second q confirms)")
 
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", prog="gputui")  # "gputui report", not the usage line
     presets = sub.add_parser("presets", help="list, show, check and edit presets")
     presets_sub = presets.add_subparsers(dest="presets_command", metavar="ACTION", required=True)
     presets_sub.add_parser("list", help="the presets, one a line")

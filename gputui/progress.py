@@ -142,11 +142,6 @@ def progress_line(
     return " | ".join(parts)
 
 
-def phase_line(phases: list[dict[str, Any]]) -> str:
-    """The phases a job went through, with their durations: "startup 0:17, training 2:03, tail 0:04"."""
-    return ", ".join(f"{p.get('phase')} {fmt.duration(p.get('duration_s'))}" for p in phases)
-
-
 def rank_rows(tp: dict[str, Any], device: str | None = None) -> list[tuple[str, str]]:
     """A data-parallel run's ranks and its scaling, as (label, value) rows; ``device`` is
     the workload's ("cpu": gloo ranks on the host, counted as ranks rather than GPUs)."""
@@ -181,7 +176,7 @@ def summary_table(summary: dict[str, Any]) -> list[str]:
         rows.append(("reported by the run", fmt.rate_in(reported.get("samples_per_sec"), reported.get("unit"))))
     phases = summary.get("phases") or []
     if phases:
-        rows.append(("phases", phase_line(phases)))
+        rows.append(("phases", fmt.phase_line(phases)))
     rows += rank_rows(tp, (summary.get("workload") or {}).get("device"))
     for gpu in summary.get("gpus", []):
         name = f"GPU{gpu['index']}"

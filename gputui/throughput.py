@@ -599,6 +599,7 @@ class ThroughputParser:
         self._probe_ratios: deque[float] = deque(maxlen=PROBE_RATIOS)
         self.primary: str | None = None  # the source that owns the run's live throughput
         self._primary_unit: str | None = None
+        self._challengers: dict[str, int] = {}  # live readings of sources that may take over
 
     @property
     def _hint(self) -> float | None:
@@ -663,11 +664,17 @@ class ThroughputParser:
 
     def _takes_over(self, reading: Throughput) -> bool:
         """Whether ``reading`` is the run's throughput from now on: its source owns it
-        already, or none does, or it counts a richer unit (tokens > samples > steps: the
-        unit the job itself counts in), or it is the probe in the owner's unit (its
-        windows count exact samples over exact seconds; a bar's rate is smoothed)."""
+        already, or none does, or (from its second live reading: a script's closing line
+        alone is its reported figure, not a series) it counts a richer unit (tokens >
+        samples > steps: the unit the job itself counts in), or it is the probe in the
+        owner's unit (its windows count exact samples over exact seconds; a bar's rate is
+        smoothed)."""
         if self.primary in (None, reading.source):
             return True
         assert self._primary_unit is not None
         mine, theirs = _UNIT_RANK[reading.unit], _UNIT_RANK[self._primary_unit]
-        return mine > theirs or (mine == theirs and reading.source == PROBE)
+        if not (mine > theirs or (mine == theirs and reading.source == PROBE)):
+            return False
+        seen = self._challengers.get(reading.source, 0) + 1
+        self._challengers[reading.source] = seen
+        return seen >= 2

@@ -52,6 +52,7 @@ class RunFacts:
     references: list[Reference] = field(default_factory=list)
     window: str = "all"
     unit: str = "samples"  # what the throughput counts (gputui.model.UNITS)
+    phases: list[dict[str, Any]] = field(default_factory=list)  # a job's own phases (gputui.phases)
 
 
 def cost_per_million(price_per_hour: float | None, samples_per_sec: float | None) -> float | None:
@@ -172,6 +173,7 @@ def run_facts(recording: Recording, price_per_hour: float | None = None) -> RunF
         references=references_of(header, median, gpu_name),
         window=summary.get("window", "all"),
         unit=throughput.get("unit") or "samples",
+        phases=[p for p in summary.get("phases") or [] if isinstance(p, dict)],
     )
 
 

@@ -192,12 +192,18 @@ def _warmup_span(recording: Recording) -> tuple[float, float] | None:
 
 
 def _throughput(recording: Recording, summary: dict, unit: tuple[float, str]) -> _Canvas | str:
-    readings = [(e.t, e.payload) for e in recording.events_of(ev.THROUGHPUT) if isinstance(e.payload, Throughput) and not e.payload.final]
+    unit_name = (summary.get("throughput") or {}).get("unit") or "samples"
+    # one unit on one axis: steps read before the batch size was known are left out
+    readings = [
+        (e.t, e.payload)
+        for e in recording.events_of(ev.THROUGHPUT)
+        if isinstance(e.payload, Throughput) and not e.payload.final and e.payload.unit == unit_name
+    ]
     if not readings:
         if recording.events_of(ev.THROUGHPUT):
             return "the recording holds only the tool's final figure, no readings over time"
         return "no throughput readings in the recording"
-    canvas = _Canvas("Throughput", per_second((summary.get("throughput") or {}).get("unit")), *unit)
+    canvas = _Canvas("Throughput", per_second(unit_name), *unit)
     span = _warmup_span(recording)
     if span:
         canvas.ax.axvspan(span[0] / canvas.x_scale, span[1] / canvas.x_scale, color=WARMUP_COLOUR, alpha=0.4, label="warm-up")

@@ -72,6 +72,8 @@ def _throughput_blocks(facts: RunFacts) -> list[Block]:
     reported = tp.get("reported")
     if reported:
         rows.append(["The tool's own figure", fmt.rate_in(reported.get("samples_per_sec"), reported.get("unit"))])
+    if facts.phases:
+        rows.append(["Phases", fmt.phase_line(facts.phases)])
     one = unit[:-1] if unit.endswith("s") else unit
     rows.append([f"Energy per {one}", value_text(facts.energy_per_sample_j, "J")])
     if facts.cost_per_million is not None:
