@@ -187,3 +187,36 @@ def test_a_starved_pytorch_loop_is_input_bound_from_the_probes_data_wait(tmp_pat
     assert summary["throughput"]["unit"] == "samples" and summary["throughput"]["source"] == "probe"
     found = [f for f in summary["findings"] if f["kind"] == "input_bound"]
     assert found and found[0]["evidence"]["data_wait_pct"] >= 40 and found[0]["evidence"]["source"] == "probe", summary["findings"]
+
+
+RANK_SCRIPT = r"""
+import time, torch
+from torch.utils.data import DataLoader, TensorDataset
+data = DataLoader(TensorDataset(torch.randn(512, 16), torch.randn(512, 1)), batch_size=8)
+model = torch.nn.Linear(16, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+end = time.monotonic() + 6
+while time.monotonic() < end:
+    for x, y in data:
+        opt.zero_grad(); torch.nn.functional.mse_loss(model(x), y).backward(); opt.step()
+        time.sleep(0.002)
+"""
+
+
+def test_under_torchrun_every_rank_reports_and_the_run_adds_them(tmp_path):
+    """torchrun starts one process per rank with RANK and WORLD_SIZE set: each rank's probe
+    reports for itself, and the run's throughput is the ranks' sum."""
+    pytest.importorskip("torch")
+    (tmp_path / "train.py").write_text(RANK_SCRIPT)
+    out = tmp_path / "run.jsonl"
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "train.py"]
+    done = run_gputui(["--headless", "--record", str(out), "--", *torchrun], tmp_path, timeout=180)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert lines[0]["preset"]["name"] == "train.py"
+    reports = [line for line in lines if line.get("event") == "probe" and line.get("steps")]
+    assert {r.get("rank") for r in reports} == {0, 1} and {r.get("world_size") for r in reports} == {2}
+    totals = [line for line in lines if line.get("event") == "throughput" and not line.get("final")]
+    assert totals and all(t["source"] == "probe" and t["ranks"] == 2 for t in totals)
+    assert {line["rank"] for line in lines if line.get("event") == "rank_throughput"} == {0, 1}
+    assert lines[-1]["throughput"]["world_size"] == 2
