@@ -516,16 +516,22 @@ _GENERIC = tuple(
 )
 
 
-def parse_generic(line: str, state: ParseState) -> list[Throughput] | None:
-    """Samples, images and sequences per second in free text; tokens are not samples."""
-    for pattern in _GENERIC:
+def _free_text(patterns: tuple[re.Pattern[str], ...], line: str, unit: str) -> list[Throughput] | None:
+    """The first of ``patterns`` that matches: its number (times an SI prefix where the
+    pattern caught one) as a reading in ``unit``."""
+    for pattern in patterns:
         match = pattern.search(line)
         if match is not None:
             rate = _matched(match.group(1))
             if rate is not None and match.lastindex == 2:
                 rate *= _SI[match.group(2)]
-            return _reading(rate, "generic")
+            return _reading(rate, "generic", unit=unit)
     return None
+
+
+def parse_generic(line: str, state: ParseState) -> list[Throughput] | None:
+    """Samples, images and sequences per second in free text; tokens are not samples."""
+    return _free_text(_GENERIC, line, SAMPLES)
 
 
 # --- Generic "4,096 tok/s" -------------------------------------------------------------
@@ -545,14 +551,7 @@ _GENERIC_TOKENS = tuple(
 
 
 def parse_generic_tokens(line: str, state: ParseState) -> list[Throughput] | None:
-    for pattern in _GENERIC_TOKENS:
-        match = pattern.search(line)
-        if match is not None:
-            rate = _matched(match.group(1))
-            if rate is not None and match.lastindex == 2:
-                rate *= _SI[match.group(2)]
-            return _reading(rate, "generic", unit=TOKENS)
-    return None
+    return _free_text(_GENERIC_TOKENS, line, TOKENS)
 
 
 # --- The table ------------------------------------------------------------------------
