@@ -165,15 +165,14 @@ def probe_notice(preset: Preset | None) -> None:
     marker = config_dir() / "probe-notice-shown"
     if marker.exists():
         return
-    print(f"gputui: {PROBE_NOTICE}", file=sys.stderr)
+    from gputui.probe import NOTICE
+
+    print(f"gputui: {NOTICE}", file=sys.stderr)
     try:
         marker.parent.mkdir(parents=True, exist_ok=True)
         marker.touch()
     except OSError:
         pass  # said again next time: no harm
-
-
-PROBE_NOTICE = "the PyTorch probe is on: PYTHONPATH gets gputui's sitecustomize, which times the DataLoader and optimizer steps (--no-probe switches it off)"
 
 
 def cmd_record(args: argparse.Namespace) -> int:

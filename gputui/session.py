@@ -304,8 +304,8 @@ class Session:
         self._emit_readings(self._parser.feed(text))
 
     def _handle_probe(self, text: str) -> None:
-        """A datagram from the probe in the child: recorded whole, and its window is a
-        throughput reading until the job's own output gives one."""
+        """A datagram from the probe in the child: recorded whole, and its window a
+        throughput reading (the parser decides whether it owns the run's throughput)."""
         payload = protocol.decode(text)
         if payload is None:
             return
@@ -448,7 +448,7 @@ class Session:
             "env_redacted": env_redacted,
             "cwd": (preset.cwd or os.getcwd()) if preset else None,
             "attach_pid": self.config.attach_pid,
-            **({"probe": self._probe is not None or preset.probed()} if preset and not preset.is_workload else {}),
+            **({"probe": preset.probed()} if preset and not preset.is_workload else {}),
             "python": sys.version.split()[0],
             "diagnosis": self.diagnoser.settings.to_dict(),
             # the dashboard and the exporter judge the scaling live against it, a replay too

@@ -124,6 +124,7 @@ def test_x_in_the_dashboard_runs_a_command_named_after_its_script(tmp_path):
             await pilot.press(*f"{sys.executable} {tmp_path / 'train.py'}", "enter")
             run = await wait_until(pilot, lambda: app.state.run, what="run started")
             assert run.preset.name == "train.py" and run.preset.probed()
+            assert any("probe is on" in text for _stream, text in app.state.log)  # said in the output pane
             await wait_until(pilot, lambda: run.series.readings > 0, timeout=30, what="throughput")
             assert run.unit == "steps"
 

@@ -33,6 +33,9 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 SITE_DIR = str(Path(__file__).resolve().parent / "site")
+# What gputui says when it writes to a job's environment (the CLI once per user, the
+# dashboard in the run's output pane).
+NOTICE = "the PyTorch probe is on: PYTHONPATH gets gputui's sitecustomize, which times the DataLoader and optimizer steps (--no-probe switches it off)"
 SOCKET_ENV = "GPUTUI_PROBE_SOCKET"
 MAX_DATAGRAM = 64 * 1024
 _SUN_PATH_MAX = 107  # sockaddr_un.sun_path is 108 bytes on Linux (104 on macOS), one of them the NUL

@@ -298,6 +298,10 @@ class GpuTuiApp(DashboardApp):
         if self.supervisor.start_run(preset) is None:
             self.notify("A run is going: press s to stop it first.", severity="warning")
             return
+        if preset.probed():
+            from gputui.probe import NOTICE
+
+            self.state.note(NOTICE)
         self._last_preset = name
 
     def can_stop(self) -> bool:
