@@ -301,7 +301,7 @@ class Session:
             self._emit_event(ev.OUTPUT, ev.Output(line.stream, text[:OUTPUT_EVENT_MAX_CHARS]))
         if self._speaks_protocol and not is_protocol:
             return  # a run that speaks our protocol is measured by it alone, not by its log lines
-        self._emit_readings(self._parser.feed(text))
+        self._emit_readings(self._parser.feed(text, self.elapsed))
 
     def _handle_probe(self, text: str) -> None:
         """A datagram from the probe in the child: recorded whole, and its window a

@@ -67,6 +67,8 @@ class ParseState:
     hint: float | None = None  # samples per step: the preset's, --batch-size, or the probe's
     tokens_per_step: float | None = None  # nanoGPT's "tokens per iteration will be: N"
     main_bar_total: float = 0.0  # the largest progress-bar total seen: the training bar
+    now: float | None = None  # when this line arrived (seconds, the session's clock), where known
+    keras_last: tuple[float, int, int] | None = None  # (when, steps done, of how many) at the Keras bar's last counted line
 
 
 Parser = Callable[[str, ParseState], list[Throughput] | None]
@@ -330,7 +332,7 @@ def parse_tf_metal(line: str, state: ParseState) -> list[Throughput] | None:
 # "100/100 [====] - 5s 50ms/step - loss: ..."   "1500/1500 ━━━━ 8s 3ms/step - ..."
 # "60000/60000 [====] - 3s 49us/sample - loss: ..."   verbose=2: "... - 15s/epoch - 500ms/step"
 _KERAS = re.compile(r"(?<![\w.])([0-9]+(?:\.[0-9]+)?)(s|ms|us|µs|μs)/(step|sample)\b")
-_KERAS_TARGET = re.compile(r"^\s*[0-9]+/([0-9]+)\b")
+_KERAS_TARGET = re.compile(r"^\s*([0-9]+)/([0-9]+)\b")
 _KERAS_SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "μs": 1e-6}
 # keras.utils.get_file shows its download as a step progress bar over bytes:
 # "71639040/170498071 ━━━━ 6s 0us/step".  No epoch has that many steps.
@@ -350,10 +352,37 @@ def parse_keras(line: str, state: ParseState) -> list[Throughput] | None:
         return _reading(1.0 / seconds, "keras")
     target = _KERAS_TARGET.match(line)
     if target is not None:
-        steps = target.group(1).lstrip("0")
+        steps = target.group(2).lstrip("0")
         if len(steps) > len(str(_KERAS_MAX_STEPS)) or int(steps or "0") > _KERAS_MAX_STEPS:
             return []
+        done, total = int(target.group(1)), int(target.group(2))
+        if state.now is not None and state.keras_last is not None:
+            return _keras_clocked(done, total, state.keras_last, state)
+        if state.now is not None:
+            state.keras_last = (state.now, done, total)
     return _steps(1.0 / seconds, "keras", state)
+
+
+KERAS_WINDOW_S = 0.5  # the Keras bar redraws often on a terminal: windows at least this long
+
+
+def _keras_clocked(done: int, total: int, last: tuple[float, int, int], state: ParseState) -> list[Throughput]:
+    """Steps per second since the Keras bar's last counted line, on gputui's clock:
+    Keras prints its step time in whole milliseconds (``16ms/step`` may be 15.5 or 16.5)
+    and leaves out the time between steps; the steps its counter moved over the time
+    between two of its lines say both.  A count that went down is a new epoch: the rest
+    of the last one, then this one's."""
+    assert state.now is not None
+    seconds = state.now - last[0]
+    if seconds < KERAS_WINDOW_S:
+        return []  # a redraw within the window: counted with the next one
+    state.keras_last = (state.now, done, total)
+    last_done, last_total = last[1], last[2]
+    steps = done - last_done if done >= last_done else max(0, last_total - last_done) + done
+    if steps <= 0:
+        return []
+    samples = steps * state.hint if state.hint is not None else None  # the summary's mean: samples over seconds
+    return _steps(steps / seconds, "keras", state, seconds=seconds, samples=samples)
 
 
 # --- tqdm (and Rich's bar, as Lightning draws it) -------------------------------------
@@ -607,12 +636,14 @@ class ThroughputParser:
             return given
         return spread(self._probe_ratios).get("median")
 
-    def feed(self, line: str) -> list[Throughput]:
-        """The readings in one output line (often none).  Never raises."""
+    def feed(self, line: str, now: float | None = None) -> list[Throughput]:
+        """The readings in one output line (often none); ``now``: when it arrived (the
+        session's clock), for formats timed by gputui itself.  Never raises."""
         try:
             if not isinstance(line, str) or not_training_bar(line):
                 return []
             self._state.hint = self._hint
+            self._state.now = now
             for triggers, parse in FORMATS:
                 for trigger in triggers:
                     if trigger in line:

@@ -88,3 +88,17 @@ def test_a_batch_size_turns_steps_into_samples():
     live = [r for r in readings_of("tqdm_its.log", hint=32) if not r.final]
     assert {r.unit for r in live} == {"samples"}
     assert [r.samples_per_sec for r in live] == pytest.approx([32 * r for r in EXPECTED["tqdm_its.log"]["live_rates"]], rel=2e-3)
+
+
+def test_the_keras_bar_is_timed_on_gputuis_clock_across_epochs():
+    """Keras prints whole milliseconds per step; given when each line came, the steps its
+    counter moved over the time between lines are the rate (an epoch's rest counted)."""
+    parser = ThroughputParser(batch_size_hint=128)
+    first = parser.feed(" 10/100 ━━━━━━━━━━━━━━━━━━━━ 0s 16ms/step - loss: 2.30", now=10.0)
+    assert first[0].samples_per_sec == pytest.approx(128 / 0.016)  # nothing to time yet: the bar's own figure
+    assert parser.feed(" 20/100 ━━━━━━━━━━━━━━━━━━━━ 0s 16ms/step - loss: 2.30", now=10.2) == []  # within the window
+    (reading,) = parser.feed(" 60/100 ━━━━━━━━━━━━━━━━━━━━ 1s 16ms/step - loss: 2.29", now=11.0)
+    assert reading.samples_per_sec == pytest.approx(50 * 128 / 1.0) and reading.seconds == pytest.approx(1.0)
+    assert reading.samples == pytest.approx(50 * 128)  # so the summary's mean is samples over seconds
+    (reading,) = parser.feed("  5/100 ━━━━━━━━━━━━━━━━━━━━ 0s 16ms/step - loss: 2.28", now=13.0)  # a new epoch
+    assert reading.samples_per_sec == pytest.approx((40 + 5) * 128 / 2.0)
