@@ -17,12 +17,11 @@ import time
 from datetime import timedelta
 
 import lightning as L
-import numpy as np
 import torch
 import torch.nn.functional as F
 from lightning.pytorch.callbacks import TQDMProgressBar
-from torch.utils.data import DataLoader, Dataset
-from vision_models import ResNet18, SmallCNN  # beside this script
+from torch.utils.data import DataLoader
+from vision_models import PrecomputedImages, RawImages, ResNet18, SmallCNN  # beside this script
 
 
 def parse_args():
@@ -43,56 +42,6 @@ def parse_args():
 
 
 # ---------------------------------------------------------------- data
-MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32).reshape(3, 1, 1)
-STD = np.array([0.229, 0.224, 0.225], dtype=np.float32).reshape(3, 1, 1)
-
-
-class SyntheticImages(Dataset):
-    """Already-decoded, normalized tensors in memory: __getitem__ is an index."""
-
-    def __init__(self, length, image_size, num_classes, pool=256):
-        g = torch.Generator().manual_seed(0)
-        self.images = torch.randn(pool, 3, image_size, image_size, generator=g)
-        self.targets = torch.randint(0, num_classes, (pool,), generator=g)
-        self.length = length
-
-    def __len__(self):
-        return self.length
-
-    def __getitem__(self, idx):
-        j = idx % len(self.images)
-        return self.images[j], self.targets[j]
-
-
-class AugmentedImages(Dataset):
-    """uint8 images augmented per sample with numpy (crop, flip, blur/jitter
-    passes, normalize): real CPU work in __getitem__."""
-
-    def __init__(self, length, image_size, num_classes, passes, pool=64):
-        rng = np.random.default_rng(0)
-        self.src = image_size + image_size // 7
-        self.raw = rng.integers(0, 256, (pool, self.src, self.src, 3), dtype=np.uint8)
-        self.targets = rng.integers(0, num_classes, pool)
-        self.length, self.size, self.passes = length, image_size, passes
-
-    def __len__(self):
-        return self.length
-
-    def __getitem__(self, idx):
-        rng = np.random.default_rng(idx)
-        s = self.size
-        y, x = rng.integers(0, self.src - s + 1, 2)
-        img = self.raw[idx % len(self.raw)][y : y + s, x : x + s].astype(np.float32) / 255.0
-        if rng.random() < 0.5:
-            img = img[:, ::-1]
-        for _ in range(self.passes):
-            p = np.pad(img, ((1, 1), (1, 1), (0, 0)), mode="edge")
-            img = sum(p[dy : dy + s, dx : dx + s] for dy in range(3) for dx in range(3)) / 9.0
-            img = np.clip(img * rng.uniform(0.9, 1.1) + rng.uniform(-0.05, 0.05), 0.0, 1.0)
-        chw = (np.ascontiguousarray(img.transpose(2, 0, 1)) - MEAN) / STD
-        return torch.from_numpy(chw), int(self.targets[idx % len(self.targets)])
-
-
 # ---------------------------------------------------------------- models
 def build_model(arch, num_classes):
     if arch == "smallcnn":
@@ -176,9 +125,9 @@ def main():
     L.seed_everything(42)
     length = 200_000
     if args.variant == "starved":
-        dataset = AugmentedImages(length, args.image_size, 1000, args.aug_passes or (8 if cuda else 60))
+        dataset = RawImages(length, args.image_size, 1000, args.aug_passes or (8 if cuda else 60))
     else:
-        dataset = SyntheticImages(length, args.image_size, 1000)
+        dataset = PrecomputedImages(length, args.image_size, 1000)
     extra = dict(persistent_workers=True, prefetch_factor=4) if args.num_workers > 0 else {}
     train_loader = DataLoader(dataset, batch_size=args.batch_size, shuffle=True, num_workers=args.num_workers, pin_memory=cuda, drop_last=True, **extra)
 

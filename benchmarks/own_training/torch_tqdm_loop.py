@@ -14,12 +14,11 @@ import argparse
 import os
 import time
 
-import numpy as np
 import torch
 import torch.nn as nn
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader
 from tqdm import tqdm
-from vision_models import ResNet18, SmallCNN  # beside this script
+from vision_models import PrecomputedImages, RawImages, ResNet18, SmallCNN  # beside this script
 
 
 def parse_args():
@@ -41,61 +40,6 @@ def parse_args():
 
 
 # ---------------------------------------------------------------- data
-MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32).reshape(3, 1, 1)
-STD = np.array([0.229, 0.224, 0.225], dtype=np.float32).reshape(3, 1, 1)
-
-
-class PrecomputedImages(Dataset):
-    """Already-decoded, already-normalized tensors: __getitem__ is an index."""
-
-    def __init__(self, length, image_size, num_classes, pool=256):
-        g = torch.Generator().manual_seed(0)
-        self.images = torch.randn(pool, 3, image_size, image_size, generator=g)
-        self.targets = torch.randint(0, num_classes, (pool,), generator=g)
-        self.length = length
-
-    def __len__(self):
-        return self.length
-
-    def __getitem__(self, idx):
-        j = idx % len(self.images)
-        return self.images[j], self.targets[j]
-
-
-class RawImages(Dataset):
-    """uint8 'decoded JPEGs' transformed per sample with numpy on the CPU.
-
-    RandomResizedCrop-ish crop + flip + a few 3x3 blur passes (ColorJitter /
-    GaussianBlur stand-in) + ToTensor + Normalize, all in numpy: real CPU work
-    per sample, the classic reason a GPU waits on its DataLoader.
-    """
-
-    def __init__(self, length, image_size, num_classes, passes, pool=64):
-        rng = np.random.default_rng(0)
-        self.src_size = image_size + image_size // 7
-        self.raw = rng.integers(0, 256, (pool, self.src_size, self.src_size, 3), dtype=np.uint8)
-        self.targets = rng.integers(0, num_classes, pool)
-        self.length, self.image_size, self.passes = length, image_size, passes
-
-    def __len__(self):
-        return self.length
-
-    def __getitem__(self, idx):
-        rng = np.random.default_rng(idx)
-        img = self.raw[idx % len(self.raw)]
-        s = self.image_size
-        y, x = rng.integers(0, self.src_size - s + 1, 2)
-        img = img[y : y + s, x : x + s].astype(np.float32) / 255.0
-        if rng.random() < 0.5:
-            img = img[:, ::-1]
-        for _ in range(self.passes):  # 3x3 box blur, edge padded
-            p = np.pad(img, ((1, 1), (1, 1), (0, 0)), mode="edge")
-            img = sum(p[dy : dy + s, dx : dx + s] for dy in range(3) for dx in range(3)) / 9.0
-            img = np.clip(img * rng.uniform(0.9, 1.1) + rng.uniform(-0.05, 0.05), 0.0, 1.0)
-        chw = (np.ascontiguousarray(img.transpose(2, 0, 1)) - MEAN) / STD
-        return torch.from_numpy(chw), int(self.targets[idx % len(self.targets)])
-
-
 # ---------------------------------------------------------------- model
 def build_model(arch, num_classes):
     if arch == "smallcnn":
