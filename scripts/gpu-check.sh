@@ -127,7 +127,8 @@ PY
            cat "$out/input/diagnosis.txt" ;;
     maxbatch) benchmarks/run-workloads.sh "$out/maxbatch" torch-efficientnet-b7-max-batch ;;
     own) benchmarks/own-training-gpu.sh "$out/own" ${OWN_SCRIPTS:-} ;;
-    owntui) for preset in own-hf-trainer-starved own-torch-tqdm-python-bound; do
+    owntui) mkdir -p "$out/own"
+            for preset in ${OWNTUI_PRESETS:-own-hf-trainer-starved own-torch-tqdm-python-bound}; do
               python3 -m gputui.tui.screenshot "$out/own/dashboard-$preset.svg" --presets benchmarks/own-training-presets.toml \
                 --preset "$preset" --after 45 --size 140x40; echo "$preset screenshot exit $?"
             done ;;
