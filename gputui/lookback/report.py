@@ -67,6 +67,7 @@ def _throughput_blocks(facts: RunFacts) -> list[Block]:
     rows = [
         ["Median", fmt.rate_in(tp["median"], unit)],
         ["p5 – p95", f"{fmt.rate(tp.get('p5'))} – {fmt.rate_in(tp.get('p95'), unit)}"],
+        *([["Mean (all it did over all the time it took)", fmt.rate_in(tp["mean"], unit)]] if tp.get("mean") else []),
         ["Readings", f"{tp.get('readings', len(facts.rates))} ({window.get(facts.window, 'every reading')}; source {tp.get('source', '?')})"],
     ]
     reported = tp.get("reported")
