@@ -147,6 +147,9 @@ class Oom(ProtocolLine):
         return self._get("batch_size", int)
 
 
+MIN_LOOKS = 10  # a window's share of data looks is read from at least this many looks
+
+
 @dataclass(frozen=True)
 class ProbeReport(ProtocolLine):
     """One window of a Python training loop, as the probe saw it: optimizer steps, the
@@ -173,9 +176,43 @@ class ProbeReport(ProtocolLine):
         return self._get("pid", int)
 
     @property
+    def batches(self) -> int | None:
+        return self._get("batches", int)
+
+    @property
+    def looks(self) -> int | None:
+        """How many times the probe's sampler looked at the loop's stack this window."""
+        return self._get("looks", int)
+
+    @property
+    def data_looks(self) -> int | None:
+        """How many of those looks found the loop doing data work itself."""
+        return self._get("data_looks", int)
+
+    @property
+    def data_site(self) -> str | None:
+        """The data work the sampler saw most, e.g. ``"get_batch (train.py:112)"``."""
+        return self._get("data_site", str)
+
+    @property
+    def sampled_wait(self) -> bool:
+        """True when the loop fetched no DataLoader batch and the data wait is the
+        sampler's estimate (a nanoGPT-style ``get_batch()`` in the loop)."""
+        looks, data = self.looks, self.data_looks
+        return not self.batches and looks is not None and looks >= MIN_LOOKS and data is not None
+
+    @property
+    def loop_wait_s(self) -> float | None:
+        """The time the loop spent on data this window: measured around each DataLoader
+        batch where it fetched any, else estimated from the sampler's share of looks."""
+        if self.sampled_wait and self.seconds:
+            return self.seconds * min(1.0, (self.data_looks or 0) / (self.looks or 1))
+        return self.data_wait_s
+
+    @property
     def data_wait_share(self) -> float | None:
-        """The share of the window the loop spent waiting for the next batch."""
-        wait, seconds = self.data_wait_s, self.seconds
+        """The share of the window the loop spent waiting for (or making) the next batch."""
+        wait, seconds = self.loop_wait_s, self.seconds
         return min(1.0, wait / seconds) if wait is not None and seconds else None
 
 

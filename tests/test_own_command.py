@@ -215,6 +215,42 @@ def test_a_starved_pytorch_loop_is_input_bound_from_the_probes_data_wait(tmp_pat
     assert found and found[0]["evidence"]["data_wait_pct"] >= 80 and found[0]["evidence"]["source"] == "probe", summary["findings"]
 
 
+OWN_BATCHES_SCRIPT = r"""
+import time, torch
+
+
+def get_batch():  # nanoGPT-style: no DataLoader, the loop makes each batch (20 ms to "tokenize")
+    time.sleep(0.02)
+    return torch.randn(8, 16), torch.randn(8, 1)
+
+
+model = torch.nn.Linear(16, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+end = time.monotonic() + 20
+while time.monotonic() < end:
+    x, y = get_batch()
+    opt.zero_grad(); torch.nn.functional.mse_loss(model(x), y).backward(); opt.step()
+"""
+
+
+def test_a_loop_making_its_own_batches_is_input_bound_where_the_sampler_saw_it(tmp_path):
+    """No DataLoader to time: the probe's sampler finds the loop in get_batch() most of the
+    time, and the finding names it (sleeping, not computing, so CI's load does not matter)."""
+    pytest.importorskip("torch")
+    (tmp_path / "train.py").write_text(OWN_BATCHES_SCRIPT)
+    out = tmp_path / "run.jsonl"
+    done = run_gputui(["--headless", "--record", str(out), "--", sys.executable, "train.py"], tmp_path, timeout=240)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    reports = [line for line in lines if line.get("event") == "probe" and line.get("steps")]
+    assert reports and all(r["batches"] == 0 and r["data_site"] == "get_batch (train.py:5)" for r in reports)
+    found = [f for f in lines[-1]["findings"] if f["kind"] == "input_bound"]
+    assert found, lines[-1]["findings"]
+    evidence = found[0]["evidence"]
+    assert evidence["data_wait_pct"] >= 80 and evidence["data_site"] == "get_batch (train.py:5)" and "sampling" in evidence["source"]
+    assert "making its own batches in get_batch (train.py:5)" in found[0]["title"]
+
+
 RANK_SCRIPT = r"""
 import time, torch
 from torch.utils.data import DataLoader, TensorDataset

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from gputui.events import ProbeReport
 from gputui.probe import SITE_DIR, ProbeChannel, is_python_command
 from gputui.protocol import decode
 
@@ -153,6 +154,64 @@ def test_a_slow_dataset_shows_as_time_waiting_for_data(train):
     for r in got:
         assert r["data_wait_s"] / r["seconds"] > 0.5
         assert r["samples"] == 2 * r["batches"]
+
+
+def test_the_sampler_names_the_dataloader_as_where_a_slow_dataset_spends_the_loop(train):
+    result, payloads = run_probed([sys.executable, str(train), "--batch", "2", "--sleep", "0.02", "--seconds", "2.5"])
+    assert result.returncode == 0, result.stderr.decode()
+    got = reports(payloads)
+    assert got and all(r["looks"] >= 10 and r["data_looks"] / r["looks"] > 0.5 and r["data_site"] == "DataLoader" for r in got)
+
+
+NANOGPT = Path(__file__).resolve().parent.parent / "benchmarks" / "own_training" / "nanogpt_loop.py"
+
+
+@pytest.mark.parametrize("variant", ["starved", "fed"])
+def test_a_nanogpt_loop_making_its_own_batches_is_seen_in_get_batch(variant):
+    """benchmarks/own_training/nanogpt_loop.py follows karpathy/nanoGPT's train.py: no
+    DataLoader, get_batch() in the loop.  Starved, its get_batch encodes raw text in
+    Python; fed, it slices a token array.  Only the sampler sees the difference."""
+    argv = [sys.executable, str(NANOGPT), "--variant", variant, "--device", "cpu", "--seconds", "4"]
+    result, payloads = run_probed(argv)
+    assert result.returncode == 0, result.stderr.decode()
+    got = reports(payloads)
+    assert got and all(r["batches"] == 0 and r["looks"] >= 10 for r in got)
+    share = sum(r["data_looks"] for r in got) / sum(r["looks"] for r in got)
+    if variant == "starved":
+        assert share > 0.3 and {r["data_site"] for r in got} == {f"get_batch ({NANOGPT.name}:{get_batch_line()})"}
+    else:
+        assert share < 0.15
+
+
+def get_batch_line() -> int:
+    return next(n for n, line in enumerate(NANOGPT.read_text().splitlines(), 1) if line.startswith("def get_batch("))
+
+
+def load_probe_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_gputui_probe_under_test", Path(SITE_DIR) / "_gputui_probe.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_data_site_is_the_outermost_data_work_on_the_stack():
+    probe = load_probe_module()
+
+    def get_batch():
+        return collate()
+
+    def collate():
+        return sys._getframe()
+
+    def train_step():
+        return sys._getframe()
+
+    here = f"({Path(__file__).name}:"
+    assert probe.data_site(get_batch()).startswith("get_batch " + here)  # the outer one, not collate
+    assert probe.data_site(train_step()) is None
+    assert probe.data_site(None) is None
 
 
 def test_gradient_accumulation_counts_four_batches_per_step(train):
@@ -359,3 +418,22 @@ def test_is_python_command(tmp_path):
     assert not is_python_command(["no-such-program"])
     assert not is_python_command(["/usr/bin/env"])
     assert not is_python_command([])
+
+
+# --- reading its reports -------------------------------------------------------------------
+
+
+def probe_report(**fields) -> ProbeReport:
+    return ProbeReport({"event": "probe", "v": 1, "steps": 3, "seconds": 1.0, **fields})
+
+
+def test_a_window_without_batches_takes_its_data_wait_from_the_samplers_looks():
+    sampled = probe_report(batches=0, data_wait_s=0.0, looks=50, data_looks=40, data_site="get_batch (train.py:9)")
+    assert sampled.sampled_wait and sampled.data_wait_share == pytest.approx(0.8)
+    # DataLoader batches were timed: the measurement beats the estimate
+    timed = probe_report(batches=10, data_wait_s=0.3, looks=50, data_looks=45)
+    assert not timed.sampled_wait and timed.data_wait_share == pytest.approx(0.3)
+    # too few looks to tell, and a recording from before the sampler: as they were
+    assert not probe_report(batches=0, data_wait_s=0.0, looks=5, data_looks=5).sampled_wait
+    before = probe_report(batches=0, data_wait_s=0.0)
+    assert not before.sampled_wait and before.data_wait_share == 0.0

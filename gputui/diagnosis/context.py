@@ -74,6 +74,8 @@ class Context:
         self.open_kinds: set[str] = set()  # kinds of the findings open now (the engine keeps it)
         # The probe's windows (gputui.probe): (t, seconds, data-wait seconds, workers, rank)
         self.probe: deque[tuple[float, float, float, int | None, int | None]] = deque()
+        self.probe_sampled = False  # the last window's data wait was the sampler's (no DataLoader)
+        self.probe_site: str | None = None  # and the data work it saw most, e.g. "get_batch (train.py:112)"
         self.first_progress_t: float | None = None  # the first throughput reading or probe step
         self.rate_unit = SAMPLES  # what self.rates count: one unit at a time
 
@@ -106,11 +108,14 @@ class Context:
         return self.framework != "smoke" and self.setting("device") != "cpu"
 
     def add_probe(self, t: float, report: ProbeReport) -> None:
-        seconds, wait = report.seconds, report.data_wait_s
+        seconds, wait = report.seconds, report.loop_wait_s
         if report.steps:
             self.first_progress_t = t if self.first_progress_t is None else self.first_progress_t
         if not seconds or wait is None:
             return
+        # where the wait was seen: around DataLoader batches, or sampled in the loop's own code
+        self.probe_sampled = report.sampled_wait
+        self.probe_site = report.data_site if report.sampled_wait else None
         self.probe.append((t, float(seconds), float(wait), report.workers, report._get("rank", int)))
         while self.probe and self.probe[0][0] < t - RATE_KEEP_S:
             self.probe.popleft()

@@ -96,9 +96,12 @@ class InputBound(Rule):
                 "rate": rnd(f.rate(), 1),
                 "rate_unit": ctx.rate_unit,
                 "duration_s": rnd(f.until - f.since),
-                "source": "probe",
+                "source": "probe, sampling the loop's stack (no DataLoader)" if ctx.probe_sampled else "probe",
+                "data_site": ctx.probe_site,
             }
         )
+        if ctx.probe_sampled:
+            return self._describe_own_batches(ctx, wait, sm, util, evidence)
         if workers:
             who = f"{workers} DataLoader worker{'s' if workers != 1 else ''}" + (f" at {worker_cpu:.0f}% of a core each" if worker_cpu is not None else "")
         else:
@@ -118,6 +121,20 @@ class InputBound(Rule):
             "Cache decoded and resized samples (a pre-processed copy of the dataset) so each epoch decodes less.",
             "Overlap loading with training: DataLoader(pin_memory=True, persistent_workers=True, prefetch_factor=4).",
             "Decode and augment on the GPU with NVIDIA DALI, or augment whole batches on the GPU (torchvision.transforms.v2 on CUDA tensors).",
+        ]
+        return title, evidence, advice
+
+    def _describe_own_batches(self, ctx, wait, sm, util, evidence):
+        """The loop makes its own batches (nanoGPT's get_batch()): the probe's sampler saw
+        it doing so, not waiting on a DataLoader."""
+        where = f" in {ctx.probe_site}" if ctx.probe_site else ""
+        title = f"Input-bound: the training loop spent {wait:.0f}% of its time making its own batches{where}, with no DataLoader"
+        if sm is not None or util is not None:
+            title += f"; GPU {'SM activity' if sm is not None else 'utilization'} {sm if sm is not None else util:.0f}%"
+        advice = [
+            "Make batches off the loop: wrap the batch making in an IterableDataset and iterate a DataLoader(num_workers=4, pin_memory=True), so workers prepare the next batches while the GPU trains.",
+            "Do the expensive part once, before training: tokenize or decode the corpus into a flat file (nanoGPT's prepare.py writes train.bin; get_batch then only slices a np.memmap).",
+            "Or move the per-batch work onto the GPU, as whole-batch tensor operations.",
         ]
         return title, evidence, advice
 

@@ -63,8 +63,11 @@ class PythonBound(Rule):
                 "seen": "probe and threads" if wait is not None else "threads only (no probe: data loading in the loop cannot be told apart)",
             }
         )
-        if wait is not None and ctx.probe_workers() is None:
-            # nanoGPT's get_batch(): batches made in the loop itself are the loop's own work
+        if wait is not None and ctx.probe_sampled:
+            # nanoGPT's get_batch(): the sampler saw how little of the loop's time it takes
+            evidence["data_loading"] = f"in the loop, without a DataLoader: {wait:.0f}% of its time, sampled from its stack"
+        elif wait is not None and ctx.probe_workers() is None:
+            # a probe without the sampler (recordings before it): batches made in the loop count as its own work
             evidence["data_loading"] = "in the loop, without a DataLoader: preparing batches counts as the loop's own work"
         title = f"Python-bound main loop: its busiest thread works {thread:.0f}% of the time while the GPU's {gpu_text}"
         title += f"; the loop waits for data only {wait:.0f}% of its time" if wait is not None else " (no probe: it may also be loading its own data)"
@@ -74,7 +77,7 @@ class PythonBound(Rule):
             "Avoid host synchronisation every step: .item(), .cpu(), .tolist() and printing the loss block the loop until the GPU catches up; log every N steps.",
             "Move per-step Python work (metrics, logging, data reshaping) out of the loop or onto the GPU.",
         ]
-        if "data_loading" in evidence:
+        if "data_loading" in evidence and not ctx.probe_sampled:  # sampled, the evidence says how little it is
             advice.insert(
                 0,
                 "The loop prepares its own batches (no DataLoader): move that work into a DataLoader with workers, or onto the GPU, and overlap it with the step.",

@@ -8,6 +8,11 @@ DataLoader modules have loaded, and calls :func:`patch` for each.
 - DataLoader: ``_BaseDataLoaderIter.__next__`` wrapped, timing how long the loop waits for
   each batch, counting batches and samples (the leading dimension of the batch's first
   tensor) and noting the iterator's worker count.
+- The loop's own data work, where no DataLoader does it (nanoGPT's ``get_batch()``): from
+  the first optimizer step, a daemon thread looks at the stepping thread's stack 50 times
+  a second and counts the looks that land in data loading (a function such as
+  ``get_batch``, ``__getitem__``, ``collate``; a frame in torch.utils.data, PIL,
+  torchvision's io and transforms, datasets, tokenizers), naming the function it saw most.
 - At an optimizer step at least 1 s after the last report: one ``probe`` line for that
   window, sent as one datagram to ``GPUTUI_PROBE_SOCKET`` (non-blocking; dropped if no
   one listens or the buffer is full).
@@ -23,8 +28,10 @@ import dataclasses
 import functools
 import json
 import os
+import re
 import socket
 import sys
+import threading
 import time
 from collections.abc import Mapping
 
@@ -44,6 +51,25 @@ _OPTIMIZER = "torch.optim.optimizer"
 _DATALOADER = "torch.utils.data.dataloader"
 _SCAN_ITEMS = 4  # elements of a list/tuple/mapping looked at for a tensor, per level
 _SCAN_DEPTH = 3
+SAMPLE_EVERY_S = 0.02  # 50 looks a second: ~50 per report, each a few microseconds
+_STACK_DEPTH = 64  # frames looked at per look, innermost first
+# A function of the loop's own data work, by name (nanoGPT's get_batch, a Dataset's
+# __getitem__, a collate function) ...
+_DATA_FUNCTIONS = re.compile(r"_?(get|next|load|fetch|read|sample|make|prepare)_?batch(es)?|__getitems?__|(default_)?collate(_fn)?")
+# ... or by the library it runs in (a path inside site-/dist-packages).
+_DATA_LIBRARIES = (
+    "torch/utils/data/",
+    "PIL/",
+    "torchvision/io/",
+    "torchvision/transforms/",
+    "torchvision/datasets/",
+    "datasets/",
+    "tokenizers/",
+    "transformers/tokenization_",
+    "transformers/data/",
+    "webdataset/",
+    "nvidia/dali/",
+)
 
 _path = os.environ.get("GPUTUI_PROBE_SOCKET")
 _on = bool(_path)
@@ -61,6 +87,13 @@ _samples = 0
 _samples_known = True
 _wait = 0.0
 _workers = None
+
+# The sampler's counts (the sampler thread writes them, the report reads the difference).
+_loop_thread = None  # threading.get_ident() of the thread that steps the optimizer
+_looks = 0
+_data_looks = 0
+_sites: "dict[str, int]" = {}  # data site -> looks, this window
+_looks_reported = (0, 0)
 
 
 def _resolve_compiling():
@@ -85,10 +118,71 @@ def _reset_window():
 
 def _after_fork():
     """A forked child (a DataLoader worker) starts with nothing counted and its own socket;
-    it never steps an optimizer, so it never reports."""
-    global _sock
+    it never steps an optimizer, so it never reports.  The sampler thread did not fork."""
+    global _sock, _loop_thread, _looks, _data_looks, _sites, _looks_reported
     _sock = None
     _reset_window()
+    _loop_thread, _looks, _data_looks, _sites, _looks_reported = None, 0, 0, {}, (0, 0)
+
+
+def data_site(frame):
+    """Where ``frame``'s stack does data work: ``"get_batch (train.py:112)"`` for the
+    outermost data function of the script's own, ``"DataLoader"`` for torch's, the
+    library's file otherwise; None when it does none."""
+    site = None
+    depth = 0
+    while frame is not None and depth < _STACK_DEPTH:
+        code = frame.f_code
+        path = code.co_filename.replace("\\", "/")
+        library = path.partition("-packages/")[2]
+        if library:
+            if library.startswith(_DATA_LIBRARIES):
+                site = "DataLoader" if library.startswith("torch/utils/data/") else library.split("/")[0] + "/" + library.rsplit("/", 1)[-1]
+        elif _DATA_FUNCTIONS.fullmatch(code.co_name):
+            site = f"{code.co_name} ({os.path.basename(path)}:{code.co_firstlineno})"
+        frame = frame.f_back
+        depth += 1
+    return site
+
+
+def _look():
+    """One look at the loop thread's stack."""
+    global _looks, _data_looks
+    frame = sys._current_frames().get(_loop_thread)
+    if frame is None:
+        return
+    site = data_site(frame)
+    del frame  # a frame held on to keeps its locals alive
+    _looks += 1
+    if site is not None:
+        _data_looks += 1
+        _sites[site] = _sites.get(site, 0) + 1
+
+
+def _sample_loop():
+    sleep = time.sleep
+    try:
+        while _on and _loop_thread is not None:
+            sleep(SAMPLE_EVERY_S)
+            _look()
+    except Exception as exc:
+        _off(exc)
+
+
+def _start_sampler():
+    global _loop_thread
+    _loop_thread = threading.get_ident()
+    threading.Thread(target=_sample_loop, name="gputui-probe-sampler", daemon=True).start()
+
+
+def _take_looks():
+    """(looks, data looks, the site seen most) since the last report."""
+    global _sites, _looks_reported
+    looks, data = _looks, _data_looks
+    sites, _sites = _sites, {}
+    window = (looks - _looks_reported[0], data - _looks_reported[1])
+    _looks_reported = (looks, data)
+    return window[0], window[1], max(sites, key=sites.get) if sites else None
 
 
 def _send(line):
@@ -216,6 +310,8 @@ def _on_step(optimizer, args, kwargs):
         if _compiling():  # a step traced by torch.compile is not counted (see _resolve_compiling)
             return
         now = time.monotonic()
+        if _loop_thread is None:
+            _start_sampler()
         if _t_last is None:  # no batch yet: this step opens the first window
             _t_last = now
             return
@@ -224,6 +320,7 @@ def _on_step(optimizer, args, kwargs):
         if seconds < REPORT_EVERY_S:
             return
         rank, world = _rank()
+        looks, data_looks, site = _take_looks()
         line = encode(
             "probe",
             v=VERSION,
@@ -233,6 +330,9 @@ def _on_step(optimizer, args, kwargs):
             samples=_samples if _samples_known and _batches else None,
             data_wait_s=round(_wait, 6),
             workers=_workers,
+            looks=looks,
+            data_looks=data_looks,
+            data_site=site,
             pid=os.getpid(),
             rank=rank,
             world_size=world,
