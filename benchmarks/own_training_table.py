@@ -37,10 +37,11 @@ def first_reading_after_start(rec, unit: str) -> float | None:
 
 
 def data_wait(rec) -> float | None:
-    """The probe's data-wait share over the whole run, in percent."""
+    """The probe's data-wait share over the whole run, in percent (timed around DataLoader
+    batches, or sampled where the loop makes its own)."""
     reports = [e.payload for e in rec.events_of(ev.PROBE) if isinstance(e.payload, ev.ProbeReport) and e.payload.steps]
     seconds = sum(r.seconds or 0.0 for r in reports)
-    waited = sum(r.data_wait_s or 0.0 for r in reports)
+    waited = sum(r.loop_wait_s or 0.0 for r in reports)
     return 100.0 * waited / seconds if seconds else None
 
 

@@ -2,7 +2,7 @@
 benchmarks/own-training-gpu.sh from the unmodified scripts of benchmarks/own_training/)
 still read, and today's diagnosis still says of each what it said there: a well-fed run
 gets neither input_bound nor python_bound, a starved one input_bound from the probe's
-data wait, a Python-bound one python_bound; ``--pid`` on the HF Trainer run, with no
+data wait (sampled in nanoGPT's get_batch(), which has no DataLoader), a Python-bound one python_bound; ``--pid`` on the HF Trainer run, with no
 output and no probe, input- or Python-bound from telemetry alone."""
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ def expected_kinds(name: str) -> set[str]:
         return {"input_bound"}  # "Input- or Python-bound": without the probe it cannot tell which
     if name.endswith("-fed"):
         return set()
-    if name.endswith("-python-bound") or name == "nanogpt_loop-starved":
-        return {"python_bound"}  # nanoGPT makes its batches in the loop: no DataLoader to wait on
-    return {"input_bound"}
+    if name.endswith("-python-bound"):
+        return {"python_bound"}
+    return {"input_bound"}  # nanoGPT's too: the probe's sampler saw its loop in get_batch()
 
 
 def test_every_script_and_variant_is_there():
