@@ -15,7 +15,7 @@ from gputui import fmt
 from gputui.events import Event, Observer
 from gputui.model import HostSample, Sample, Throughput
 from gputui.outcome import Outcome
-from gputui.summary import SummaryBuilder
+from gputui.summary import BURSTY_NOTE, SummaryBuilder
 
 PRINT_EVERY_S = 0.95  # a line about once a second (a 1 s sampler's ticks jitter a little)
 
@@ -171,6 +171,9 @@ def summary_table(summary: dict[str, Any]) -> list[str]:
     if tp.get("median") is not None:
         rows.append(("throughput median", f"{fmt.rate_in(tp['median'], tp.get('unit'))} ({tp.get('readings')} readings, {tp.get('source')})"))
         rows.append(("throughput p5 / p95", f"{fmt.rate(tp.get('p5'))} / {fmt.rate(tp.get('p95'))}"))
+    if tp.get("bursty") and tp.get("mean") is not None:
+        # the median of its working stretches flatters a job that stalls between them
+        rows.append(("throughput mean", f"{fmt.rate_in(tp['mean'], tp.get('unit'))}: {BURSTY_NOTE}"))
     if tp.get("reported"):
         reported = tp["reported"]
         rows.append(("reported by the run", fmt.rate_in(reported.get("samples_per_sec"), reported.get("unit"))))

@@ -24,6 +24,11 @@ from gputui.phases import TRAINING, PhaseTracker, gpu_busy
 from gputui.protocol import MEASURE
 from gputui.stats import ValueCounts, spread
 
+# A run whose mean (all it did over all the time it took) is this far below the median of
+# its readings works in bursts and stalls between them (Keras fed by a Python generator):
+# the median leaves the stalls out, and the mean is the figure to go by.
+BURSTY_BELOW = 0.90
+BURSTY_NOTE = "it stalls between bursts, which the median leaves out"
 GPU_SERIES = ("util_gpu", "sm_active", "sm_occupancy", "tensor_active", "temp_c", "power_w", "sm_clock_mhz")
 
 
@@ -321,6 +326,8 @@ class SummaryBuilder(Observer):
                 out[key] = stats[key]
         if self.rate_seconds > 0:
             out["mean"] = self.rate_samples / self.rate_seconds  # samples over time, not a mean of rates
+            if "median" in out and out["mean"] < BURSTY_BELOW * out["median"]:
+                out["bursty"] = True
         reported = self._reported_by_unit.get(self.unit) or self.reported
         if reported:
             out["reported"] = reported

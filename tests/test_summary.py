@@ -159,3 +159,27 @@ def test_the_reported_figure_is_the_one_in_the_runs_unit():
     b.on_event(Event(2, ev.THROUGHPUT, Throughput(samples_per_sec=3.4, source="hf-trainer", unit="steps", final=True)))
     b.on_event(Event(2, ev.THROUGHPUT, Throughput(samples_per_sec=4100.0, source="hf-trainer", unit="tokens", final=True)))
     assert b.build()["throughput"]["reported"] == {"samples_per_sec": 4100.0, "source": "hf-trainer", "unit": "tokens"}
+
+
+@pytest.mark.parametrize(("name", "bursty"), [("keras_fit-starved", True), ("keras_fit-fed", False), ("keras_fit-python-bound", False)])
+def test_a_job_that_stalls_between_bursts_says_its_mean_is_the_figure(name, bursty):
+    """Keras fed by a Python generator (docs/own-training-results/cpu/, recorded on the
+    2-core VM) works in bursts: the median of its readings leaves the stalls out, the mean
+    does not, and the closing summary says so; steady runs are left as they were."""
+    from pathlib import Path
+
+    from gputui.progress import summary_table
+    from gputui.record import read_recording
+
+    rec = read_recording(Path(__file__).resolve().parent.parent / "docs" / "own-training-results" / "cpu" / f"{name}.jsonl")
+    b = SummaryBuilder()
+    for item in sorted([*rec.samples, *rec.events], key=lambda x: x.t):
+        b.on_sample(item) if isinstance(item, Sample) else b.on_event(item)
+    tp = b.build()["throughput"]
+    assert tp.get("bursty", False) is bursty
+    rows = [line for line in summary_table(b.build()) if "throughput mean" in line]
+    if bursty:
+        assert tp["mean"] == pytest.approx(tp["reported"]["samples_per_sec"], rel=0.02) and tp["median"] > 1.2 * tp["mean"]
+        assert len(rows) == 1 and "stalls between bursts" in rows[0]
+    else:
+        assert rows == []

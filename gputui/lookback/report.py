@@ -19,6 +19,7 @@ from gputui.lookback.load import check_results, run_summary
 from gputui.lookback.plots import Plot, make_plots
 from gputui.record import Recording
 from gputui.safe_write import write_atomic
+from gputui.summary import BURSTY_NOTE
 
 
 def value_text(value: Any, unit: str = "") -> str:
@@ -67,7 +68,11 @@ def _throughput_blocks(facts: RunFacts) -> list[Block]:
     rows = [
         ["Median", fmt.rate_in(tp["median"], unit)],
         ["p5 – p95", f"{fmt.rate(tp.get('p5'))} – {fmt.rate_in(tp.get('p95'), unit)}"],
-        *([["Mean (all it did over all the time it took)", fmt.rate_in(tp["mean"], unit)]] if tp.get("mean") else []),
+        *(
+            [["Mean (all it did over all the time it took)", fmt.rate_in(tp["mean"], unit) + (f" ({BURSTY_NOTE})" if tp.get("bursty") else "")]]
+            if tp.get("mean")
+            else []
+        ),
         ["Readings", f"{tp.get('readings', len(facts.rates))} ({window.get(facts.window, 'every reading')}; source {tp.get('source', '?')})"],
     ]
     reported = tp.get("reported")
