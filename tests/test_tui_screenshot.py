@@ -55,3 +55,11 @@ def test_a_folder_that_cannot_be_written_says_so_in_one_line(tmp_path, monkeypat
     monkeypatch.setenv("GPUTUI_SCREENSHOT_DIR", str(blocker / "shots"))  # under a file: cannot exist
     notes, _app = shoot_from_the_palette(tmp_path, monkeypatch)
     assert len(notes) == 1 and notes[0].startswith(f"screenshot not saved: {blocker / 'shots'}: ")
+
+
+def test_the_screenshot_tool_refuses_a_folder_it_cannot_make_in_one_line(capsys):
+    from gputui.tui.screenshot import main
+
+    assert main(["/proc/no-such-folder/shot.svg", "--after", "0"]) == 2  # /proc takes no new folders, root or not
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("gputui: error: /proc/no-such-folder/shot.svg: cannot write the screenshot there") and "\n" not in err

@@ -23,6 +23,7 @@ from rich.console import Console
 
 from gputui.baseline import baseline_from_recording
 from gputui.errors import UserError
+from gputui.safe_write import write_atomic
 from gputui.presets import get_preset, load_presets
 
 
@@ -84,6 +85,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.preset:
             get_preset(presets, args.preset)
         baseline = baseline_from_recording(args.baseline) if args.baseline is not None else None
+        try:  # before the app runs: a folder that cannot be made is one line, not a traceback after the shot
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"{args.out}: cannot write the screenshot there ({exc.strerror or exc})") from None
     except UserError as exc:
         print(f"gputui: error: {exc}", file=sys.stderr)
         return 2
@@ -102,8 +107,8 @@ def main(argv: list[str] | None = None) -> int:
                     await app.pop_screen()
             app.refresh_dashboard(force=True)
             await pilot.pause(0.3)
-            args.out.write_text(app.export_screenshot(title=f"gputui {args.preset or 'watch'}"), encoding="utf-8")
-            args.out.with_suffix(".txt").write_text(screen_text(app), encoding="utf-8")
+            write_atomic(args.out, app.export_screenshot(title=f"gputui {args.preset or 'watch'}"))
+            write_atomic(args.out.with_suffix(".txt"), screen_text(app))
             await app.quit_now()  # stopping the run: no question asked
 
         app.run(headless=True, size=args.size, auto_pilot=shoot)
