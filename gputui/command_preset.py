@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -21,7 +22,14 @@ NAME_MAX = 60
 
 def command_name(argv: list[str]) -> str:
     """A readable name for a command: its script's file name, a ``-m`` module, or the
-    program's own name."""
+    program's own name.  ``sh -c "python train.py"`` is named from the command it runs."""
+    if len(argv) > 2 and os.path.basename(argv[0]) in ("sh", "bash", "dash", "zsh") and argv[1] == "-c":
+        try:
+            inner = shlex.split(argv[2])
+        except ValueError:
+            inner = []
+        if inner:
+            return command_name(inner)
     words = iter(argv)
     for word in words:
         base = os.path.basename(word)

@@ -40,6 +40,8 @@ print("done")
         (["python", "-m", "nanogpt.train"], "nanogpt.train"),
         (["./pretrain"], "pretrain"),
         (["deepspeed", "--num_gpus", "2", "ds_train.py"], "ds_train.py"),
+        (["bash", "-c", "CUDA_VISIBLE_DEVICES=0 torchrun --nproc-per-node 2 pretrain.py"], "pretrain.py"),
+        (["uv", "run", "python", "train.py"], "train.py"),
     ],
 )
 def test_a_command_is_named_after_the_script_it_runs(argv, name):

@@ -414,7 +414,15 @@ def test_is_python_command(tmp_path):
     assert is_python_command(["env", "-u", "X", "A=1", "python", "x.py"])
     assert is_python_command([str(script), "--flag"])
     assert not is_python_command([str(shell)])  # "python" after the shebang line does not count
-    assert not is_python_command(["/bin/sh", "-c", "python x.py"])
+    # a shell or a project runner starts the program after it, with this environment
+    assert is_python_command(["/bin/sh", "-c", "python x.py"])
+    assert is_python_command(["bash", "-c", "CUDA_VISIBLE_DEVICES=0 python3 train.py --lr 3e-4"])
+    assert not is_python_command(["sh", "-c", "./train.sh"])
+    assert is_python_command(["uv", "run", "python", "train.py"])
+    assert is_python_command(["uv", "run", "--with", "torch", "python", "-m", "train"])
+    assert is_python_command(["conda", "run", "-n", "ml", "python", "train.py"])
+    assert not is_python_command(["uv", "run", "./train.sh"])
+    assert not is_python_command(["uv", "pip", "list"])
     assert not is_python_command(["no-such-program"])
     assert not is_python_command(["/usr/bin/env"])
     assert not is_python_command([])

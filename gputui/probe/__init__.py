@@ -122,10 +122,18 @@ class ProbeChannel:
                 log.exception("probe on_line callback failed")
 
 
-def is_python_command(argv: list[str]) -> bool:
+# Programs that run the command after them: ``uv run python train.py``.  Their own
+# options (``conda run -n env``) are skipped; those that take a value are named.
+_RUNNERS = {"uv": "run", "poetry": "run", "pipenv": "run", "conda": "run", "mamba": "run", "micromamba": "run", "pixi": "run", "hatch": "run"}
+_RUNNER_VALUE_OPTIONS = {"-n", "--name", "-p", "--prefix", "--with", "--python", "--project", "--directory", "-e", "--environment", "--manifest-path"}
+_SHELLS = {"sh", "bash", "dash", "zsh"}
+
+
+def is_python_command(argv: list[str], _depth: int = 0) -> bool:
     """Whether ``argv`` runs Python: an interpreter (``python3``, ``python3.12``), or a
     script whose shebang names one (``torchrun``, ``accelerate``, ``deepspeed``, a
-    project's entry point).  ``env python3 ...`` looks at the program env runs."""
+    project's entry point).  ``env python3 ...``, ``uv run python ...`` (and poetry's,
+    conda's, pixi's ``run``) and ``sh -c "python ..."`` look at the program they run."""
     try:
         args = list(argv)
         if args and os.path.basename(args[0]) == "env":  # the program env runs, past its options and NAME=value
@@ -138,10 +146,22 @@ def is_python_command(argv: list[str]) -> bool:
                     args = shlex.split(args[0]) + args[1:]
                 elif option.startswith(("-S", "--split-string=")):
                     args = shlex.split(option.split("=", 1)[1] if option.startswith("--") else option[2:]) + args
+        while args and "=" in args[0] and not args[0].startswith(("-", "/", ".")):  # a shell's NAME=value prefix
+            args = args[1:]
         if not args:
             return False
         program = args[0]
-        if _PYTHON_NAME.fullmatch(os.path.basename(program)):
+        name = os.path.basename(program)
+        if _depth < 4 and _RUNNERS.get(name) is not None and len(args) > 1 and args[1] == _RUNNERS[name]:
+            rest = args[2:]
+            while rest and rest[0].startswith("-"):
+                option = rest.pop(0)
+                if option in _RUNNER_VALUE_OPTIONS and rest:
+                    rest.pop(0)
+            return is_python_command(rest, _depth + 1)
+        if _depth < 4 and name in _SHELLS and len(args) > 2 and args[1] == "-c":
+            return is_python_command(shlex.split(args[2]), _depth + 1)
+        if _PYTHON_NAME.fullmatch(name):
             return True
         resolved = shutil.which(program)
         if resolved is None:

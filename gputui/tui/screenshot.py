@@ -23,8 +23,8 @@ from rich.console import Console
 
 from gputui.baseline import baseline_from_recording
 from gputui.errors import UserError
-from gputui.safe_write import write_atomic
 from gputui.presets import get_preset, load_presets
+from gputui.safe_write import write_atomic
 
 
 def screen_text(app) -> str:
