@@ -200,8 +200,7 @@ class SummaryBuilder(Observer):
         self.rate_seconds = 0.0
         self.rate_source: str | None = None
         self.unit = SAMPLES  # what the readings count (gputui.model.UNITS)
-        self.reported: dict[str, Any] | None = None  # the tool's own final figure
-        self._reported_by_unit: dict[str, dict[str, Any]] = {}
+        self._reported_by_unit: dict[str, dict[str, Any]] = {}  # the tool's own final figures, by unit
         self.workload: ev.WorkloadInfo | None = None
         self.outcome: Outcome | None = None
 
@@ -246,7 +245,6 @@ class SummaryBuilder(Observer):
         elif isinstance(payload, Throughput) and event.kind == ev.THROUGHPUT:
             if payload.final:
                 self._reported_by_unit[payload.unit] = {"samples_per_sec": payload.samples_per_sec, "source": payload.source, "unit": payload.unit}
-                self.reported = self._reported_by_unit.get(self.unit) or self._reported_by_unit[payload.unit]
             elif payload.phase in (None, MEASURE):  # tools without phases: every reading counts
                 if payload.phase is None:
                     self.phases.on_progress(event.t)
@@ -328,7 +326,8 @@ class SummaryBuilder(Observer):
             out["mean"] = self.rate_samples / self.rate_seconds  # samples over time, not a mean of rates
             if "median" in out and out["mean"] < BURSTY_BELOW * out["median"]:
                 out["bursty"] = True
-        reported = self._reported_by_unit.get(self.unit) or self.reported
+        # in the run's unit, else the last one the tool gave
+        reported = self._reported_by_unit.get(self.unit) or next(reversed(self._reported_by_unit.values()), None)
         if reported:
             out["reported"] = reported
         if self.world_size:
