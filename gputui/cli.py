@@ -23,6 +23,13 @@ if TYPE_CHECKING:
     from gputui.signal_relay import SignalRelay
 
 
+def preset_name(text: str) -> str:
+    """``--preset NAME``: an empty name would read as no --preset at all."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a preset's name, got an empty one")
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gputui",
@@ -32,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"gputui {__version__}")
     parser.add_argument("--presets", type=Path, metavar="FILE", help="an extra presets file, merged last")
-    parser.add_argument("--preset", metavar="NAME", help="run this preset")
+    parser.add_argument("--preset", metavar="NAME", type=preset_name, help="run this preset")
     parser.add_argument("--record", type=Path, metavar="FILE", help="record to FILE (JSON Lines); on a terminal the dashboard shows it, else headless")
     parser.add_argument("--force", action="store_true", help="let --record replace an existing FILE")
     parser.add_argument("--no-history", action="store_true", help="keep no copy of this run in the run history (also: GPUTUI_NO_HISTORY=1)")

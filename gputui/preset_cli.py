@@ -53,12 +53,12 @@ def candidate_files(extra: Path | None, cwd: Path | None = None) -> list[tuple[P
 def cmd_path(args: argparse.Namespace) -> int:
     print("files, in merge order (later files win):")
     for index, (path, what) in enumerate(candidate_files(args.presets), 1):
-        print(f"  {index}. {path}  ({what}; {'exists' if path.is_file() else 'absent'})")
+        print(f"  {index}. {printable(path)}  ({what}; {'exists' if path.is_file() else 'absent'})")
     presets = load_presets(extra=args.presets)
     width = max((len(printable(n)) for n in presets), default=0)
     print("presets:")
     for name in sorted(presets):
-        print(f"  {printable(name):<{width}}  {presets[name].source}")
+        print(f"  {printable(name):<{width}}  {printable(presets[name].source)}")
     return 0
 
 
@@ -73,7 +73,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             print(f"gputui: error: {printable(exc)}", file=sys.stderr)
             failed = True
             continue
-        print(f"ok  {path} ({count} preset{'s' if count != 1 else ''})")
+        print(f"ok  {printable(path)} ({count} preset{'s' if count != 1 else ''})")
     return 2 if failed else 0
 
 
@@ -123,7 +123,7 @@ def keep_edit(store: PresetFile, data: bytes) -> Path:
     """Put an edit that cannot be saved next to the file, so it is not lost."""
     keep = store.path.with_name(store.path.name + ".edited")
     try:
-        write_atomic_with(keep, lambda handle: handle.write(data), binary=True)
+        write_atomic_with(keep, lambda handle: handle.write(data), binary=True, like=store.path)  # may hold its secrets
     except OSError as exc:
         raise UserError(f"{keep}: cannot keep your edit there ({exc.strerror or exc}); {store.path} left as it was") from None
     return keep

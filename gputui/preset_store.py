@@ -27,6 +27,7 @@ from typing import Any
 from gputui.errors import UserError
 from gputui.presets import Preset, builtin_presets_path, parse_text, user_presets_path
 from gputui.safe_write import write_atomic
+from gputui.text_files import read_text_file
 
 NAME_RE = re.compile(r"[A-Za-z0-9_.-]+")
 HEADER_COMMENT = "gputui presets (see docs/presets.md); gputui keeps comments and formatting when it edits this file"
@@ -58,10 +59,15 @@ def backup_path(path: Path) -> Path:
 
 
 def _digest(path: Path) -> str | None:
+    """What the file holds now (None when absent): a change on disk shows as a new digest."""
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        return _text_digest(read_text_file(path, "presets file"))
     except FileNotFoundError:
         return None
+
+
+def _text_digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def lock_path(path: Path) -> Path:
@@ -136,13 +142,10 @@ class PresetFile:
     def load(cls, path: Path) -> PresetFile:
         """The file as it is now ({} when absent, e.g. a first user file)."""
         try:
-            digest = _digest(path)
-            text = path.read_bytes().decode("utf-8") if digest is not None else ""
-        except UnicodeDecodeError as exc:
-            raise UserError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-        except OSError as exc:
-            raise UserError(f"{path}: cannot read ({exc.strerror})") from None
-        return cls(path, text, digest)
+            text = read_text_file(path, "presets file")
+        except FileNotFoundError:
+            return cls(path, "", None)
+        return cls(path, text, _text_digest(text))
 
     @classmethod
     def user(cls) -> PresetFile:

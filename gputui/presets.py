@@ -27,10 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from gputui.catalog import AUGMENT_LEVELS, COMPILE_MODES, DEVICES, FRAMEWORKS, METHODS, PIPELINES
-from gputui.config import tomllib, user_presets_path
+from gputui.config import user_presets_path
 from gputui.diagnosis.settings import KEYS as DIAGNOSIS_KEYS
 from gputui.diagnosis.settings import check_value as check_diagnosis_value
 from gputui.errors import UserError
+from gputui.text_files import parse_toml, read_text_file
 
 
 @dataclass(frozen=True)
@@ -210,15 +211,23 @@ def _argv(value: Any) -> tuple[str, ...]:
         raise _Bad(f"a list of arguments, e.g. {example!r}")
     if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
         raise _Bad("a non-empty list of strings")
+    if any("\0" in v for v in value):
+        raise _Bad("arguments without NUL characters (no program can be given one)")
     return tuple(value)
 
 
 def _env(value: Any) -> dict[str, str]:
+    """The child's extra environment.  Its values may be secrets (WANDB_API_KEY): no
+    message ever shows one, only the variable's name."""
     if not isinstance(value, dict):
         raise _Bad('a table of NAME = "value" strings')
     for key, item in value.items():
+        if not key or "=" in key or "\0" in key:
+            raise _Bad(f"variable names without '=' or NUL characters (the environment cannot hold {key!r})")
         if not isinstance(item, str):
-            raise _Bad(f'a string for env.{key} (quote numbers: "{item}")')
+            raise _Bad(f'a string for env.{key} (quote numbers: {key} = "...")')
+        if "\0" in item:
+            raise _Bad(f"env.{key}: a value without NUL characters (the environment cannot hold one)")
     return dict(value)
 
 
@@ -348,6 +357,8 @@ def _diagnosis_table(table: Any, where: str) -> dict[str, Any]:
 
 def _parse_preset(name: str, table: Any, path: Path) -> Preset:
     where = f"{path}: [presets.{name}]"
+    if not name.strip():  # `--preset ''` could not tell it from no --preset at all
+        raise UserError(f'{path}: [presets."{name}"]: expected a preset name that is not empty or blank')
     if not isinstance(table, dict):
         raise UserError(f"{where}: expected a table of settings")
     values: dict[str, Any] = {}
@@ -389,15 +400,6 @@ def _parse_preset(name: str, table: Any, path: Path) -> Preset:
     return Preset(name=name, source=path, **values)
 
 
-def _syntax_error_message(path: Path, exc: tomllib.TOMLDecodeError) -> str:
-    text = str(exc)
-    match = re.search(r"\(at line (\d+), column (\d+)\)", text)
-    reason = text[: match.start()].strip() if match else text
-    if match:
-        return f"{path}:{match.group(1)}:{match.group(2)}: TOML syntax error: {reason}"
-    return f"{path}: TOML syntax error: {reason}"
-
-
 def load_file(path: Path) -> dict[str, Preset]:
     """The presets of one file, validated.  Raises UserError naming file and place."""
     return _load_document(path)[0]
@@ -410,13 +412,9 @@ def load_diagnosis_file(path: Path) -> dict[str, Any]:
 
 def _load_document(path: Path) -> tuple[dict[str, Preset], dict[str, Any]]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_file(path, "presets file")
     except FileNotFoundError:
         raise UserError(f"{path}: no such presets file") from None
-    except UnicodeDecodeError as exc:
-        raise UserError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read ({exc.strerror})") from None
     return parse_text(text, path)
 
 
@@ -428,17 +426,14 @@ def check_preset(name: str, table: Any, path: Path) -> Preset:
 def parse_text(text: str, path: Path) -> tuple[dict[str, Preset], dict[str, Any]]:
     """The presets and [diagnosis] table of ``text``, validated as if read from ``path``
     (errors name ``path``).  Raises UserError."""
+    data = parse_toml(text, path)
     try:
-        return _parse_data(text, path)
-    except RecursionError:  # tomllib (and str() of what it built) recurse per nesting level
+        return _parse_data(data, path)
+    except RecursionError:  # str() of what tomllib built recurses per nesting level too
         raise UserError(f"{path}: nested too deeply to read (arrays or tables inside each other)") from None
 
 
-def _parse_data(text: str, path: Path) -> tuple[dict[str, Preset], dict[str, Any]]:
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(_syntax_error_message(path, exc)) from None
+def _parse_data(data: dict[str, Any], path: Path) -> tuple[dict[str, Preset], dict[str, Any]]:
     for key in data:
         if key not in TOP_LEVEL_TABLES:
             raise UserError(f"{path}: [{key}]: unknown table (expected [presets.NAME] or [diagnosis])")

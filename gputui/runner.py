@@ -149,7 +149,10 @@ class Runner:
         try:
             self._spawn()
         except Exception as exc:  # never raise from start()
-            log.exception("runner: cannot start %r", self.argv)
+            if isinstance(exc, (OSError, ValueError)):  # not found, not executable, a NUL: the outcome says so
+                log.info("runner: cannot start %r: %s", self.argv, exc)
+            else:  # anything else is a bug worth its traceback
+                log.exception("runner: cannot start %r", self.argv)
             self._cleanup_after_spawn_failure()
             self._finish(Outcome("failed_to_start", message=_short(f"cannot start {self._name()}: {exc}"), duration_s=0.0))
 

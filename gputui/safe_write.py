@@ -1,41 +1,105 @@
-"""Writing a file so that a crash leaves the old version or the new one, never half of one.
+"""Writing a file a user named, so that a crash leaves the old version or the new one,
+never half of one, and nothing that is not a file is destroyed.
 
-The text goes to a temporary file in the same directory (so the rename stays on one
-file system), is flushed and fsynced, then ``os.replace``s the target; the directory
-is fsynced so the rename itself survives a power cut.  Used for settings.toml,
-presets files, reports and exports.  No Textual here.
+For a regular file (or a path that does not exist yet) the text goes to a temporary file
+in the same directory (so the rename stays on one file system), is flushed and fsynced,
+then ``os.replace``s the target; the directory is fsynced so the rename itself survives a
+power cut.  A symlink to a regular file replaces what it points to and keeps the link.
+
+What is not a regular file is never replaced by one: renaming over ``/dev/null`` (as
+root, on a rented box) would swap the system's device for a plain file.  A character
+device (``/dev/null``, ``/dev/stdout`` on a terminal) and a FIFO with a reader are
+written into, as a shell redirection would; a FIFO without a reader, a block device, a
+socket or a directory is refused with an OSError whose ``strerror`` says why.
+
+The new file's mode is its old one, or the usual one for a new file; ``like`` makes it
+no looser than another file's (a backup of a 0600 presets file stays 0600).  Used for
+settings.toml, presets files and their backups, reports, exports.  No Textual here.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import os
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
 
-def write_atomic(path: Path, text: str, *, backup: Path | None = None) -> None:
+def write_atomic(path: Path, text: str, *, backup: Path | None = None, like: Path | None = None) -> None:
     """Replace ``path`` with ``text`` atomically.  With ``backup``, the previous
-    version (if any) is first copied there (itself atomically).  Raises OSError."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if backup is not None and path.exists():
+    version (if any) is first copied there (itself atomically, and no more readable
+    than ``path``).  Raises OSError."""
+    if backup is not None and path.is_file():
         previous = path.read_bytes()
-        _replace_with(backup, lambda handle: handle.write(previous), binary=True)
-    _replace_with(path, lambda handle: handle.write(text))
+        write_atomic_with(backup, lambda handle: handle.write(previous), binary=True, like=path)
+    write_atomic_with(path, lambda handle: handle.write(text), like=like)
 
 
-def write_atomic_with(path: Path, fill: Callable[[IO[Any]], object], *, binary: bool = False) -> None:
-    """Replace ``path`` atomically with what ``fill(handle)`` writes: for files too big
-    to build in memory first (an exported table) or binary ones (a PNG).  Raises OSError."""
+def write_atomic_with(path: Path, fill: Callable[[IO[Any]], object], *, binary: bool = False, like: Path | None = None) -> None:
+    """Write what ``fill(handle)`` writes to ``path``: atomically for a regular file,
+    into it for a character device or a FIFO.  For files too big to build in memory
+    first (an exported table) or binary ones (a PNG).  Raises OSError."""
+    kind = _existing_kind(path)
+    if kind is not None:
+        _write_into(path, kind, fill, binary)
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
-    _replace_with(path, fill, binary=binary)
+    _replace_with(path.resolve() if path.is_symlink() else path, fill, binary, like)
 
 
-def _replace_with(path: Path, fill: Callable[[IO[Any]], object], binary: bool = False) -> None:
-    if path.is_symlink():  # a dotfiles link: replace what it points to, keep the link
-        path = path.resolve()
-    mode = _mode_for(path)
+def _existing_kind(path: Path) -> int | None:
+    """The file type bits of what ``path`` names (through symlinks) when it is not a
+    regular file, None when it is one or does not exist."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            return None
+        raise
+    return None if stat.S_ISREG(mode) else stat.S_IFMT(mode)
+
+
+def _refusal(path: Path, kind: int) -> OSError | None:
+    """Why ``path`` (of file type ``kind``) cannot be written into; None when it can."""
+    if kind == stat.S_IFDIR:
+        return IsADirectoryError(errno.EISDIR, "is a directory, expected a file", str(path))
+    if kind == stat.S_IFBLK:
+        return OSError(errno.EPERM, "is a block device: gputui writes only files, character devices and FIFOs", str(path))
+    if kind not in (stat.S_IFCHR, stat.S_IFIFO):
+        return OSError(errno.EPERM, "is not a file, a character device or a FIFO", str(path))
+    return None
+
+
+def _write_into(path: Path, kind: int, fill: Callable[[IO[Any]], object], binary: bool) -> None:
+    """Write into a character device or a FIFO in place (nothing to rename, nothing to
+    fsync).  A FIFO is opened without blocking, so one with no reader is refused at once
+    instead of hanging the command."""
+    refusal = _refusal(path, kind)
+    if refusal is not None:
+        raise refusal
+    flags = os.O_WRONLY | os.O_NOCTTY | (os.O_NONBLOCK if kind == stat.S_IFIFO else 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise OSError(errno.ENXIO, "a FIFO with no reader", str(path)) from None
+        raise
+    if kind == stat.S_IFIFO:  # a reader is there: block from now on, as a pipe does
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+    handle: IO[Any] = os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8")
+    with handle:
+        fill(handle)
+        handle.flush()
+
+
+def _replace_with(path: Path, fill: Callable[[IO[Any]], object], binary: bool, like: Path | None) -> None:
+    mode = _mode_for(path, like)
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.fchmod(fd, mode)  # mkstemp makes 0600: keep the file's own mode, or the usual one
@@ -54,14 +118,21 @@ def _replace_with(path: Path, fill: Callable[[IO[Any]], object], binary: bool = 
     _fsync_dir(path.parent)
 
 
-def _mode_for(path: Path) -> int:
-    """The mode the file has now, else what a plain open() would give it (0666 less umask)."""
+def _mode_for(path: Path, like: Path | None = None) -> int:
+    """The mode the file has now, else what a plain open() would give it (0666 less
+    umask); no looser than ``like``'s where that file exists."""
     try:
-        return path.stat().st_mode & 0o7777
+        mode = path.stat().st_mode & 0o7777
     except OSError:
         umask = os.umask(0)
         os.umask(umask)
-        return 0o666 & ~umask
+        mode = 0o666 & ~umask
+    if like is not None:
+        try:
+            mode &= like.stat().st_mode & 0o7777
+        except OSError:
+            pass
+    return mode
 
 
 def _fsync_dir(folder: Path) -> None:

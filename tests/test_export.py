@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import csv
+import os
 import re
+import stat
 import subprocess
 import sys
 
@@ -125,3 +127,21 @@ def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, setup, message):
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and re.search(message, lines[0]), result.stderr
+
+
+def test_export_replaces_an_existing_file_only_with_force_and_writes_into_a_fifo(tmp_path):
+    """Issue 26: export overwrote silently (--record asks for --force), and a device named
+    as OUT was replaced by a regular file; now a file needs --force and a FIFO (like a
+    device) is written into, never replaced."""
+    recording = RECORDINGS / "torch-resnet50.jsonl"
+    out = tmp_path / "samples.csv"
+    out.write_text("keep me\n")
+    refused = run_gputui(["export", str(recording), "--csv", str(out)], tmp_path)
+    assert refused.returncode == 2 and "already exists" in refused.stderr and "--force" in refused.stderr
+    assert out.read_text() == "keep me\n"
+    forced = run_gputui(["export", str(recording), "--csv", str(out), "--force"], tmp_path)
+    assert forced.returncode == 0 and out.read_text().startswith("t,")
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    refused = run_gputui(["export", str(recording), "--csv", str(fifo)], tmp_path)  # nobody reads it
+    assert refused.returncode == 2 and "a FIFO with no reader" in refused.stderr and stat.S_ISFIFO(fifo.stat().st_mode)

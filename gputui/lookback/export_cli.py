@@ -5,22 +5,30 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from gputui.errors import UserError
+from gputui.record import exists_message
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", type=Path, metavar="FILE", help="a recording (.jsonl or .jsonl.gz)")
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument("--csv", type=Path, metavar="OUT", help="write the samples as CSV to OUT")
     target.add_argument("--parquet", type=Path, metavar="OUT", help="write the samples as Parquet to OUT (needs pyarrow: pip install 'gputui[parquet]')")
+    parser.add_argument("--force", action="store_true", help="replace OUT if it exists")
 
 
 def run(args: argparse.Namespace) -> int:
+    from gputui.escape import for_terminal
     from gputui.lookback.export import write_csv, write_parquet
     from gputui.lookback.load import load_recording
 
+    out = args.csv if args.csv is not None else args.parquet
+    if not args.force and out.is_file():  # a device or FIFO (/dev/stdout) is written into, not replaced
+        raise UserError(exists_message(out))
     recording = load_recording(args.file)
     if args.csv is not None:
         count, out = write_csv(recording, args.csv), args.csv
     else:
         count, out = write_parquet(recording, args.parquet), args.parquet
-    print(f"{out}: {count} rows" + (f" (the recording was cut: {recording.cut})" if recording.cut else ""))
+    print(for_terminal(f"{out}: {count} rows" + (f" (the recording was cut: {recording.cut})" if recording.cut else "")))
     return 0

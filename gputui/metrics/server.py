@@ -25,7 +25,10 @@ def parse_listen_address(text: str) -> tuple[str, int]:
     if not sep:
         host, port_text = DEFAULT_HOST, text
     host = host.strip("[]") if host.startswith("[") else host
-    if not port_text.isdigit() or int(port_text) > 65535 or (sep and not host):
+    if len(host) > 253:  # RFC 1035; a longer one is a paste gone wrong, and the resolver would choke on it
+        raise UserError(f"{OPTION}: a host name has 253 characters at most, got one of {len(host)}")
+    # isdigit() alone takes "²"
+    if not (port_text.isascii() and port_text.isdigit()) or int(port_text) > 65535 or (sep and not host):
         raise UserError(f"{OPTION}: expected [HOST:]PORT with a port from 0 (any free one) to 65535, got {text!r}")
     return host, int(port_text)
 
@@ -65,4 +68,6 @@ def start_metrics_server(address: str, price_per_hour: float | None = None) -> M
         if exc.errno == errno.EADDRINUSE:
             raise UserError(f"{OPTION}: port {port} on {host} is already in use (is another exporter running? pick another port)") from None
         raise UserError(f"{OPTION}: cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    except (UnicodeError, ValueError):  # "a..b": an empty label, which the resolver's IDNA codec refuses
+        raise UserError(f"{OPTION}: {host!r} is not a host name or address this machine can listen on") from None
     return MetricsServer(live=live, host=host, port=httpd.server_port, _httpd=httpd, _thread=thread)

@@ -1,6 +1,7 @@
 """Dashboard settings that outlive a session, in ``$XDG_CONFIG_HOME/gputui/settings.toml``.
 
-Read with tomllib; written with tomlkit so that a user's comments and keys we do not
+Read through gputui.text_files (a regular file, bounded; a file it cannot use leaves
+the defaults and one notice); written with tomlkit so that a user's comments and keys we do not
 know survive, through a temporary file, fsync and ``os.replace``: a crash mid-write
 leaves the old file or the new one, never half of one.
 """
@@ -10,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gputui.config import tomllib
 from gputui.config import user_settings_path as settings_path
+from gputui.errors import UserError
 from gputui.safe_write import write_atomic
+from gputui.text_files import load_toml, read_text_file
 
 __all__ = ["DashboardSettings", "load_settings", "save_setting", "settings_path"]
 
@@ -26,11 +28,11 @@ class DashboardSettings:
 def load_settings(path: Path) -> tuple[DashboardSettings, str | None]:
     """The settings, and a problem to show when the file could not be used."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = load_toml(path, "settings file")
     except FileNotFoundError:
         return DashboardSettings(), None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        return DashboardSettings(), f"{path}: ignored ({exc})"
+    except UserError as exc:  # too big, not a file, not TOML, nested too deep: the defaults, and why
+        return DashboardSettings(), f"{exc}; ignored, using the defaults"
     theme = data.get("theme")
     if theme is not None and not isinstance(theme, str):
         return DashboardSettings(), f"{path}: theme: expected a string; ignored"
@@ -46,12 +48,14 @@ def save_setting(path: Path, key: str, value: str) -> None:
     import tomlkit  # only when something is saved: not on the way to the first frame
 
     try:
-        document = tomlkit.parse(path.read_text(encoding="utf-8"))
+        document = tomlkit.parse(read_text_file(path, "settings file"))
     except FileNotFoundError:
         document = tomlkit.document()
         document.add(tomlkit.comment("gputui settings (written by the dashboard; edits are kept)"))
-    except tomlkit.exceptions.ParseError as exc:
-        raise ValueError(f"{path} is not valid TOML ({exc}); not changing it") from None
+    except UserError as exc:
+        raise ValueError(f"{exc}; not changing it") from None
+    except (tomlkit.exceptions.ParseError, RecursionError, ValueError) as exc:
+        raise ValueError(f"{path} is not TOML gputui can read ({type(exc).__name__}); not changing it") from None
     if document.get(key) == value:
         return
     document[key] = value

@@ -27,8 +27,9 @@ from textual.color import Color
 from textual.filter import LineFilter
 from textual.theme import Theme
 
-from gputui.config import tomllib, user_themes_path
+from gputui.config import user_themes_path
 from gputui.errors import UserError
+from gputui.text_files import load_toml
 
 DEFAULT_THEME = "gputui-dark"
 
@@ -43,20 +44,30 @@ def builtin_themes_path() -> Path:
     return packaged if packaged.is_dir() else Path(__file__).resolve().parents[2] / "themes"
 
 
+def _is_colour(value: str) -> bool:
+    """Whether Textual can draw ``value``: a theme it cannot parse would end the dashboard
+    when applied, not when read."""
+    try:
+        Color.parse(value)
+    except Exception:
+        return False
+    return True
+
+
 def parse_theme(path: Path) -> Theme:
     """One theme file; UserError naming the file and key when it does not fit."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read ({exc.strerror})") from None
-    except UnicodeDecodeError:
-        raise UserError(f"{path}: not UTF-8 text") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"{path}: TOML syntax error: {exc}") from None
+        data = load_toml(path, "theme file")
+    except FileNotFoundError:
+        raise UserError(f"{path}: cannot read (no such file)") from None
     fields: dict[str, Any] = {"name": path.stem}
     for key, value in data.items():
-        if key == "name" or key in _COLOURS:
+        if key == "name":
             if not isinstance(value, str) or not value:
+                raise UserError(f"{path}: name: expected a non-empty string")
+            fields[key] = value
+        elif key in _COLOURS:
+            if not isinstance(value, str) or not _is_colour(value):
                 raise UserError(f'{path}: {key}: expected a colour string, e.g. "#4EA1FF" or "ansi_blue"')
             fields[key] = value
         elif key in _FLAGS:
@@ -64,8 +75,8 @@ def parse_theme(path: Path) -> Theme:
                 raise UserError(f"{path}: {key}: expected true or false")
             fields[key] = value
         elif key in _NUMBERS:
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise UserError(f"{path}: {key}: expected a number")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+                raise UserError(f"{path}: {key}: expected a number from 0 to 1")
             fields[key] = float(value)
         elif key == "variables":
             if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
