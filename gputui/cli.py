@@ -103,7 +103,12 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "export": ("gputui.lookback.export_cli", "a recording's samples as a flat table (CSV or Parquet)"),
     "runs": ("gputui.lookback.runs_cli", "the kept run history: list it, prune it"),
     "replay": ("gputui.lookback.replay_cli", "play a recording back in the dashboard"),
+    "fleet": ("gputui.fleet.cli", "gputui check on every node of a fleet (Slurm, SSH), and the report that finds the slow one"),
 }
+
+
+# Subcommands that read what follows "--" themselves (args.run_command): fleet check's srun options.
+TAKE_WHAT_FOLLOWS = ("fleet",)
 
 
 def _load(args: argparse.Namespace):
@@ -392,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(own)
     args.run_command = command
-    if command is not None and args.command is not None:
+    if command is not None and args.command is not None and args.command not in TAKE_WHAT_FOLLOWS:
         parser.error(f"-- COMMAND runs your own command; not with '{args.command}'")
     try:
         if args.command == "presets":

@@ -1,0 +1,11 @@
+"""``gputui fleet``: ``gputui check`` on every node of a fleet, through the engines a fleet
+already has (Slurm's ``srun``, the system ``ssh``), and one report that sets the nodes
+side by side and names the slow one.  No agent and no protocol of gputui's own: each node
+runs ``gputui check --json``, and what it printed comes back on the engine's stdout.
+
+- :mod:`.node`: the command a node runs and how its output is read back;
+- :mod:`.ssh`, :mod:`.slurm`: the two engines;
+- :mod:`.results`: a node's result, kept as NODE.json (+ NODE.jsonl) in a folder;
+- :mod:`.report`: the fleet report over such a folder;
+- :mod:`.cli`: ``gputui fleet check`` and ``gputui fleet report``.
+"""

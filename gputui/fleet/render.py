@@ -1,0 +1,169 @@
+"""The fleet report's faces: lines for a terminal, JSON, Markdown and HTML with plots."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+from gputui import fmt
+from gputui.fleet.report import FleetReport, Node, Outlier
+from gputui.lookback.document import Block, Bullets, Heading, Image, Paragraph, Table, to_html, to_markdown
+from gputui.safe_write import write_atomic, write_atomic_with
+
+# The columns a terminal has room for; Markdown and HTML show every measured check.
+TERMINAL_CHECKS = ("micro.matmul_bf16", "micro.memory_bandwidth", "micro.h2d", "workload.resnet50_tuned")
+PLOTTED = (("micro.matmul_bf16", "bf16 matmul"), ("workload.resnet50_tuned", "ResNet-50 (tuned)"))
+MEDIAN_COLOUR, OUTLIER_COLOUR, BAR_COLOUR = "#d62728", "#ff7f0e", "#1f77b4"
+
+
+def _short(check: str) -> str:
+    return check.split(".", 1)[1]
+
+
+def _where(o: Outlier) -> str:
+    return o.node if o.gpu is None else f"{o.node} GPU{o.gpu}"
+
+
+def outlier_text(o: Outlier) -> str:
+    if o.shortfall is None:
+        return f"{_where(o)}: {o.check} {o.value} where most of the fleet has {o.median}"
+    unit = f" {o.unit}" if o.unit else ""
+    return f"{_where(o)}: {o.check} {fmt.rate(o.value)}{unit}, {o.shortfall:.0%} under the fleet median {fmt.rate(o.median)}"
+
+
+def headline(report: FleetReport) -> str:
+    counts: dict[str, int] = {}
+    for node in report.nodes:
+        counts[node.status] = counts.get(node.status, 0) + 1
+    said = ", ".join(f"{n} {status}" for status, n in counts.items())
+    flagged = report.flagged
+    tail = f"{len(flagged)} outlier{'s' if len(flagged) != 1 else ''}: {', '.join(flagged)}" if flagged else "no outliers"
+    return f"fleet: {len(report.nodes)} node{'s' if len(report.nodes) != 1 else ''} ({said}); {tail}"
+
+
+def _rows(report: FleetReport, checks: list[str], with_cost: bool) -> tuple[list[str], list[list[str]]]:
+    """One row per node and GPU (a node without GPU figures gets one row), the fleet
+    median last."""
+    header = ["node", "GPU", "status", *map(_short, checks), *(["USD per M samples"] if with_cost else [])]
+    rows: list[list[str]] = []
+    for node in report.nodes:
+        gpus: list[int | None] = [*sorted({g for (_c, g) in node.values if g is not None})] or [None]
+        for i, gpu in enumerate(gpus):
+            cells = [node.name if i == 0 else "", "" if gpu is None else str(gpu), node.status if i == 0 else ""]
+            cells += [_cell(node, check, gpu) for check in checks]
+            if with_cost:
+                cost = report.cost_per_million(node) if i == 0 else None
+                cells.append(f"{cost:.3f}" if cost is not None else "")
+            rows.append(cells)
+    medians = ["fleet median", "", "", *(fmt.rate(report.medians[c][0]) for c in checks), *([""] if with_cost else [])]
+    return header, [*rows, medians]
+
+
+def _cell(node: Node, check: str, gpu: int | None) -> str:
+    found = node.values.get((check, gpu)) or node.values.get((check, None))
+    return fmt.rate(found[0]) if found else ""
+
+
+def terminal_lines(report: FleetReport) -> list[str]:
+    checks = [c for c in TERMINAL_CHECKS if c in report.medians]
+    header, rows = _rows(report, checks, report.price is not None)
+    widths = [max(len(fmt.printable(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    lines = [fmt.printable(headline(report)), ""]
+    lines += ["  ".join(fmt.printable(cell).ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [header, *rows]]
+    return lines + _problems(report)
+
+
+def _problems(report: FleetReport) -> list[str]:
+    out: list[str] = []
+    if report.outliers:
+        out += ["", "outliers (more than 8 % under the fleet median, or a different PCIe link):"]
+        out += [f"  {fmt.printable(outlier_text(o))}" for o in report.outliers]
+    for node in report.nodes:
+        if node.failed or node.reason:
+            out += ["", f"{fmt.printable(node.name)}: {node.status}" + (f": {fmt.printable(node.reason)}" if node.reason else "")]
+            out += [f"  failed: {fmt.printable(text)}" for text in node.failed]
+    return out
+
+
+def to_json(report: FleetReport) -> dict[str, Any]:
+    return {
+        "nodes": [
+            {
+                "node": n.name,
+                "status": n.status,
+                "reason": n.reason or None,
+                "gpus": n.gpus,
+                "failed": n.failed,
+                "cost_per_million_samples": report.cost_per_million(n),
+                "values": {
+                    check: {("node" if gpu is None else str(gpu)): value for (c, gpu), (value, _u) in n.values.items() if c == check}
+                    for check in sorted({c for c, _ in n.values})
+                },
+            }
+            for n in report.nodes
+        ],
+        "medians": {check: {"median": median, "unit": unit} for check, (median, unit) in report.medians.items()},
+        "outliers": [
+            {"node": o.node, "gpu": o.gpu, "check": o.check, "value": o.value, "median": o.median, "unit": o.unit, "shortfall": o.shortfall}
+            for o in report.outliers
+        ],
+        "flagged": report.flagged,
+        "price_per_node_hour": report.price,
+        "exit_code": report.exit_code,
+    }
+
+
+def blocks(report: FleetReport, plots: list[tuple[str, str]]) -> list[Block]:
+    header, rows = _rows(report, sorted(report.medians), report.price is not None)
+    out: list[Block] = [Heading(1, "gputui fleet report"), Paragraph(headline(report)), Table(header, [list(r) for r in rows])]
+    if report.outliers:
+        out += [Heading(2, "Outliers"), Bullets([outlier_text(o) for o in report.outliers])]
+    failed = [
+        f"{n.name}: {n.status}" + (f": {n.reason}" if n.reason else "") + (f" ({'; '.join(n.failed)})" if n.failed else "")
+        for n in report.nodes
+        if n.failed or n.reason
+    ]
+    if failed:
+        out += [Heading(2, "Failed checks and unreachable nodes"), Bullets(failed)]
+    for file, title in plots:
+        out += [Heading(2, title), Image(file, title)]
+    return out
+
+
+def write_documents(report: FleetReport, out_dir: Path) -> list[Path]:
+    plots = [(file, title) for check, title in PLOTTED if (file := plot(report, check, title, out_dir))]
+    content = blocks(report, plots)
+    write_atomic(out_dir / "fleet.md", to_markdown(content))
+    write_atomic(out_dir / "fleet.html", to_html(content, "gputui fleet report", out_dir))
+    return [out_dir / "fleet.md", out_dir / "fleet.html", *(out_dir / f for f, _ in plots)]
+
+
+def plot(report: FleetReport, check: str, title: str, out_dir: Path) -> str | None:
+    """Every GPU's value of ``check``, sorted, with the fleet median: a PNG in
+    ``out_dir``; None when no node measured it."""
+    from matplotlib.figure import Figure
+
+    entries = sorted(
+        ((v, f"{n.name} GPU{g}" if g is not None else n.name) for n in report.nodes for (c, g), (v, _u) in n.values.items() if c == check), reverse=True
+    )
+    if not entries:
+        return None
+    median, unit = report.medians[check]
+    flagged = {(o.node, o.gpu) for o in report.outliers if o.check == check}
+    names = {f"{n} GPU{g}" if g is not None else n for n, g in flagged}
+    fig = Figure(figsize=(8, max(2.0, 0.25 * len(entries) + 1.0)), dpi=100)
+    ax = fig.add_subplot()
+    labels = [label for _, label in entries]
+    ax.barh(range(len(entries)), [v for v, _ in entries], color=[OUTLIER_COLOUR if label in names else BAR_COLOUR for label in labels])
+    ax.axvline(median, color=MEDIAN_COLOUR, linestyle="--", label=f"fleet median {fmt.rate(median)} {unit}")
+    ax.set_yticks(range(len(entries)), labels=[fmt.printable(label) for label in labels], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel(f"{title} ({unit})")
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    file = f"fleet-{_short(check)}.png"
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    write_atomic_with(out_dir / file, lambda handle: handle.write(buffer.getvalue()), binary=True)
+    return file

@@ -1,0 +1,203 @@
+"""The fleet report: every node and GPU of a fleet check in one table, each measured
+check against the fleet's median, and the outliers by name.
+
+What is compared: the checks that measure speed, where more is better: the per-GPU
+micro-benchmarks and workloads (``micro.gpuN.matmul_bf16``, ``workload.gpuN.resnet50_tuned``)
+and the node-wide ones (``micro.allreduce``, ``workload.host_pipeline``).  A value more
+than ``OUTLIER_BELOW`` under the fleet's median of that check is an outlier; so is a
+GPU whose loaded PCIe link differs from the one most of the fleet has.  A node whose
+every GPU is flagged is named as the node (a Gen4 slot, a slow host), else the GPU.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gputui.errors import UserError
+from gputui.fleet.results import FAIL, HEALTHY, STATUSES
+from gputui.text_files import read_text_file
+
+OUTLIER_BELOW = 0.08  # 8 % under the fleet median: past run-to-run noise (1-3 %) on one card
+_PER_GPU = re.compile(r"(micro|workload)\.gpu(\d+)\.([a-z0-9_]+)")
+_NODE_WIDE = re.compile(r"(micro|workload)\.([a-z0-9_]+)")
+_LINK = re.compile(r"gpu(\d+)\.pcie_link_loaded")
+COST_WORKLOAD = "workload.resnet50_tuned"  # the samples a fleet's cost is counted in
+
+
+@dataclass
+class Node:
+    name: str
+    status: str
+    reason: str = ""
+    gpus: int = 0
+    gpu_names: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)  # "id: value" of each failed check
+    values: dict[tuple[str, int | None], tuple[float, str]] = field(default_factory=dict)  # (check, gpu) -> (value, unit)
+    links: dict[int, str] = field(default_factory=dict)
+
+
+@dataclass
+class Outlier:
+    node: str
+    gpu: int | None
+    check: str
+    value: Any
+    median: Any
+    unit: str = ""
+
+    @property
+    def shortfall(self) -> float | None:
+        if isinstance(self.value, (int, float)) and isinstance(self.median, (int, float)) and self.median:
+            return 1.0 - self.value / self.median
+        return None
+
+
+@dataclass
+class FleetReport:
+    nodes: list[Node]
+    medians: dict[str, tuple[float, str]]  # check -> (fleet median, unit)
+    outliers: list[Outlier]
+    price: float | None = None
+
+    @property
+    def flagged(self) -> list[str]:
+        """The outliers by name: a node where all of its GPUs (or a node-wide check) are
+        flagged, else ``node GPUn``; sorted."""
+        names: set[str] = set()
+        by_node: dict[str, set[int | None]] = {}
+        for o in self.outliers:
+            by_node.setdefault(o.node, set()).add(o.gpu)
+        for node in self.nodes:
+            gpus = by_node.get(node.name)
+            if not gpus:
+                continue
+            if None in gpus or (node.gpus > 1 and len(gpus) == node.gpus):
+                names.add(node.name)
+            else:
+                names.update(f"{node.name} GPU{g}" for g in gpus)
+        return sorted(names)
+
+    @property
+    def exit_code(self) -> int:
+        """1 when a node failed, could not be checked, or is an outlier; else 0."""
+        return 1 if self.outliers or any(n.status not in HEALTHY for n in self.nodes) else 0
+
+    def cost_per_million(self, node: Node) -> float | None:
+        """USD per million ResNet-50 samples on ``node`` at ``price`` per node-hour: its
+        GPUs each at the mean rate its measured ones reached."""
+        rates = [v for (check, _gpu), (v, _u) in node.values.items() if check == COST_WORKLOAD]
+        if self.price is None or not rates or not node.gpus:
+            return None
+        return self.price / 3600.0 / (statistics.mean(rates) * node.gpus) * 1e6
+
+
+# --- reading -----------------------------------------------------------------------------
+
+
+def node_files(paths: list[Path]) -> list[Path]:
+    """The node JSONs of folders (every ``*.json`` in them) and files, in name order."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files += sorted(path.glob("*.json"))
+        elif path.exists():
+            files.append(path)
+        else:
+            raise UserError(f"{path}: no such file or folder")
+    if not files:
+        raise UserError(f"{', '.join(map(str, paths))}: no node results (*.json) in it; run gputui fleet check --out DIR first")
+    return files
+
+
+def read_node(path: Path) -> Node:
+    """A NODE.json of ``gputui fleet check``, or a plain ``gputui check --json`` output
+    (named after its file)."""
+    try:
+        data = json.loads(read_text_file(path, "node result (JSON)"))
+    except (ValueError, RecursionError):
+        raise UserError(f"{path}: not JSON; expected a node result of gputui fleet check or gputui check --json") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: expected a JSON object (a node result)")
+    if "fleet_node" in data:
+        name, status, reason, check = data.get("node"), data.get("status"), data.get("reason") or "", data.get("check")
+        if not isinstance(name, str) or status not in STATUSES or not isinstance(reason, str):
+            raise UserError(f"{path}: node, status: expected a node name and one of {', '.join(STATUSES)}")
+    else:
+        name, check = path.stem, data
+        status = ((data.get("verdict") or {}) if isinstance(data.get("verdict"), dict) else {}).get("verdict")
+        reason = ""
+        if status not in STATUSES:
+            raise UserError(f"{path}: verdict: expected the JSON of gputui check --json (ok, warn or fail)")
+    node = Node(name=name, status=status, reason=reason)
+    if check is not None:
+        _read_check(node, check, path)
+    return node
+
+
+def _read_check(node: Node, check: Any, path: Path) -> None:
+    checks = check.get("checks") if isinstance(check, dict) else None
+    if not isinstance(checks, list):
+        raise UserError(f"{path}: checks: expected the list of results of gputui check --json")
+    gpus = ((check.get("header") or {}).get("gpus")) if isinstance(check.get("header"), dict) else None
+    if isinstance(gpus, list):
+        node.gpus = len(gpus)
+        node.gpu_names = [str(g.get("name", "?")) for g in gpus if isinstance(g, dict)]
+    for item in checks:
+        if not isinstance(item, dict) or not isinstance(item.get("id"), str):
+            raise UserError(f"{path}: checks: expected objects with an id")
+        _read_result(node, item)
+
+
+def _read_result(node: Node, item: dict[str, Any]) -> None:
+    cid, value, unit = item["id"], item.get("value"), str(item.get("unit") or "")
+    if item.get("status") == FAIL:
+        node.failed.append(f"{cid}: {value}{' ' + unit if unit else ''}" if value is not None else cid)
+    number = value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    if (m := _PER_GPU.fullmatch(cid)) and number is not None:
+        node.values[(f"{m.group(1)}.{m.group(3)}", int(m.group(2)))] = (float(number), unit)
+    elif (m := _NODE_WIDE.fullmatch(cid)) and number is not None:
+        node.values[(cid, None)] = (float(number), unit)
+    elif (m := _LINK.fullmatch(cid)) and isinstance(value, str):
+        node.links[int(m.group(1))] = value
+
+
+# --- judging -----------------------------------------------------------------------------
+
+
+def build_report(nodes: list[Node], price: float | None = None) -> FleetReport:
+    medians: dict[str, tuple[float, str]] = {}
+    by_check: dict[str, list[tuple[Node, int | None, float, str]]] = {}
+    for node in nodes:
+        for (check, gpu), (value, unit) in node.values.items():
+            by_check.setdefault(check, []).append((node, gpu, value, unit))
+    outliers: list[Outlier] = []
+    for check, entries in sorted(by_check.items()):
+        median = statistics.median(v for _, _, v, _ in entries)
+        unit = entries[0][3]
+        medians[check] = (median, unit)
+        if len(entries) < 2 or median <= 0:
+            continue
+        for node, gpu, value, _ in entries:
+            if value < (1.0 - OUTLIER_BELOW) * median:
+                outliers.append(Outlier(node.name, gpu, check, value, median, unit))
+    outliers += _link_outliers(nodes)
+    return FleetReport(nodes, medians, outliers, price)
+
+
+def _link_outliers(nodes: list[Node]) -> list[Outlier]:
+    """GPUs whose loaded PCIe link is not the one most of the fleet's GPUs have."""
+    links = Counter(link for node in nodes for link in node.links.values())
+    if len(links) < 2:
+        return []
+    usual = links.most_common(1)[0][0]
+    return [Outlier(node.name, gpu, "pcie_link_loaded", link, usual) for node in nodes for gpu, link in sorted(node.links.items()) if link != usual]
+
+
+def load_report(paths: list[Path], price: float | None = None) -> FleetReport:
+    return build_report([read_node(path) for path in node_files(paths)], price)
