@@ -8,6 +8,7 @@ trailer never comes.  The reader therefore accepts a stream that stops early and
 
 from __future__ import annotations
 
+import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -71,30 +72,77 @@ def _not_gzip(path: Path) -> UserError:
     return UserError(f"{path}: not a gzip file (the name ends in .gz; expected a gzip-compressed recording)")
 
 
+# Reading is bounded, so that a gzip bomb (a small file that inflates to gigabytes) is
+# refused in one line within a second, not read until memory runs out.  A recording
+# compresses about 5 to 15 times (docs/record-format.md); deflate reaches 1,032 at most,
+# on runs of one byte.  So past the first MiBs, more than RATIO_CAP times the compressed
+# bytes read is refused; MAX_BYTES caps what may come out whatever the ratio (a 24 h,
+# 8-GPU recording is ~0.5 GiB), and MAX_SECONDS the time a stream may take.
+RATIO_CAP = 250
+RATIO_FROM_BYTES = 64 * 1024 * 1024  # below this any ratio is let through: no bomb yet
+MAX_BYTES = 4 * 1024**3
+MAX_SECONDS = 60.0
+OUT_CHUNK = 1 << 20  # decompressed bytes per step: the bounds are checked between steps
+
+
+class _Bounds:
+    """Counts what went in and came out of one file's decompression; a UserError naming
+    the file as soon as a bound is passed."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.read = self.out = 0
+        self.deadline = time.monotonic() + MAX_SECONDS
+
+    def add(self, out: int, unread: int) -> None:
+        """``out`` more bytes came out; ``unread`` of the bytes read are not decompressed yet."""
+        self.out += out
+        consumed = self.read - unread
+        if self.out > MAX_BYTES:
+            raise self._refuse(f"it decompresses to over {MAX_BYTES:,} bytes (expected a recording of at most that)")
+        if self.out > RATIO_FROM_BYTES and self.out > RATIO_CAP * consumed:
+            raise self._refuse(
+                f"it decompresses to over {RATIO_CAP} times its compressed size ({self.out:,} bytes from {consumed:,}; "
+                "expected a recording, which compresses 5 to 15 times)"
+            )
+        if time.monotonic() > self.deadline:
+            raise self._refuse(f"decompressing it took over {MAX_SECONDS:.0f} s (expected a recording of at most {MAX_BYTES:,} bytes)")
+
+    def _refuse(self, why: str) -> UserError:
+        return UserError(f"{self.path}: not read: {why}")
+
+
 class GzipChunks:
-    """The decompressed bytes of ``handle``, chunk by chunk; several members (``cat a.gz
-    b.gz``) are read in turn.  After the loop, :attr:`cut` says whether the last member
-    stopped before its trailer (a recorder killed mid-run)."""
+    """The decompressed bytes of ``handle``, chunk by chunk, within the bounds above;
+    several members (``cat a.gz b.gz``) are read in turn.  After the loop, :attr:`cut`
+    says whether the last member stopped before its trailer (a recorder killed mid-run)."""
 
     def __init__(self, path: Path, handle: IO[bytes]) -> None:
         self.path, self.handle = path, handle
         self.cut = False
 
     def __iter__(self) -> Iterator[bytes]:
+        bounds = _Bounds(self.path)
         decompressor = zlib.decompressobj(GZIP_WBITS)
         in_member = False
         while data := self.handle.read(READ_CHUNK):
-            while data:
+            bounds.read += len(data)
+            while True:
                 if decompressor.eof:
+                    if not data:
+                        break
                     decompressor = zlib.decompressobj(GZIP_WBITS)
                 try:
-                    out = decompressor.decompress(data)
+                    out = decompressor.decompress(data, OUT_CHUNK)
                 except zlib.error:
                     raise _not_gzip(self.path) from None
                 in_member = not decompressor.eof
+                data = decompressor.unused_data if decompressor.eof else decompressor.unconsumed_tail
                 if out:
+                    bounds.add(len(out), unread=len(data))
                     yield out
-                data = decompressor.unused_data if decompressor.eof else b""
+                if not data and len(out) < OUT_CHUNK:  # this read is used up, and nothing is held back
+                    break
         self.cut = in_member
 
 

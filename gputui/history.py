@@ -6,14 +6,15 @@ goes, so a killed run still leaves its file.  A size cap (500 MB unless
 ``GPUTUI_HISTORY_MAX_MB`` says otherwise) prunes the oldest runs when a new one
 starts.  ``--no-history`` or ``GPUTUI_NO_HISTORY=1`` turns it off.  Listing reads
 only a file's first line (the header) and its last (the summary), so a long history
-lists fast (a ``.jsonl.gz`` copied in is decompressed as a stream to find its last line).  No Textual here.
+lists fast (a ``.jsonl.gz`` copied in is decompressed as a stream to find its last line),
+and holds both to the shapes every reader uses (gputui.record's ``parse_line`` and
+``check_line``): a file that fails is listed as unreadable, with the reason.  No Textual here.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import io
-import json
 import os
 import re
 import time
@@ -25,7 +26,7 @@ from typing import Any
 from gputui.errors import UserError
 from gputui.fmt import gpu_summary, short_gpu_name
 from gputui.gzip_lines import GzipChunks, is_gzip_path
-from gputui.record import Recorder, check_schema, is_live
+from gputui.record import MAX_LINE_BYTES, NewerFormat, Recorder, check_line, is_live, parse_line, read_header_line
 
 NO_HISTORY_ENV = "GPUTUI_NO_HISTORY"
 MAX_MB_ENV = "GPUTUI_HISTORY_MAX_MB"
@@ -53,8 +54,8 @@ def cap_bytes(environ: Mapping[str, str] = os.environ) -> int:
         value = float(raw)
     except ValueError:
         value = -1.0
-    if not value > 0:
-        raise UserError(f"{MAX_MB_ENV}: expected a size in MB greater than 0, got {raw!r}")
+    if not 0 < value < float("inf"):  # inf and nan too: int() of either raises
+        raise UserError(f"{MAX_MB_ENV}: expected a finite size in MB greater than 0, got {raw!r}")
     return int(value * MB)
 
 
@@ -142,7 +143,11 @@ class KeptRun:
         }
 
 
-def _last_line(handle, size: int) -> tuple[bytes | None, bool]:
+def _too_long(path: Path) -> UserError:
+    return UserError(f"{path}: a line of over {MAX_LINE_BYTES:,} bytes (expected at most that; gputui's lines are a few KB)")
+
+
+def _last_line(path: Path, handle, size: int) -> tuple[bytes | None, bool]:
     """(the last whole line, whether the file ends with a newline)."""
     if size == 0:
         return None, False
@@ -157,65 +162,87 @@ def _last_line(handle, size: int) -> tuple[bytes | None, bool]:
         cut_at = body.rfind(b"\n")
         if cut_at >= 0 or start == 0:
             return (body[cut_at + 1 :] if whole else None), whole
+        if chunk > MAX_LINE_BYTES:
+            raise _too_long(path)
         chunk *= 4
+
+
+def _plain_ends(path: Path, size: int) -> tuple[bytes, bytes | None, bool]:
+    """(the first line, the last whole line, whether it ends with a newline) of a plain file."""
+    with open(path, "rb") as handle:
+        first = handle.readline(MAX_LINE_BYTES + 1)
+        if len(first) > MAX_LINE_BYTES:
+            raise _too_long(path)
+        return (first, *_last_line(path, handle, size))
 
 
 def _gzip_ends(path: Path) -> tuple[bytes, bytes | None, bool]:
     """(the first line, the last whole line, whether it ends with a newline) of a ``.gz``
-    recording.  It has no seekable end, so it is decompressed as a stream, keeping only
-    the first line and the tail from the last whole line on."""
+    recording.  It has no seekable end, so it is decompressed as a stream (within
+    gzip_lines' bounds), keeping only the first line and the tail from the last whole
+    line on."""
     head = tail = b""
     with open(path, "rb") as handle:
         for chunk in GzipChunks(path, handle):
-            if b"\n" not in head and len(head) < TAIL_CHUNK:
+            if b"\n" not in head and len(head) <= MAX_LINE_BYTES:
                 head += chunk
             tail += chunk
             end = tail.rfind(b"\n")
             start = tail.rfind(b"\n", 0, end) if end > 0 else -1
             if start >= 0:
                 tail = tail[start + 1 :]
-    last, whole = _last_line(io.BytesIO(tail), len(tail))
+            elif len(tail) > 2 * MAX_LINE_BYTES:  # no line ends in it: one line is too long
+                raise _too_long(path)
+    last, whole = _last_line(path, io.BytesIO(tail), len(tail))
     return head.split(b"\n", 1)[0], last, whole
 
 
+def _read_ends(path: Path, size: int) -> tuple[bytes, bytes | None, bool]:
+    return _gzip_ends(path) if is_gzip_path(path) else _plain_ends(path, size)
+
+
+def _summary_of(path: Path, last: bytes | None) -> dict[str, Any] | None:
+    """The last line as a checked summary; None when it is another kind of line (the
+    file ends before its summary).  A UserError when it is not a recording line, or a
+    summary of the wrong shape."""
+    if last is None:
+        return None
+    where = f"{path}: last line"
+    record = parse_line(where, last)
+    kind = record.pop("type", None)
+    check_line(where, kind, record)
+    return record if kind == "summary" else None
+
+
 def read_kept_run(path: Path) -> KeptRun:
-    """What ``gputui runs`` shows of one file: its header and last line only."""
+    """What ``gputui runs`` shows of one file: its header and last line only, held to the
+    same shapes as a whole read (gputui.record); a file that fails is listed as
+    ``unreadable`` with the one-line reason in :attr:`KeptRun.problem`."""
     try:
         size = path.stat().st_size
-        if is_gzip_path(path):
-            first, last, whole = _gzip_ends(path)
-        else:
-            with open(path, "rb") as handle:
-                first = handle.readline()
-                last, whole = _last_line(handle, size)
     except OSError as exc:
         return KeptRun(path=path, size=0, outcome="unreadable", problem=exc.strerror or str(exc))
-    except UserError as exc:  # named .gz, but not gzip
-        return KeptRun(path=path, size=size, outcome="unreadable", problem=str(exc))
     run = KeptRun(path=path, size=size)
     try:
-        header = json.loads(first)
-        if not isinstance(header, dict) or header.get("type") != "header":
-            raise ValueError
-    except ValueError:
-        run.outcome, run.problem = "unreadable", "not a gputui recording"
+        first, last, whole = _read_ends(path, size)
+        header = read_header_line(path, first)
+    except OSError as exc:
+        run.outcome, run.problem = "unreadable", exc.strerror or str(exc)
+        return run
+    except NewerFormat as exc:
+        run.outcome, run.problem = "newer format", str(exc)
+        return run
+    except UserError as exc:
+        run.outcome, run.problem = "unreadable", str(exc)
         return run
     run.started_at = header.get("started_at")
     run.label = run_label(header)
-    run.gpus = [g.get("name", "?") for g in header.get("gpus") or [] if isinstance(g, dict)]
+    run.gpus = [g["name"] for g in header.get("gpus") or []]
     try:
-        check_schema(path, header)
+        summary = _summary_of(path, last)
     except UserError as exc:
-        run.outcome, run.problem = "newer format", str(exc)
+        run.outcome, run.problem = "unreadable", str(exc)
         return run
-    summary = None
-    if last is not None:
-        try:
-            record = json.loads(last)
-            if isinstance(record, dict) and record.get("type") == "summary":
-                summary = record
-        except ValueError:
-            pass
     if summary is None:
         live = is_live(path)
         run.outcome = "running" if live else "cut"

@@ -178,6 +178,10 @@ def recording_stem(path: Path) -> str:
     return path.name.removesuffix(".gz").removesuffix(".jsonl")
 
 
+class NewerFormat(UserError):
+    """A recording from a newer gputui: ``gputui runs`` lists it as such, not as unreadable."""
+
+
 def check_schema(path: Path, header: dict[str, Any]) -> None:
     """A header from a newer gputui is one clear line, not a misreading.  (A header
     without a schema is read as the current format.)"""
@@ -185,7 +189,7 @@ def check_schema(path: Path, header: dict[str, Any]) -> None:
     if isinstance(schema, bool) or not isinstance(schema, int):
         raise UserError(f"{path}:1: not a gputui recording (the header's schema is not a version number)")
     if schema > SCHEMA_VERSION:
-        raise UserError(f"{path}:1: recording format {schema} is newer than this gputui reads (up to {SCHEMA_VERSION}): upgrade gputui")
+        raise NewerFormat(f"{path}:1: recording format {schema} is newer than this gputui reads (up to {SCHEMA_VERSION}): upgrade gputui")
     if schema < 1:
         raise UserError(f"{path}:1: not a gputui recording (format {schema} was never written; expected 1 to {SCHEMA_VERSION})")
 
@@ -209,9 +213,33 @@ def is_live(path: Path) -> bool:
 
 
 # --- Reading: a file gputui did not write (or one edited since) is refused in one line ---
-# The shapes the reader holds lines to: what gputui writes, so that nothing downstream
-# (diagnosis, reports, replay) meets a string where it counts on a number.  Keys not
-# listed are let through: they are text or numbers no reader relies on.
+# The one validating reader: every face that reads a recording (report, compare, export,
+# replay, --baseline, the diagnosis, and `gputui runs`, which reads only the header and the
+# last line) parses each line with parse_line and holds it to its kind's shape with
+# check_line.  The shapes are what gputui writes, for every field a reader relies on, so
+# that nothing downstream meets a string where it counts on a number.  A field of the
+# wrong type makes the whole file refused (one line naming the file, the line, the key,
+# what was expected and what was found) rather than dropped: a report that silently
+# left out a figure would look like a run that never had one.  Keys not listed are let
+# through: they are text or numbers no reader relies on.
+
+MAX_LINE_BYTES = 16 * 1024 * 1024  # gputui's lines are a few KB; a sample of 8 GPUs and a big process tree ~50 KB
+
+
+class Required:
+    """A key that an object in a dict shape must have (the others are optional).  Not a
+    dataclass: _check reads dataclasses as object shapes."""
+
+    def __init__(self, hint: Any) -> None:
+        self.hint = hint
+
+
+class ListOf:
+    """A list of dict shapes (``list[X]`` takes types only)."""
+
+    def __init__(self, item: Any) -> None:
+        self.item = item
+
 
 _RUN_SETTINGS: dict[str, Any] = {  # what diagnosis reads from the preset and the workload line
     "framework": str | None,
@@ -223,6 +251,15 @@ _RUN_SETTINGS: dict[str, Any] = {  # what diagnosis reads from the preset and th
     "workers": int | None,
     "find_max_batch": bool | None,
 }
+_REFERENCE: dict[str, Any] = {"gpu": str | None, "samples_per_sec": float | None, "source": str | None, "note": str | None}
+_PRESET: dict[str, Any] = {
+    **_RUN_SETTINGS,
+    "name": str | None,
+    "source": str | None,
+    "overrides": str | None,
+    "description": str | None,
+    "reference": (ListOf(_REFERENCE), _REFERENCE, None),  # presets.toml takes one table or a list of them
+}
 HEADER_FIELDS: dict[str, Any] = {
     "schema": int,
     "interval": float | None,
@@ -233,13 +270,35 @@ HEADER_FIELDS: dict[str, Any] = {
     "driver_version": str | None,
     "cuda_version": str | None,
     "gpu_unavailable_reason": str | None,
-    "preset": (_RUN_SETTINGS, None),
+    "preset": (_PRESET, None),
     "command": list[str] | None,
     "env": dict[str, str] | None,
     "env_redacted": list[str] | None,
     "cwd": str | None,
     "attach_pid": int | None,
     "diagnosis": dict | None,
+    "baseline": ({"samples_per_sec": float | None, "source": str | None, "preset": str | None}, None),
+    "check": dict | None,
+}
+_OUTCOME: dict[str, Any] = {
+    "kind": str,
+    "ok": bool | None,
+    "exit_code": int | None,
+    "signal": str | None,
+    "message": str | None,
+    "duration_s": float | None,
+}
+_FINDING: dict[str, Any] = {
+    "id": str,
+    "kind": str,
+    "state": str | None,
+    "severity": str | None,
+    "title": str | None,
+    "since": float | None,
+    "until": float | None,
+    "evidence": dict | None,
+    "advice": list[str] | None,
+    "gpu": int | None,
 }
 EVENT_FIELDS: dict[str, Any] = {
     ev.STARTED: {"pid": int | None, "command": list[str] | None},
@@ -249,36 +308,79 @@ EVENT_FIELDS: dict[str, Any] = {
     ev.RANK_THROUGHPUT: Throughput,
     ev.OUTPUT: {"stream": str | None, "text": str | None},
     ev.OOM: {"message": str | None, "batch_size": int | None},
-    ev.OUTCOME: {"kind": str, "ok": bool | None, "exit_code": int | None, "signal": str | None, "message": str | None, "duration_s": float | None},
+    ev.OUTCOME: _OUTCOME,
     ev.STOPPING: {"reason": str | None},
-    ev.FINDING: {
-        "id": str,
-        "kind": str,
-        "state": str | None,
-        "severity": str | None,
-        "title": str | None,
-        "since": float | None,
-        "until": float | None,
-        "evidence": dict | None,
-        "advice": list[str] | None,
-        "gpu": int | None,
-    },
+    ev.FINDING: _FINDING,
 }
+_STATS = ({"median": float | None, "max": float | None}, None)  # a summary's {median, max}
+_THROUGHPUT: dict[str, Any] = {
+    "median": float | None,
+    "p5": float | None,
+    "p95": float | None,
+    "mean": float | None,
+    "unit": str | None,
+    "bursty": bool | None,
+    "readings": int | None,
+    "source": str | None,
+    "reported": ({"samples_per_sec": float | None, "source": str | None, "unit": str | None}, None),
+    "world_size": int | None,
+    "ranks": (ListOf({"rank": Required(int), "median": float | None, "readings": int | None}), None),
+    "scaling": ({"efficiency": float | None, "baseline_samples_per_sec": float | None, "baseline_source": str | None}, None),
+}
+_SUMMARY_GPU: dict[str, Any] = {
+    "index": Required(int),
+    **{name: _STATS for name in ("util_gpu", "sm_active", "sm_occupancy", "tensor_active", "temp_c", "power_w", "sm_clock_mhz")},
+    "samples": int | None,
+    "lost": bool | None,
+    "peak_memory_used": int | None,
+    "throttle_share": dict[str, float] | None,
+    "throttle_share_counted": list[str] | None,
+    "energy_j": float | None,
+    "energy_seconds": float | None,
+}
+_SUMMARY_HOST: dict[str, Any] = {
+    "cpu_percent": _STATS,
+    "run_cpu_percent": _STATS,
+    "peak_memory_used": int | None,
+    "run_peak_rss": int | None,
+    "max_workers": int | None,
+}
+_PHASE: dict[str, Any] = {"phase": str | None, "since": float | None, "until": float | None, "duration_s": float | None}
 SUMMARY_FIELDS: dict[str, Any] = {
+    "window": str | None,
+    "phases": (ListOf(_PHASE), None),
     "duration_s": float | None,
-    "outcome": dict | None,
-    "throughput": dict | None,
-    "gpus": list[dict] | None,
-    "findings": list[dict] | None,
+    "samples": int | None,
+    "throughput": (_THROUGHPUT, None),
+    "gpus": ListOf(_SUMMARY_GPU),  # never null: readers go over it
+    "energy_j": float | None,
+    "energy_per_sample_j": float | None,
+    "host": (_SUMMARY_HOST, None),
+    "outcome": (_OUTCOME, None),
+    "lost_gpus": list[int] | None,
+    "output_lines_skipped": int | None,
+    "workload": (_RUN_SETTINGS, None),
+    "findings": ListOf(_FINDING),  # never null: readers go over it
+    "check": ({"verdict": str | None, "counts": dict[str, int] | None, "stopped": bool | None}, None),
 }
 _NAMES = {int: "a whole number", float: "a number", str: "a string", bool: "true or false", list: "a list", dict: "an object", type(None): "null"}
+_ABSENT = object()  # no value to name: a key that is missing
 
 
 class _Wrong(Exception):
-    """A value of the wrong shape: ``where`` (a dotted key) and what was expected."""
+    """A value of the wrong shape: ``where`` (a dotted key), what was expected and what came."""
 
-    def __init__(self, where: str, expected: str) -> None:
-        super().__init__(f"{where}: expected {expected}")
+    def __init__(self, where: str, expected: str, got: Any = _ABSENT) -> None:
+        super().__init__(f"{where}: expected {expected}" + ("" if got is _ABSENT else f", got {_kind_of(got)}"))
+
+
+def _kind_of(value: Any) -> str:
+    """What a JSON value is, in the words of an error message."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return _NAMES.get(type(value), "a value")
 
 
 @functools.cache
@@ -289,6 +391,10 @@ def _hints(cls: type) -> dict[str, Any]:
 
 
 def _describe(hint: Any) -> str:
+    if isinstance(hint, Required):
+        return _describe(hint.hint)
+    if isinstance(hint, ListOf):
+        return "a list"
     if isinstance(hint, tuple):
         return " or ".join(_describe(type(None) if arg is None else arg) for arg in hint)
     if typing.get_origin(hint) in (typing.Union, types.UnionType):
@@ -298,11 +404,20 @@ def _describe(hint: Any) -> str:
     return _NAMES.get(typing.get_origin(hint) or hint, "a value")
 
 
+def _object_fields(hint: Any) -> dict[str, tuple[Any, bool]]:
+    """key -> (hint, required) of a dict shape or a dataclass."""
+    if isinstance(hint, dict):
+        return {k: (h.hint, True) if isinstance(h, Required) else (h, False) for k, h in hint.items()}
+    return _hints(hint if isinstance(hint, type) else type(hint))
+
+
 def _check(value: Any, hint: Any, where: str) -> None:
     """Raise _Wrong unless ``value`` fits ``hint``: a type, ``X | None``, ``list[X]``,
-    ``dict[str, X]``, a dataclass, a dict of key -> hint (every key optional), or a
-    tuple of such hints (None in it: null)."""
+    ``dict[str, X]``, a dataclass, a dict of key -> hint (every key optional unless
+    marked Required), ListOf such a dict, or a tuple of such hints (None in it: null)."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if isinstance(hint, ListOf):
+        origin, args = list, (hint.item,)
     if isinstance(hint, tuple):  # (a dict of key -> hint, None): that object, or null
         origin, args = typing.Union, tuple(type(None) if arg is None else arg for arg in hint)
     if origin in (typing.Union, types.UnionType):
@@ -310,15 +425,14 @@ def _check(value: Any, hint: Any, where: str) -> None:
             return
         others = [arg for arg in args if arg is not type(None)]
         if len(others) == 1:  # X | None: say what inside X is wrong
-            return _check(value, others[0], where) if value is not None else _fail(where, hint)
+            return _check(value, others[0], where) if value is not None else _fail(where, hint, value)
         if not any(_fits(value, arg, where) for arg in others):
-            _fail(where, hint)
+            _fail(where, hint, value)
         return
     if isinstance(hint, dict) or dataclasses.is_dataclass(hint):
         if not isinstance(value, dict):
-            raise _Wrong(where, "an object")
-        fields = {k: (h, False) for k, h in hint.items()} if isinstance(hint, dict) else _hints(hint if isinstance(hint, type) else type(hint))
-        for key, (inner, required) in fields.items():
+            raise _Wrong(where, "an object", value)
+        for key, (inner, required) in _object_fields(hint).items():
             if key in value:
                 _check(value[key], inner, f"{where}.{key}" if where else key)
             elif required:
@@ -326,24 +440,24 @@ def _check(value: Any, hint: Any, where: str) -> None:
         return
     if origin is list:
         if not isinstance(value, list):
-            raise _Wrong(where, "a list")
+            raise _Wrong(where, "a list", value)
         for index, item in enumerate(value):
             _check(item, args[0], f"{where}[{index}]")
         return
     if origin is dict:
         if not isinstance(value, dict):
-            raise _Wrong(where, "an object")
+            raise _Wrong(where, "an object", value)
         for key, item in value.items():
             _check(item, args[1], f"{where}.{key}")
         return
     if hint is Any:
         return
     if isinstance(value, bool) and hint is not bool:  # JSON true is no number
-        raise _Wrong(where, _describe(hint))
+        raise _Wrong(where, _describe(hint), value)
     if hint is float and isinstance(value, (int, float)):
         return
     if not isinstance(value, hint):
-        raise _Wrong(where, _describe(hint))
+        raise _Wrong(where, _describe(hint), value)
 
 
 def _fits(value: Any, hint: Any, where: str) -> bool:
@@ -354,12 +468,12 @@ def _fits(value: Any, hint: Any, where: str) -> bool:
     return True
 
 
-def _fail(where: str, hint: Any) -> None:
-    raise _Wrong(where, _describe(hint))
+def _fail(where: str, hint: Any, value: Any) -> None:
+    raise _Wrong(where, _describe(hint), value)
 
 
 def _check_header(record: dict[str, Any]) -> None:
-    _check(record, HEADER_FIELDS, "")
+    _check(record, HEADER_FIELDS, "header")
     from gputui.diagnosis.settings import KEYS, check_value  # diagnosis is heavier than this reader
 
     for key, value in (record.get("diagnosis") or {}).items():
@@ -367,33 +481,64 @@ def _check_header(record: dict[str, Any]) -> None:
             try:
                 check_value(key, value)
             except ValueError as exc:
-                raise _Wrong(f"diagnosis.{key}", str(exc)) from None
+                raise _Wrong(f"header.diagnosis.{key}", str(exc), value) from None
 
 
 def _check_event(record: dict[str, Any]) -> None:
-    _check(record, {"t": float, "event": str}, "")
-    for key in ("t", "event"):
-        if key not in record:
-            raise _Wrong(key, f"{_describe(float if key == 't' else str)} (it is missing)")
-    _check(record, EVENT_FIELDS.get(record["event"], {}), "")
+    _check(record, {"t": Required(float), "event": Required(str)}, "event")
+    _check(record, EVENT_FIELDS.get(record["event"], {}), "event")
+
+
+_LINE_SHAPES: dict[str, Callable[[dict[str, Any]], None]] = {
+    "header": _check_header,
+    "sample": lambda record: _check(record, Sample, "sample"),
+    "event": _check_event,
+    "summary": lambda record: _check(record, SUMMARY_FIELDS, "summary"),
+}
+
+
+def check_line(where: str, kind: Any, record: dict[str, Any]) -> None:
+    """Hold a parsed line (its ``type`` popped into ``kind``) to its kind's shape; a
+    UserError ``WHERE: summary.throughput.median: expected a number, got a
+    string`` otherwise.  ``where`` is ``FILE:LINE``."""
+    shape = _LINE_SHAPES.get(kind) if isinstance(kind, str) else None
+    try:
+        if shape is None:
+            raise _Wrong("type", '"header", "sample", "event" or "summary"', kind)
+        shape(record)
+    except _Wrong as exc:
+        raise UserError(f"{where}: {exc}") from None
 
 
 def _refuse_constant(name: str) -> None:
     raise _Wrong(name, "a finite number or null (JSON has no NaN or Infinity, and gputui writes neither)")
 
 
-def _parse(path: Path, number: int, line: bytes) -> dict[str, Any]:
-    """One line as a JSON object, or a UserError naming the line."""
+def parse_line(where: str, line: bytes) -> dict[str, Any]:
+    """One line as a JSON object, or a UserError starting with ``where`` (``FILE:LINE``)."""
+    if len(line) > MAX_LINE_BYTES:
+        raise UserError(f"{where}: a line of {len(line):,} bytes (expected at most {MAX_LINE_BYTES:,}; gputui's lines are a few KB)")
     try:
         record = json.loads(line, parse_constant=_refuse_constant)
     except _Wrong as exc:
-        raise UserError(f"{path}:{number}: {exc}") from None
-    except RecursionError:
-        raise UserError(f"{path}:{number}: JSON nested too deeply to be a gputui recording line") from None
+        raise UserError(f"{where}: {exc}") from None
+    except RecursionError:  # json's C decoder gives up near Python's recursion limit (~1,000 deep)
+        raise UserError(f"{where}: JSON nested too deeply to be a gputui recording line") from None
     except ValueError:  # bad JSON, or bytes that are not UTF-8
-        raise UserError(f"{path}:{number}: not a gputui recording line (expected a JSON object)") from None
+        raise UserError(f"{where}: not a gputui recording line (expected a JSON object)") from None
     if not isinstance(record, dict):
-        raise UserError(f"{path}:{number}: not a gputui recording line (expected a JSON object)")
+        raise UserError(f"{where}: not a gputui recording line (expected a JSON object)")
+    return record
+
+
+def read_header_line(path: Path, line: bytes) -> dict[str, Any]:
+    """The first line as a checked header (``type`` removed): a UserError naming the file
+    for anything else, or for a header from a newer gputui (check_schema's message)."""
+    record = parse_line(f"{path}:1", line)
+    if record.pop("type", None) != "header":
+        raise UserError(f"{path}:1: not a gputui recording (expected a header line first)")
+    check_schema(path, record)
+    check_line(f"{path}:1", "header", record)
     return record
 
 
@@ -401,8 +546,8 @@ STREAM_CUT = "the compressed stream ends early: the file was cut while being wri
 
 
 def read_recording_bytes(path: Path) -> tuple[bytes, bool]:
-    """The recording's JSON Lines as bytes (a ``.gz`` file decompressed), and whether a
-    compressed stream was cut before its end."""
+    """The recording's JSON Lines as bytes (a ``.gz`` file decompressed, within
+    gzip_lines' bounds), and whether a compressed stream was cut before its end."""
     try:
         if not is_gzip_path(path):
             return path.read_bytes(), False
@@ -424,28 +569,21 @@ def read_recording(path: Path) -> Recording:
         cut = f"the last line ({len(lines)}) is incomplete: the file was cut while being written"
         lines.pop()
     for number, line in enumerate(lines, start=1):
-        record = _parse(path, number, line)
+        if recording is None:
+            recording = Recording(path=path, header=read_header_line(path, line))
+            continue
+        where = f"{path}:{number}"
+        record = parse_line(where, line)
         kind = record.pop("type", None)
-        try:
-            if recording is None:
-                if kind != "header":
-                    raise UserError(f"{path}:{number}: not a gputui recording (expected a header line first)")
-                check_schema(path, record)
-                _check_header(record)
-                recording = Recording(path=path, header=record)
-            elif kind == "sample":
-                _check(record, Sample, "")
-                recording.samples.append(from_dict(Sample, record))
-            elif kind == "event":
-                _check_event(record)
-                recording.events.append(ev.event_from_dict(record))
-            elif kind == "summary":
-                _check(record, SUMMARY_FIELDS, "")
-                recording.summary = record
-            else:
-                raise _Wrong("type", '"sample", "event" or "summary"')
-        except _Wrong as exc:
-            raise UserError(f"{path}:{number}: {exc}") from None
+        check_line(where, kind, record)
+        if kind == "sample":
+            recording.samples.append(from_dict(Sample, record))
+        elif kind == "event":
+            recording.events.append(ev.event_from_dict(record))
+        elif kind == "summary":
+            recording.summary = record
+        else:  # a second header
+            raise UserError(f'{where}: type: expected "sample", "event" or "summary" (the header is line 1 alone)')
     if recording is None:
         if raw:  # bytes, but not one whole line: not "empty", and not a recording either
             raise UserError(f"{path}: not a gputui recording: no complete line in its {len(raw):,} bytes")

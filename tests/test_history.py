@@ -76,7 +76,7 @@ def test_opt_out_and_cap_come_from_the_environment():
     assert not history_disabled(False, {"GPUTUI_NO_HISTORY": "0"})
     assert cap_bytes({}) == 500 * 1000**2
     assert cap_bytes({"GPUTUI_HISTORY_MAX_MB": "1.5"}) == 1_500_000
-    with pytest.raises(UserError, match="GPUTUI_HISTORY_MAX_MB: expected a size in MB greater than 0, got 'lots'"):
+    with pytest.raises(UserError, match="GPUTUI_HISTORY_MAX_MB: expected a finite size in MB greater than 0, got 'lots'"):
         cap_bytes({"GPUTUI_HISTORY_MAX_MB": "lots"})
     assert runs_dir({"XDG_STATE_HOME": "/s"}) == runs_dir({"XDG_STATE_HOME": "/s"}) and str(runs_dir({"XDG_STATE_HOME": "/s"})) == "/s/gputui/runs"
 

@@ -53,7 +53,7 @@ def test_runs_json_has_every_field(tmp_path):
     assert by_name["b-input-bound.jsonl"]["median"] > 132 and by_name["b-input-bound.jsonl"]["findings"] == 1
     assert by_name["b-input-bound.jsonl"]["gpus"] == ["NVIDIA H200"] and by_name["b-input-bound.jsonl"]["cut"] is None
     assert by_name["c-cut.jsonl"]["outcome"] == "cut" and "incomplete" in by_name["c-cut.jsonl"]["cut"]
-    assert by_name["notes.jsonl"]["problem"] == "not a gputui recording"
+    assert by_name["notes.jsonl"]["problem"] == f"{folder / 'notes.jsonl'}:1: not a gputui recording line (expected a JSON object)"
     assert by_name["a-bert.jsonl"]["path"] == str(folder / "a-bert.jsonl")
 
 
