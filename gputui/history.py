@@ -27,6 +27,7 @@ from gputui.errors import UserError
 from gputui.fmt import gpu_summary, short_gpu_name
 from gputui.gzip_lines import GzipChunks, is_gzip_path
 from gputui.record import MAX_LINE_BYTES, NewerFormat, Recorder, check_line, is_live, parse_line, read_header_line
+from gputui.text_files import open_regular_file
 
 NO_HISTORY_ENV = "GPUTUI_NO_HISTORY"
 MAX_MB_ENV = "GPUTUI_HISTORY_MAX_MB"
@@ -169,7 +170,7 @@ def _last_line(path: Path, handle, size: int) -> tuple[bytes | None, bool]:
 
 def _plain_ends(path: Path, size: int) -> tuple[bytes, bytes | None, bool]:
     """(the first line, the last whole line, whether it ends with a newline) of a plain file."""
-    with open(path, "rb") as handle:
+    with open_regular_file(path, "recording") as handle:  # a FIFO in the folder is not waited on
         first = handle.readline(MAX_LINE_BYTES + 1)
         if len(first) > MAX_LINE_BYTES:
             raise _too_long(path)
@@ -182,7 +183,7 @@ def _gzip_ends(path: Path) -> tuple[bytes, bytes | None, bool]:
     gzip_lines' bounds), keeping only the first line and the tail from the last whole
     line on."""
     head = tail = b""
-    with open(path, "rb") as handle:
+    with open_regular_file(path, "recording") as handle:
         for chunk in GzipChunks(path, handle):
             if b"\n" not in head and len(head) <= MAX_LINE_BYTES:
                 head += chunk

@@ -32,9 +32,10 @@ from typing import IO, Any
 from gputui import events as ev
 from gputui.errors import UserError
 from gputui.events import Event, Observer
-from gputui.gzip_lines import GzipLineWriter, is_gzip_path, read_gzip
+from gputui.gzip_lines import MAX_BYTES, GzipLineWriter, is_gzip_path, read_gzip
 from gputui.model import GpuInfo, HostInfo, Sample, Throughput, from_dict, to_dict
 from gputui.protocol import json_safe
+from gputui.text_files import open_regular_file, read_bytes_bounded
 
 log = logging.getLogger(__name__)
 
@@ -549,9 +550,9 @@ def read_recording_bytes(path: Path) -> tuple[bytes, bool]:
     """The recording's JSON Lines as bytes (a ``.gz`` file decompressed, within
     gzip_lines' bounds), and whether a compressed stream was cut before its end."""
     try:
-        if not is_gzip_path(path):
-            return path.read_bytes(), False
-        with open(path, "rb") as handle:
+        with open_regular_file(path, "recording") as handle:  # a FIFO is refused, not waited on
+            if not is_gzip_path(path):
+                return read_bytes_bounded(handle, path, "recording", MAX_BYTES), False
             return read_gzip(path, handle)
     except OSError as exc:
         raise UserError(f"{path}: cannot read the recording ({exc.strerror})") from None

@@ -19,7 +19,7 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from gputui.config import tomllib
 from gputui.errors import UserError
@@ -29,9 +29,10 @@ from gputui.errors import UserError
 MAX_TEXT_BYTES = 4 * 1024 * 1024
 
 
-def read_text_file(path: Path, what: str = "text file", limit: int = MAX_TEXT_BYTES) -> str:
-    """The UTF-8 text of the regular file ``path``, at most ``limit`` bytes.  Raises
-    FileNotFoundError when it does not exist, UserError for anything else wrong."""
+def open_regular_file(path: Path, what: str) -> BinaryIO:
+    """``path`` opened for reading (binary) when it is a regular file.  Raises
+    FileNotFoundError when it does not exist, UserError when it is something else (a FIFO
+    is refused at once, not waited on) or cannot be opened."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except FileNotFoundError:
@@ -42,13 +43,25 @@ def read_text_file(path: Path, what: str = "text file", limit: int = MAX_TEXT_BY
     if not stat.S_ISREG(mode):
         os.close(fd)
         raise UserError(f"{path}: {_kind(mode)}, not a file; expected a {what}")
-    with os.fdopen(fd, "rb") as handle:
-        try:
-            data = handle.read(limit + 1)
-        except OSError as exc:
-            raise UserError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    return os.fdopen(fd, "rb")
+
+
+def read_bytes_bounded(handle: BinaryIO, path: Path, what: str, limit: int) -> bytes:
+    """At most ``limit`` bytes of ``handle``; UserError past them, or on a read error."""
+    try:
+        data = handle.read(limit + 1)
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read ({exc.strerror or exc})") from None
     if len(data) > limit:
         raise UserError(f"{path}: larger than {limit // (1024 * 1024)} MiB; expected a {what} (not read)")
+    return data
+
+
+def read_text_file(path: Path, what: str = "text file", limit: int = MAX_TEXT_BYTES) -> str:
+    """The UTF-8 text of the regular file ``path``, at most ``limit`` bytes.  Raises
+    FileNotFoundError when it does not exist, UserError for anything else wrong."""
+    with open_regular_file(path, what) as handle:
+        data = read_bytes_bounded(handle, path, what, limit)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -116,3 +116,33 @@ def test_the_dashboard_starts_on_a_broken_settings_file_and_theme_and_says_which
     assert any(str(settings) in n and "nested too deeply" in n for n in notes), notes
     assert any("bad.toml" in n and "primary" in n for n in notes), notes
     assert settings.read_text() == DEEP  # never rewritten
+
+
+def test_a_fifo_named_as_a_recording_or_kept_in_the_history_is_refused_not_waited_on(tmp_path):
+    from gputui.record import read_recording
+
+    fifo = tmp_path / "run.jsonl"
+    os.mkfifo(fifo)
+    began = time.monotonic()
+    with pytest.raises(UserError, match="a FIFO, not a file; expected a recording"):
+        read_recording(fifo)
+    done = run_gputui(["report", str(fifo)], tmp_path, timeout=60)
+    assert done.returncode == 2 and "a FIFO, not a file" in done.stderr
+    history = tmp_path / "state" / "gputui" / "runs"
+    history.mkdir(parents=True)
+    os.mkfifo(history / "2026-11-26T00-00-00-x.jsonl")
+    env_home = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    listed = run_gputui_env(["runs"], tmp_path, env_home)
+    assert listed.returncode == 0 and "no runs kept" in listed.stdout  # not a file: not a kept run, and not waited on
+    assert time.monotonic() - began < 60
+
+
+def run_gputui_env(args, tmp_path, extra):
+    import subprocess
+    import sys
+
+    from tests.support.process import gputui_env
+
+    return subprocess.run(
+        [sys.executable, "-m", "gputui", *args], cwd=tmp_path, env={**gputui_env(tmp_path), **extra}, capture_output=True, text=True, timeout=60
+    )
