@@ -23,6 +23,7 @@ RANK_THROUGHPUT = "rank_throughput"  # one rank's own reading in a data-parallel
 RESULT = "result"  # the workload's own final result line, whole
 OUTPUT = "output"  # one line of the child's output (progress redraws are skipped)
 OOM = "oom"  # the workload reported running out of memory
+CHECK = "check"  # one gputui check result (gputui.check.model.CheckResult), kept whole
 PROBE = "probe"  # the zero-code probe's report of one window of the training loop (gputui.probe)
 PROBE_STATUS = "probe_status"  # the probe armed in a process, or switched itself off after an error
 OUTCOME = "outcome"  # how the run ended

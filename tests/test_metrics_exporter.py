@@ -274,11 +274,12 @@ def test_the_grafana_dashboard_queries_only_metrics_gputui_serves():
     exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
     exprs += [v["query"] for v in dashboard["templating"]["list"]]
     referenced = {m for e in exprs for m in re.findall(r"\b(?:DCGM_FI_\w+|gputui_\w+)", e)}
-    runs = [fed(price=1.0), ddp_fed({"samples_per_sec": 1250.0, "source": "one.jsonl"})]  # a plain run and a data-parallel one
+    runs = [fed(price=1.0), ddp_fed({"samples_per_sec": 1250.0, "source": "one.jsonl"}), check_fed()]  # a plain run, a data-parallel one, a check
     served = {s.name for live in runs for f in scrape(live).values() for s in f.samples}
     assert referenced and referenced <= served, referenced - served
     assert {"gputui_throughput_samples_per_second", "gputui_findings_active", "DCGM_FI_PROF_SM_ACTIVE"} <= referenced
     assert {"gputui_rank_throughput_samples_per_second", "gputui_scaling_efficiency_ratio"} <= referenced
+    assert {"gputui_check_status", "gputui_check_ratio"} <= referenced
     ids = [p["id"] for p in dashboard["panels"]]
     assert len(ids) == len(set(ids))  # Grafana keys panels by id
 
@@ -359,3 +360,74 @@ def test_rank_metrics_parse_as_openmetrics_too():
     registry.register(SnapshotCollector(ddp_fed({"samples_per_sec": 1250.0, "source": "x"})))
     names = {f.name for f in parse_openmetrics(generate_openmetrics(registry).decode())}
     assert {"gputui_rank_throughput_samples_per_second", "gputui_scaling_efficiency_ratio"} <= names
+
+
+# -- gputui check's results as metrics (a fleet's alerts) ------------------------------
+
+CHECK_RESULTS = [
+    {"id": "host.shm", "group": "preflight", "status": "fail", "value": 64, "unit": "MiB", "expected": 4096, "bound": "at least"},
+    {"id": "micro.gpu0.matmul_bf16", "status": "ok", "value": 792.4, "unit": "TFLOP/s", "expected": 800.0, "ratio": 0.9905, "gpu": 0},
+    {"id": "micro.gpu1.matmul_bf16", "status": "warn", "value": 700.0, "unit": "TFLOP/s", "expected": 800.0, "ratio": 0.875, "gpu": 1},
+    {"id": "gpu1.pcie_link_loaded", "status": "warn", "value": "Gen4 x16", "expected": "Gen5 x16", "gpu": 1},
+    {"id": "micro.p2p", "status": "skipped", "cause": "one GPU"},
+]
+
+
+def check_fed() -> LiveMetrics:
+    live = LiveMetrics()
+    live.on_header({**HEADER, "preset": {}, "check": {"quick": True}})
+    for i, result in enumerate(CHECK_RESULTS):
+        live.on_event(make_event(1.0 + i, ev.CHECK, result))
+    return live
+
+
+def test_check_results_are_a_status_a_value_and_a_ratio_per_check_and_gpu():
+    families = scrape(check_fed())
+    assert value(families, "gputui_check_status", check="host.shm", gpu="", Hostname="box-7") == 2.0
+    assert value(families, "gputui_check_status", check="micro.matmul_bf16", gpu="1") == 1.0
+    assert value(families, "gputui_check_status", check="pcie_link_loaded", gpu="1") == 1.0
+    assert value(families, "gputui_check_value", check="micro.matmul_bf16", gpu="0", unit="TFLOP/s") == 792.4
+    assert value(families, "gputui_check_ratio", check="micro.matmul_bf16", gpu="1") == 0.875
+    statuses = [s for s in families["gputui_check_status"].samples]
+    assert not any(s.labels["check"] == "micro.p2p" for s in statuses)  # skipped: it measured nothing
+
+
+def test_check_results_outlive_the_sessions_after_them_until_the_next_check():
+    live = check_fed()
+    live.on_header(HEADER)  # the dashboard watches again after the check
+    assert "gputui_check_status" in scrape(live)
+    live.on_header({**HEADER, "check": {"quick": False}})  # the next check starts afresh
+    assert "gputui_check_status" not in scrape(live)
+
+
+def test_gputui_check_writes_its_results_as_a_metrics_file(tmp_path):
+    out = tmp_path / "gputui.prom"
+    done = run_gputui(["check", "--quick", "--no-history", "--metrics-file", str(out)], tmp_path, timeout=300)
+    assert done.returncode in (0, 1), done.stderr
+    families = {f.name: f for f in text_string_to_metric_families(out.read_text())}
+    checks = {s.labels["check"] for s in families["gputui_check_status"].samples}
+    assert {"host.shm", "host.disk_free"} <= checks
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # written atomically: no temp left
+
+
+def test_a_check_from_the_dashboard_feeds_the_metrics_server(tmp_path, monkeypatch):
+    from gputui.tui.app import make_app
+    from tests.support.tui import demo_preset, run_async, scripted_factory, wait_until
+    from tests.test_trust_keys import quick_check
+
+    preset = demo_preset()
+    app = make_app({preset.name: preset}, session_factory=scripted_factory(), settings_file=tmp_path / "s.toml", check_factory=quick_check, confirm_quit=False)
+    live = LiveMetrics()
+    app.supervisor.add_observer(live)
+
+    async def scenario():
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.press("k")
+            await pilot.pause(0.2)
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: "host.shm" in live.snapshot.checks, what="the check's result in the metrics")
+            await pilot.press("escape")
+            await pilot.press("q")
+
+    run_async(scenario())
+    assert live.snapshot.checks["host.shm"].status == "ok"

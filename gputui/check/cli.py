@@ -28,6 +28,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout (progress stays on stderr)")
     parser.add_argument("--markdown", type=Path, metavar="FILE", help="also write the verdict table as Markdown to FILE")
+    parser.add_argument(
+        "--metrics-file",
+        type=Path,
+        metavar="FILE",
+        help="also write the results as Prometheus metrics to FILE (node_exporter's textfile collector: a *.prom file in its folder)",
+    )
     parser.add_argument("--gpus", metavar="LIST", help="check only these GPU indices, e.g. 0,1 (default: all)")
     parser.add_argument("--skip", metavar="STAGES", default="", help="leave out stages: any of preflight, micro, workload (comma-separated)")
     parser.add_argument("--workdir", type=Path, metavar="DIR", help="directory whose disk is checked (default: the current one)")
@@ -59,8 +65,9 @@ def parse_skip(text: str) -> set[str]:
 def run(args: argparse.Namespace) -> int:
     if args.price is not None and not (math.isfinite(args.price) and args.price > 0):
         raise UserError(f"--price: expected a price per hour greater than 0, got {args.price}")
-    if args.markdown is not None and not args.markdown.parent.is_dir():
-        raise UserError(f"--markdown: {args.markdown.parent} is not a directory")
+    for option, path in (("--markdown", args.markdown), ("--metrics-file", args.metrics_file)):
+        if path is not None and not path.parent.is_dir():
+            raise UserError(f"{option}: {path.parent} is not a directory")
     from gputui.check.context import CheckOptions
     from gputui.check.runner import run_check_cli
     from gputui.record import check_record_target
@@ -81,4 +88,13 @@ def run(args: argparse.Namespace) -> int:
         presets_file=args.presets,
         config=config,
     )
-    return run_check_cli(options, record=args.record, as_json=args.json, markdown=args.markdown, quiet=args.quiet, force=args.force, no_history=args.no_history)
+    return run_check_cli(
+        options,
+        record=args.record,
+        as_json=args.json,
+        markdown=args.markdown,
+        metrics_file=args.metrics_file,
+        quiet=args.quiet,
+        force=args.force,
+        no_history=args.no_history,
+    )

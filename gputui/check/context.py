@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gputui import events as ev
 from gputui import protocol
 from gputui.check.expectations import GpuModel, find_model
 from gputui.check.model import CheckResult
@@ -23,7 +24,7 @@ from gputui.output_stream import OutputLine
 from gputui.presets import Config
 from gputui.runner import Runner
 
-CHECK_EVENT = "check"  # one recording event per check result
+CHECK_EVENT = ev.CHECK  # one recording event per check result
 STAGE_EVENT = "check_stage"  # a stage started or ended: {"stage": ..., "state": "start"|"end"}
 
 

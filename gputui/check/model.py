@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +26,20 @@ GROUPS = (PREFLIGHT, MICRO, WORKLOAD, UNDER_LOAD, COST)
 AT_LEAST = "at least"
 AT_MOST = "at most"
 BOUND_SIGN = {AT_LEAST: "≥", AT_MOST: "≤"}
+
+
+_GPU_PART = re.compile(r"gpu(\d+)")
+
+
+def name_and_gpu(check_id: str) -> tuple[str, int | None]:
+    """A check's id without its GPU, and the GPU: ``micro.gpu0.matmul_bf16`` is
+    (``micro.matmul_bf16``, 0), ``gpu1.pcie_link_loaded`` (``pcie_link_loaded``, 1), ``host.shm``
+    (``host.shm``, None).  Fleets compare and Prometheus labels the same check by this name."""
+    parts = check_id.split(".")
+    gpus = [int(m.group(1)) for part in parts if (m := _GPU_PART.fullmatch(part))]
+    if not gpus:
+        return check_id, None
+    return ".".join(part for part in parts if not _GPU_PART.fullmatch(part)), gpus[0]
 
 
 def with_bound(text: str, bound: str | None) -> str:

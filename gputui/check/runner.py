@@ -220,7 +220,15 @@ class _ProgressLines(CheckListener):
 
 
 def run_check_cli(
-    options: CheckOptions, *, record: Path | None, as_json: bool, markdown: Path | None, quiet: bool = False, force: bool = False, no_history: bool = False
+    options: CheckOptions,
+    *,
+    record: Path | None,
+    as_json: bool,
+    markdown: Path | None,
+    metrics_file: Path | None = None,
+    quiet: bool = False,
+    force: bool = False,
+    no_history: bool = False,
 ) -> int:
     """The headless face: a line per check as it completes, then the verdict (or JSON).
     The check is kept in the run history like any run, and in ``record`` if given."""
@@ -240,7 +248,12 @@ def run_check_cli(
         recorders += [kept] if kept is not None else []
     # Progress goes to stderr with --json (stdout is for the machine), else to stdout.
     listener = CheckListener() if quiet else _ProgressLines(sys.stderr if as_json else sys.stdout)
-    check = CheckRun(options, observers=list(recorders), listener=listener)
+    metrics = None
+    if metrics_file is not None:
+        from gputui.metrics.live import LiveMetrics
+
+        metrics = LiveMetrics(options.price_per_hour)
+    check = CheckRun(options, observers=[*recorders, *([metrics] if metrics else [])], listener=listener)
     relay = SignalRelay(STOP_SIGNALS, lambda _signum: check.stop())  # nohup's ignored SIGHUP stays ignored
     received = relay.received
     try:
@@ -254,6 +267,13 @@ def run_check_cli(
             write_atomic(markdown, render.markdown(report.results, report.header))
         except OSError as exc:
             raise UserError(f"{markdown}: cannot write the Markdown report ({exc.strerror})") from None
+    if metrics is not None and metrics_file is not None:
+        from gputui.metrics.families import write_metrics_file
+
+        try:
+            write_metrics_file(metrics_file, metrics)
+        except OSError as exc:
+            raise UserError(f"{metrics_file}: cannot write the metrics ({exc.strerror or exc})") from None
     if as_json:
         print(render.to_json(report.results, report.header, report.summary))
     else:

@@ -19,14 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gputui.check.model import name_and_gpu
 from gputui.errors import UserError
 from gputui.fleet.results import FAIL, HEALTHY, STATUSES
 from gputui.text_files import read_text_file
 
 OUTLIER_BELOW = 0.08  # 8 % under the fleet median: past run-to-run noise (1-3 %) on one card
-_PER_GPU = re.compile(r"(micro|workload)\.gpu(\d+)\.([a-z0-9_]+)")
-_NODE_WIDE = re.compile(r"(micro|workload)\.([a-z0-9_]+)")
-_LINK = re.compile(r"gpu(\d+)\.pcie_link_loaded")
+_MEASURED = re.compile(r"(micro|workload)\.[a-z0-9_]+")  # speed checks, more is better (not micro.p2p.gpu0-gpu1: pairs)
 COST_WORKLOAD = "workload.resnet50_tuned"  # the samples a fleet's cost is counted in
 
 
@@ -158,13 +157,11 @@ def _read_result(node: Node, item: dict[str, Any]) -> None:
     cid, value, unit = item["id"], item.get("value"), str(item.get("unit") or "")
     if item.get("status") == FAIL:
         node.failed.append(f"{cid}: {value}{' ' + unit if unit else ''}" if value is not None else cid)
-    number = value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-    if (m := _PER_GPU.fullmatch(cid)) and number is not None:
-        node.values[(f"{m.group(1)}.{m.group(3)}", int(m.group(2)))] = (float(number), unit)
-    elif (m := _NODE_WIDE.fullmatch(cid)) and number is not None:
-        node.values[(cid, None)] = (float(number), unit)
-    elif (m := _LINK.fullmatch(cid)) and isinstance(value, str):
-        node.links[int(m.group(1))] = value
+    name, gpu = name_and_gpu(cid)
+    if name == "pcie_link_loaded" and gpu is not None and isinstance(value, str):
+        node.links[gpu] = value
+    elif _MEASURED.fullmatch(name) and isinstance(value, (int, float)) and not isinstance(value, bool):
+        node.values[(name, gpu)] = (float(value), unit)
 
 
 # --- judging -----------------------------------------------------------------------------

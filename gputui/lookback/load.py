@@ -18,7 +18,7 @@ from gputui.events import Event
 from gputui.record import SCHEMA_VERSION, Recording, read_recording
 from gputui.summary import SummaryBuilder
 
-CHECK_EVENT = "check"  # one ``gputui check`` result (gputui/check/model.py CheckResult)
+CHECK_EVENT = ev.CHECK  # one recording event per check result
 
 
 def load_recording(path: Path) -> Recording:

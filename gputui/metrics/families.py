@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -17,6 +18,7 @@ from prometheus_client.registry import Collector
 from gputui import ranks
 from gputui.metrics.live import GpuLabels, LiveMetrics, MetricsSnapshot
 from gputui.model import GpuSample
+from gputui.safe_write import write_atomic
 from gputui.telemetry.gpu import THROTTLE_REASONS
 
 MIB = 1024**2
@@ -88,7 +90,7 @@ class SnapshotCollector(Collector):
 
 
 def metric_families(snap: MetricsSnapshot) -> list[Metric]:
-    return [*_gpu_families(snap), *_run_families(snap), *_host_families(snap)]
+    return [*_gpu_families(snap), *_run_families(snap), *_host_families(snap), *_check_families(snap)]
 
 
 def _gpu_label_values(snap: MetricsSnapshot, index: int) -> list[str]:
@@ -230,3 +232,39 @@ def _host_families(snap: MetricsSnapshot) -> list[Metric]:
         rss.add_metric([role], by_role[role][1])
         procs.add_metric([role], by_role[role][2])
     return [*out, cores, rss, procs]
+
+
+# A check's status as a number an alert can compare: ok (and info) 0, warn 1, fail 2.
+# A skipped check has no series: it measured nothing.
+CHECK_STATUS_LEVEL = {"ok": 0, "info": 0, "warn": 1, "fail": 2}
+
+
+def _check_families(snap: MetricsSnapshot) -> list[Metric]:
+    """The latest gputui check: a status per check and GPU, and what it measured, so a
+    fleet's alerts fire on a failing node (status 2) or a slow one (ratio under 0.92)."""
+    if not snap.checks:
+        return []
+    labels = ["Hostname", "check", "gpu"]
+    status = GaugeMetricFamily("gputui_check_status", "The latest gputui check's result: 0 ok, 1 warn, 2 fail.", labels=labels)
+    value = GaugeMetricFamily("gputui_check_value", "What the latest gputui check measured, in the unit of its unit label.", labels=[*labels, "unit"])
+    ratio = GaugeMetricFamily("gputui_check_ratio", "Measured over expected, for checks with a target (1 = as fast as this GPU should be).", labels=labels)
+    for entry in sorted(snap.checks.values(), key=lambda c: (c.name, -1 if c.gpu is None else c.gpu)):
+        values = [snap.hostname, entry.name, "" if entry.gpu is None else str(entry.gpu)]
+        if entry.status in CHECK_STATUS_LEVEL:
+            status.add_metric(values, float(CHECK_STATUS_LEVEL[entry.status]))
+        if entry.value is not None:
+            value.add_metric([*values, entry.unit], entry.value)
+        if entry.ratio is not None:
+            ratio.add_metric(values, entry.ratio)
+    return [status, value, ratio]
+
+
+def write_metrics_file(path: Path, live: LiveMetrics) -> None:
+    """``live``'s latest snapshot in Prometheus' text format, replacing ``path``
+    atomically: what node_exporter's textfile collector reads (it must never see half a
+    file).  For a one-shot command (gputui check), which no scraper could reach."""
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(SnapshotCollector(live))
+    write_atomic(path, generate_latest(registry).decode("utf-8"))

@@ -14,6 +14,7 @@ from typing import Any
 
 from gputui import events as ev
 from gputui import ranks
+from gputui.check.model import name_and_gpu
 from gputui.events import Event, Observer
 from gputui.model import HostSample, Sample, Throughput
 
@@ -32,6 +33,19 @@ class OpenFinding:
     kind: str
     gpu: int | None
     severity: str
+
+
+@dataclass(frozen=True)
+class CheckValue:
+    """One ``gputui check`` result as Prometheus labels it: the check's name without its
+    GPU (``micro.matmul_bf16``) and the GPU apart."""
+
+    name: str
+    gpu: int | None
+    status: str
+    value: float | None
+    unit: str
+    ratio: float | None  # measured / expected, for targets
 
 
 @dataclass(frozen=True)
@@ -56,6 +70,9 @@ class MetricsSnapshot:
     rank_gpus: tuple[int, ...] = ()
     world_size: int | None = None
     baseline_rate: float | None = None
+    # The latest gputui check's results, by id: kept across the sessions that follow it
+    # (the dashboard watches again after a check), replaced by the next check's.
+    checks: dict[str, CheckValue] = field(default_factory=dict)
 
     @property
     def scaling_efficiency(self) -> float | None:
@@ -80,7 +97,9 @@ class LiveMetrics(Observer):
             int(g["index"]): GpuLabels(gpu=str(g["index"]), uuid=str(g.get("uuid") or ""), model_name=str(g.get("name") or ""))
             for g in header.get("gpus") or []
         }
+        checks = {} if "check" in header else self.snapshot.checks  # a new check starts afresh
         self.snapshot = MetricsSnapshot(
+            checks=checks,
             hostname=str(host.get("hostname") or ""),
             preset=str(preset.get("name") or ""),
             version=str(header.get("gputui") or ""),
@@ -107,6 +126,18 @@ class LiveMetrics(Observer):
             self._update(world_size=ranks.world_size_of(ev.payload_fields(payload)) or self.snapshot.world_size)
         elif isinstance(payload, ev.Finding):
             self._on_finding(payload)
+        elif event.kind == ev.CHECK:
+            self._on_check(ev.payload_fields(payload))
+
+    def _on_check(self, result: dict[str, Any]) -> None:
+        check_id, status = result.get("id"), result.get("status")
+        if not isinstance(check_id, str) or not isinstance(status, str):
+            return
+        name, gpu = name_and_gpu(check_id)
+        value, ratio = result.get("value"), result.get("ratio")
+        number = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        entry = CheckValue(name, gpu, status, number, str(result.get("unit") or ""), float(ratio) if isinstance(ratio, (int, float)) else None)
+        self._update(checks={**self.snapshot.checks, check_id: entry})
 
     def _on_throughput(self, reading: Throughput) -> None:
         done = self.snapshot.samples_done

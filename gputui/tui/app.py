@@ -355,7 +355,13 @@ class GpuTuiApp(DashboardApp):
         def busy() -> str | None:
             return "A run is going: stop it (s) before checking the machine." if self.state.live_run else None
 
-        self.push_screen(CheckScreen(self.make_check, busy_reason=busy))
+        def make_check(options: CheckOptions, listener: CheckListener) -> CheckRun:
+            check = self.make_check(options, listener)
+            for observer in self.supervisor.every_session:  # the --serve-metrics feed: check results become metrics
+                check.session.add_observer(observer)
+            return check
+
+        self.push_screen(CheckScreen(make_check, busy_reason=busy))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)

@@ -86,6 +86,11 @@ class SessionSupervisor:
         """Add ``observer`` to every session from the next one on (call before loop())."""
         self._every_session.append(observer)
 
+    @property
+    def every_session(self) -> tuple[Observer, ...]:
+        """The observers every session gets (a check's session gets them too)."""
+        return tuple(self._every_session)
+
     # -- Asked from any thread ------------------------------------------------------
     @property
     def current(self) -> SessionTicket | None:
