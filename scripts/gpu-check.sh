@@ -30,6 +30,8 @@
 #               OWN_SCRIPTS picks scripts (default: all; "pid" for the --pid runs) (~2 min a script)
 #     owntui    the dashboard on two of those scripts (benchmarks/own-training-presets.toml): screenshots
 #     probe     the probe's cost: benchmarks/probe_overhead.py, A/B against the same script without it
+#     fleet     issue 24: a quick check per GPU (--gpus N) at once, each GPU as a "node", then gputui fleet report
+#               over them and the committed H200, H100 and 2xH100 checks (fleet/, about a minute)
 #     ddp       DDP ResNet-50 (torchrun, NCCL) with --nproc-per-node 1 on GPU0, and 2 on GPU0,1 when
 #               the device has two: each recorded against the 1-GPU tuned run as its baseline, the
 #               per-rank and scaling figures in ddp/numbers.txt, and a dashboard screenshot (80x24:
@@ -180,6 +182,16 @@ PY
     longrun) mkdir -p "$out/longrun"; lscpu | grep -E 'Model name|^CPU\(s\)' > "$out/longrun/cpu.txt"; uptime >> "$out/longrun/cpu.txt"
              python3 benchmarks/long_run.py --hours 24 --gpus 8 --cores 128 --out "$out/longrun"; echo "long_run exit $?"
              python3 benchmarks/app_scale.py --hours 24 --gpus 8 --cores 128 --frames 200 --out "$out/longrun"; echo "app_scale exit $?" ;;
+    fleet) mkdir -p "$out/fleet"  # issue 24: each GPU of this machine checked as a node, beside the committed checks
+           pids=()
+           for g in $(nvidia-smi --query-gpu=index --format=csv,noheader); do
+             node="$(hostname -s)-gpu$g"
+             python3 -m gputui check --quick --gpus "$g" --json --no-history --record "$out/fleet/$node.jsonl" \
+               > "$out/fleet/$node.json" 2> "$out/fleet/$node.stderr" & pids+=($!)
+           done
+           for pid in "${pids[@]}"; do wait "$pid"; echo "check exit $?"; done  # by pid: see loaded()
+           python3 -m gputui fleet report "$out"/fleet/*.json docs/check-results/h200-check.json docs/check-results/h100-check.json \
+             docs/check-results/2xh100-check.json --price "${PRICE:-3.0}" --out "$out/fleet/report" | tee "$out/fleet/report.txt" ;;
     *) echo "unknown step $step" ;;
   esac
 done

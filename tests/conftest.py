@@ -18,6 +18,10 @@ from tests.support.isolation import isolate_user
 
 TORCHVISION_SHIM = Path(__file__).parent / "shims" / "torchvision_cpu"
 
+# ssh_hosts and slurm_cluster (the fleet tests' real ssh and Slurm): one definition for
+# the whole session, so that every module shares a single private Slurm.
+pytest_plugins = ["tests.support.cluster"]
+
 
 def _enable_torchvision_shim_if_needed() -> None:
     """CPU-only CI pairs torch's CPU wheel with a CUDA torchvision wheel: see the shim."""

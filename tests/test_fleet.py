@@ -8,7 +8,9 @@ tests/test_fleet_slurm.py and tests/test_fleet_ssh.py run the real ones."""
 
 from __future__ import annotations
 
+import base64
 import copy
+import gzip
 import json
 import os
 import random
@@ -139,11 +141,27 @@ def test_a_hostfile_takes_mpi_slots_and_comments(tmp_path):
     assert read_hostfile(path) == ["gpu-01", "root@10.0.0.2", "[fe80::1]:2222"]
 
 
-def test_node_output_is_split_at_its_markers_and_classified():
-    out = split_output('@@gputui-fleet node gpu-07\n{"a": 1}\n@@gputui-fleet recording\n{"h": 1}\n@@gputui-fleet exit 0\n')
-    assert (out.hostname, out.check_json, out.recording, out.exit_status) == ("gpu-07", '{"a": 1}', '{"h": 1}\n', 0)
+def node_output(hostname: str, check: str, recording: str, status: int, width: int = 76) -> str:
+    """What the node script prints: base64 in lines of ``width`` (base64's own 76; srun
+    may break long lines further)."""
+
+    def lines(data: bytes) -> str:
+        text = base64.b64encode(data).decode()
+        return "".join(text[i : i + width] + "\n" for i in range(0, len(text), width))
+
+    recorded = lines(gzip.compress(recording.encode())) if recording else ""
+    return f"@@gputui-fleet node {hostname}\n@@gputui-fleet check\n{lines(check.encode())}@@gputui-fleet recording\n{recorded}@@gputui-fleet exit {status}\n"
+
+
+@pytest.mark.parametrize("width", [76, 7])  # 7: a line broken into pieces on its way back
+def test_node_output_is_split_at_its_markers_and_decoded(width):
+    out = split_output(node_output("gpu-07", '{"a": 1}', '{"h": 1}\n' * 100, 0, width))
+    assert (out.hostname, out.check_json, out.recording, out.exit_status) == ("gpu-07", '{"a": 1}', '{"h": 1}\n' * 100, 0)
+
+
+def test_node_results_are_classified():
     assert node_result("x", 255, "", "ssh: connect to host x port 22: Connection refused\n", 1.0).status == UNREACHABLE
-    missing = node_result("x", 127, "@@gputui-fleet node x\n@@gputui-fleet recording\n@@gputui-fleet exit 127\n", "sh: 3: gputui: not found\n", 1.0)
+    missing = node_result("x", 127, node_output("x", "", "", 127), "sh: 3: gputui: not found\n", 1.0)
     assert missing.status == NO_GPUTUI and "not found" in missing.reason
     assert node_result("x", None, "", "", 300.0).reason == "no answer before the timeout"
 
@@ -218,10 +236,9 @@ def test_the_slurm_engine_splits_srun_s_labelled_stream_into_nodes(tmp_path):
 def test_a_failed_check_is_a_failed_node(tmp_path):
     failed = synthetic_node(1)
     failed["verdict"] = {"verdict": "fail", "counts": {"fail": 1}}
-    text = "@@gputui-fleet node n\n" + json.dumps(failed) + "\n@@gputui-fleet recording\n@@gputui-fleet exit 1\n"
-    assert node_result("n", 1, text, "", 2.0).status == FAIL
+    assert node_result("n", 1, node_output("n", json.dumps(failed), "", 1), "", 2.0).status == FAIL
 
 
 def test_the_node_script_runs_check_with_the_options_passed_through():
     script = node_script("gputui", ["--quick", "--price", "2.5"])
-    assert "gputui check --json --no-history --quick --price 2.5 --record" in script
+    assert "gputui check --json --no-history --quick --price 2.5 --record" in script and "| base64" in script

@@ -1,15 +1,21 @@
 """What each node runs, and how its output is read back.
 
 A node runs one POSIX ``sh`` script: it names itself, runs ``gputui check --json`` with a
-recording in a temporary file, then prints the recording after a marker line and its
-exit status last.  One stream carries all of it, so the engine (``ssh``, ``srun``) needs
-no shared file system and nothing on the node but gputui.
+recording in a temporary file, then prints the JSON and the (gzipped) recording in
+base64 after marker lines, and its exit status last.  One stream carries all of it, so
+the engine (``ssh``, ``srun``) needs no shared file system and nothing on the node but
+gputui, gzip and base64; and base64's short lines pass through srun, which breaks long
+lines of a task's output into several labelled ones.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import gzip
 import json
 import shlex
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -30,10 +36,13 @@ def node_script(gputui: str, check_args: Sequence[str], name: str = HOSTNAME) ->
         [
             f'echo "{MARK} node {name}"',
             't=$(mktemp "${TMPDIR:-/tmp}/gputui-fleet.XXXXXX") || exit 70',
-            f'{gputui} {args} --record "$t" --force',
+            f'{gputui} {args} --record "$t.jsonl" --force > "$t"',
             "rc=$?",
+            f'echo "{MARK} check"',
+            'base64 < "$t"',
             f'echo "{MARK} recording"',
-            'cat "$t" 2>/dev/null; rm -f "$t"',
+            '[ -s "$t.jsonl" ] && gzip -c "$t.jsonl" | base64',
+            'rm -f "$t" "$t.jsonl"',
             f'echo "{MARK} exit $rc"',
         ]
     )
@@ -52,24 +61,32 @@ class NodeOutput:
 def split_output(text: str) -> NodeOutput:
     """Read back what :func:`node_script` printed (or the part of it that came)."""
     out = NodeOutput()
+    parts: dict[str, list[str]] = {"check": [], "recording": []}
     part: list[str] | None = None
-    check: list[str] = []
-    recording: list[str] = []
     for line in text.splitlines():
         if line.startswith(MARK + " "):
             word, _, rest = line[len(MARK) + 1 :].partition(" ")
             if word == "node":
-                out.hostname, part = rest.strip() or None, check
-            elif word == "recording":
-                part = recording
+                out.hostname, part = rest.strip() or None, None
+            elif word in parts:
+                part = parts[word]
             elif word == "exit" and rest.strip().lstrip("-").isdigit():
                 out.exit_status, part = int(rest.strip()), None
             continue
         if part is not None:
-            part.append(line)
-    out.check_json = "\n".join(check).strip()
-    out.recording = "\n".join(recording) + ("\n" if recording else "")
+            part.append(line.strip())
+    out.check_json = _decoded("".join(parts["check"]))
+    out.recording = _decoded("".join(parts["recording"]), gzipped=True)
     return out
+
+
+def _decoded(text: str, gzipped: bool = False) -> str:
+    """base64 (of gzip) back to text; "" when it does not decode (a node cut short)."""
+    try:
+        data = base64.b64decode(text, validate=True)
+        return (gzip.decompress(data) if gzipped and data else data).decode("utf-8", errors="replace")
+    except (binascii.Error, ValueError, EOFError, OSError, zlib.error):
+        return ""
 
 
 def parse_check(text: str) -> dict | None:
