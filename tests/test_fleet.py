@@ -71,7 +71,7 @@ def test_sixteen_nodes_with_two_planted_outliers_flag_exactly_those_two(tmp_path
     slow = {(o.check, o.gpu) for o in report.outliers if o.node == "node-05"}
     assert ("micro.matmul_bf16", 2) in slow and all(gpu == 2 for _, gpu in slow)
     assert {o.check for o in report.outliers if o.node == "node-11"} == {"micro.h2d", "micro.d2h", "pcie_link_loaded"}
-    median, unit = report.medians["micro.matmul_bf16"]
+    median, unit = report.medians["micro.matmul_bf16"]["NVIDIA H200"]
     measured = next(c["value"] for c in json.loads(H200.read_text())["checks"] if c["id"] == "micro.gpu0.matmul_bf16")
     assert unit == "TFLOP/s" and median == pytest.approx(measured, rel=0.02)  # the H200's own figure, give or take the ±2 %
     cost = report.cost_per_million(next(n for n in report.nodes if n.name == "node-00"))
@@ -118,6 +118,9 @@ def test_the_committed_single_machine_checks_read_as_a_fleet(tmp_path):
     report = load_report(files)
     assert [n.name for n in report.nodes] == ["h200-check", "h100-check", "2xh100-check"]
     assert all(n.gpus in (1, 2) for n in report.nodes) and "micro.matmul_bf16" in report.medians
+    # an H100 is compared with H100s, not called a slow H200; and no H100 here is slow
+    assert report.peer_groups[:2] == ["1x NVIDIA H100 80GB HBM3", "1x NVIDIA H200"] and report.flagged == []
+    assert set(report.medians["micro.matmul_bf16"]) == {"NVIDIA H100 80GB HBM3", "NVIDIA H200"}
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,8 @@ from gputui.safe_write import write_atomic, write_atomic_with
 # The columns a terminal has room for; Markdown and HTML show every measured check.
 TERMINAL_CHECKS = ("micro.matmul_bf16", "micro.memory_bandwidth", "micro.h2d", "workload.resnet50_tuned")
 PLOTTED = (("micro.matmul_bf16", "bf16 matmul"), ("workload.resnet50_tuned", "ResNet-50 (tuned)"))
-MEDIAN_COLOUR, OUTLIER_COLOUR, BAR_COLOUR = "#d62728", "#ff7f0e", "#1f77b4"
+OUTLIER_COLOUR, BAR_COLOUR = "#ff7f0e", "#1f77b4"
+MEDIAN_COLOURS = ("#d62728", "#2ca02c", "#9467bd", "#8c564b")
 
 
 def _short(check: str) -> str:
@@ -27,9 +28,9 @@ def _where(o: Outlier) -> str:
 
 def outlier_text(o: Outlier) -> str:
     if o.shortfall is None:
-        return f"{_where(o)}: {o.check} {o.value} where most of the fleet has {o.median}"
+        return f"{_where(o)}: {o.check} {o.value} where most {o.peers} have {o.median}"
     unit = f" {o.unit}" if o.unit else ""
-    return f"{_where(o)}: {o.check} {fmt.rate(o.value)}{unit}, {o.shortfall:.0%} under the fleet median {fmt.rate(o.median)}"
+    return f"{_where(o)}: {o.check} {fmt.rate(o.value)}{unit}, {o.shortfall:.0%} under the median {fmt.rate(o.median)} of its peers ({o.peers})"
 
 
 def headline(report: FleetReport) -> str:
@@ -56,8 +57,28 @@ def _rows(report: FleetReport, checks: list[str], with_cost: bool) -> tuple[list
                 cost = report.cost_per_million(node) if i == 0 else None
                 cells.append(f"{cost:.3f}" if cost is not None else "")
             rows.append(cells)
-    medians = ["fleet median", "", "", *(fmt.rate(report.medians[c][0]) for c in checks), *([""] if with_cost else [])]
-    return header, [*rows, medians]
+    models = _row_models(report)
+    for model, peer_groups in models.items():  # a median row per GPU model
+        medians = [_median_of(report, check, peer_groups) for check in checks]
+        label = "fleet median" if len(models) == 1 else f"median {model}"
+        rows.append([label, "", "", *(fmt.rate(m) if m is not None else "" for m in medians), *([""] if with_cost else [])])
+    return header, rows
+
+
+def _median_of(report: FleetReport, check: str, peer_groups: list[str]) -> float | None:
+    by_peers = report.medians.get(check, {})
+    return next((by_peers[p][0] for p in peer_groups if p in by_peers), None)
+
+
+def _row_models(report: FleetReport) -> dict[str, list[str]]:
+    """Median rows: each GPU model with its peer groups (the model itself, and nodes of
+    only that model, e.g. "4x NVIDIA H200"); a node of mixed GPUs gets a row of its own."""
+    rows: dict[str, list[str]] = {}
+    for peers in report.peer_groups:
+        parts = peers.split(" + ")
+        model = parts[0].split("x ", 1)[1] if len(parts) == 1 and "x " in parts[0] and parts[0].split("x ", 1)[0].isdigit() else peers
+        rows.setdefault(model, []).append(peers)
+    return rows
 
 
 def _cell(node: Node, check: str, gpu: int | None) -> str:
@@ -103,7 +124,7 @@ def to_json(report: FleetReport) -> dict[str, Any]:
             }
             for n in report.nodes
         ],
-        "medians": {check: {"median": median, "unit": unit} for check, (median, unit) in report.medians.items()},
+        "medians": {check: {peers: {"median": median, "unit": unit} for peers, (median, unit) in by_peers.items()} for check, by_peers in report.medians.items()},
         "outliers": [
             {"node": o.node, "gpu": o.gpu, "check": o.check, "value": o.value, "median": o.median, "unit": o.unit, "shortfall": o.shortfall}
             for o in report.outliers
@@ -149,14 +170,17 @@ def plot(report: FleetReport, check: str, title: str, out_dir: Path) -> str | No
     )
     if not entries:
         return None
-    median, unit = report.medians[check]
+    medians = report.medians[check]
+    unit = next(iter(medians.values()))[1]
     flagged = {(o.node, o.gpu) for o in report.outliers if o.check == check}
     names = {f"{n} GPU{g}" if g is not None else n for n, g in flagged}
     fig = Figure(figsize=(8, max(2.0, 0.25 * len(entries) + 1.0)), dpi=100)
     ax = fig.add_subplot()
     labels = [label for _, label in entries]
     ax.barh(range(len(entries)), [v for v, _ in entries], color=[OUTLIER_COLOUR if label in names else BAR_COLOUR for label in labels])
-    ax.axvline(median, color=MEDIAN_COLOUR, linestyle="--", label=f"fleet median {fmt.rate(median)} {unit}")
+    for i, (peers, (median, _unit)) in enumerate(sorted(medians.items())):  # one line per GPU model
+        label = f"median {fmt.rate(median)} {unit}" + (f" ({peers})" if len(medians) > 1 else "")
+        ax.axvline(median, color=MEDIAN_COLOURS[i % len(MEDIAN_COLOURS)], linestyle="--", label=label)
     ax.set_yticks(range(len(entries)), labels=[fmt.printable(label) for label in labels], fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel(f"{title} ({unit})")

@@ -1,12 +1,14 @@
 """The fleet report: every node and GPU of a fleet check in one table, each measured
-check against the fleet's median, and the outliers by name.
+check against the median of its peers, and the outliers by name.
 
 What is compared: the checks that measure speed, where more is better: the per-GPU
 micro-benchmarks and workloads (``micro.gpuN.matmul_bf16``, ``workload.gpuN.resnet50_tuned``)
-and the node-wide ones (``micro.allreduce``, ``workload.host_pipeline``).  A value more
-than ``OUTLIER_BELOW`` under the fleet's median of that check is an outlier; so is a
-GPU whose loaded PCIe link differs from the one most of the fleet has.  A node whose
-every GPU is flagged is named as the node (a Gen4 slot, a slow host), else the GPU.
+and the node-wide ones (``micro.allreduce``, ``workload.host_pipeline``).  Peers are the
+GPUs of the same model (an H100 is not a slow H200), and for node-wide checks the nodes
+with the same GPUs (``2x NVIDIA H100 80GB HBM3``).  A value more than ``OUTLIER_BELOW``
+under its peers' median is an outlier; so is a GPU whose loaded PCIe link differs from
+the one most of its peers have.  A node whose every GPU is flagged is named as the node
+(a Gen4 slot, a slow host), else the GPU.
 """
 
 from __future__ import annotations
@@ -35,10 +37,18 @@ class Node:
     status: str
     reason: str = ""
     gpus: int = 0
-    gpu_names: list[str] = field(default_factory=list)
+    gpu_names: dict[int, str] = field(default_factory=dict)  # by NVML index
     failed: list[str] = field(default_factory=list)  # "id: value" of each failed check
     values: dict[tuple[str, int | None], tuple[float, str]] = field(default_factory=dict)  # (check, gpu) -> (value, unit)
     links: dict[int, str] = field(default_factory=dict)
+
+    def peers(self, gpu: int | None) -> str:
+        """Whom a value is compared with: the GPU's model, or for a node-wide check the
+        node's GPUs (``2x NVIDIA H100 80GB HBM3``)."""
+        if gpu is not None:
+            return self.gpu_names.get(gpu, "?")
+        models = Counter(self.gpu_names.values())
+        return " + ".join(f"{n}x {model}" for model, n in sorted(models.items())) or "?"
 
 
 @dataclass
@@ -47,8 +57,9 @@ class Outlier:
     gpu: int | None
     check: str
     value: Any
-    median: Any
+    median: Any  # of its peers (or the link most of them have)
     unit: str = ""
+    peers: str = ""
 
     @property
     def shortfall(self) -> float | None:
@@ -60,9 +71,14 @@ class Outlier:
 @dataclass
 class FleetReport:
     nodes: list[Node]
-    medians: dict[str, tuple[float, str]]  # check -> (fleet median, unit)
+    medians: dict[str, dict[str, tuple[float, str]]]  # check -> peers -> (median, unit)
     outliers: list[Outlier]
     price: float | None = None
+
+    @property
+    def peer_groups(self) -> list[str]:
+        """The GPU models (and node-wide configurations) the fleet has, in order."""
+        return sorted({peers for by_peers in self.medians.values() for peers in by_peers})
 
     @property
     def flagged(self) -> list[str]:
@@ -146,7 +162,7 @@ def _read_check(node: Node, check: Any, path: Path) -> None:
     gpus = ((check.get("header") or {}).get("gpus")) if isinstance(check.get("header"), dict) else None
     if isinstance(gpus, list):
         node.gpus = len(gpus)
-        node.gpu_names = [str(g.get("name", "?")) for g in gpus if isinstance(g, dict)]
+        node.gpu_names = {g["index"] if isinstance(g.get("index"), int) else i: str(g.get("name", "?")) for i, g in enumerate(gpus) if isinstance(g, dict)}
     for item in checks:
         if not isinstance(item, dict) or not isinstance(item.get("id"), str):
             raise UserError(f"{path}: checks: expected objects with an id")
@@ -168,32 +184,39 @@ def _read_result(node: Node, item: dict[str, Any]) -> None:
 
 
 def build_report(nodes: list[Node], price: float | None = None) -> FleetReport:
-    medians: dict[str, tuple[float, str]] = {}
-    by_check: dict[str, list[tuple[Node, int | None, float, str]]] = {}
+    medians: dict[str, dict[str, tuple[float, str]]] = {}
+    groups: dict[tuple[str, str], list[tuple[Node, int | None, float, str]]] = {}
     for node in nodes:
         for (check, gpu), (value, unit) in node.values.items():
-            by_check.setdefault(check, []).append((node, gpu, value, unit))
+            groups.setdefault((check, node.peers(gpu)), []).append((node, gpu, value, unit))
     outliers: list[Outlier] = []
-    for check, entries in sorted(by_check.items()):
+    for (check, peers), entries in sorted(groups.items()):
         median = statistics.median(v for _, _, v, _ in entries)
         unit = entries[0][3]
-        medians[check] = (median, unit)
+        medians.setdefault(check, {})[peers] = (median, unit)
         if len(entries) < 2 or median <= 0:
-            continue
+            continue  # no peers: nothing to be slower than
         for node, gpu, value, _ in entries:
             if value < (1.0 - OUTLIER_BELOW) * median:
-                outliers.append(Outlier(node.name, gpu, check, value, median, unit))
+                outliers.append(Outlier(node.name, gpu, check, value, median, unit, peers))
     outliers += _link_outliers(nodes)
     return FleetReport(nodes, medians, outliers, price)
 
 
 def _link_outliers(nodes: list[Node]) -> list[Outlier]:
-    """GPUs whose loaded PCIe link is not the one most of the fleet's GPUs have."""
-    links = Counter(link for node in nodes for link in node.links.values())
-    if len(links) < 2:
-        return []
-    usual = links.most_common(1)[0][0]
-    return [Outlier(node.name, gpu, "pcie_link_loaded", link, usual) for node in nodes for gpu, link in sorted(node.links.items()) if link != usual]
+    """GPUs whose loaded PCIe link is not the one most GPUs of their model have."""
+    by_model: dict[str, Counter[str]] = {}
+    for node in nodes:
+        for gpu, link in node.links.items():
+            by_model.setdefault(node.peers(gpu), Counter())[link] += 1
+    out = []
+    for node in nodes:
+        for gpu, link in sorted(node.links.items()):
+            links = by_model[node.peers(gpu)]
+            usual = links.most_common(1)[0][0]
+            if len(links) > 1 and link != usual:
+                out.append(Outlier(node.name, gpu, "pcie_link_loaded", link, usual, peers=node.peers(gpu)))
+    return out
 
 
 def load_report(paths: list[Path], price: float | None = None) -> FleetReport:
