@@ -3,7 +3,7 @@ progress line, the CLIs, reports and the TUI."""
 
 from __future__ import annotations
 
-import unicodedata
+import re
 from collections import Counter
 
 GIB = 1024**3
@@ -75,24 +75,19 @@ def gpu_summary(names: list[str]) -> str:
 
 
 # Characters that move the cursor, set the title, or reorder text when printed raw:
-# C0 and C1 controls (ESC, BEL, CSI), line separators and the bidi overrides.
-_BIDI = set(range(0x202A, 0x202F)) | set(range(0x2066, 0x206A))
+# C0 and C1 controls (ESC, BEL, CSI; category Cc), the line and paragraph separators
+# (Zl, Zp) and the bidi overrides.  gputui.escape builds every output kind on this.
+UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
-def _escape(char: str) -> str:
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
     code = ord(char)
-    if char in _NAMED:
-        return _NAMED[char]
-    if code in _BIDI or unicodedata.category(char) in ("Cc", "Zl", "Zp"):
-        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-    return char
+    return _NAMED.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
 
 
 def printable(text: object) -> str:
     """User text (a preset name, argv, a run's output) safe for a terminal: control
     characters and escape sequences shown escaped (ESC as ``\\x1b``), all else as is."""
-    text = str(text)
-    if text.isprintable():  # the common case: nothing to escape
-        return text
-    return "".join(_escape(char) for char in text)
+    return UNSAFE.sub(_escape, str(text))

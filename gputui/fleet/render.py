@@ -124,7 +124,9 @@ def to_json(report: FleetReport) -> dict[str, Any]:
             }
             for n in report.nodes
         ],
-        "medians": {check: {peers: {"median": median, "unit": unit} for peers, (median, unit) in by_peers.items()} for check, by_peers in report.medians.items()},
+        "medians": {
+            check: {peers: {"median": median, "unit": unit} for peers, (median, unit) in by_peers.items()} for check, by_peers in report.medians.items()
+        },
         "outliers": [
             {"node": o.node, "gpu": o.gpu, "check": o.check, "value": o.value, "median": o.median, "unit": o.unit, "shortfall": o.shortfall}
             for o in report.outliers

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from gputui import fmt
 from gputui.errors import UserError
+from gputui.escape import for_terminal
 from gputui.lookback.facts import RunFacts, findings_text, run_facts, throttle_text
 from gputui.lookback.load import check_results, is_check
 from gputui.lookback.noise import ratio_of_medians
@@ -125,7 +126,9 @@ def compare_rows(recordings: list[Recording], price_per_hour: float | None = Non
 
 
 def text_table(header: list[str], rows: list[list[str]]) -> str:
-    """Columns padded to their widest cell, for a terminal."""
+    """Columns padded to their widest cell, for a terminal (cells escaped: a label is a
+    file name, a cell a hostname or a finding's title)."""
+    header, rows = [for_terminal(cell) for cell in header], [[for_terminal(cell) for cell in row] for row in rows]
     widths = [max(len(line[i]) for line in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in [header, *rows]]
     lines.insert(1, "  ".join("-" * w for w in widths))

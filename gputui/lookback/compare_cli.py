@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from gputui.errors import UserError
+from gputui.escape import for_csv_cell
 from gputui.lookback.report_cli import add_price_argument, check_price
 
 
@@ -30,8 +31,8 @@ def run(args: argparse.Namespace) -> int:
     header, rows = compare_rows([load_recording(path) for path in args.files], price)
     if args.csv:
         writer = csv.writer(sys.stdout, lineterminator="\n")
-        writer.writerow(header)
-        writer.writerows(rows)
+        for line in [header, *rows]:
+            writer.writerow([for_csv_cell(cell) for cell in line])
     elif args.markdown:
         print(markdown_table(header, rows))
     else:

@@ -1,45 +1,64 @@
 """A report as a list of blocks, written out as Markdown or as one self-contained HTML page.
 
 Building the content once and rendering it twice keeps report.md and report.html
-saying the same thing.  Inline markup is limited to ``code`` and **bold**.
+saying the same thing.  Every string in a block is plain text, shown as it is (it may
+hold a hostname, a preset name or a finding's text from a recording): the renderers
+escape it through gputui.escape.  Markup is structure, not syntax: a block's text is a
+string or a tuple of strings, :class:`Code` and :class:`Bold` parts.
 """
 
 from __future__ import annotations
 
 import base64
-import html
-import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from gputui.escape import for_html, for_markdown, markdown_block, markdown_code_span
+
+
+@dataclass(frozen=True)
+class Code:
+    """Text shown as code (a command, a finding's kind)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Bold:
+    text: str
+
+
+Line = str | tuple[str | Code | Bold, ...]  # plain text, or plain text with code and bold parts
 
 
 @dataclass
 class Heading:
     level: int
-    text: str
+    text: Line
 
 
 @dataclass
 class Paragraph:
-    text: str
+    text: Line
 
 
 @dataclass
 class Note:
     """Something the reader must see first (a cut recording): a quote block."""
 
-    text: str
+    text: Line
 
 
 @dataclass
 class Bullets:
-    items: list[str]
+    items: Sequence[Line]
 
 
 @dataclass
 class Table:
-    header: list[str]
-    rows: list[list[str]]
+    header: Sequence[Line]
+    rows: Sequence[Sequence[Line]]
 
 
 @dataclass
@@ -51,11 +70,33 @@ class Image:
 Block = Heading | Paragraph | Note | Bullets | Table | Image
 
 
-def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+def _parts(line: Line) -> tuple[str | Code | Bold, ...]:
+    return (line,) if isinstance(line, str) else line
 
 
-def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+def _md_inline(line: Line) -> str:
+    out = []
+    for part in _parts(line):
+        if isinstance(part, Code):
+            out.append(markdown_code_span(part.text))
+        elif isinstance(part, Bold):
+            out.append(f"**{for_markdown(part.text)}**")
+        else:
+            out.append(for_markdown(part))
+    return "".join(out)
+
+
+def _md_block(line: Line) -> str:
+    return markdown_block(_md_inline(line))
+
+
+def _md_cell(line: Line) -> str:
+    # "|" ends a table cell wherever it stands, in a code span too: escape it there
+    return _md_inline(line).replace("|", "\\|")
+
+
+def markdown_table(header: Sequence[Line], rows: Sequence[Sequence[Line]]) -> str:
+    """A table of plain text cells (or lines with code and bold parts), escaped."""
     lines = ["| " + " | ".join(_md_cell(h) for h in header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
@@ -65,28 +106,30 @@ def to_markdown(blocks: list[Block]) -> str:
     out = []
     for block in blocks:
         if isinstance(block, Heading):
-            out.append("#" * block.level + " " + block.text)
+            out.append("#" * block.level + " " + _md_inline(block.text))
         elif isinstance(block, Paragraph):
-            out.append(block.text)
+            out.append(_md_block(block.text))
         elif isinstance(block, Note):
-            out.append("> " + block.text)
+            out.append("> " + _md_block(block.text))
         elif isinstance(block, Bullets):
-            out.append("\n".join(f"- {item}" for item in block.items))
+            out.append("\n".join(f"- {_md_block(item)}" for item in block.items))
         elif isinstance(block, Table):
             out.append(markdown_table(block.header, block.rows))
         elif isinstance(block, Image):
-            out.append(f"![{block.alt}]({block.file})")
+            out.append(f"![{for_markdown(block.alt)}]({block.file})")
     return "\n\n".join(out) + "\n"
 
 
-_CODE = re.compile(r"`([^`]+)`")
-_BOLD = re.compile(r"\*\*([^*]+)\*\*")
-
-
-def _inline(text: str) -> str:
-    escaped = html.escape(text, quote=False)
-    escaped = _CODE.sub(r"<code>\1</code>", escaped)
-    return _BOLD.sub(r"<strong>\1</strong>", escaped)
+def _inline(line: Line) -> str:
+    out = []
+    for part in _parts(line):
+        if isinstance(part, Code):
+            out.append(f"<code>{for_html(part.text)}</code>")
+        elif isinstance(part, Bold):
+            out.append(f"<strong>{for_html(part.text)}</strong>")
+        else:
+            out.append(for_html(part))
+    return "".join(out)
 
 
 _STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
@@ -113,8 +156,8 @@ def to_html(blocks: list[Block], title: str, image_dir: Path) -> str:
             body.append(f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
         elif isinstance(block, Image):
             data = base64.b64encode((image_dir / block.file).read_bytes()).decode("ascii")
-            body.append(f'<p><img alt="{html.escape(block.alt)}" src="data:image/png;base64,{data}"></p>')
+            body.append(f'<p><img alt="{for_html(block.alt)}" src="data:image/png;base64,{data}"></p>')
     return (
-        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{for_html(title)}</title>'
         f"<style>{_STYLE}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n"
     )

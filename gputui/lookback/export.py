@@ -17,6 +17,7 @@ from typing import Any
 
 from gputui import events as ev
 from gputui.errors import UserError
+from gputui.escape import for_csv_cell
 from gputui.model import GpuSample, Sample, Throughput
 from gputui.record import Recording
 from gputui.safe_write import write_atomic_with
@@ -167,7 +168,7 @@ def _csv_cell(value: Any) -> Any:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
-    return value
+    return for_csv_cell(value)  # a throttle reason or phase name comes from the recording
 
 
 def write_csv(recording: Recording, out: Path) -> int:

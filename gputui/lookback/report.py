@@ -13,7 +13,7 @@ from gputui import events as ev
 from gputui import fmt
 from gputui.check.model import with_bound
 from gputui.errors import UserError
-from gputui.lookback.document import Block, Bullets, Heading, Image, Note, Paragraph, Table, to_html, to_markdown
+from gputui.lookback.document import Block, Bold, Bullets, Code, Heading, Image, Line, Note, Paragraph, Table, to_html, to_markdown
 from gputui.lookback.facts import RunFacts, run_facts, throttle_text
 from gputui.lookback.load import check_results, run_summary
 from gputui.lookback.plots import Plot, make_plots
@@ -44,11 +44,11 @@ def usd(value: float | None) -> str:
 
 
 def _run_table(recording: Recording, facts: RunFacts, summary: dict[str, Any]) -> Table:
-    rows = [["Machine", facts.machine], ["GPU", facts.gpu]]
+    rows: list[list[Line]] = [["Machine", facts.machine], ["GPU", facts.gpu]]
     if facts.preset:
         rows.append(["Preset", facts.preset])
     if facts.command:
-        rows.append(["Command", f"`{facts.command}`"])
+        rows.append(["Command", (Code(facts.command),)])
     rows.append(["Outcome", facts.outcome + ("" if facts.ok is None else " (ok)" if facts.ok else " (failed)")])
     if recording.header.get("started_at"):
         rows.append(["Started", str(recording.header["started_at"])])
@@ -164,7 +164,7 @@ def _finding_blocks(facts: RunFacts) -> list[Block]:
         since, until = finding.get("since"), finding.get("until")
         when = f"from {fmt.num(since, ' s', 1)}" + (f" to {fmt.num(until, ' s', 1)}" if until is not None else "")
         blocks.append(Heading(3, f"{finding.get('severity', '?')}: {finding.get('title') or finding.get('kind')}"))
-        blocks.append(Paragraph(f"`{finding.get('kind', '?')}`, {finding.get('state', '?')}, {when}."))
+        blocks.append(Paragraph((Code(str(finding.get("kind", "?"))), f", {finding.get('state', '?')}, {when}.")))
         evidence = finding.get("evidence") or {}
         if evidence:
             blocks.append(Paragraph("Evidence: " + ", ".join(f"{k} = {value_text(v)}" for k, v in evidence.items())))
@@ -189,7 +189,7 @@ def _check_blocks(recording: Recording) -> list[Block]:
         return [Heading(2, "Checks"), Paragraph("No check result was recorded.")]
     return [
         Heading(2, "Checks"),
-        Paragraph(f"Verdict: **{verdict}**."),
+        Paragraph(("Verdict: ", Bold(str(verdict)), ".")),
         Table(["group", "check", "status", "value", "expected", "ratio", "cause / advice"], rows),
     ]
 
@@ -208,7 +208,7 @@ def report_blocks(recording: Recording, price_per_hour: float | None = None, plo
     summary = run_summary(recording)
     blocks: list[Block] = [Heading(1, f"gputui report: {facts.label}")]
     if recording.cut:
-        blocks.append(Note(f"**This recording was cut**: {recording.cut}. Figures cover what it holds."))
+        blocks.append(Note((Bold("This recording was cut"), f": {recording.cut}. Figures cover what it holds.")))
     blocks.append(_run_table(recording, facts, summary))
     if facts.check:
         blocks += _check_blocks(recording)

@@ -30,6 +30,7 @@ def run(args: argparse.Namespace) -> int:
     price = check_price(args.price)
     if args.html and args.out is None:
         raise UserError("--html: needs --out DIR (the page and its plots are written there)")
+    from gputui.escape import for_terminal
     from gputui.lookback.load import load_recording
     from gputui.lookback.report import markdown_report, write_report
 
@@ -39,5 +40,5 @@ def run(args: argparse.Namespace) -> int:
         return 0
     written, _plots = write_report(recording, args.out, html=args.html, price_per_hour=price)
     for path in written:
-        print(path)
+        print(for_terminal(path))  # --out DIR is a directory name, printed back
     return 0

@@ -7,6 +7,7 @@ import argparse
 import json
 
 from gputui.errors import UserError
+from gputui.escape import for_terminal
 
 COLUMNS = ("STARTED", "PRESET", "GPU", "OUTCOME", "MEDIAN/S", "FINDINGS", "FILE")
 RIGHT = {"MEDIAN/S", "FINDINGS"}
@@ -28,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
 
     history = RunHistory(runs_dir(), cap_bytes())
     if args.runs_command == "path":
-        print(history.folder)
+        print(for_terminal(history.folder))
         return 0
     if args.runs_command == "prune":
         return _prune(history, args.keep, args.older_than)
@@ -37,24 +38,40 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps([r.to_json() for r in runs], indent=2))
         return 0
     if not runs:
-        print(f"no runs kept in {history.folder}")
+        print(f"no runs kept in {for_terminal(history.folder)}")
         return 0
     print(table(runs))
+    say_why_unlisted(runs)
     return 0
+
+
+def say_why_unlisted(runs) -> None:
+    """A file listed as unreadable (or of a newer format) says why on stderr, one line
+    each: the table stays a table, and the listing still exits 0."""
+    import sys
+
+    from gputui.escape import for_terminal
+
+    for r in runs:
+        if r.problem:
+            print(f"gputui: {r.outcome}: {for_terminal(r.problem)}", file=sys.stderr)
 
 
 def table(runs) -> str:
     from gputui import fmt
 
     rows = [COLUMNS] + [
-        (
-            r.local_time(),
-            r.label,
-            r.gpu_text(),
-            r.outcome,
-            fmt.rate(r.median) + (" " + fmt.per_second_short(r.unit) if r.unit in ("tokens", "steps") else ""),
-            "-" if r.findings is None else str(r.findings),
-            r.path.name,
+        tuple(
+            for_terminal(cell)  # a preset name, a GPU name, a file name: from the recordings
+            for cell in (
+                r.local_time(),
+                r.label,
+                r.gpu_text(),
+                r.outcome,
+                fmt.rate(r.median) + (" " + fmt.per_second_short(r.unit) if r.unit in ("tokens", "steps") else ""),
+                "-" if r.findings is None else str(r.findings),
+                r.path.name,
+            )
         )
         for r in runs
     ]
@@ -75,5 +92,5 @@ def _prune(history, keep: int | None, older_than: float | None) -> int:
         pruned = history.prune_to_cap()
     else:
         pruned = history.prune(keep=keep, older_than_days=older_than)
-    print(f"removed {len(pruned.removed)} run(s), {pruned.freed / 1e6:.1f} MB; {len(pruned.kept)} kept in {history.folder}")
+    print(f"removed {len(pruned.removed)} run(s), {pruned.freed / 1e6:.1f} MB; {len(pruned.kept)} kept in {for_terminal(history.folder)}")
     return 0

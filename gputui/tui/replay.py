@@ -23,6 +23,7 @@ from textual.binding import Binding
 
 from gputui import events as ev
 from gputui.errors import UserError
+from gputui.escape import for_terminal
 from gputui.events import Event
 from gputui.model import Sample
 from gputui.presets import Preset, check_preset
@@ -213,7 +214,7 @@ class ReplayApp(DashboardApp):
         self.player.playing = not start_paused
         self.player.show_status()
         self.state = self.player.state
-        self.sub_title = f"replay {recording.path.name}"
+        self.sub_title = for_terminal(f"replay {recording.path.name}")
         self._clock = time.monotonic
         self._last_tick: float | None = None
 

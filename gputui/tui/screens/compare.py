@@ -10,15 +10,16 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from gputui.escape import for_widget
 from gputui.tui.screens.once import DismissOnce
 
 
 def compare_table(header: list[str], rows: list[list[str]]) -> Table:
     table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold", expand=False)
     for i, name in enumerate(header):
-        table.add_column(name, justify="left" if i == 0 else "right", no_wrap=i == 0)
+        table.add_column(for_widget(name), justify="left" if i == 0 else "right", no_wrap=i == 0)
     for row in rows:
-        table.add_row(*row)
+        table.add_row(*(for_widget(cell) for cell in row))  # a string cell would be read as markup
     return table
 
 
@@ -43,7 +44,7 @@ class CompareScreen(DismissOnce, ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical() as panel:
-            panel.border_title = "Compare: " + " vs ".join(self.names)
+            panel.border_title = for_widget("Compare: " + " vs ".join(self.names))
             with VerticalScroll():
                 yield Static(compare_table(self.header, self.rows), id="compare-table")
             yield Static("Enter/Esc close · q quit", id="compare-keys")

@@ -13,6 +13,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from gputui import fmt
+from gputui.escape import for_widget, widget_text
 from gputui.tui.screens.once import DismissOnce
 from gputui.tui.widgets.findings import SEVERITY_MARK
 
@@ -39,7 +40,7 @@ def finding_text(finding: dict[str, Any]) -> Text:
         for line in advice:
             text.append(f"  • {line}\n")
     text.rstrip()
-    return text
+    return widget_text(text)
 
 
 class FindingsScreen(DismissOnce, ModalScreen[None]):
@@ -65,8 +66,10 @@ class FindingsScreen(DismissOnce, ModalScreen[None]):
             with Horizontal():
                 options = [
                     Option(
-                        f"{SEVERITY_MARK.get(f.get('severity', 'info'), '●')} {f.get('title') or f.get('kind')}"
-                        + ("" if f.get("state", "open") == "open" else " (closed)"),
+                        for_widget(
+                            f"{SEVERITY_MARK.get(f.get('severity', 'info'), '●')} {f.get('title') or f.get('kind')}"
+                            + ("" if f.get("state", "open") == "open" else " (closed)")
+                        ),
                         id=str(i),
                     )
                     for i, f in enumerate(self.findings)

@@ -11,6 +11,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from gputui import fmt
+from gputui.escape import widget_text
 from gputui.progress import summary_table
 from gputui.tui.screens.once import DismissOnce
 from gputui.tui.state import RunView, pick_reference
@@ -35,7 +36,7 @@ def summary_text(run: RunView, gpu_names: list[str]) -> Text:
             text.append(f"\n  this run: {median / ref.samples_per_sec:.0%} of it")
         elif not matched:
             text.append("\n  (no reference for this machine's GPU)")
-    return text
+    return widget_text(text)
 
 
 class SummaryScreen(DismissOnce, ModalScreen[str | None]):

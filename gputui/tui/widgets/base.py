@@ -20,6 +20,8 @@ from rich.text import Text
 from textual.geometry import Region, Size
 from textual.widget import Widget
 
+from gputui.escape import widget_text
+
 if TYPE_CHECKING:
     from gputui.tui.state import DashboardState
 
@@ -122,6 +124,9 @@ class StateView(Widget):
         return self._text
 
     def _remember(self, text: Text) -> None:
+        # Panels show preset names, run labels, GPU names and a job's output: every
+        # panel's text passes gputui.escape here, so no control character reaches Rich.
+        text = widget_text(text)
         self._text, self._cells, self._built_for = text, cells_of(text), self.content_size
 
     def invalidate(self) -> None:

@@ -11,6 +11,7 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from gputui import fmt
+from gputui.escape import for_widget, widget_text
 from gputui.presets import Preset
 from gputui.tui.state import pick_reference
 
@@ -20,7 +21,7 @@ class PresetList(OptionList):
     BINDINGS = [Binding("enter", "select", "Run", id="run_preset")]
 
     def __init__(self, presets: dict[str, Preset], **kwargs) -> None:
-        super().__init__(*(Option(fmt.printable(name), id=name) for name in sorted(presets)), **kwargs)
+        super().__init__(*(Option(for_widget(name), id=name) for name in sorted(presets)), **kwargs)
         self.presets = presets
         self.filter_text = ""
 
@@ -33,7 +34,7 @@ class PresetList(OptionList):
         """Show the presets that match the filter (the app's presets may have changed)."""
         keep = select or (self.highlighted_option.id if self.highlighted_option is not None else None)
         self.clear_options()
-        self.add_options([Option(fmt.printable(name), id=name) for name in self.matching()])
+        self.add_options([Option(for_widget(name), id=name) for name in self.matching()])
         if keep is not None:
             self.select_name(keep)
         if self.highlighted is None and self.option_count:
@@ -76,7 +77,7 @@ def describe_preset(preset: Preset | None, gpu_names: list[str], compact: bool) 
     else:
         text.append("no reference result\n", "dim")
     text.rstrip()
-    return text
+    return widget_text(text)
 
 
 class PresetDetails(Static):
