@@ -106,6 +106,11 @@ def _live_processes() -> dict[int, tuple[int, int]] | None:
     return table
 
 
+def live_pids() -> list[int]:
+    """Every live (non-zombie) process; empty where ``/proc`` is unavailable."""
+    return list(_live_processes() or {})
+
+
 def descendants(root: int, outside_group: int | None = None) -> list[int] | None:
     """Live descendants of ``root`` (children, their children, ...), whatever their
     process group or session (only those not in ``outside_group``, when given); None

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gputui import __version__
+from gputui.console import say
 from gputui.errors import UserError
 from gputui.fmt import printable
 
@@ -179,7 +180,7 @@ def probe_notice(preset: Preset | None) -> None:
         return
     from gputui.probe import NOTICE
 
-    print(f"gputui: {NOTICE}", file=sys.stderr)
+    say(f"gputui: {NOTICE}")
     try:
         marker.parent.mkdir(parents=True, exist_ok=True)
         marker.touch()
@@ -205,7 +206,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     probe_notice(preset)
     metrics = start_metrics(args)  # a port in use stops us before the recording exists
     if preset is None and args.pid is None and args.duration is None and not sys.stdin.isatty():
-        print("gputui: recording telemetry until interrupted (Ctrl-C or SIGTERM)", file=sys.stderr)
+        say("gputui: recording telemetry until interrupted (Ctrl-C or SIGTERM)")
     baseline = None
     if args.baseline is not None:
         from gputui.baseline import baseline_from_recording
@@ -232,7 +233,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     if history is not None:
 
         def warn(text: str) -> None:
-            print(f"gputui: warning: {printable(text)}", file=sys.stderr)
+            say(f"gputui: warning: {printable(text)}")
 
         kept = history.start_recording(label_for(preset.name if preset else None, args.pid), warn=warn)
         if kept is not None:  # the history copy failing only warns: the user's file still counts
@@ -253,7 +254,7 @@ def cmd_record(args: argparse.Namespace) -> int:
         if metrics is not None:
             metrics.close()
     if recording.error is not None:
-        print(f"gputui: error: {printable(recording.error)}; the run was stopped", file=sys.stderr)
+        say(f"gputui: error: {printable(recording.error)}; the run was stopped")
         return RECORD_WRITE_FAILED
     if received:  # the shell's convention: 130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP
         return signal_exit_code(received[0])
@@ -285,7 +286,7 @@ def start_metrics(args: argparse.Namespace) -> MetricsServer | None:
 
     server = start_metrics_server(args.serve_metrics, price)
     if not args.quiet:
-        print(f"gputui: serving metrics at {server.url}", file=sys.stderr)
+        say(f"gputui: serving metrics at {server.url}")
     return server
 
 
@@ -340,7 +341,7 @@ def _measure_baseline(args: argparse.Namespace, preset) -> tuple[dict | None, li
     from gputui.session import SessionConfig
 
     twin = one_gpu_twin(preset)  # check_baseline_options made sure it has one
-    print(f"gputui: measuring the one-GPU baseline first: {twin.name}", file=sys.stderr)
+    say(f"gputui: measuring the one-GPU baseline first: {twin.name}")
     session = SessionParts().build(SessionConfig(preset=twin, interval=args.interval, duration=args.duration))
     if not args.quiet:
         session.add_observer(ProgressPrinter(session.summary_builder))
@@ -412,7 +413,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_dashboard(args)
     except UserError as exc:
-        print(f"gputui: error: {printable(str(exc))}", file=sys.stderr)
+        say(f"gputui: error: {printable(str(exc))}")
         return exc.exit_code
     except BrokenPipeError:  # `gputui presets list | head`
         return 0

@@ -151,6 +151,7 @@ def classify(
     duration: float,
     stop_reason: str | None,
     *,
+    guard_lost: bool = False,
     timeout: float | None,
     start_error: str | None,
     pid: int | None,
@@ -164,7 +165,8 @@ def classify(
     """The outcome of a run whose guard exited with ``returncode`` (negative: a signal).
 
     ``stop_reason``: why gputui stopped it (None: it ended by itself); ``start_error``:
-    what the guard reported when it could not start the command; ``pid``: the
+    what the guard reported when it could not start the command; ``guard_lost``: the
+    guard died (by ``returncode``) while the run's processes lived on; ``pid``: the
     command's pid, None when the guard never reported one; ``killed``: gputui sent
     SIGKILL; ``oom_mark``: an OOM reported through the workload protocol; ``oom_line``:
     the last :func:`oom_evidence` in the output; ``oom_kills_before``: the cgroup's
@@ -175,6 +177,10 @@ def classify(
 
     if start_error is not None:
         return Outcome("failed_to_start", exit_code, sig, start_error, duration)
+    if guard_lost:
+        how = sig or f"exit code {exit_code}"
+        message = f"gputui's guard process was killed ({how}) while the run went on; gputui stopped what was left of the run"
+        return Outcome("signaled" if sig else "exited", exit_code, sig, message, duration)
     if pid is None and stop_reason is None and returncode != 0:
         detail = _last_error_line(tail)
         message = f"the guard process failed ({f'exit code {exit_code}' if sig is None else sig})"

@@ -1,17 +1,17 @@
 """The headless face: a compact line on stderr about once a second, a summary table at the end.
 
-stderr may vanish under us (the SSH session dropped, nohup without a log): a write
-that fails turns the printer off rather than the run.
+stderr may vanish under us (the SSH session dropped, nohup without a log, ``| head``):
+the lines go through :mod:`gputui.console`, whose first failed write turns the printing
+off rather than the run.
 """
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
 from typing import Any, TextIO
 
+from gputui import console, fmt
 from gputui import events as ev
-from gputui import fmt
 from gputui.events import Event, Observer
 from gputui.model import HostSample, Sample, Throughput
 from gputui.outcome import Outcome
@@ -23,7 +23,7 @@ PRINT_EVERY_S = 0.95  # a line about once a second (a 1 s sampler's ticks jitter
 class ProgressPrinter(Observer):
     def __init__(self, summary: SummaryBuilder, stream: TextIO | None = None) -> None:
         self._summary = summary
-        self._stream = stream or sys.stderr
+        self._out = console.stderr if stream is None else console.LineWriter(stream)
         self._rate: float | None = None
         self._unit: str | None = None
         self._phase: str | None = None
@@ -32,13 +32,7 @@ class ProgressPrinter(Observer):
         self._printed_t: float | None = None
 
     def _print(self, text: str) -> None:
-        if self._stream is None:
-            return
-        try:
-            self._stream.write(text + "\n")
-            self._stream.flush()
-        except (OSError, ValueError):  # terminal gone: keep recording, stop printing
-            self._stream = None
+        self._out.line(text)
 
     def on_header(self, header: dict[str, Any]) -> None:
         gpus = header.get("gpus") or []

@@ -10,6 +10,12 @@ Stopping signals the whole group: SIGTERM, then SIGKILL after ``grace`` seconds;
 guard's descendants that left the group (``setsid()``) get the same signals, and the
 guard, a child subreaper, adopts them when their parent dies so they stay findable.
 
+Every process of the run carries a tag of its own in its environment
+(``GPUTUI_RUN_TAG``), which every descendant inherits.  Should the guard die before
+the run does (someone SIGKILLs it), its adoptees fall to init, out of the group and
+out of reach by parentage: the runner then finds them by the tag, stops them (TERM,
+KILL after ``grace``) and says in the outcome that the guard was killed.
+
 Threads.  :meth:`Runner.start` spawns the guard from the calling thread, which may be
 any thread and need not outlive the run (see above).  One reader thread reads both
 pipes, in arrival order, and calls ``on_line``; one monitor thread waits for the guard,
@@ -41,6 +47,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable
 
@@ -67,8 +74,26 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 TAIL_LINES = 200
+RUN_TAG_VARIABLE = "GPUTUI_RUN_TAG"  # in every process of a run: see the module docstring
 REPORT_TIMEOUT_S = 10.0  # how long start() waits for the guard to report the pid
 _POLL_S = 0.1
+
+
+# --- the run's processes, by tag --------------------------------------------------------
+
+
+def processes_tagged(marker: bytes) -> list[int]:
+    """Live (non-zombie) processes whose environment holds ``marker`` (``NAME=value``),
+    read from ``/proc``; empty where it is unavailable."""
+    found = []
+    for pid in _guard.live_pids():
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if marker in f.read().split(b"\0"):
+                    found.append(pid)
+        except OSError:
+            continue  # gone meanwhile, or not ours to read
+    return found
 
 
 # --- the runner ----------------------------------------------------------------------
@@ -113,6 +138,7 @@ class Runner:
         self._tail: deque[OutputLine] = deque(maxlen=TAIL_LINES)
         self._readers: list[threading.Thread] = []
         self._callback_errors = 0
+        self._tag = f"{RUN_TAG_VARIABLE}={uuid.uuid4().hex}"
 
     # -- public API -----------------------------------------------------------------
 
@@ -203,6 +229,8 @@ class Runner:
         env = dict(os.environ)
         env.update(self.env)
         env["PYTHONUNBUFFERED"] = "1"
+        name, _, value = self._tag.partition("=")
+        env[name] = value
         return env
 
     def _spawn(self) -> None:
@@ -349,6 +377,23 @@ class Runner:
         except (ProcessLookupError, PermissionError):
             return False
 
+    def _tagged(self) -> list[int]:
+        """Live processes of this run found by its tag, wherever they were re-parented."""
+        return processes_tagged(self._tag.encode())
+
+    def _run_alive(self) -> bool:
+        return self._group_alive() or bool(self._tagged())
+
+    def _signal_run(self, sig: int) -> None:
+        """``sig`` to the group and to every process carrying the run's tag."""
+        _guard.signal_pids(self._tagged(), sig)
+        self._signal_group(sig)
+
+    def _guard_lost(self) -> bool:
+        """The guard has exited: it does so only once the run is over, so anything of
+        the run still alive (and not being KILLed by us) means it was killed first."""
+        return not self._killed and self._run_alive()
+
     def _monitor(self) -> None:
         proc = self._proc
         assert proc is not None and self._t0 is not None
@@ -358,8 +403,9 @@ class Runner:
             ended = time.monotonic()
             # A stop() that comes after the command ended does not change its outcome.
             reason = self._stop_reason
+            guard_lost = self._guard_lost()
             self._reap_group()
-            self._finish(self._classify(returncode, ended - self._t0, reason))
+            self._finish(self._classify(returncode, ended - self._t0, reason, guard_lost))
         except BaseException as exc:  # keep the promise: the group dies, wait() returns
             log.exception("runner: monitor failed")
             self._signal_group(signal.SIGKILL)
@@ -390,18 +436,18 @@ class Runner:
         end = time.monotonic() + 0.5
         while any(t.is_alive() for t in self._readers) and time.monotonic() < end:
             self._join_readers(0.05)
-        if self._group_alive():
+        if self._run_alive():
             with self._lock:
                 if self._stop_reason is None:
                     self._kill_at = time.monotonic() + self.grace
                 kill_at = self._kill_at
-            self._signal_group(signal.SIGTERM)
-            while self._group_alive() and time.monotonic() < (kill_at or 0):
+            self._signal_run(signal.SIGTERM)
+            while self._run_alive() and time.monotonic() < (kill_at or 0):
                 time.sleep(0.05)
             for _ in range(20):
-                if not self._group_alive():
+                if not self._run_alive():
                     break
-                self._signal_group(signal.SIGKILL)
+                self._signal_run(signal.SIGKILL)
                 time.sleep(0.05)
         self._group_gone = True
         # Something outside the group (a process that called setsid) may still hold
@@ -417,11 +463,12 @@ class Runner:
 
     # -- outcome --------------------------------------------------------------------
 
-    def _classify(self, returncode: int, duration: float, stop_reason: str | None) -> Outcome:
+    def _classify(self, returncode: int, duration: float, stop_reason: str | None, guard_lost: bool = False) -> Outcome:
         return classify(
             returncode,
             duration,
             stop_reason,
+            guard_lost=guard_lost,
             timeout=self.timeout,
             start_error=self._start_error,
             pid=self._pid,

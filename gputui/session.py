@@ -20,6 +20,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import psutil
+
 from gputui import __version__, protocol
 from gputui import events as ev
 from gputui.diagnosis import Diagnoser
@@ -242,7 +244,7 @@ class Session:
                 self._stop_reason = self._stop_reason or "duration reached"
                 self._emit_event(ev.STOPPING, ev.Stopping(self._stop_reason))
                 return
-            if self._runner is None and self.config.attach_pid is not None and not _pid_alive(self.config.attach_pid):
+            if self._runner is None and self.config.attach_pid is not None and not _job_running(self.config.attach_pid):
                 self._emit_event(ev.STOPPING, ev.Stopping(f"process {self.config.attach_pid} ended"))
                 return
             try:
@@ -464,11 +466,12 @@ def _summary_finding(finding: ev.Finding) -> dict[str, Any]:
     return fields
 
 
-def _pid_alive(pid: int) -> bool:
+def _job_running(pid: int) -> bool:
+    """Whether the watched job still runs.  A zombie has ended: it only waits for its
+    parent to collect its exit status, which a parent that never calls wait() never does."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:  # psutil.ZombieProcess too
         return False
-    except PermissionError:
+    except psutil.Error:  # not ours to read: it is there, so still running
         return True
-    return True

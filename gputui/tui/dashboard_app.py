@@ -10,13 +10,15 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from textual.app import App, ScreenStackError, SystemCommand, UnknownModeError
+from textual.app import ScreenStackError, SystemCommand, UnknownModeError
 from textual.binding import Binding
 from textual.filter import LineFilter
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.theme import Theme
 
 from gputui.errors import UserError
+from gputui.escape import for_terminal
 from gputui.presets import Preset
 from gputui.tui import state as st
 from gputui.tui.messages import CompareRuns, OpenRun, RefreshDashboard, StartPreset
@@ -26,6 +28,7 @@ from gputui.tui.screens.findings import FindingsScreen
 from gputui.tui.screens.summary import SummaryScreen
 from gputui.tui.settings import load_settings, save_setting
 from gputui.tui.themes import DEFAULT_THEME, AnsiMutedDim, load_themes
+from gputui.tui.typing_bursts import TypingBursts
 from gputui.tui.widgets.base import StateView
 from gputui.tui.widgets.gpu import GpuGrid
 
@@ -35,7 +38,7 @@ if TYPE_CHECKING:  # the run history loads with the session side, after the firs
 REFRESH_S = 0.5  # redraw at most twice a second, whatever the sampling rate
 
 
-class DashboardApp(App[int]):
+class DashboardApp(TypingBursts[int]):
     """What a live dashboard and a replay share: the state, the dashboard screen and its
     widgets, the summary, findings and compare views, themes and settings.  Where the
     news comes from (sessions, or a recording) is the subclass's business."""
@@ -182,6 +185,11 @@ class DashboardApp(App[int]):
     async def quit_now(self) -> None:
         """Quit without asking (scripts, tests, a confirmed quit)."""
         self.exit()
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information", timeout: float | None = None, markup: bool = True) -> None:
+        """Every notification (the screens' and widgets' come here too) may name a preset,
+        a run or a file: shown as text, never as markup, its control characters escaped."""
+        super().notify(for_terminal(message), title=for_terminal(title), severity=severity, timeout=timeout, markup=False)
 
     def deliver_screenshot(self, filename: str | None = None, path: str | None = None, time_format: str | None = None) -> str | None:
         """The palette's Screenshot: saved here or in $GPUTUI_SCREENSHOT_DIR, and the
