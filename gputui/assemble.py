@@ -45,4 +45,8 @@ class SessionParts:
         # No GPU source given: the Session opens NVML itself, as the config's [diagnosis]
         # asks (use_gpm = false samples without GPM; XID events are watched).
         gpu = self.gpu() if self.gpu is not None else None
-        return Session(config, gpu=gpu, host=self.host_telemetry(), clock=self.clock)
+        host = self.host_telemetry()
+        session = Session(config, gpu=gpu, host=host, clock=self.clock)
+        # The GPU sampler tells the run's GPU processes from others' by the tree the host sampler walks.
+        session.gpu.follow_run(host.run_pids)
+        return session

@@ -67,11 +67,56 @@ def from_dict(cls: type[T], data: dict[str, Any]) -> T:
 # --- GPU -------------------------------------------------------------------------
 
 
+# Whose a GPU process is (GpuProcess.owner), judged by gputui.telemetry.gpu_processes:
+RUN = "run"  # the run's own: its pid is in the run's process tree
+OTHER = "other"  # another process this PID namespace shows (another user's, another job)
+HIDDEN = "hidden"  # a pid this PID namespace does not show, while NVML's pids match ours: another container
+UNMATCHED = "unmatched"  # a pid we cannot see, and NVML's pids were never seen to match ours: ours or not, unknown
+OWNERS = (RUN, OTHER, HIDDEN, UNMATCHED)
+
+
 @dataclass
 class GpuProcess:
+    """One process with a context on a GPU (NVML's compute and graphics lists), read on
+    the sampler's slow cadence.  ``owner`` is None where nothing was attributed (no run
+    to match against, recordings from before attribution)."""
+
     pid: int
-    used_memory: int | None = None  # bytes
+    used_memory: int | None = None  # bytes; None where NVML does not say (NVML_VALUE_NOT_AVAILABLE)
     name: str | None = None
+    owner: str | None = None  # one of OWNERS
+    kind: str | None = None  # "compute", "graphics" or "compute+graphics"
+    user: str | None = None  # where this PID namespace shows the process
+    command: str | None = None  # short: the program and its script, no other arguments
+    sm_util: float | None = None  # % of the GPU's SMs it kept busy since the last read, where NVML says
+
+    @property
+    def is_others(self) -> bool:
+        """Someone else's for sure: another process we can see, or another container's."""
+        return self.owner in (OTHER, HIDDEN)
+
+    def label(self) -> str:
+        """Who it is, in a few words: "pid 4343 alice python3 train.py", "pid 4343 (another container)"."""
+        if self.owner == HIDDEN:
+            return f"pid {self.pid} (another container)"
+        who = " ".join(part for part in (self.user, self.command or self.name) if part)
+        return f"pid {self.pid} {who}" if who else f"pid {self.pid}"
+
+
+def co_runners(processes: list[GpuProcess] | None, memory_bytes: float, sm_pct: float) -> list[GpuProcess]:
+    """Others' processes that hold at least ``memory_bytes`` of GPU memory or keep at least
+    ``sm_pct`` % of its SMs busy (a display server's few MiB are not a co-tenant), biggest
+    first: what the co_tenant finding and ``gputui check`` name."""
+    return [p for p in others_of(processes) if (p.used_memory or 0) >= memory_bytes or (p.sm_util or 0.0) >= sm_pct]
+
+
+def others_of(processes: list[GpuProcess] | None) -> list[GpuProcess]:
+    """The processes known to be someone else's, biggest memory first."""
+    return sorted((p for p in processes or () if p.is_others), key=lambda p: -(p.used_memory or 0))
+
+
+def memory_of(processes: list[GpuProcess]) -> int:
+    return sum(p.used_memory or 0 for p in processes)
 
 
 @dataclass
@@ -117,6 +162,8 @@ class GpuSample:
     pstate: int | None = None
     pcie_gen: int | None = None
     pcie_width: int | None = None
+    # Read on the slow cadence: a list on the ticks that read it, None between (and
+    # where NVML does not report processes); [] is "read, and none"
     processes: list[GpuProcess] | None = None
     # Signs of failing hardware: volatile uncorrected ECC errors (since the driver
     # loaded), row remapping pending (a reset applies it) or failed, PCIe replays

@@ -338,6 +338,9 @@ _SUMMARY_GPU: dict[str, Any] = {
     "throttle_share_counted": list[str] | None,
     "energy_j": float | None,
     "energy_seconds": float | None,
+    "others_max": int | None,
+    "others_seconds": float | None,
+    "others_peak_memory": int | None,
 }
 _SUMMARY_HOST: dict[str, Any] = {
     "cpu_percent": _STATS,

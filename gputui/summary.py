@@ -18,12 +18,15 @@ from typing import Any
 
 from gputui import events as ev
 from gputui.events import Event, Observer
-from gputui.model import SAMPLES, STEPS, Sample, Throughput
+from gputui.model import SAMPLES, STEPS, GpuSample, Sample, Throughput, memory_of, others_of
 from gputui.outcome import Outcome
 from gputui.phases import TRAINING, PhaseTracker, gpu_busy
 from gputui.protocol import MEASURE
 from gputui.stats import ValueCounts, spread
 
+# Other processes seen on a GPU are counted present until the next process read, but
+# no longer than this (a gap in the samples is not presence)
+OTHERS_GAP_S = 5.0
 # A run whose mean (all it did over all the time it took) is this far below the median of
 # its readings works in bursts and stalls between them (Keras fed by a Python generator):
 # the median leaves the stalls out, and the mean is the figure to go by.
@@ -56,6 +59,12 @@ class _GpuWindow:
         self.power_last: tuple[float, float] | None = None  # (t, W)
         self.throttle_first: tuple[float, dict[str, int]] | None = None  # (t, ns by reason)
         self.throttle_last: tuple[float, dict[str, int]] | None = None
+        # Other processes (not the run's): their peak memory together, and for how long
+        # any was present (from one process read to the next)
+        self.others_peak_memory: int | None = None
+        self.others_seconds = 0.0
+        self.others_max = 0
+        self.processes_last: tuple[float, bool] | None = None  # (t, others present) at the last read
 
     def add(self, t: float, gpu) -> None:
         if gpu.lost:
@@ -83,6 +92,19 @@ class _GpuWindow:
             if self.throttle_first is None:
                 self.throttle_first = (t, gpu.throttle_time_ns)
             self.throttle_last = (t, gpu.throttle_time_ns)
+        if gpu.processes is not None:
+            self._add_processes(t, gpu)
+
+    def _add_processes(self, t: float, gpu: GpuSample) -> None:
+        if gpu.processes and all(p.owner is None for p in gpu.processes):
+            return  # nobody told whose they are (no run to match, an older recording)
+        others = others_of(gpu.processes)
+        if self.processes_last is not None and self.processes_last[1]:
+            self.others_seconds += min(OTHERS_GAP_S, max(0.0, t - self.processes_last[0]))
+        self.processes_last = (t, bool(others))
+        self.others_max = max(self.others_max, len(others))
+        if others:
+            self.others_peak_memory = max(self.others_peak_memory or 0, memory_of(others))
 
     def energy(self) -> tuple[float, float] | None:
         """(joules, seconds) between the first and last energy-counter reading of the
@@ -129,6 +151,11 @@ class _GpuWindow:
         energy = self.energy()
         if energy:
             out["energy_j"], out["energy_seconds"] = round(energy[0], 3), round(energy[1], 3)
+        if self.processes_last is not None:  # processes were read (and attributed where owners are known)
+            out["others_max"] = self.others_max
+            out["others_seconds"] = round(self.others_seconds, 3)
+            if self.others_peak_memory is not None:
+                out["others_peak_memory"] = self.others_peak_memory
         return out
 
 

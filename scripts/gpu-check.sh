@@ -37,6 +37,10 @@
 #               per-rank and scaling figures in ddp/numbers.txt, and a dashboard screenshot (80x24:
 #               a row per GPU with its rank's samples/s) of the largest run; all under ddp/ (~8 min
 #               with 2 GPUs). One rank proves the torchrun/NCCL path, not scaling
+#     cotenant  issue 28: the tuned ResNet-50 preset while a second, separate process (not gputui's
+#               child) holds 20 GiB and runs a bf16 matmul loop: recording, co_tenant finding, the
+#               process list and an 80x24 dashboard screenshot; then the same run alone: no finding.
+#               All under cotenant/ (~6 min)
 # Everything is written to a temporary folder and packed into $OUT/results.tgz (few files come back).
 # Results go to $OUT (or ./gpu-check-out). Never changes the card's settings.
 set -uo pipefail
@@ -117,6 +121,41 @@ PY
         --baseline "$d/baseline.jsonl" --after 150 --size 80x24 2>&1 | tail -3
       cat "$d/dashboard-ddp-nproc$n.txt"
       unset NCCL_NVLS_ENABLE ;;
+    cotenant)
+      d="$out/cotenant"; mkdir -p "$d"
+      hog() {  # a co-tenant: 20 GiB held and a matmul loop, started from this shell (gputui's sibling)
+        python3 -c 'import torch, time
+held = torch.empty(20 * 1024**3, dtype=torch.uint8, device="cuda")
+a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+print("hog holds", held.numel() >> 30, "GiB", flush=True)
+while True:
+    a = (a @ a).clamp_(-1, 1)
+    torch.cuda.synchronize()' > "$d/hog.log" 2>&1 &
+        echo $!
+      }
+      hog_pid=$(hog); sleep 15; echo "hog pid $hog_pid"; nvidia-smi --query-compute-apps=pid,used_memory --format=csv | tee "$d/nvidia-smi-apps.txt"
+      python3 -m gputui --headless --no-history --record "$d/shared.jsonl" --preset torch-resnet50-tuned --duration 150 \
+        2> "$d/shared.stderr"; echo "shared run exit $?"; tail -12 "$d/shared.stderr"
+      python3 -m gputui.tui.screenshot "$d/dashboard-shared.svg" --preset torch-resnet50-tuned --after 90 --size 80x24 2>&1 | tail -3
+      cat "$d/dashboard-shared.txt"
+      kill "$hog_pid" 2> /dev/null; wait "$hog_pid" 2> /dev/null; sleep 5
+      python3 -m gputui --headless --no-history --record "$d/alone.jsonl" --preset torch-resnet50-tuned --duration 150 \
+        2> "$d/alone.stderr"; echo "alone run exit $?"
+      python3 - "$d/shared.jsonl" "$d/alone.jsonl" > "$d/findings.txt" <<'PY'
+import sys
+from pathlib import Path
+from gputui.record import read_recording
+for path in map(Path, sys.argv[1:]):
+    rec = read_recording(path)
+    last = next((s.gpus[0].processes for s in reversed(rec.samples) if s.gpus and s.gpus[0].processes is not None), None)
+    print(f"== {path.name}: summary gpus {[(g.get('others_max'), g.get('others_seconds'), g.get('others_peak_memory')) for g in (rec.summary or {}).get('gpus', [])]}")
+    print("   last process list:", [(p.pid, p.owner, p.user, p.command, p.used_memory, p.sm_util) for p in last or ()])
+    found = [e.payload for e in rec.events if e.kind == "finding" and e.payload.kind == "co_tenant"]
+    print(f"   co_tenant findings: {len(found)}")
+    for f in found[-1:]:
+        print("   ", f.severity, f.title); print("   ", f.evidence)
+PY
+      cat "$d/findings.txt" ;;
     tests) GPUTUI_SCREENSHOT_DIR="$out" python3 -m pytest -m gpu -q -rs tests 2>&1 | tee "$out/pytest-gpu.txt" | tail -25 ;;
     core)
       python3 -m gputui --presets benchmarks/gpu-presets.toml --record "$out/gpu-loop.jsonl" --preset gpu-loop \

@@ -7,7 +7,7 @@ import logging
 import pynvml
 import pytest
 
-from gputui.model import GpuProcess, to_dict
+from gputui.model import to_dict
 from gputui.telemetry.gpu import THROTTLE_REASONS, GpuTelemetry, decode_throttle_reasons
 from tests.support.fake_nvml import GIB, FakeGpu, FakeNvml
 
@@ -83,7 +83,7 @@ def test_sample_reports_every_field_in_model_units():
     assert s.throttle_reasons == ["SwPowerCap", "SwThermalSlowdown"]
     assert s.pstate == 0
     assert (s.pcie_gen, s.pcie_width) == (5, 16)
-    assert s.processes == [GpuProcess(pid=4242, used_memory=2 * GIB), GpuProcess(pid=4343, used_memory=None)]
+    assert [(p.pid, p.used_memory, p.kind) for p in s.processes or ()] == [(4242, 2 * GIB, "compute"), (4343, None, "compute")]
 
 
 def test_unknown_pstate_is_absent():

@@ -16,8 +16,11 @@ from dataclasses import dataclass, field
 from gputui.check.context import GpuUnderTest
 from gputui.check.model import AT_MOST, FAIL, INFO, OK, UNDER_LOAD, WARN, CheckResult, skipped
 from gputui.check.thresholds import THERMAL_WARN_C, THROTTLE_FAULT_SHARE
+from gputui.diagnosis.settings import DEFAULTS
 from gputui.events import Observer
-from gputui.model import Sample
+from gputui.model import GpuProcess, Sample, co_runners
+
+MIB = 1024**2
 
 # Clock-event reasons that mean the card protects itself, not that it is merely busy.
 FAULT_REASONS = ("SwThermalSlowdown", "HwThermalSlowdown", "HwSlowdown", "HwPowerBrakeSlowdown")
@@ -31,11 +34,16 @@ class _Tally:
     max_power: float | None = None
     power_limit: float | None = None
     reasons: Counter[str] = field(default_factory=Counter)
+    # Others' processes seen while loaded (the co_tenant finding's thresholds), by pid, with their peak memory
+    co_runners: dict[int, tuple[GpuProcess, int]] = field(default_factory=dict)
 
     def add(self, gpu) -> None:
         if gpu.lost:
             return
         self.samples += 1
+        for p in co_runners(gpu.processes, DEFAULTS.cotenant_memory_mib * MIB, DEFAULTS.cotenant_sm_pct):
+            peak = max(p.used_memory or 0, self.co_runners[p.pid][1] if p.pid in self.co_runners else 0)
+            self.co_runners[p.pid] = (p, peak)
         if gpu.temp_c is not None:
             self.max_temp = max(self.max_temp or gpu.temp_c, gpu.temp_c)
         if gpu.power_w is not None:
@@ -81,7 +89,32 @@ def load_results(watcher: LoadWatcher, gpus: list[GpuUnderTest]) -> list[CheckRe
         results.append(_temperature(gpu, tally))
         results.append(_throttling(gpu, tally))
         results.append(_power(gpu, tally))
+        results.append(_co_runners(gpu, tally))
     return results
+
+
+def _co_runners(gpu: GpuUnderTest, tally: _Tally) -> CheckResult:
+    """Other processes on the GPU while the check loaded it, named as the co_tenant finding names them."""
+    named = sorted(tally.co_runners.values(), key=lambda entry: -entry[1])
+    result = CheckResult(
+        id=f"gpu{gpu.index}.co_runners",
+        group=UNDER_LOAD,
+        name="Other processes under load",
+        gpu=gpu.index,
+        status=OK,
+        value=len(named),
+        unit="processes",
+        expected=0,
+        bound=AT_MOST,
+        expected_source=f"none holding {DEFAULTS.cotenant_memory_mib:g} MiB or {DEFAULTS.cotenant_sm_pct:g}% of the SMs (the co_tenant finding's thresholds)",
+        detail="; ".join(f"{p.label()} {peak / 1024**3:.1f} GiB" for p, peak in named[:3]) or "no other process on the GPU",
+        data={"pids": [p.pid for p, _ in named]},
+    )
+    if named:
+        result.status = WARN
+        result.cause = "another process used the GPU while the check measured it: the figures above understate the GPU"
+        result.advice = "wait for it to end or ask its owner, then check again; `nvidia-smi` lists the GPU's processes"
+    return result
 
 
 def _temperature(gpu: GpuUnderTest, tally: _Tally) -> CheckResult:

@@ -14,7 +14,7 @@ from typing import Any
 
 from gputui.diagnosis.settings import Settings
 from gputui.events import ProbeReport
-from gputui.model import SAMPLES, GpuInfo, GpuSample, HostSample, ProcessSample, Sample, from_dict
+from gputui.model import RUN, SAMPLES, GpuInfo, GpuProcess, GpuSample, HostSample, ProcessSample, Sample, from_dict
 from gputui.stats import median
 
 RATE_KEEP_S = 300.0  # throughput readings kept for baselines
@@ -22,6 +22,8 @@ RATE_RECENT_S = 10.0  # "current" throughput: median of this many seconds of rea
 BASELINE_S = 60.0  # throughput before a finding: median of this many seconds before it began
 SWAP_WINDOW_S = 30.0
 CPU_STAT_WINDOW_S = 30.0  # cgroup throttling is judged on its growth over this long
+# A GPU's process list is read about once a second; one older than this is not "now"
+PROCESSES_STALE_S = 5.0
 
 
 @dataclass
@@ -64,6 +66,8 @@ class Context:
         # The newest host part: at a sub-second interval only about one sample a second
         # carries one (the session reads the host at most once a second).
         self.host: HostSample | None = None
+        # Each GPU's newest process list and when it was read (only slow-cadence samples carry one)
+        self.gpu_processes: dict[int, tuple[float, list[GpuProcess]]] = {}
         self.derived = Derived()  # figures of the latest sample
         self.rates: deque[tuple[float, float]] = deque()
         self.rank_rates: dict[int, deque[tuple[float, float]]] = {}  # data-parallel runs: each rank's
@@ -186,8 +190,11 @@ class Context:
             reads = [p.read_bps for p in host.processes if p.read_bps is not None]
             d.run_read_bps = sum(reads) if reads else None
         gpus = [g for g in sample.gpus if not g.lost]
+        for g in gpus:
+            if g.processes is not None:
+                self.gpu_processes[g.index] = (sample.t, g.processes)
         pids = {p.pid for p in host.processes} if host is not None else set()
-        mine = [g for g in gpus if g.processes and any(p.pid in pids for p in g.processes)]
+        mine = [g for g in gpus if any(p.owner == RUN or p.pid in pids for p in self.processes_of(g.index) or ())]
         d.run_gpus = mine or gpus  # containers report other PIDs: then every GPU
         self.derived = d
         if fresh is not None:
@@ -202,6 +209,13 @@ class Context:
                     self.cpu_stat.popleft()
             if host.memory_total and host.memory_available is not None:
                 self.last_memory_used_pct = 100.0 * (1 - host.memory_available / host.memory_total)
+
+    def processes_of(self, index: int) -> list[GpuProcess] | None:
+        """The GPU's processes as last read, None where none was read lately."""
+        entry = self.gpu_processes.get(index)
+        if entry is None or self.now - entry[0] > PROCESSES_STALE_S:
+            return None
+        return entry[1]
 
     def throttling(self) -> Throttling | None:
         """How much the cgroup throttled the run's CPU over the last CPU_STAT_WINDOW_S."""

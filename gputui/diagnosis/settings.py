@@ -81,6 +81,11 @@ class Settings:
     headroom_tflops_pct: float = 12.0
     headroom_memory_pct: float = 10.0
     headroom_open_after_s: float = 30.0  # a whole-run property: an evaluation pass is not it
+    # Co-tenant: another process on a GPU the run uses holds this much GPU memory or
+    # keeps this % of its SMs busy, while throughput is below this % of the ceiling
+    cotenant_memory_mib: float = 256.0
+    cotenant_sm_pct: float = 5.0
+    cotenant_below_ceiling_pct: float = 95.0
     # PCIe
     pcie_busy_util_pct: float = 50.0  # the link is judged only while the GPU is this busy
     pcie_heavy_pct: float = 50.0  # host-to-device traffic at this % of the link's bandwidth

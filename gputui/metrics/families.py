@@ -17,13 +17,14 @@ from prometheus_client.registry import Collector
 
 from gputui import ranks
 from gputui.metrics.live import GpuLabels, LiveMetrics, MetricsSnapshot
-from gputui.model import GpuSample
+from gputui.model import RUN, GpuProcess, GpuSample
 from gputui.safe_write import write_atomic
 from gputui.telemetry.gpu import THROTTLE_REASONS
 
 MIB = 1024**2
 GPU_LABELS = ["gpu", "UUID", "modelName", "Hostname"]
 SEVERITY_LEVEL = {"info": 1, "warning": 2, "critical": 3}
+PROCESSES_PER_GPU = 8  # gputui_gpu_process_memory_bytes: the biggest this many per GPU, so the series stay few
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,31 @@ class SnapshotCollector(Collector):
 
 
 def metric_families(snap: MetricsSnapshot) -> list[Metric]:
-    return [*_gpu_families(snap), *_run_families(snap), *_host_families(snap), *_check_families(snap)]
+    return [*_gpu_families(snap), _process_family(snap), *_run_families(snap), *_host_families(snap), *_check_families(snap)]
+
+
+def _owner_label(process: GpuProcess) -> str:
+    """run, other (another process or another container), unknown (not attributed)."""
+    return "run" if process.owner == RUN else "other" if process.is_others else "unknown"
+
+
+def _process_family(snap: MetricsSnapshot) -> Metric:
+    """GPU memory of each process on a GPU, the run's and others', the biggest
+    PROCESSES_PER_GPU per GPU (a pid is a label: without the bound a busy shared machine
+    would grow the series without end)."""
+    family = GaugeMetricFamily(
+        "gputui_gpu_process_memory_bytes",
+        "GPU memory a process holds, by owner (run, other, unknown); the biggest per GPU.",
+        labels=[*GPU_LABELS, "pid", "owner"],
+    )
+    live = {g.index for g in _live_gpus(snap)}
+    for index, processes in sorted(snap.gpu_processes.items()):
+        if index not in live:
+            continue
+        known = [p for p in processes if p.used_memory is not None]
+        for process in sorted(known, key=lambda p: -(p.used_memory or 0))[:PROCESSES_PER_GPU]:
+            family.add_metric([*_gpu_label_values(snap, index), str(process.pid), _owner_label(process)], float(process.used_memory or 0))
+    return family
 
 
 def _gpu_label_values(snap: MetricsSnapshot, index: int) -> list[str]:

@@ -16,7 +16,7 @@ from gputui import events as ev
 from gputui import ranks
 from gputui.check.model import name_and_gpu
 from gputui.events import Event, Observer
-from gputui.model import HostSample, Sample, Throughput
+from gputui.model import GpuProcess, HostSample, Sample, Throughput
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,7 @@ class MetricsSnapshot:
     sample: Sample | None = None
     host: HostSample | None = None  # the newest host part (a sub-second sampler reads it once a second)
     energy_start_mj: dict[int, int] = field(default_factory=dict)  # per GPU, the session's first reading
+    gpu_processes: dict[int, list[GpuProcess]] = field(default_factory=dict)  # per GPU, its newest process list
     throughput: float | None = None  # the latest live reading, in ``unit``s per second
     unit: str = "samples"  # what it counts: samples, tokens or steps
     samples_done: float = 0.0  # summed over the readings that say how many samples they cover
@@ -114,7 +115,9 @@ class LiveMetrics(Observer):
         start = self.snapshot.energy_start_mj
         missing = {g.index: g.energy_mj for g in sample.gpus if g.energy_mj is not None and g.index not in start}
         host = sample.host if sample.host is not None else self.snapshot.host
-        self._update(sample=sample, host=host, energy_start_mj={**start, **missing} if missing else start)
+        read = {g.index: g.processes for g in sample.gpus if g.processes is not None}  # only slow-cadence samples carry them
+        processes = {**self.snapshot.gpu_processes, **read} if read else self.snapshot.gpu_processes
+        self._update(sample=sample, host=host, energy_start_mj={**start, **missing} if missing else start, gpu_processes=processes)
 
     def on_event(self, event: Event) -> None:
         payload = event.payload

@@ -10,11 +10,12 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
 from gputui.model import GpuInfo, GpuProcess, GpuSample
+from gputui.telemetry.gpu_processes import ProcessAttributor, merge_lists
 from gputui.telemetry.nvml import GpuLost, Nvml
 
 log = logging.getLogger(__name__)
@@ -55,9 +56,10 @@ def gpm_wanted(setting: bool = True) -> bool:
 
 
 PCIE_LINK_TTL_S = 5.0  # link gen/width change only with power state: no need per tick
-# The enforced power limit, the memory clock and the list of compute processes change
-# rarely (an admin, a process starting): read once a second and repeated between, they
-# take a third of a 10 Hz tick's NVML calls off it.
+# The enforced power limit, the memory clock and the lists of processes change rarely
+# (an admin, a process starting): read once a second (the power limit and the clock
+# repeated between, the processes only on the tick that read them), they take a third
+# of a 10 Hz tick's NVML calls off it.
 SLOW_FIELDS_TTL_S = 1.0
 # Cumulative counters (energy, time in each clock-event reason, ECC errors, row remaps,
 # PCIe replays) are read this often and
@@ -133,8 +135,9 @@ class _Gpu:
     gpm_have_previous: bool = False
     preferred: dict[str, int] = field(default_factory=dict)  # which fallback answered
     counters_read_at: float | None = None
-    slow: tuple[float | None, int | None, list[GpuProcess] | None] = (None, None, None)  # power limit, memory clock, processes
+    slow: tuple[float | None, int | None] = (None, None)  # power limit, memory clock
     slow_read_at: float | None = None
+    process_util_seen_us: int = 0  # the newest per-process utilization sample read (NVML's µs timestamp)
     # The GPM request and its metric names, built once: ctypes set-up is a good part
     # of a 10 Hz tick.  None until the first pair of samples.
     gpm_request: Any = None
@@ -167,12 +170,21 @@ class GpuTelemetry:
         self._pcie_ttl_s = pcie_ttl_s
         self._counter_interval_s = counter_interval_s
         self._gpus: list[_Gpu] = []
+        self._attributor: ProcessAttributor | None = None  # made on the first process read
+        self._run_pids: Callable[[], Collection[int] | None] = lambda: None
+        self._read_run_pids = True
+        self._tick_run_pids: Collection[int] | None = None
         self._open = False
         self.available = False
         self.unavailable_reason: str | None = "GPU telemetry not opened yet"
         self.infos: list[GpuInfo] = []
         self.driver_version: str | None = None
         self.cuda_version: str | None = None
+
+    def follow_run(self, run_pids: Callable[[], Collection[int] | None]) -> None:
+        """Tell the run's GPU processes from others': ``run_pids()`` gives the run's
+        process tree (None while not known yet), asked on each process read."""
+        self._run_pids = run_pids
 
     # --- lifecycle ------------------------------------------------------------------
 
@@ -302,6 +314,7 @@ class GpuTelemetry:
         are read every ``counter_interval_s`` and whenever ``exact`` is true (a window's
         ends); in between they are ``None``."""
         samples = []
+        self._read_run_pids = True  # asked once per tick, by the first GPU that reads its processes
         for gpu in self._gpus:
             if gpu.lost:
                 samples.append(GpuSample(index=gpu.index, lost=True))
@@ -312,12 +325,18 @@ class GpuTelemetry:
                 log.warning("GPU %d lost: %s", gpu.index, exc)
                 gpu.lost = True
                 samples.append(GpuSample(index=gpu.index, lost=True))
+        self._forget_ended(samples)
         if self._xids is not None:
             for event in self._xids.take():
                 for sample in samples:
                     if sample.index == event.gpu:
                         sample.xids = (sample.xids or []) + [event.xid]
         return samples
+
+    def _forget_ended(self, samples: list[GpuSample]) -> None:
+        """On a tick that listed every GPU's processes, forget the ones none lists now."""
+        if self._attributor is not None and samples and all(s.processes is not None or s.lost for s in samples):
+            self._attributor.forget_except({p.pid for s in samples for p in s.processes or ()})
 
     def _sample_gpu(self, gpu: _Gpu, exact: bool) -> GpuSample:
         nvml, h = self._nvml, gpu.handle
@@ -334,8 +353,10 @@ class GpuTelemetry:
         s.temp_c = None if temp is None else float(temp)
         s.power_w = _watts(call("nvmlDeviceGetPowerUsage", h))
         s.sm_clock_mhz = call("nvmlDeviceGetClockInfo", h, nvml.const("NVML_CLOCK_SM", 1))
-        s.power_limit_w, s.mem_clock_mhz, processes = self._slow_fields(gpu, exact)
-        s.processes = None if processes is None else list(processes)
+        due = exact or gpu.slow_read_at is None or self._clock() - gpu.slow_read_at >= SLOW_FIELDS_TTL_S
+        s.power_limit_w, s.mem_clock_mhz = self._slow_fields(gpu, due)
+        if due:
+            s.processes = self._processes(gpu)
         # "ClocksEvent" is the current name; "ClocksThrottle" the one older drivers know.
         mask = self._first(gpu, "throttle", [("nvmlDeviceGetCurrentClocksEventReasons",), ("nvmlDeviceGetCurrentClocksThrottleReasons",)])
         if mask is not None:
@@ -378,18 +399,41 @@ class GpuTelemetry:
                 return value
         return None
 
-    def _slow_fields(self, gpu: _Gpu, exact: bool) -> tuple[float | None, int | None, list[GpuProcess] | None]:
-        now = self._clock()
-        if exact or gpu.slow_read_at is None or now - gpu.slow_read_at >= SLOW_FIELDS_TTL_S:
+    def _slow_fields(self, gpu: _Gpu, due: bool) -> tuple[float | None, int | None]:
+        if due:
             nvml, h = self._nvml, gpu.handle
-            procs = nvml.call("nvmlDeviceGetComputeRunningProcesses", h)
-            gpu.slow = (
-                _watts(nvml.call("nvmlDeviceGetEnforcedPowerLimit", h)),
-                nvml.call("nvmlDeviceGetClockInfo", h, nvml.const("NVML_CLOCK_MEM", 2)),
-                None if procs is None else [GpuProcess(pid=p.pid, used_memory=getattr(p, "usedGpuMemory", None)) for p in procs],
-            )
-            gpu.slow_read_at = now
+            gpu.slow = (_watts(nvml.call("nvmlDeviceGetEnforcedPowerLimit", h)), nvml.call("nvmlDeviceGetClockInfo", h, nvml.const("NVML_CLOCK_MEM", 2)))
+            gpu.slow_read_at = self._clock()
         return gpu.slow
+
+    def _processes(self, gpu: _Gpu) -> list[GpuProcess] | None:
+        """The GPU's compute and graphics processes, each attributed to the run or to
+        others (gputui.telemetry.gpu_processes); None where NVML does not list compute
+        processes (the graphics list alone cannot say the GPU is free of training jobs)."""
+        call, h = self._nvml.call, gpu.handle
+        compute = call("nvmlDeviceGetComputeRunningProcesses", h)
+        if compute is None:
+            return None
+        graphics = call("nvmlDeviceGetGraphicsRunningProcesses", h)
+        entries = merge_lists(compute, graphics)
+        if self._attributor is None:
+            self._attributor = ProcessAttributor()
+        if self._read_run_pids:
+            self._read_run_pids, self._tick_run_pids = False, self._run_pids()
+        utils = self._process_utilization(gpu) if entries else None
+        return self._attributor.attribute(entries, self._tick_run_pids, utils)
+
+    def _process_utilization(self, gpu: _Gpu) -> dict[int, float] | None:
+        """Each process's mean SM utilization over NVML's samples since the last read
+        (None where the GPU does not report it, or reported nothing new)."""
+        samples = self._nvml.call("nvmlDeviceGetProcessUtilization", gpu.handle, gpu.process_util_seen_us)
+        if not samples:
+            return None
+        by_pid: dict[int, list[float]] = {}
+        for sample in samples:
+            by_pid.setdefault(int(sample.pid), []).append(float(sample.smUtil))
+            gpu.process_util_seen_us = max(gpu.process_util_seen_us, int(sample.timeStamp))
+        return {pid: sum(values) / len(values) for pid, values in by_pid.items()}
 
     def _pcie_link(self, gpu: _Gpu) -> tuple[int | None, int | None]:
         now = self._clock()

@@ -370,6 +370,13 @@ class HostTelemetry:
         self._disk_prev: tuple[float, int, int] | None = None
         self._procs: dict[int, _Tracked] = {}
         self._roots: dict[int, psutil.Process] = {}
+        self._tree_pids: frozenset[int] | None = None  # the run's tree at the last sample; None before one
+
+    def run_pids(self) -> frozenset[int] | None:
+        """The pids of the trees the last :meth:`sample` read (roots included), for the
+        GPU sampler to tell the run's GPU processes from others'; None before the first
+        sample, when the run is not known yet."""
+        return self._tree_pids
 
     # machine ---------------------------------------------------------------
 
@@ -594,6 +601,7 @@ class HostTelemetry:
                 cmdlines.get(s.ppid) if s.ppid is not None else None,
             )
         out.processes = [s for s, _, _ in readings]
+        self._tree_pids = frozenset(cmdlines) | frozenset(root_pids)
 
         alive = set(cmdlines)
         for pid in list(self._procs):

@@ -19,7 +19,7 @@ from gputui import events as ev
 from gputui import fmt, ranks
 from gputui.events import Event
 from gputui.history import outcome_word
-from gputui.model import GpuInfo, GpuSample, HostSample, Sample, Throughput, from_dict
+from gputui.model import GpuInfo, GpuProcess, GpuSample, HostSample, Sample, Throughput, from_dict
 from gputui.outcome import Outcome
 from gputui.presets import Preset, Reference
 from gputui.protocol import WARMUP
@@ -62,9 +62,12 @@ class GpuHistory:
         self.temp: deque[float | None] = deque(maxlen=HISTORY)
         self.power: deque[float | None] = deque(maxlen=HISTORY)
         self.memory: deque[float | None] = deque(maxlen=HISTORY)
+        self.processes: list[GpuProcess] | None = None  # the newest list read (about once a second)
 
     def add(self, sample: GpuSample) -> None:
         self.latest = sample
+        if sample.processes is not None:
+            self.processes = sample.processes
         if sample.lost:
             for series in (self.util, self.temp, self.power, self.memory):
                 series.append(None)

@@ -66,6 +66,10 @@ class FakeGpu:
     pcie_max_width: int = 16
     pci: tuple[int, int, int] = (0, 0x19, 0)  # domain, bus, device
     processes: list[tuple[int, int | None]] = field(default_factory=lambda: [(4242, 2 * GIB), (4343, None)])
+    graphics_processes: list[tuple[int, int | None]] = field(default_factory=list)  # (pid, used memory)
+    # nvmlDeviceGetProcessUtilization's samples: (pid, timestamp in µs, SM %); only those
+    # newer than the caller's timestamp are returned, none raises NOT_FOUND as NVML does
+    process_util: list[tuple[int, int, int]] = field(default_factory=list)
     gpm: dict[int, float] | None = field(default_factory=_h200_gpm)  # None: no GPM
     # Preflight facts: modes are NVML's [current, pending] pairs; ECC counts are keyed
     # (error type, counter type); retired pages by cause; remapped rows as NVML's
@@ -282,6 +286,17 @@ class FakeNvml:
     def nvmlDeviceGetComputeRunningProcesses(self, h):
         gpu = self._gpu("nvmlDeviceGetComputeRunningProcesses", h)
         return [SimpleNamespace(pid=pid, usedGpuMemory=used, gpuInstanceId=0xFFFFFFFF, computeInstanceId=0xFFFFFFFF) for pid, used in gpu.processes]
+
+    def nvmlDeviceGetGraphicsRunningProcesses(self, h):
+        gpu = self._gpu("nvmlDeviceGetGraphicsRunningProcesses", h)
+        return [SimpleNamespace(pid=pid, usedGpuMemory=used, gpuInstanceId=0xFFFFFFFF, computeInstanceId=0xFFFFFFFF) for pid, used in gpu.graphics_processes]
+
+    def nvmlDeviceGetProcessUtilization(self, h, timestamp):
+        gpu = self._gpu("nvmlDeviceGetProcessUtilization", h)
+        samples = [pynvml.c_nvmlProcessUtilizationSample_t(pid, at, sm, 0, 0, 0) for pid, at, sm in gpu.process_util if at > timestamp]
+        if not samples:
+            raise pynvml.NVMLError_NotFound()
+        return samples
 
     # --- GPM ------------------------------------------------------------------------
 

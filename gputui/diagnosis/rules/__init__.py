@@ -7,6 +7,7 @@ from __future__ import annotations
 from gputui.diagnosis.rules.base import GIB, MIB, SEVERITIES, THERMAL_REASONS, Finding, Rule
 from gputui.diagnosis.rules.busy import Idle, LaunchBound
 from gputui.diagnosis.rules.clocks import HwSlowdown, PowerCap, Thermal
+from gputui.diagnosis.rules.co_tenant import CoTenant
 from gputui.diagnosis.rules.hardware import FailingHardware
 from gputui.diagnosis.rules.headroom import Headroom
 from gputui.diagnosis.rules.host_contention import HostContention
@@ -40,6 +41,7 @@ __all__ = [
     "HostContention",
     "FailingHardware",
     "Headroom",
+    "CoTenant",
 ]
 
 
@@ -60,4 +62,5 @@ def make_rules() -> list[Rule]:
         HostContention(),
         FailingHardware(),
         Headroom(),
+        CoTenant(),
     ]

@@ -17,11 +17,12 @@ class VramFull(Rule):
         pct = 100.0 * gpu.memory_used / total
         full = pct >= ctx.settings.vram_full_pct
         level = (1 if ctx.framework == "tf" else 2) if full else 0
+        processes = ctx.processes_of(gpu.index)
         return level, {
             "used_pct": pct,
             "used": float(gpu.memory_used),
             "total": float(total),
-            "procs": float(len(gpu.processes)) if gpu.processes is not None else None,
+            "procs": float(len(processes)) if processes is not None else None,
         }
 
     def describe(self, f, ctx):

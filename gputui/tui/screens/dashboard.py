@@ -33,6 +33,7 @@ class DashboardScreen(Screen):
         Binding("r", "app.run_again", "Run again", id="run_again"),
         Binding("f", "app.show_findings", "Findings", id="show_findings"),
         Binding("u", "app.show_summary", "Summary", id="show_summary"),
+        Binding("p", "show_gpu_processes", "GPU processes", id="show_gpu_processes", show=False),
         Binding("e", "edit_preset", "Edit", id="edit_preset"),
         Binding("n", "new_preset", "New", id="new_preset"),
         Binding("slash", "filter_presets", "Filter presets", id="filter_presets", show=False),
@@ -111,6 +112,11 @@ class DashboardScreen(Screen):
             self.post_message(StartPreset(event.option.id))
 
     # -- The preset list's filter ---------------------------------------------------------
+    def action_show_gpu_processes(self) -> None:
+        from gputui.tui.screens.gpu_processes import GpuProcessesScreen  # opened rarely
+
+        self.app.push_screen(GpuProcessesScreen(self.state_source()))
+
     def action_filter_presets(self) -> None:
         """``/``: a field above the list narrows it (lists longer than the screen)."""
         field = self.query_one(PresetFilter)

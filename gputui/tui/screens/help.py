@@ -27,6 +27,7 @@ HELP: tuple[tuple[str, tuple[Row, ...]], ...] = (
             ("run_again", "r", "run the last preset again"),
             ("show_findings", "f", "what holds the run back, with evidence and advice"),
             ("show_summary", "u", "the last finished run's summary"),
+            ("show_gpu_processes", "p", "every GPU's processes: the run's and others' (user, command, memory, SM share)"),
             ("edit_preset", "e", "edit the highlighted preset (a built-in one: save a copy)"),
             ("new_preset", "n", "a new preset, saved to your presets file"),
             ("check", "k", "check this machine (gputui check)"),

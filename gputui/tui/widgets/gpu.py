@@ -17,10 +17,12 @@ from textual.containers import Grid
 from textual.widgets import Static
 
 from gputui import fmt
+from gputui.escape import for_widget
 from gputui.model import GpuInfo, GpuSample
 from gputui.tui import charts
 from gputui.tui import state as st
 from gputui.tui.widgets.base import StateSource, StateView
+from gputui.tui.widgets.gpu_owners import ownership
 from gputui.tui.widgets.gpu_rows import HOT_LINE_C, SHORT_REASON, GpuRows, temp_role, throttle_badges
 
 __all__ = ["GpuGrid", "GpuPanel", "GpuRows", "SHORT_REASON"]
@@ -61,6 +63,7 @@ class GpuPanel(StateView):
         self._sparks: dict[tuple[str, int], Text] = {}  # the sparklines last drawn, by row and width
         self._sparks_key: tuple | None = None
         self._sparks_at = float("-inf")
+        self._title = ""
 
     def sync(self, force: bool = False) -> None:
         if not self.display:
@@ -81,8 +84,8 @@ class GpuPanel(StateView):
         history = self.history
         info = history.info or GpuInfo(index=self.index, name=f"GPU {self.index}")
         title = f"GPU{self.index} {short_name(info.name)}{self._rank_note()}"
-        if self.border_title != title:
-            self.border_title = title
+        if title != self._title:
+            self._title, self.border_title = title, for_widget(title)  # a GPU's name, as NVML or a recording gives it
         sample = history.latest
         if sample is None:
             return Text("waiting for the first sample…", self.style_of("gpu--dim"))
@@ -98,7 +101,7 @@ class GpuPanel(StateView):
             self._sparks, self._sparks_key, self._sparks_at = {}, key, now
         rows = [
             self._util(sample, history, width),
-            self._memory(sample, width),
+            self._memory(sample, history, width),
             self._temperature(info, sample, history, width),
             self._power(sample, history, width),
             self._clock(info, sample, width),
@@ -134,8 +137,13 @@ class GpuPanel(StateView):
         text.append_text(self._spark("util", room, lambda: Text(charts.sparkline(h.util, room, 0, 100), self.style_of("gpu--spark"))))
         return text
 
-    def _memory(self, s: GpuSample, width: int) -> Text:
+    def _memory(self, s: GpuSample, h: st.GpuHistory, width: int) -> Text:
         text = self._start("VRAM", f"{fmt.gib(s.memory_used)}/{fmt.gib(s.memory_total)} GiB")
+        owners = ownership(h.processes)
+        if owners is not None:  # whose it is says more than a gauge of how full: the gauge gives way
+            room = width - text.cell_len
+            text.append(owners if len(owners) <= room else ownership(h.processes, short=True) or "", self.style_of("gpu--dim"))
+            return text
         share = s.memory_used / s.memory_total if s.memory_used is not None and s.memory_total else None
         bar = width - text.cell_len - 5
         text.append(charts.gauge(share, bar), self.style_of("gpu--gauge"))
@@ -210,6 +218,9 @@ class GpuPanel(StateView):
         text.append(f" {fmt.num(s.temp_c, '°C'):>5}", self.style_of(self._temp_style(s.temp_c, info.temp_slowdown_c)))
         text.append(f" {fmt.num(s.power_w, 'W'):>5}")
         text.append(f" {fmt.gib(s.memory_used)}/{fmt.gib(s.memory_total)}G ")
+        owners = ownership(self.history.processes, short=True)
+        if owners is not None:
+            text.append(f"{owners} ", self.style_of("gpu--dim"))
         text.append_text(self._badges(s, 0, short=True))
         return text
 
@@ -230,10 +241,10 @@ class GpuGrid(Grid):
         existing = {panel.index for panel in self.query(GpuPanel)}
         note = self.query("#no-gpu")
         if not indices:
-            message = f"No GPU: {reason or 'waiting for NVML…'}"
+            message = for_widget(f"No GPU: {reason or 'waiting for NVML…'}")
             if not note:
                 self.mount(Static(message, id="no-gpu"))
-            elif str(note.first(Static).content) != message:
+            elif str(note.first(Static).content) != message.plain:
                 note.first(Static).update(message)
             return
         note.remove()

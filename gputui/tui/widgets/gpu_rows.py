@@ -19,6 +19,7 @@ from gputui.model import GpuSample
 from gputui.ranks import header_baseline_rate
 from gputui.tui import state as st
 from gputui.tui.widgets.base import StateView
+from gputui.tui.widgets.gpu_owners import ownership
 
 HOT_LINE_C = 80.0  # GPUs above this throttle themselves: Dettmers' rule of thumb
 WIDE_ROW_MIN = 84  # columns from which rows spell VRAM and power limits out
@@ -231,6 +232,9 @@ class GpuRows(StateView):
                 text.append_text(self._rank_cell(h.index, ranks, wide))
             self._straggler_badge(text, straggler, wide)
             text.append_text(throttle_badges(s.throttle_reasons or [], self.style_of, short=True, limit=1))
+        owners = ownership(h.processes, short=True)
+        if owners is not None:
+            text.append(f" {owners}", self.style_of("gpu--dim"))
         return text
 
     def _straggler_badge(self, text: Text, straggler: bool, wide: bool) -> None:
