@@ -150,6 +150,10 @@ def test_a_seeded_storm_of_key_bursts_over_every_screen_crashes_nothing(tmp_path
     async def scenario():
         async with app.run_test(size=(100, 30)) as pilot:
             await pilot.pause()
+            # A run with a finding first: f opens the findings view only when there is one,
+            # and a storm on a slow machine may never start a run of its own in time.
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: bool(app.state.findings()), what="the run's finding")
             sent = 0
             # Which screens a burst reaches depends on how fast this machine draws them, so
             # the storm goes on past 400 keys until it has been over every screen it stresses.
