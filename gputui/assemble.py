@@ -28,11 +28,6 @@ class SessionParts:
     host: Callable[[], HostTelemetry] | None = None  # None: psutil on this machine
     clock: Callable[[], float] = time.monotonic
 
-    def gpu_telemetry(self) -> GpuTelemetry:
-        from gputui.telemetry.gpu import GpuTelemetry
-
-        return (self.gpu or GpuTelemetry)()
-
     def host_telemetry(self) -> HostTelemetry:
         from gputui.telemetry.host import HostTelemetry
 

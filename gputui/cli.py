@@ -17,6 +17,7 @@ from gputui import __version__
 from gputui.console import say
 from gputui.errors import UserError
 from gputui.fmt import printable
+from gputui.metrics import DEFAULT_ADDRESS
 
 if TYPE_CHECKING:
     from gputui.metrics.server import MetricsServer
@@ -65,9 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--serve-metrics",
         nargs="?",
-        const="127.0.0.1:9400",
+        const=DEFAULT_ADDRESS,
         metavar="[HOST:]PORT",
-        help="serve Prometheus metrics while gputui runs (default 127.0.0.1:9400; see docs/fleet.md)",
+        help=f"serve Prometheus metrics while gputui runs (default {DEFAULT_ADDRESS}; see docs/fleet.md)",
     )
     # Its own dest: report and compare have a --price of their own.
     parser.add_argument(

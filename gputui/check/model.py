@@ -19,7 +19,6 @@ MICRO = "micro"
 WORKLOAD = "workload"
 UNDER_LOAD = "under-load"  # watched throughout the loaded stages: throttling, heat, XIDs
 COST = "cost"
-GROUPS = (PREFLIGHT, MICRO, WORKLOAD, UNDER_LOAD, COST)
 
 # What ``expected`` is when it is not a target to reach: a floor or a ceiling. A ratio
 # against either says nothing ("steal time 0 % is 0 % of the expected 5 %"), so none is given.

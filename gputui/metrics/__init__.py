@@ -5,3 +5,7 @@ metric families (dcgm-exporter's names for GPU fields, ``gputui_*`` for ours) an
 ``server`` serves them over HTTP beside the app or the headless recorder.
 prometheus-client is imported only here, when metrics are asked for.
 """
+
+DEFAULT_HOST = "127.0.0.1"  # loopback unless told otherwise: the metrics say what runs where
+DEFAULT_PORT = 9400  # dcgm-exporter's port: one of the two runs on a machine
+DEFAULT_ADDRESS = f"{DEFAULT_HOST}:{DEFAULT_PORT}"  # what a bare --serve-metrics listens on

@@ -12,10 +12,9 @@ from dataclasses import dataclass
 from wsgiref.simple_server import WSGIServer
 
 from gputui.errors import UserError
+from gputui.metrics import DEFAULT_HOST
 from gputui.metrics.live import LiveMetrics
 
-DEFAULT_HOST = "127.0.0.1"  # loopback unless told otherwise: the metrics say what runs where
-DEFAULT_PORT = 9400  # dcgm-exporter's port: one of the two runs on a machine
 OPTION = "--serve-metrics"
 
 
