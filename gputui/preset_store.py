@@ -232,7 +232,7 @@ class PresetFile:
         UserError for an OS error."""
         if is_builtin(self.path):
             raise UserError(f"{self.path}: built-in presets are read-only; save a copy in {user_presets_path()}")
-        text = self.text() if text is None else text
+        text = with_one_final_newline(self.text() if text is None else text)
         presets = self.validate(text)
         if keep is not None and keep not in presets:
             raise UserError(f"{self.path}: the edit removes preset {keep!r}; not saved (to remove it: gputui presets rm {keep})")
@@ -246,6 +246,12 @@ class PresetFile:
             self.digest = _digest(self.path)
         self.original_text = text
         return presets
+
+
+def with_one_final_newline(text: str) -> str:
+    """``text`` ending in exactly one newline: tomlkit keeps a last line without one (a
+    hand-written file), and a removed table leaves the blank lines that stood before it."""
+    return text.rstrip("\r\n") + "\n"
 
 
 def _merge(table: Any, values: dict[str, Any]) -> None:

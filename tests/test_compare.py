@@ -15,7 +15,7 @@ from gputui.errors import UserError
 from gputui.lookback.compare import compare_rows
 from gputui.lookback.load import load_recording, measured_rates
 from gputui.lookback.noise import ratio_of_medians
-from tests.support.lookback import RECORDINGS, TRACES, two_check_recordings, write_lines
+from tests.support.lookback import RECORDINGS, TRACES, two_check_recordings, without_gpus, write_lines
 from tests.support.process import run_gputui
 
 
@@ -96,6 +96,13 @@ def test_throttling_and_findings_rows():
     assert row(rows, "throttling")[1] == "GPU0: SwThermalSlowdown 25%"
     assert row(rows, "throttling")[2].startswith("GPU0: SwPowerCap 83%")
     assert "critical: GPU0 thermal throttling" in row(rows, "findings")[1]
+
+
+def test_a_run_without_a_gpu_has_no_throttling_figure(tmp_path):
+    cpu_only = without_gpus(RECORDINGS / "torch-resnet50.jsonl", tmp_path / "cpu.jsonl")
+    header, rows = compare_rows([load_recording(RECORDINGS / "torch-resnet50.jsonl"), load_recording(cpu_only)])
+    assert row(rows, "throttling")[1] == "none"  # a GPU sampled, never throttled
+    assert row(rows, "throttling")[2] == "not measured (no GPU)"
 
 
 def test_check_recordings_line_up_check_by_check(tmp_path):

@@ -102,7 +102,7 @@ def test_parquet_without_pyarrow_is_one_line_and_exit_2(tmp_path):
         timeout=120,
     )
     assert result.returncode == 2
-    assert result.stderr.strip() == ("gputui: error: --parquet: needs pyarrow, which is not installed: pip install 'gputui[parquet]'")
+    assert result.stderr.strip() == ("gputui: error: --parquet: needs pyarrow, which is not installed: pip install pyarrow")
     assert not (tmp_path / "x.parquet").exists()
 
 

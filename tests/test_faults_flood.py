@@ -15,7 +15,7 @@ import pytest
 from textual import events
 from textual.widgets import Input, Static
 
-from gputui.tui.screens.editor import PresetEditorScreen
+from gputui.tui.screens.editor import FIELDS, PresetEditorScreen
 from gputui.tui.typing_bursts import TypingBursts
 from tests.support.tui import run_async, wait_until
 from tests.test_preset_editor_app import open_editor, setup
@@ -111,3 +111,53 @@ def test_sigterm_in_the_middle_of_a_key_flood_ends_the_dashboard_with_143(tmp_pa
     result = json.loads(out.read_text())
     assert result["sigterm_exit_s"] is not None, done.stdout  # None: still running 60 s on, killed
     assert result["exit_code"] == 143, done.stdout
+
+
+# 200 characters for each text field of the form, workload rows first: a command hides them.
+PASTES = {
+    "name": typed(200).replace(" ", "-"),
+    "description": (TEXT + "?! 'quoted' \"too\" a=b/c.d,e ")[:40] * 5,
+    "batch_size": "1234567890" * 20,
+    "steps": "9876543210" * 20,
+    "workers": "1029384756" * 20,
+    "env": "KEY_ONE=alpha B=2 C='x y' " * 8,
+    "command": 'python3 -c "print(1)" --flag=value ' * 6 + "--tail-end-of-line-x",
+}
+
+
+def paste_raw(app, text: str) -> None:
+    """Queue one raw key per character at once, named as the terminal's parser names them
+    (space, question_mark, ...): a paste without bracketed-paste mode."""
+    from textual.keys import _character_to_key
+
+    for character in text:
+        key = events.Key(_character_to_key(character), character)
+        key.set_sender(app)
+        app._driver.send_message(key)
+
+
+def test_form_fields_are_text_fields_the_bursts_reach():
+    assert {key for key, _label, kind in FIELDS if kind != "select"} | {"name"} == set(PASTES)
+
+
+@pytest.mark.parametrize("attempt", range(10))
+def test_200_characters_pasted_as_raw_keys_land_exactly_in_every_text_field(tmp_path, attempt):
+    """Issue 25, item 1: a burst of keys (tmux send-keys without delay, a laggy SSH link)
+    lost or garbled characters in the name and the description."""
+    _user, presets = setup(tmp_path)
+
+    async def scenario():
+        app = app_for(presets, tmp_path)
+        async with app.run_test(size=(120, 40)) as pilot:
+            editor = await open_editor(pilot, app, "smoke")
+            for key, text in PASTES.items():
+                field = editor.query_one(f"#field-{key}", Input)
+                field.value = ""
+                field.focus()
+                await pilot.pause()
+                paste_raw(app, text)
+                await wait_until(pilot, lambda field=field, text=text: len(field.value) >= len(text), timeout=10, what=key)
+                await pilot.pause(0.05)
+                assert field.value == text, key
+
+    run_async(scenario())

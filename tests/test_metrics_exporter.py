@@ -197,6 +197,19 @@ def test_gputui_metrics_say_what_the_session_last_saw():
     assert value(families, "gputui_host_cpu_available_cores") == 8
 
 
+def test_samples_processed_counts_readings_that_give_only_a_rate():
+    # "512 samples/sec" lines: no samples count.  A reading with its window's seconds
+    # counts rate x seconds; one without counts over the time since the previous reading.
+    live = LiveMetrics()
+    live.on_header(HEADER)
+    live.on_event(make_event(1.0, ev.THROUGHPUT, {"samples_per_sec": 500.0, "source": "generic"}))  # no window yet
+    live.on_event(make_event(3.0, ev.THROUGHPUT, {"samples_per_sec": 500.0, "source": "generic"}))  # 2 s: 1000
+    live.on_event(make_event(3.5, ev.THROUGHPUT, {"samples_per_sec": 400.0, "seconds": 0.25, "source": "tqdm"}))  # its own 0.25 s: 100
+    live.on_event(make_event(4.0, ev.THROUGHPUT, {"samples_per_sec": 300.0, "samples": 64, "source": "gputui"}))  # counted: 64
+    live.on_event(make_event(5.0, ev.THROUGHPUT, {"samples_per_sec": 9999.0, "final": True, "source": "generic"}))  # repeats the run
+    assert value(scrape(live), "gputui_samples_processed_total") == pytest.approx(1164)
+
+
 def test_without_a_price_there_is_no_cost_and_a_new_session_starts_afresh():
     live = fed()
     assert "gputui_cost_usd_per_million_samples" not in scrape(live)

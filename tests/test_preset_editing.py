@@ -228,3 +228,34 @@ def test_cli_edit_saves_a_valid_edit_and_copies_a_builtin_first(tmp_path):
     assert "batch_size = 256" in (REPO / "presets.toml").read_text()  # the built-in file is untouched
     result = run_with_editor(["presets", "edit", "smoke"], tmp_path, "true")  # no change
     assert result.returncode == 0 and "no changes" in result.stdout
+
+
+NO_FINAL_NEWLINE = '[presets.a]\ndescription = "a"\nframework = "smoke"\n\n[presets.b]\ndescription = "b"\nframework = "smoke"'
+
+
+@pytest.mark.parametrize(
+    "before,edit",
+    [
+        ("", lambda store: store.set_preset("new", {"description": "n", "framework": "smoke"})),
+        (NO_FINAL_NEWLINE, lambda store: store.set_preset("b", {"description": "b2", "framework": "smoke"})),
+        (NO_FINAL_NEWLINE + "\n", lambda store: store.remove_preset("b")),
+        (NO_FINAL_NEWLINE + "\n", lambda store: store.rename_preset("b", "c", {"description": "b", "framework": "smoke"})),
+    ],
+    ids=["new-file", "hand-written-without-one", "last-removed", "last-renamed"],
+)
+def test_a_saved_presets_file_ends_with_exactly_one_newline(tmp_path, before, edit):
+    """Issue 25, item 12: the saved presets.toml had no final newline."""
+    path = tmp_path / "presets.toml"
+    if before:
+        path.write_text(before)
+    store = PresetFile.load(path)
+    edit(store)
+    store.save()
+    text = path.read_text()
+    assert text.endswith("\n") and not text.endswith("\n\n"), repr(text[-40:])
+
+
+def test_a_whole_file_saved_as_typed_ends_with_exactly_one_newline(commented):
+    store = PresetFile.load(commented)
+    store.save(COMMENTED.rstrip("\n"))
+    assert commented.read_text() == COMMENTED

@@ -7,12 +7,15 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+from textual.widgets import Input
+
 from gputui.presets import load_file, load_presets
 from gputui.tui.screens.dashboard import DashboardScreen
-from gputui.tui.screens.editor import ConflictScreen, PresetEditorScreen
+from gputui.tui.screens.editor import ConflictScreen, NameScreen, PresetEditorScreen
 from gputui.tui.widgets.presets import PresetList
 from tests.support.process import try_read
-from tests.support.tui import run_async, shown, wait_until
+from tests.support.tui import run_async, shown, shown_field, wait_until
 from tests.test_tui_app import app_for
 from tests.test_tui_tmux import needs_tmux, tmux, wait_gone  # noqa: F401 (tmux: the fixture)
 
@@ -162,15 +165,15 @@ def test_create_a_preset_in_a_real_terminal_with_keys_alone(tmux, tmp_path):  # 
     tmux.wait_for(r"✓ valid")  # the form is up, the name field has the focus
     # Wait for each key's effect: keys typed faster than the app reads them may merge.
     tmux.keys(*["BSpace"] * 12)
-    tmux.wait_for(r"(?m)^ name\s*$")
+    tmux.wait_for(shown_field("name", ""))
     tmux.keys("-l", "from-keys")
-    tmux.wait_for(r"name\s+from-keys")
+    tmux.wait_for(shown_field("name", "from-keys"))
     tmux.keys(*["Tab"] * 5)  # description, command, framework, model, batch size
     time.sleep(0.5)
     tmux.keys(*["BSpace"] * 6)
-    tmux.wait_for(r"(?m)^ batch size\s*$")
+    tmux.wait_for(shown_field("batch size", ""))
     tmux.keys("-l", "99")
-    tmux.wait_for(r"batch size\s+99")
+    tmux.wait_for(shown_field("batch size", "99"))
     tmux.keys("C-s")
     tmux.wait_for(r"saved from-keys")
     tmux.keys("Escape")
@@ -179,3 +182,115 @@ def test_create_a_preset_in_a_real_terminal_with_keys_alone(tmux, tmp_path):  # 
     wait_gone([gputui])
     preset = load_file(user)["from-keys"]
     assert preset.batch_size == 99 and preset.framework == "smoke"
+
+
+# A valid name and a description with the characters a shell or TOML treats specially.
+BURST_NAME = ("burst-" + "abcdefghij0123456789_." * 10)[:200]
+BURST_DESCRIPTION = ("typed at once: 'quotes' \"double\" a=b, c/d? e! (f) [g] #h ~i " * 4)[:200]
+
+
+@needs_tmux
+def test_a_burst_of_200_keys_lands_whole_in_the_name_and_the_description(tmux, tmp_path):  # noqa: F811 (tmux: the fixture)
+    """Issue 25, item 1: tmux send-keys with no delay (a laggy SSH link) into the name and
+    the description; the saved file holds exactly what was typed."""
+    user = tmp_path / "xdg" / "gputui" / "presets.toml"
+    gputui = tmux.start([])
+    tmux.wait_for(r"Presets")
+    tmux.keys("n")
+    tmux.wait_for(r"✓ valid")  # the form is up, the name field has the focus
+    # no waiting between keys: each call is one burst, as a slow link delivers them
+    tmux.keys("C-u")
+    tmux.keys("-l", BURST_NAME)
+    tmux.keys("Tab", "C-u")  # the description, emptied
+    tmux.keys("-l", BURST_DESCRIPTION)
+    time.sleep(1)
+    tmux.keys("C-s")
+    tmux.wait_for(r"(?s)From\s+/.*✓ valid", timeout=10)  # saved: the editor names the file it saved to
+    assert {name: preset.description for name, preset in load_file(user).items()} == {BURST_NAME: BURST_DESCRIPTION}
+    tmux.keys("Escape")
+    tmux.wait_for(r"Presets")
+    tmux.keys("q")
+    wait_gone([gputui])
+
+
+def notices(app) -> str:
+    return "\n".join(str(notification.message) for notification in app._notifications)
+
+
+def test_save_as_on_a_builtin_offers_a_name_not_taken(tmp_path):
+    """Issue 25, item 9: "Save as" on a built-in offered the built-in's own name."""
+    user = tmp_path / "xdg" / "gputui" / "presets.toml"
+    user.parent.mkdir(parents=True)
+    user.write_text('[presets.smoke-copy]\ndescription = "taken"\nframework = "smoke"\n')
+    presets = load_presets(cwd=tmp_path)
+
+    async def scenario():
+        app = app_for(presets, tmp_path)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await open_editor(pilot, app, "smoke")
+            await pilot.press("ctrl+o")
+            name_screen = await wait_until(pilot, lambda: isinstance(app.screen, NameScreen) and app.screen, what="save-as name")
+            assert name_screen.query_one("#save-as-name", Input).value == "smoke-copy-2"
+
+    run_async(scenario())
+
+
+def test_saving_under_a_builtins_name_says_it_overrides_the_builtin(tmp_path):
+    user = tmp_path / "xdg" / "gputui" / "presets.toml"
+    presets = load_presets(cwd=tmp_path)
+
+    async def scenario():
+        app = app_for(presets, tmp_path)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await open_editor(pilot, app, "smoke")
+            await pilot.press("ctrl+o")
+            await wait_until(pilot, lambda: isinstance(app.screen, NameScreen), what="save-as name")
+            await pilot.press("ctrl+u", *"smoke", "enter")
+            await wait_until(pilot, lambda: user.exists(), what="saved")
+            await pilot.pause()
+            assert "overrides the built-in preset smoke" in notices(app)
+
+    run_async(scenario())
+
+
+def background(widget) -> object:
+    return widget.background_colors[1]  # its own, blended over what is behind it
+
+
+@pytest.mark.parametrize("theme", ["gputui-dark", "gputui-light", "gputui-high-contrast"])
+def test_fields_show_as_boxes_and_the_focused_one_stands_out_at_80x24(tmp_path, theme):
+    """Issue 25, item 8: the fields had no box and no focus mark beyond the cursor."""
+    presets = load_presets(cwd=tmp_path)
+
+    async def scenario():
+        app = app_for(presets, tmp_path)
+        async with app.run_test(size=(80, 24)) as pilot:
+            app.theme = theme
+            editor = await open_editor(pilot, app, "smoke")
+            await pilot.pause()
+            focused, unfocused = editor.query_one("#field-name", Input), editor.query_one("#field-description", Input)
+            assert focused.has_focus
+            # edges at its sides: the ANSI theme has no tints to tell a field from the screen
+            assert unfocused.styles.border_left[0] not in ("", "none", "hidden"), "a field has no box"
+            assert focused.styles.border_left != unfocused.styles.border_left, "the focused field's box looks like the others"
+            if not app.current_theme.ansi:
+                assert background(unfocused) != background(editor) and background(focused) != background(unfocused)
+
+    run_async(scenario())
+
+
+def test_ctrl_t_switches_between_the_form_and_toml_tabs_and_the_footer_says_so(tmp_path):
+    presets = load_presets(cwd=tmp_path)
+
+    async def scenario():
+        app = app_for(presets, tmp_path)
+        async with app.run_test(size=(80, 24)) as pilot:
+            editor = await open_editor(pilot, app, "smoke")
+            assert "^t Form/TOML" in await shown(pilot)
+            tabs = editor.query_one("#editor-tabs")
+            await pilot.press("ctrl+t")
+            await wait_until(pilot, lambda: tabs.active == "tab-toml" and editor.query_one("#editor-toml").has_focus, what="TOML tab")
+            await pilot.press("ctrl+t")
+            await wait_until(pilot, lambda: tabs.active == "tab-form" and editor.query_one("#field-name").has_focus, what="form tab")
+
+    run_async(scenario())

@@ -226,8 +226,9 @@ def test_enter_on_a_kept_run_opens_its_summary_from_the_recording(tmp_path):
         async with app.run_test(size=(120, 40)) as pilot:
             await wait_until(pilot, lambda: len(app.state.history) == 2, what="history listed")
             text = await shown(pilot)
-            started = app.state.history[1].local_time()[5:]  # MM-DD HH:MM, in this machine's time zone
-            assert f"✓ {started} torch-res… 133/s" in text
+            day = app.state.history[0].local_time()[5:10]  # MM-DD, in this machine's time zone
+            # the preset names stay whole: the time of day, then the figure, give way (issue 25)
+            assert f"✓ {day} torch-resnet50 1,790/s" in text and "✓ torch-resnet50-input-bound " in text
             await pilot.press("tab")
             runs = app.dashboard.query_one(RunsList)
             assert runs.has_focus

@@ -15,7 +15,7 @@ from gputui.lookback.load import load_recording, measured_rates
 from gputui.lookback.plots import DATA_COLOURS, LIMIT_COLOUR, MEDIAN_COLOUR, WARN_COLOUR
 from gputui.lookback.report import markdown_report, write_report
 from gputui.stats import median
-from tests.support.lookback import RECORDINGS, TRACES, check_recording, cut_copy, write_lines
+from tests.support.lookback import RECORDINGS, TRACES, check_recording, cut_copy, without_gpus, write_lines
 from tests.support.process import run_gputui
 
 
@@ -90,6 +90,13 @@ def test_report_shows_throttle_shares_and_rediagnoses_a_recording_made_without_d
     assert "| GPU0 | SwThermalSlowdown | 25% |" in text
     assert "replayed over its samples" in text
     assert re.search(r"### critical: GPU0 thermal throttling", text)
+
+
+def test_a_run_without_a_gpu_says_throttling_was_not_measured(tmp_path):
+    text = markdown_report(load_recording(without_gpus(RECORDINGS / "torch-resnet50.jsonl", tmp_path / "cpu.jsonl")))
+    throttling = text.split("## Throttling")[1].split("\n## ")[0]
+    assert "Not measured" in throttling and "no GPU" in throttling
+    assert "No clock-event" not in throttling  # "no throttling" would claim a GPU ran unthrottled
 
 
 def test_a_cut_recording_says_so_at_the_top_and_rebuilds_its_figures(tmp_path):

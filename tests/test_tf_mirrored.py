@@ -20,7 +20,7 @@ from tests.support.fake_nvml import FakeNvml
 from tests.support.process import REPO
 
 pytestmark = pytest.mark.skipif(
-    any(importlib.util.find_spec(n) is None for n in ("tensorflow", "tf_keras")), reason="TensorFlow stack not installed: pip install 'gputui[tf]'"
+    any(importlib.util.find_spec(n) is None for n in ("tensorflow", "tf_keras")), reason="TensorFlow stack not installed: pip install -e '.[tf]'"
 )
 
 

@@ -256,6 +256,7 @@ def test_keys_are_remapped_by_binding_id_from_settings(tmp_path):
 
 def _all_bindings():
     from gputui.tui.replay import ReplayApp
+    from gputui.tui.screens.check_report import CheckReportScreen
     from gputui.tui.screens.compare import CompareScreen
     from gputui.tui.screens.editor import ConflictScreen, NameScreen, PresetEditorScreen
     from gputui.tui.screens.findings import FindingsScreen as F
@@ -275,6 +276,7 @@ def _all_bindings():
         ConflictScreen,
         RunsList,
         CompareScreen,
+        CheckReportScreen,
         ReplayApp,
         LogPane,
         PresetFilter,

@@ -16,6 +16,7 @@ from gputui.tui.app import make_app
 from gputui.tui.screens.check import CheckScreen
 from tests.support.fake_nvml import FakeGpu, FakeNvml
 from tests.support.tui import run_async, wait_until
+from tests.test_trust_keys import quick_check
 
 # Read before tests/conftest.py clears GPUTUI_* for each test: scripts/gpu-check.sh
 # passes the folder where the GPU run's screenshots should come back.
@@ -64,6 +65,60 @@ def test_k_opens_the_check_and_enter_runs_it_to_a_verdict(tmp_path):
             assert first_row[:4] == ["FAIL", "gpu0", "Power limit", "420 W"]
             await pilot.press("escape")
             await wait_until(pilot, lambda: not isinstance(app.screen, CheckScreen), what="closed")
+
+    run_async(scenario())
+
+
+def test_enter_after_a_check_asks_before_the_five_minute_full_check(tmp_path):
+    asked: list[bool] = []  # each check started: quick or not
+
+    def counted(options, listener):
+        asked.append(options.quick)
+        return quick_check(options, listener)  # finishes at once, whatever was asked
+
+    app = make_app(load_presets(cwd=tmp_path), settings_file=tmp_path / "settings.toml", interval=0.25,
+                   gpu_factory=lambda: GpuTelemetry(FakeNvml([FakeGpu()])), check_factory=counted)  # fmt: skip
+
+    async def scenario():
+        async with app.run_test(size=(140, 40)) as pilot:
+            await pilot.press("k")
+            screen = await wait_until(pilot, lambda: isinstance(app.screen, CheckScreen) and app.screen, what="check screen")
+            await pilot.press("u")
+            await wait_until(pilot, lambda: screen.verdict is not None, what="quick verdict")
+            await pilot.press("enter")  # on the results: reading a row, not asking for 5 minutes
+            await pilot.pause(0.2)
+            assert asked == [True]
+            assert "Enter again" in str(screen.query_one("#check-status").render())
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: asked == [True, False], what="full check after the second Enter")
+            await pilot.press("escape")
+
+    run_async(scenario())
+
+
+def test_the_highlighted_rows_whole_note_is_shown_below_the_table(tmp_path):
+    cause = "the power limit was lowered to 420 W by the provider's default profile " * 3
+    advice = "ask the provider to restore the 700 W limit (nvidia-smi -pl 700 needs root)"
+
+    def preflight(ctx):
+        ctx.report(CheckResult(id="host.shm", group=PREFLIGHT, name="/dev/shm", status=OK, value=16.0, unit="GiB"))
+        ctx.report(
+            CheckResult(id="gpu0.power_limit", group=PREFLIGHT, name="Power limit", status=FAIL, gpu=0, value=420.0, unit="W", cause=cause, advice=advice)
+        )
+
+    app = _app(tmp_path, {"preflight": preflight})
+
+    async def scenario():
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.press("k")
+            screen = await wait_until(pilot, lambda: isinstance(app.screen, CheckScreen) and app.screen, what="check screen")
+            await pilot.press("u")
+            await wait_until(pilot, lambda: screen.verdict is not None, what="verdict")
+            await pilot.press("down")  # the power-limit row
+            await pilot.pause(0.1)
+            detail = str(screen.query_one("#check-detail").render())
+            assert "Power limit" in detail and cause.strip() in detail and advice in detail
+            await pilot.press("escape")
 
     run_async(scenario())
 

@@ -11,7 +11,7 @@ from textual.widgets import Input
 from gputui.presets import load_file, load_presets
 from gputui.tui.screens.editor import PresetEditorScreen
 from gputui.tui.widgets.presets import PresetDetails, PresetList
-from tests.support.tui import run_async, shown, wait_until
+from tests.support.tui import run_async, shown, shown_field, wait_until
 from tests.test_tui_app import app_for
 from tests.test_tui_tmux import needs_tmux, tmux, wait_gone  # noqa: F401 (tmux: the fixture)
 
@@ -98,13 +98,13 @@ def test_a_command_preset_made_with_the_form_alone_runs_in_a_real_terminal(tmux,
     tmux.wait_for(r"New preset, not saved yet")
     tmux.wait_for(r"✓ valid")
     tmux.keys(*["BSpace"] * 12)
-    tmux.wait_for(r"(?m)^ name\s*$")
+    tmux.wait_for(shown_field("name", ""))
     tmux.keys("-l", "by-keys")
-    tmux.wait_for(r"name\s+by-keys")
+    tmux.wait_for(shown_field("name", "by-keys"))
     tmux.keys("Tab", "Tab")  # description, command
     time.sleep(0.5)
     tmux.keys("-l", "python3 -c \"print('hello from the form')\"")
-    tmux.wait_for(r"command\s+python3 -c \"print\('hello from the form'\)\"")
+    tmux.wait_for(shown_field("command", r"python3 -c \"print\('hello from the form'\)\""))
     tmux.wait_for(r"✓ valid")  # no framework, batch size or warmup_steps asked for
     tmux.keys("C-r")  # save and run
     tmux.wait_for(r"hello from the form")  # in the output pane

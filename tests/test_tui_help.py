@@ -80,7 +80,8 @@ def test_help_lists_every_key_gputui_binds_except_quits_inside_views_and_dialog_
     listed = {binding_id for _context, rows in HELP for binding_id, _keys, _what in rows if binding_id}
     # Each view's own q (quit from there) and the small dialogs say their keys on screen.
     not_listed = {b for b in _gputui_binding_ids() if b.endswith("_quit") or b.startswith(("name_", "conflict_", "leave_"))}
-    assert _gputui_binding_ids() - not_listed - {"quit_ctrl_c", "replay_speed_10", "replay_speed_60", "replay_speed_max"} <= listed
+    # no_findings: f while there are none, listed as show_findings (its twin on the same key)
+    assert _gputui_binding_ids() - not_listed - {"quit_ctrl_c", "replay_speed_10", "replay_speed_60", "replay_speed_max", "no_findings"} <= listed
 
 
 def test_help_shows_keys_as_remapped_in_settings(tmp_path):

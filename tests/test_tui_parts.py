@@ -60,6 +60,17 @@ def test_plot_marks_warmup_median_and_reference():
     assert ref_row < median_row
 
 
+def test_readings_slower_than_the_columns_draw_a_steady_bar():
+    # A reading a second, binned at 0.25 s, drawn in 0.5 s columns: every other column
+    # has no reading of its own; it holds the last one instead of reading as a drop to 0.
+    bins = [charts.Bin(t, t + 0.25, 1000.0, False, None) for t in range(1, 10)]
+    plot = charts.plot_throughput(bins, 20, 4)
+    assert plot.x_span / 20 == 0.5
+    bottom = "".join(char for char, _ in plot.rows[-1])
+    assert bottom == "  " + "█" * 17 + " "  # from the first reading to the last one's bin, nothing after
+    assert len({"".join(row[c][0] for row in plot.rows) for c in range(2, 19)}) == 1  # one height throughout
+
+
 def test_time_axis_brackets_warmup():
     axis = charts.time_axis(30, 60, (2, 12))
     assert "└warm-up" in axis and axis.endswith("1m") and len(axis) == 30

@@ -9,7 +9,7 @@ import pytest
 
 from gputui import protocol
 from gputui.protocol import Emitter
-from gputui.workloads.measure import MissingFramework, OutOfMemory, Window, emit_result, measure, tf_metal_summary
+from gputui.workloads.measure import MissingFramework, OutOfMemory, Window, emit_result, measure, pip_install, tf_metal_summary
 
 
 class FakeDevice:
@@ -183,7 +183,10 @@ def test_a_zero_length_window_does_not_break_the_json():
 
 def test_missing_framework_messages():
     plain = MissingFramework("torchvision", "torch", ModuleNotFoundError("No module named 'torchvision'", name="torchvision"))
-    assert str(plain) == "the package 'torchvision' is not installed; install it with: pip install 'gputui[torch]'"
+    assert str(plain) == (
+        "the package 'torchvision' is not installed; install it with: pip install 'torchvision>=0.16'"
+        " (or all of the torch stack: pip install -e '.[torch]' in gputui's source folder)"
+    )
     try:
         try:
             raise RuntimeError("operator torchvision::nms does not exist\nmore")
@@ -193,7 +196,7 @@ def test_missing_framework_messages():
         broken = MissingFramework("transformers", "torch", outer)
     text = str(broken)
     assert "'transformers' cannot be imported" in text and "operator torchvision::nms does not exist" in text
-    assert "\n" not in text and text.endswith("pip install 'gputui[torch]'")
+    assert "\n" not in text and text.endswith("pip install -e '.[torch]' in gputui's source folder)")
 
 
 def test_out_of_memory_fields():
@@ -273,3 +276,9 @@ def test_the_torch_and_keras_result_lines_drop_non_finite_numbers_alike():
         assert all(math.isfinite(v) for v in result.values() if isinstance(v, float))
         assert result["flops_per_sample"] == 1e9 and result["peak_memory_bytes"] == 7
     assert set(torch_steps) == set(keras_tf_metal) - {"epochs"}
+
+
+def test_install_advice_names_the_package_as_the_extra_pins_it_and_never_gputui():
+    assert pip_install("transformers", "tf") == "pip install 'transformers<5,>=4.40'"  # the tf extra's pin
+    assert pip_install("tf-keras", "tf").startswith("pip install 'tf-keras")
+    assert pip_install("not-a-dependency", "torch") == "pip install not-a-dependency"

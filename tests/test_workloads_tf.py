@@ -35,7 +35,7 @@ from tests.support.process import REPO
 
 _MISSING = [name for name in ("tensorflow", "tf_keras") if importlib.util.find_spec(name) is None]
 pytestmark = [
-    pytest.mark.skipif(bool(_MISSING), reason=f"TensorFlow stack not installed ({', '.join(_MISSING)} missing): pip install 'gputui[tf]'"),  # fmt: skip
+    pytest.mark.skipif(bool(_MISSING), reason=f"TensorFlow stack not installed ({', '.join(_MISSING)} missing): pip install -e '.[tf]'"),  # fmt: skip
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the Runner's process groups are tested on Linux"),
 ]
 
@@ -274,10 +274,10 @@ def _stub(root: Path, package: str, body: str) -> None:
     "package, body, model, expected",
     [
         ("tensorflow", "raise ModuleNotFoundError(\"No module named 'tensorflow'\", name='tensorflow')\n",
-         "resnet50", ["the package 'tensorflow' is not installed", "pip install 'gputui[tf]'"]),
+         "resnet50", ["the package 'tensorflow' is not installed", "pip install -e '.[tf]' in gputui's source folder"]),
         ("transformers", "__version__ = '5.0.0'\n",
          "distilbert", ["'transformers'", "transformers 5.0.0 has no TensorFlow models", "pip install 'transformers<5'",
-          "pip install 'gputui[tf]'"]),
+          "pip install -e '.[tf]' in gputui's source folder"]),
         ("tf_keras", "__version__ = '2.15.0'\n",
          "mobilenetv2", ["'tf-keras'", "tf-keras 2.15.0 does not match tensorflow", "pip install 'tf-keras=="]),
     ],

@@ -290,7 +290,7 @@ def test_a_missing_package_is_one_clear_line_and_exit_code_2(tmp_path, cache_dir
         assert proc.returncode == 2, proc.stderr
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1, proc.stderr
-        assert f"'{package}' is not installed" in lines[0] and "pip install 'gputui[torch]'" in lines[0]
+        assert f"'{package}' is not installed" in lines[0] and f"pip install '{package}>=" in lines[0] and "pip install -e '.[torch]'" in lines[0]
         assert proc.stdout == ""
 
 

@@ -87,7 +87,7 @@ def _run_workload(ctx: StageContext, gpu: GpuUnderTest, preset: Preset | None, m
             status=INFO if missing_stack else FAIL,
             cause=f"the run ended without a result: {why}",
             advice=(
-                "install the PyTorch stack: pip install 'gputui[torch]'"
+                "install the PyTorch stack: pip install torch torchvision transformers (or pip install -e '.[torch]' in gputui's source folder)"
                 if missing_stack
                 else "run the preset alone (gputui --preset " + preset.name + ") to see its output"
             ),

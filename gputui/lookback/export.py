@@ -196,7 +196,7 @@ def write_parquet(recording: Recording, out: Path) -> int:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
-        raise UserError("--parquet: needs pyarrow, which is not installed: pip install 'gputui[parquet]'") from None
+        raise UserError("--parquet: needs pyarrow, which is not installed: pip install pyarrow") from None
     columns: list[list[Any]] = [[] for _ in COLUMNS]
     for values in table_values(recording):
         for column, value in zip(columns, values):

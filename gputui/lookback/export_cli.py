@@ -13,7 +13,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", type=Path, metavar="FILE", help="a recording (.jsonl or .jsonl.gz)")
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument("--csv", type=Path, metavar="OUT", help="write the samples as CSV to OUT")
-    target.add_argument("--parquet", type=Path, metavar="OUT", help="write the samples as Parquet to OUT (needs pyarrow: pip install 'gputui[parquet]')")
+    target.add_argument("--parquet", type=Path, metavar="OUT", help="write the samples as Parquet to OUT (needs pyarrow: pip install pyarrow)")
     parser.add_argument("--force", action="store_true", help="replace OUT if it exists")
 
 

@@ -46,7 +46,7 @@ class RunFacts:
     peak_vram_workload: int | None  # bytes, the workload's own peak (its result line)
     peak_vram_source: str | None
     peak_vram_nvml: dict[int, int]  # GPU index -> bytes used at the peak sample
-    throttle: dict[int, dict[str, float]]  # GPU index -> reason -> share of samples
+    throttle: dict[int, dict[str, float]]  # GPU index -> reason -> share of samples; only GPUs sampled
     findings: list[dict[str, Any]]
     findings_replayed: bool
     references: list[Reference] = field(default_factory=list)
@@ -167,7 +167,7 @@ def run_facts(recording: Recording, price_per_hour: float | None = None) -> RunF
         peak_vram_workload=peak_workload,
         peak_vram_source=peak_source,
         peak_vram_nvml={g["index"]: g["peak_memory_used"] for g in summary.get("gpus", []) if "peak_memory_used" in g},
-        throttle={g["index"]: {k: v for k, v in (g.get("throttle_share") or {}).items() if v} for g in summary.get("gpus", [])},
+        throttle=_throttle_of(summary),
         findings=findings,
         findings_replayed=replayed,
         references=references_of(header, median, gpu_name),
@@ -177,8 +177,20 @@ def run_facts(recording: Recording, price_per_hour: float | None = None) -> RunF
     )
 
 
+def _throttle_of(summary: dict[str, Any]) -> dict[int, dict[str, float]]:
+    """Each sampled GPU's active reasons; a GPU without samples has no share to report
+    (the summary leaves throttle_share out), so it is left out rather than read as 0%."""
+    return {g["index"]: {k: v for k, v in g["throttle_share"].items() if v} for g in summary.get("gpus", []) if "throttle_share" in g}
+
+
+NOT_MEASURED = "not measured (no GPU)"
+
+
 def throttle_text(facts: RunFacts) -> str:
-    """ "GPU0: SwThermalSlowdown 25%, SwPowerCap 3%", or "none"."""
+    """ "GPU0: SwThermalSlowdown 25%, SwPowerCap 3%", "none", or NOT_MEASURED for a run
+    without GPU samples (no throttling was seen because nothing was watched)."""
+    if not facts.throttle:
+        return NOT_MEASURED
     parts = []
     for index, shares in sorted(facts.throttle.items()):
         if shares:

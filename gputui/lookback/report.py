@@ -144,6 +144,8 @@ def _throttle_blocks(facts: RunFacts) -> list[Block]:
         for reason, share in sorted(shares.items(), key=lambda kv: -kv[1])
     ]
     window = "the measured phase" if facts.window == "measure" else "the run"
+    if not facts.throttle:
+        return [Heading(2, "Throttling"), Paragraph("Not measured: the recording has no GPU samples, so no clock-event reason could be seen.")]
     if not rows:
         return [Heading(2, "Throttling"), Paragraph(f"No clock-event (throttle) reason was active during {window}.")]
     return [

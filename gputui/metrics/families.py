@@ -176,7 +176,9 @@ def _run_families(snap: MetricsSnapshot) -> list[Metric]:
     )
     if snap.throughput is not None:
         throughput.add_metric([snap.hostname, snap.preset, snap.unit], snap.throughput)
-    done = CounterMetricFamily("gputui_samples_processed", "Samples the run reported as processed.", labels=[*host, "preset"])
+    done = CounterMetricFamily(
+        "gputui_samples_processed", "Samples the run processed: its readings' counts, or their rate over their window.", labels=[*host, "preset"]
+    )
     done.add_metric([snap.hostname, snap.preset], snap.samples_done)
     out += [throughput, done, *_rank_families(snap)]
     if snap.price_per_hour is not None:

@@ -61,7 +61,8 @@ class MetricsSnapshot:
     gpu_processes: dict[int, list[GpuProcess]] = field(default_factory=dict)  # per GPU, its newest process list
     throughput: float | None = None  # the latest live reading, in ``unit``s per second
     unit: str = "samples"  # what it counts: samples, tokens or steps
-    samples_done: float = 0.0  # summed over the readings that say how many samples they cover
+    samples_done: float = 0.0  # summed over the readings: their samples, or rate x their window
+    last_reading_t: float | None = None  # the previous live reading's time: the next one's window
     findings: dict[str, OpenFinding] = field(default_factory=dict)  # open ones, by finding id
     finding_kinds: frozenset[tuple[str, int | None]] = frozenset()  # every (kind, gpu) seen: closed ones read 0
     price_per_hour: float | None = None
@@ -78,6 +79,17 @@ class MetricsSnapshot:
     @property
     def scaling_efficiency(self) -> float | None:
         return ranks.live_efficiency(self.throughput, self.world_size, self.baseline_rate)
+
+
+def samples_covered(reading: Throughput, previous_t: float | None, t: float) -> float:
+    """The samples a reading accounts for: its own count; else its rate over its window's
+    seconds; else (a bare "512 samples/sec" line) its rate over the time since the
+    previous reading, the window it most likely covers.  The first bare reading has no
+    window: 0 rather than a guess."""
+    if reading.samples is not None:
+        return float(reading.samples)
+    seconds = reading.seconds if reading.seconds is not None else (t - previous_t if previous_t is not None else 0.0)
+    return float(reading.samples_per_sec) * max(0.0, seconds)
 
 
 class LiveMetrics(Observer):
@@ -122,7 +134,7 @@ class LiveMetrics(Observer):
     def on_event(self, event: Event) -> None:
         payload = event.payload
         if event.kind == ev.THROUGHPUT and isinstance(payload, Throughput):
-            self._on_throughput(payload)
+            self._on_throughput(payload, event.t)
         elif event.kind == ev.RANK_THROUGHPUT and isinstance(payload, Throughput):
             self._on_rank_throughput(payload)
         elif isinstance(payload, ev.WorkloadInfo):
@@ -142,13 +154,13 @@ class LiveMetrics(Observer):
         entry = CheckValue(name, gpu, status, number, str(result.get("unit") or ""), float(ratio) if isinstance(ratio, (int, float)) else None)
         self._update(checks={**self.snapshot.checks, check_id: entry})
 
-    def _on_throughput(self, reading: Throughput) -> None:
-        done = self.snapshot.samples_done
+    def _on_throughput(self, reading: Throughput, t: float) -> None:
         if reading.final:  # the tool's own end figure repeats what the readings said
             return
-        if reading.samples is not None and reading.unit == "samples":
-            done += reading.samples
-        self._update(throughput=float(reading.samples_per_sec), samples_done=done, unit=reading.unit)
+        done = self.snapshot.samples_done
+        if reading.unit == "samples":
+            done += samples_covered(reading, self.snapshot.last_reading_t, t)
+        self._update(throughput=float(reading.samples_per_sec), samples_done=done, unit=reading.unit, last_reading_t=t)
 
     def _on_rank_throughput(self, reading: Throughput) -> None:
         world = ranks.world_size_of(ev.payload_fields(reading)) or self.snapshot.world_size

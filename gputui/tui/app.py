@@ -57,6 +57,7 @@ class GpuTuiApp(DashboardApp):
     """The live dashboard: sessions run presets (and watch) while it is open."""
 
     BINDINGS = [Binding("k", "check", "Check", id="check"), Binding("x", "run_command", "Command", id="run_command")]
+    RUNS_PRESETS = True
 
     def __init__(
         self,
@@ -272,7 +273,7 @@ class GpuTuiApp(DashboardApp):
             if self._baseline_first is not None and self._baseline_first.is_twin(run):
                 self._baseline_measured(run)  # no summary over it: the real run starts now
             elif not self._quitting and run is self.state.run:
-                self.show_summary(run, self.state.gpu_names())
+                self.show_summary_when_seen(run)
 
     def _baseline_measured(self, twin_run: st.RunView) -> None:
         """--baseline-run: the one-GPU twin ended; its median is the baseline the preset's run scales against."""

@@ -128,8 +128,13 @@ ON_BAR = "+bar"  # suffix: a line over a filled cell, drawn with the bar as back
 
 
 def _columns(bins: Sequence[Bin], width: int, x_span: float) -> list[tuple[float, bool, float | None] | None]:
-    """Each column's overlap-weighted mean rate, warm-up flag and latest median."""
+    """Each column's overlap-weighted mean rate, warm-up flag and latest median.
+
+    A column between two readings that holds none of its own (readings once a second,
+    columns half a second wide) holds the last reading: a gap would read as a drop to
+    zero.  Columns past the last reading stay empty: nothing was measured there yet."""
     col_s = x_span / width
+    data_end = bins[-1].t1 if bins else 0.0
     out: list[tuple[float, bool, float | None] | None] = []
     j = 0
     for c in range(width):
@@ -149,7 +154,8 @@ def _columns(bins: Sequence[Bin], width: int, x_span: float) -> list[tuple[float
                 warm = warm or b.warmup
                 median = b.median if b.median is not None else median
             k += 1
-        out.append((total / weight, warm, median) if weight > 0 else None)
+        held = out[-1] if out and c0 < data_end else None
+        out.append((total / weight, warm, median) if weight > 0 else held)
     return out
 
 

@@ -22,7 +22,7 @@ from gputui.escape import for_terminal
 from gputui.presets import Preset
 from gputui.tui import state as st
 from gputui.tui.messages import CompareRuns, OpenRun, RefreshDashboard, StartPreset
-from gputui.tui.palette import SafeCommandPalette
+from gputui.tui.palette import GputuiThemes, SafeCommandPalette
 from gputui.tui.screens.dashboard import DashboardScreen
 from gputui.tui.screens.findings import FindingsScreen
 from gputui.tui.screens.summary import SummaryScreen
@@ -34,6 +34,7 @@ from gputui.tui.widgets.gpu import GpuGrid
 
 if TYPE_CHECKING:  # the run history loads with the session side, after the first frame
     from gputui.history import KeptRun
+    from gputui.record import Recording
 
 REFRESH_S = 0.5  # redraw at most twice a second, whatever the sampling rate
 
@@ -44,6 +45,7 @@ class DashboardApp(TypingBursts[int]):
     news comes from (sessions, or a recording) is the subclass's business."""
 
     CSS_PATH = "app.tcss"
+    RUNS_PRESETS = False  # a replay runs and edits no preset: Enter, e and n are not offered
     TITLE = "gputui"
     BINDINGS = [
         Binding("q", "quit", "Quit", id="quit"),
@@ -82,7 +84,8 @@ class DashboardApp(TypingBursts[int]):
         self.key_overrides: dict[str, str] = {}  # settings.toml's [keys]: binding id -> key(s)
         self._footer_state: tuple | None = None
         self._seen_milestone: tuple | None = None
-        self.dashboard = DashboardScreen(presets, lambda: self.state)  # a replay swaps self.state
+        self._pending_summary: st.RunView | None = None  # a run that ended under another view
+        self.dashboard = DashboardScreen(presets, lambda: self.state, runs_presets=self.RUNS_PRESETS)  # a replay swaps self.state
         self._muted_dim = AnsiMutedDim()
 
     # -- Start -------------------------------------------------------------------------
@@ -133,6 +136,7 @@ class DashboardApp(TypingBursts[int]):
         if footer_state != self._footer_state:
             self._footer_state = footer_state
             self.refresh_bindings()  # the footer shows the keys that apply now
+            self.dashboard.refresh_bindings()  # Textual refreshes only the top screen's: the dashboard's shows under a view
 
     def milestone(self) -> tuple:
         """What is worth one repaint even under a modal: runs starting and ending, and
@@ -217,6 +221,7 @@ class DashboardApp(TypingBursts[int]):
 
     def on_refresh_dashboard(self, message: RefreshDashboard) -> None:
         self.refresh_dashboard()
+        self.show_pending_summary()  # the dashboard is back on top
 
     def on_open_run(self, message: OpenRun) -> None:
         self.open_run(message.entry)
@@ -239,12 +244,32 @@ class DashboardApp(TypingBursts[int]):
         ordered = self.state.open_findings() + [f for f in found.values() if f.get("state", "open") != "open"]
         self.push_screen(FindingsScreen(ordered))
 
+    def action_no_findings(self) -> None:
+        """f while there are none (the findings key is then off, and out of the footer)."""
+        self.notify("No findings yet.", timeout=3)
+
     def action_show_summary(self) -> None:
         ended = [run for run in self.state.runs if run.ended]
         if not ended:
             self.notify("No run has ended yet.")
             return
         self.show_summary(ended[-1], self.state.gpu_names())
+
+    def show_summary_when_seen(self, run: st.RunView) -> None:
+        """A run that just ended: its summary now, over the dashboard.  Over another view
+        it waits for that view to close, and a notice says so: pushed under or over it,
+        it would not be drawn, yet take the next key (r runs again, q quits)."""
+        if self.screen is self.dashboard:
+            self.show_summary(run, self.state.gpu_names())
+            return
+        self._pending_summary = run
+        self.notify(f"{run.label} ended: its summary opens when this view closes (u on the dashboard shows it again).", timeout=8)
+
+    def show_pending_summary(self) -> None:
+        run = self._pending_summary
+        if run is not None and self.screen is self.dashboard:
+            self._pending_summary = None
+            self.show_summary(run, self.state.gpu_names())
 
     def show_summary(self, run: st.RunView, gpu_names: list[str]) -> None:
         def after(choice: str | None) -> None:
@@ -275,11 +300,16 @@ class DashboardApp(TypingBursts[int]):
         self.run_worker(lambda: self._load_past_summary(entry.path), name="past-run", thread=True, exit_on_error=False)
 
     def _load_past_summary(self, path: Path) -> None:
+        from gputui.lookback.load import is_check
         from gputui.record import read_recording
         from gputui.tui.replay import ReplayPlayer
 
         try:
-            player = ReplayPlayer(read_recording(path))
+            recording = read_recording(path)
+            if is_check(recording):
+                self.call_from_thread(self.show_check_report, recording)
+                return
+            player = ReplayPlayer(recording)
         except UserError as exc:
             self.call_from_thread(self.notify, str(exc), severity="error", timeout=8)
             return
@@ -289,8 +319,19 @@ class DashboardApp(TypingBursts[int]):
             return
         self.call_from_thread(self.show_summary, player.state.run, player.state.gpu_names())
 
+    def show_check_report(self, recording: Recording) -> None:
+        """A kept check: its verdict and results (it has no run summary, nor a preset to run again)."""
+        from gputui.lookback.load import check_results
+        from gputui.record import recording_stem
+        from gputui.tui.screens.check_report import CheckReportScreen
+
+        ended_at = max([event.t for event in recording.events] + [sample.t for sample in recording.samples], default=0.0)
+        stopped = bool(((recording.summary or {}).get("check") or {}).get("stopped"))
+        self.push_screen(CheckReportScreen(recording_stem(recording.path), check_results(recording), ended_at, stopped))
+
     def compare_runs(self, entries: list[st.RunView | KeptRun]) -> None:
         """Two runs marked with c on the Runs list: their comparison table."""
+        self.clear_notifications()  # "Marked for comparison" would stay over the comparison
         paths = []
         for entry in entries:
             path = self.recording_of(entry) if isinstance(entry, st.RunView) else entry.path
@@ -374,10 +415,8 @@ class DashboardApp(TypingBursts[int]):
             self.push_screen(SafeCommandPalette())
 
     def search_themes(self) -> None:
-        """The palette's "Change theme": Textual's theme search, in the safe palette."""
-        from textual.theme import ThemeProvider
-
-        self.push_screen(SafeCommandPalette(providers=[ThemeProvider], placeholder="Search for themes…"))
+        """The palette's "Change theme": Textual's theme search, in the safe palette, over gputui's themes only."""
+        self.push_screen(SafeCommandPalette(providers=[GputuiThemes], placeholder="Search for themes…"))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)

@@ -16,6 +16,7 @@ import inspect
 from textual import work
 from textual.command import CommandList, CommandPalette
 from textual.css.query import NoMatches
+from textual.theme import ThemeProvider
 
 from gputui.tui.screens.once import DismissOnce
 
@@ -49,3 +50,13 @@ class SafeCommandPalette(DismissOnce, CommandPalette):
     def _action_cursor_down(self) -> None:
         if self._command_list() is not None:
             super()._action_cursor_down()
+
+
+class GputuiThemes(ThemeProvider):
+    """The palette's theme search over gputui's themes and the user's: the ones kept at
+    WCAG AA contrast, not Textual's two dozen built-ins."""
+
+    @property
+    def commands(self):
+        ours = set(self.app.gputui_themes())  # DashboardApp's
+        return [(name, choose) for name, choose in super().commands if name in ours]

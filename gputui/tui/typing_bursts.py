@@ -17,6 +17,12 @@ Order is kept: any other message the app posts ends the burst, and a burst whose
 no longer has the focus when its turn comes (a Tab queued before it moved the focus)
 is handled key by key, as it would have been.
 
+A key the app hands to a text field is handled later, in that field's queue, and its
+bindings only once it has bubbled back up to the app: Textual routes the keys behind it
+meanwhile, to the field a Tab is about to leave.  So input waits (:class:`KeyHandled`)
+until such a key has been through every widget on its way, and text typed after a Tab
+in one burst lands in the next field, as typed slowly.
+
 Once the app is leaving (a quit, SIGTERM), input still queued is dropped unhandled, so
 that the exit never waits behind a flood.  The terminal's driver hands its events over
 in bulk as well (:func:`delivering_in_bulk`):
@@ -27,6 +33,7 @@ more than the typing itself.
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any, TypeVar
 
 from textual import events
@@ -50,6 +57,15 @@ class TypedText(Message):
     @property
     def text(self) -> str:
         return "".join(key.character or "" for key in self.keys)
+
+
+class KeyHandled(Message):
+    """Posted to the widget a key went to, right behind it: it bubbles up the same way,
+    so its arrival at the app means the key has been handled everywhere."""
+
+    def __init__(self, key: events.Key) -> None:
+        super().__init__()
+        self.key = key
 
 
 def takes_typed_text(widget: Widget | None) -> bool:
@@ -115,14 +131,59 @@ class TypingBursts(App[ReturnType]):
     """An app that gathers typing bursts: subclass it instead of ``App``."""
 
     _burst: TypedText | None = None  # the burst still waiting in the queue, if any
+    _key_in_flight: KeyHandled | None = None  # follows the key widgets are still handling
+    _held: list[Message]  # input that came meanwhile, in order
+    # A KeyHandled is lost when its widget goes (a screen closed): input waits no longer.
+    LOST_KEY_CHECK_S = 0.05
+    LOST_KEY_AFTER_S = 1.0
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._held = []
 
     def get_driver_class(self) -> type[Driver]:
         return delivering_in_bulk(super().get_driver_class())
 
     async def on_event(self, event: events.Event) -> None:
         if self._exit and isinstance(event, events.InputEvent):
+            self._held.clear()
             return  # leaving (SIGTERM, quit): input still queued behind the exit is moot
+        if not isinstance(event, events.Key) or event.is_forwarded:
+            await super().on_event(event)
+            return
+        if self._key_in_flight is not None:
+            self._held.append(event)
+            return
+        target = self.focused or self.screen  # where Textual forwards a key no priority binding takes
         await super().on_event(event)
+        if event.is_forwarded and takes_typed_text(target):  # a text field: the keys after it may be text for the next
+            self._follow(event, target)
+
+    def _follow(self, key: events.Key, target: Widget) -> None:
+        """Hold input until ``key`` has been handled by ``target`` and all above it."""
+        handled = KeyHandled(key)
+        if not target.post_message(handled):
+            return
+        self._key_in_flight = handled
+        self.set_timer(self.LOST_KEY_CHECK_S, lambda: self._release_if_lost(handled, target, time.monotonic() + self.LOST_KEY_AFTER_S))
+
+    def _release_if_lost(self, handled: KeyHandled, target: Widget, deadline: float) -> None:
+        if self._key_in_flight is not handled:
+            return
+        if target.is_attached and time.monotonic() < deadline:
+            self.set_timer(self.LOST_KEY_CHECK_S, lambda: self._release_if_lost(handled, target, deadline))
+            return
+        self._key_in_flight = None
+        self.call_next(self._replay_held)
+
+    async def _on_key_handled(self, handled: KeyHandled) -> None:
+        if self._key_in_flight is handled:
+            self._key_in_flight = None
+            await self._replay_held()
+
+    async def _replay_held(self) -> None:
+        while self._held and self._key_in_flight is None:
+            await self._dispatch_message(self._held.pop(0))
 
     def post_message(self, message: Message) -> bool:
         if isinstance(message, events.Key) and self._joins_burst(message):
@@ -151,6 +212,9 @@ class TypingBursts(App[ReturnType]):
         return True
 
     async def _on_typed_text(self, burst: TypedText) -> None:
+        if self._key_in_flight is not None:
+            self._held.append(burst)  # still gathering keys until its turn
+            return
         if self._burst is burst:
             self._burst = None  # keys from now on start a new burst
         target = burst.target
@@ -158,7 +222,10 @@ class TypingBursts(App[ReturnType]):
             self.app_focus = True
             insert_typed(target, burst.text)
             return
-        for key in burst.keys:  # the focus moved meanwhile, or a key is bound: one by one
+        for index, key in enumerate(burst.keys):  # the focus moved meanwhile, or a key is bound: one by one
+            if self._key_in_flight is not None:
+                self._held[0:0] = burst.keys[index:]  # before anything that came after the burst
+                return
             await self._dispatch_message(key)
 
     def _priority_bound(self, keys: list[events.Key]) -> bool:

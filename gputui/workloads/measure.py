@@ -40,6 +40,7 @@ mean rate / 1e12) and ``peak_memory_bytes`` (the framework's own peak counter).
 from __future__ import annotations
 
 import math
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -80,7 +81,32 @@ class MissingFramework(Exception):
             if root is not error:
                 problem += f"; caused by {_describe(root)}"
             problem += ")"
-        super().__init__(f"{problem}; install it with: pip install 'gputui[{extra}]'")
+        advice = f"install it with: {pip_install(package, extra)} (or all of the {extra} stack: pip install -e '.[{extra}]' in gputui's source folder)"
+        super().__init__(f"{problem}; {advice}")
+
+
+def pip_install(package: str, extra: str) -> str:
+    """``pip install 'transformers<5,>=4.40'``: the package as gputui's ``extra`` pins it
+    (a lone ``pip install transformers`` could fetch a version the extra rules out);
+    the bare name where gputui's metadata is not installed."""
+    import importlib.metadata
+    import shlex
+
+    try:
+        requirements = importlib.metadata.requires("gputui") or []
+    except importlib.metadata.PackageNotFoundError:
+        requirements = []
+    in_extra = re.compile(rf"extra\s*==\s*['\"]{re.escape(extra)}['\"]")
+    for requirement in requirements:
+        spec, _, marker = (part.strip() for part in requirement.partition(";"))
+        name = re.split(r"[\s\[<>=!~]", spec, maxsplit=1)[0]
+        if _canonical(name) == _canonical(package) and in_extra.search(marker):
+            return f"pip install {shlex.quote(spec)}"
+    return f"pip install {package}"
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 class OutOfMemory(Exception):

@@ -41,6 +41,7 @@ def run(batch_size: int, steps: int, warmup_steps: int, emitter: Emitter) -> dic
         "p95": stats["p95"],
         "mean": stats["mean"],
         "steps": steps,
+        "windows": len(rates),  # one window a measured step: the median's count
         "batch_size": batch_size,
         "checksum": checksum,
     }

@@ -22,7 +22,7 @@ from typing import Any
 
 from gputui.workloads.measure import MissingFramework, OutOfMemory, exception_chain, peak_rss_bytes
 
-EXTRA = "tf"  # pip install 'gputui[tf]'
+EXTRA = "tf"  # pyproject.toml's extra: pip install -e '.[tf]' in the checkout
 
 
 def _major_minor(version: str) -> tuple[int, int] | None:

@@ -2,7 +2,7 @@
 
 Stack: ``tensorflow`` + ``tf-keras`` (Keras 2, what transformers' TF models need;
 ``TF_USE_LEGACY_KERAS=1`` is set before anything imports TensorFlow) + ``transformers<5``
-for the transformers (5.x has no TensorFlow models).  ``pip install 'gputui[tf]'``.
+for the transformers (5.x has no TensorFlow models).  ``pip install -e '.[tf]'`` in the checkout.
 
 Models and their training FLOPs: tf_models.py.  Importing the frameworks, the devices,
 peak memory and TensorFlow's out-of-memory errors: tf_frameworks.py.

@@ -51,7 +51,7 @@ from gputui.protocol import Emitter
 from gputui.workloads import images
 from gputui.workloads.measure import MissingFramework, OutOfMemory, exception_chain, measure, peak_rss_bytes
 
-EXTRA = "torch"  # pip install 'gputui[torch]'
+EXTRA = "torch"  # pyproject.toml's extra: pip install -e '.[torch]' in the checkout
 NUM_CLASSES = 1000  # CNN head (ImageNet-sized)
 NUM_LABELS = 3  # transformer sequence-classification head
 

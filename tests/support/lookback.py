@@ -25,6 +25,18 @@ def write_lines(path: Path, records: list[dict]) -> Path:
     return path
 
 
+def without_gpus(source: Path, dest: Path) -> Path:
+    """``source`` as a machine without a GPU records it: no GPU in the header or the
+    samples, and no summary, so the figures are rebuilt from what is left."""
+    records = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines()]
+    records[0]["gpus"] = []
+    records[0]["gpu_unavailable_reason"] = "no NVIDIA driver"
+    for record in records:
+        if record.get("type") == "sample":
+            record["gpus"] = []
+    return write_lines(dest, [r for r in records if r.get("type") != "summary"])
+
+
 def check_recording(path: Path, hostname: str, results: list[CheckResult], verdict: str) -> Path:
     """A small ``gputui check`` recording: header with the check options, one event per check."""
     header = {

@@ -209,3 +209,8 @@ async def close_all_and_quit(app, pilot, attempts: int = 40) -> None:
 def run_async(coro) -> Any:
     """Pilot tests are plain sync tests: no pytest-asyncio needed."""
     return asyncio.run(coro)
+
+
+def shown_field(label: str, text: str) -> str:
+    """A pattern for an editor form row on screen (tmux): the field's edges around exactly ``text``."""
+    return rf"(?m)^ {label}\s+▊{text}\s*▎$"

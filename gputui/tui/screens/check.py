@@ -3,6 +3,8 @@
 The check runs in a thread worker (it blocks for minutes); its listener hands each
 stage and result to the screen with ``call_from_thread``, so widgets are only touched
 from the event loop.  Esc stops a running check (its child is stopped) and closes.
+Once results are shown, Enter asks before the five-minute full check replaces them, and
+the highlighted row's whole note shows below the table (its notes column is cut).
 """
 
 from __future__ import annotations
@@ -25,6 +27,18 @@ from gputui.tui.screens.once import DismissOnce
 CheckFactory = Callable[[CheckOptions, CheckListener], CheckRun]
 STATUS_STYLE = {"ok": "green", "WARN": "yellow", "FAIL": "bold red", "skip": "dim", "info": "cyan"}
 IDLE_HINT = "Enter: full check (about 5 minutes) · u: quick check (under a minute) · Esc: close"
+# Once results are shown, Enter is what one presses on a row to read it: the full check
+# then asks first instead of replacing the results with five minutes of work.
+RESULTS_HINT = "↑↓: a row's notes below · Enter twice: full check (about 5 minutes) · u: quick check · Esc: close"
+CONFIRM_FULL = "Start the full check (about 5 minutes)? Enter again to start · u: quick check instead · Esc: close"
+
+
+def detail_line(result: CheckResult) -> Text:
+    """One result in full: where, which check, its status and the whole note."""
+    status, where, name, _measured, _expected, note = table_rows([result])[0]
+    line = Text.assemble((status, STATUS_STYLE.get(status, "")), f" {where} · {name}: ")
+    line.append(note or "no notes")
+    return line
 
 
 class _ToScreen(CheckListener):
@@ -49,6 +63,7 @@ class CheckScreen(DismissOnce, ModalScreen[None]):
     CheckScreen > Vertical { width: 96%; height: 90%; border: round $primary; background: $surface; }
     CheckScreen #check-status { height: auto; padding: 0 1; }
     CheckScreen DataTable { height: 1fr; }
+    CheckScreen #check-detail { height: auto; max-height: 6; padding: 0 1; border-top: solid $primary; }
     """
 
     def __init__(self, make_check: CheckFactory, *, busy_reason: Callable[[], str | None] = lambda: None) -> None:
@@ -58,12 +73,15 @@ class CheckScreen(DismissOnce, ModalScreen[None]):
         self._check: CheckRun | None = None
         self.results: list[CheckResult] = []
         self.verdict: str | None = None
+        self._full_asked = False  # Enter once after a check: the next Enter starts the full check
+        self._verdict_text = ""  # the last check's verdict line, shown again after a question lapses
 
     def compose(self) -> ComposeResult:
         with Vertical() as panel:
             panel.border_title = "Check this machine"
             yield Static(IDLE_HINT, id="check-status")
             yield DataTable(id="check-table", cursor_type="row", zebra_stripes=True)
+            yield Static("", id="check-detail")  # the highlighted row's whole note: the column is cut
 
     def on_mount(self) -> None:
         if self.app_exiting():
@@ -77,6 +95,11 @@ class CheckScreen(DismissOnce, ModalScreen[None]):
         if self._check is not None:
             self.notify("A check is running: Esc stops it.")
             return
+        if not quick and self.results and not self._full_asked:
+            self._full_asked = True
+            self._status(CONFIRM_FULL)
+            return
+        self._full_asked = False
         busy = self._busy_reason()
         if busy:
             self.notify(busy, severity="warning")
@@ -84,6 +107,7 @@ class CheckScreen(DismissOnce, ModalScreen[None]):
         self.results.clear()
         self.verdict = None
         self.query_one(DataTable).clear()
+        self.query_one("#check-detail", Static).update("")
         self._check = self._make_check(CheckOptions(quick=quick), _ToScreen(self))
         self._status(f"{'Quick' if quick else 'Full'} check starting…")
         self.run_worker(self._run, thread=True, exit_on_error=False, name="check")
@@ -97,6 +121,13 @@ class CheckScreen(DismissOnce, ModalScreen[None]):
             self.app.call_from_thread(self._status, f"The check failed: {exc}")
             report = None
         self.app.call_from_thread(self.finished, report)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if 0 <= event.cursor_row < len(self.results):
+            self.query_one("#check-detail", Static).update(detail_line(self.results[event.cursor_row]))
+        if self._full_asked:  # moved on to read the rows: the question lapses
+            self._full_asked = False
+            self._status(self._finished_status())
 
     def stage_changed(self, stage: str, state: str) -> None:
         if state == "start" and self.is_mounted:
@@ -115,8 +146,11 @@ class CheckScreen(DismissOnce, ModalScreen[None]):
         if report is None or not self.is_mounted:
             return
         self.verdict = report.summary["verdict"]
-        stopped = " (stopped early)" if report.stopped else ""
-        self._status(f"{verdict_line(report.results)}{stopped} · {IDLE_HINT}")
+        self._verdict_text = verdict_line(report.results) + (" (stopped early)" if report.stopped else "")
+        self._status(self._finished_status())
+
+    def _finished_status(self) -> str:
+        return " · ".join(part for part in (self._verdict_text, RESULTS_HINT) if part)
 
     def action_close(self) -> None:
         if self._check is not None:

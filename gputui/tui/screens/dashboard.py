@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, OptionList
+from textual.widgets import OptionList
 
 from gputui.presets import Preset
 from gputui.tui.compositor import crop_updates
@@ -17,8 +17,9 @@ from gputui.tui.messages import RefreshDashboard, StartPreset
 from gputui.tui.widgets.base import StateSource, StateView
 from gputui.tui.widgets.cpu import CpuPanel
 from gputui.tui.widgets.findings import FindingsStrip
+from gputui.tui.widgets.footer import DashboardFooter
 from gputui.tui.widgets.gpu import GpuGrid
-from gputui.tui.widgets.header import MachineHeader
+from gputui.tui.widgets.header import MachineHeader, RunStatus
 from gputui.tui.widgets.log import LogPane
 from gputui.tui.widgets.presets import PresetDetails, PresetFilter, PresetList
 from gputui.tui.widgets.runs import RunsList
@@ -32,6 +33,8 @@ class DashboardScreen(Screen):
         Binding("s", "app.stop_run", "Stop", id="stop_run"),
         Binding("r", "app.run_again", "Run again", id="run_again"),
         Binding("f", "app.show_findings", "Findings", id="show_findings"),
+        # f while there are none (show_findings is then off, out of the footer): say so
+        Binding("f", "app.no_findings", "Findings", id="no_findings", show=False),
         Binding("u", "app.show_summary", "Summary", id="show_summary"),
         Binding("p", "show_gpu_processes", "GPU processes", id="show_gpu_processes", show=False),
         Binding("e", "edit_preset", "Edit", id="edit_preset"),
@@ -39,9 +42,10 @@ class DashboardScreen(Screen):
         Binding("slash", "filter_presets", "Filter presets", id="filter_presets", show=False),
     ]
 
-    def __init__(self, presets: dict[str, Preset], state_source: StateSource) -> None:
+    def __init__(self, presets: dict[str, Preset], state_source: StateSource, *, runs_presets: bool = True) -> None:
         super().__init__(id="dashboard")
         self.presets = presets
+        self.runs_presets = runs_presets  # False in a replay: Enter, e and n do nothing there
         self.state_source = state_source  # the app's: the panels draw what it holds
         self.initial_preset: str | None = None  # --preset: the sidebar describes it from the start
         crop_updates(self)  # partial updates send the changed cells, not whole panel rows
@@ -51,7 +55,7 @@ class DashboardScreen(Screen):
         with Horizontal(id="body"):
             with Vertical(id="sidebar"):
                 yield PresetFilter(id="preset-filter")
-                yield PresetList(self.presets, id="presets")
+                yield PresetList(self.presets, id="presets", runnable=self.runs_presets)
                 yield PresetDetails(id="preset-details")
                 yield RunsList(id="runs", source=self.state_source)
             with Vertical(id="main"):
@@ -61,7 +65,7 @@ class DashboardScreen(Screen):
                 yield GpuGrid(id="gpus", source=self.state_source)
                 yield FindingsStrip(id="findings", source=self.state_source)
                 yield LogPane(id="log", source=self.state_source)
-        yield Footer()
+        yield DashboardFooter()
 
     def on_mount(self) -> None:
         for widget_id, title in (
@@ -85,7 +89,17 @@ class DashboardScreen(Screen):
 
     def on_screen_resume(self) -> None:
         """Back on top: show what changed while a modal or the editor covered it."""
+        self.query_one(RunStatus).show_paused(False)
         self.post_message(RefreshDashboard())
+
+    def on_screen_suspend(self) -> None:
+        """Covered: the panels stop redrawing (see DashboardApp.refresh_dashboard); the top line, still in view, says so."""
+        self.query_one(RunStatus).show_paused(True)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("edit_preset", "new_preset"):
+            return self.runs_presets
+        return True
 
     def fit_to(self, width: int, height: int) -> None:
         compact = width < WIDE_MIN[0] or height < WIDE_MIN[1]
@@ -93,6 +107,7 @@ class DashboardScreen(Screen):
             self.set_class(compact, "-compact")
             self.refresh_panels()
         self.query_one(GpuGrid).fit_columns()
+        self.query_one(DashboardFooter).fit(width)
 
     def refresh_panels(self) -> None:
         """Panels draw differently when compact: make them all redraw."""

@@ -101,6 +101,20 @@ def _field_value(kind: str, text: str) -> Any:
     return text
 
 
+def unused_copy_name(name: str, taken: set[str]) -> str:
+    """``NAME-copy``, or ``NAME-copy-2``, ``-3``... where that is taken."""
+    candidate, number = f"{name}-copy", 2
+    while candidate in taken:
+        candidate, number = f"{name}-copy-{number}", number + 1
+    return candidate
+
+
+def builtin_names() -> set[str]:
+    from gputui.presets import builtin_presets_path, load_file
+
+    return set(load_file(builtin_presets_path()))
+
+
 def preset_toml(name: str, values: dict[str, Any]) -> str:
     import tomlkit
 
@@ -119,6 +133,7 @@ class PresetEditorScreen(DismissOnce, Screen):
         Binding("ctrl+s", "save", "Save", id="editor_save", priority=True),
         Binding("ctrl+o", "save_as", "Save as", id="editor_save_as", priority=True),
         Binding("ctrl+r", "run", "Run", id="editor_run", priority=True),
+        Binding("ctrl+t", "switch_tab", "Form/TOML", id="editor_switch_tab", priority=True),
         Binding("escape", "close", "Close", id="editor_close"),
     ]
     DEFAULT_CSS = """
@@ -132,6 +147,18 @@ class PresetEditorScreen(DismissOnce, Screen):
     PresetEditorScreen .row { height: 1; margin-bottom: 0; }
     PresetEditorScreen .row Label { width: 13; padding-right: 1; }
     PresetEditorScreen .row Input, PresetEditorScreen .row Select { width: 1fr; }
+    /* A field shows as a box (edges at its sides: rows stay one line high, so the form
+       fits 80x24) on Textual's field background; the focused one in the theme's focus colour,
+       its label bold.  Edges, not only tints: the ANSI theme blends no colours. */
+    PresetEditorScreen .row Input, PresetEditorScreen .row Select {
+        border: none !important; border-left: tall $border-blurred !important; border-right: tall $border-blurred !important;
+    }
+    PresetEditorScreen .row Input:focus, PresetEditorScreen .row Select:focus-within {
+        border-left: tall $border !important; border-right: tall $border !important;
+        background: $primary 15%;
+    }
+    PresetEditorScreen .row Input:ansi:focus, PresetEditorScreen .row Select:ansi:focus-within { background: ansi_default; }
+    PresetEditorScreen .row:focus-within Label { text-style: bold; }
     PresetEditorScreen TextArea { height: 1fr; }
     /* Textual draws these at half the foreground, under 4.5:1: the theme's muted text instead */
     PresetEditorScreen Tab { color: $text-muted; }
@@ -185,7 +212,7 @@ class PresetEditorScreen(DismissOnce, Screen):
                                 )  # typing adds to the text, never replaces it
             with TabPane("TOML", id="tab-toml"):
                 yield TextArea(preset_toml(name, values), language="toml", id="editor-toml")
-        yield Static("", id="editor-status")
+        yield Static("", id="editor-status", markup=False)  # errors quote what was typed: "[g]" is text
         yield Footer()
 
     def _source_line(self) -> str:
@@ -348,6 +375,13 @@ class PresetEditorScreen(DismissOnce, Screen):
         self.validate()
 
     # -- Actions -----------------------------------------------------------------------
+    def action_switch_tab(self) -> None:
+        """Ctrl+T: the other tab, its first field focused (Tab from the form never gets there)."""
+        tabs = self.query_one("#editor-tabs", TabbedContent)
+        tabs.active = "tab-form" if tabs.active == "tab-toml" else "tab-toml"
+        first = "#editor-toml" if tabs.active == "tab-toml" else "#field-name"
+        self.call_after_refresh(self.query_one(first).focus)
+
     def action_save(self) -> None:
         if self.read_only:
             self.notify("Built-in presets are read-only: ctrl+o saves an editable copy.", severity="warning")
@@ -367,7 +401,9 @@ class PresetEditorScreen(DismissOnce, Screen):
         if checked is None:
             return
         name = checked[0]
-        default = name if name != self.original_name or self.read_only else name + "-copy"
+        # a copy's name must not replace (or hide) a preset already there
+        taken = set(getattr(self.app, "presets", {})) | set(self.store.names()) | builtin_names()  # the app's: GpuTuiApp's
+        default = name if name != self.original_name and name not in taken else unused_copy_name(name, taken)
         self.app.push_screen(NameScreen(default), self._save_as_named)
 
     def _save_as_named(self, name: str | None) -> None:
@@ -408,8 +444,14 @@ class PresetEditorScreen(DismissOnce, Screen):
         self.source_path = self.path
         self.query_one("#editor-source", Static).update(self._source_line())
         apply_saved(self.app, saved, removed=old_name if old_name not in (None, name) else None, select=name)
-        self.notify(f"saved {name} to {self.path}", timeout=4)
+        note = self._overrides_note(name)
+        self.notify(f"saved {name} to {self.path}{note}", timeout=8 if note else 4)
         return True
+
+    @staticmethod
+    def _overrides_note(name: str) -> str:
+        """A user preset named like a built-in one hides it: say so where it is saved."""
+        return f"; it overrides the built-in preset {name}" if name in builtin_names() else ""
 
     def _after_conflict(self, choice: str | None, old_name: str | None) -> None:
         if choice == "overwrite":

@@ -58,6 +58,7 @@ HELP: tuple[tuple[str, tuple[Row, ...]], ...] = (
             ("editor_save_as", "ctrl+o", "save under a new name in your presets file"),
             ("editor_run", "ctrl+r", "save and run"),
             ("editor_close", "escape", "close; with unsaved changes it asks: save, discard or cancel"),
+            ("editor_switch_tab", "ctrl+t", "switch between the Form and TOML tabs"),
             (None, "tab", "next field"),
             (None, "ctrl+c", "copy (in a text field; it never quits here)"),
         ),

@@ -74,9 +74,18 @@ class RunStatus(StateView):
     RunStatus .header--rec { color: $error; }
     """
 
+    paused = False  # a view covers the dashboard: its panels do not redraw
+
+    def show_paused(self, paused: bool) -> None:
+        if paused != self.paused:
+            self.paused = paused
+            self.invalidate()
+
     def build(self) -> Text:
         text = Text("│ ", self.style_of("header--dim"), no_wrap=True)
         text.append_text(self._status())
+        if self.paused:
+            text.append(" │ ❚❚ panels paused", self.style_of("header--dim"))
         text.append(" ")
         return text
 

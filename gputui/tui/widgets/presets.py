@@ -20,10 +20,14 @@ class PresetList(OptionList):
     # Shown in the footer as "Run": OptionList's own Enter binding is hidden.
     BINDINGS = [Binding("enter", "select", "Run", id="run_preset")]
 
-    def __init__(self, presets: dict[str, Preset], **kwargs) -> None:
+    def __init__(self, presets: dict[str, Preset], *, runnable: bool = True, **kwargs) -> None:
         super().__init__(*(Option(for_widget(name), id=name) for name in sorted(presets)), **kwargs)
         self.presets = presets
+        self.runnable = runnable  # False in a replay: Enter runs nothing, so it is not offered
         self.filter_text = ""
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return self.runnable if action == "select" else True
 
     def matching(self) -> list[str]:
         """The names shown: those whose name or description holds the filter's text."""

@@ -23,6 +23,28 @@ _MARKS = {"ok": "✓", "running": "●", "stopping": "■", "stopped": "■", "w
 Entry = RunEntry
 
 
+def outcome_look(word: str) -> tuple[str, str, str]:
+    """An outcome word's mark, style and the word shown after the name."""
+    if word.startswith("check "):  # a kept check ("check warn"): its verdict; warn passes, as gputui check's exit code says
+        verdict = word.removeprefix("check ")
+        passed = verdict in ("ok", "warn")
+        return ("✓" if passed else "✗", "runs--ok" if passed else "runs--bad", f" {verdict}")
+    style = "runs--ok" if word in ("ok", "watched") else "runs--live" if word in ("running", "stopping") else "runs--bad"
+    return (_MARKS.get(word, "✗"), style, "" if word in ("ok", "watched") else f" {word}")
+
+
+def row_variants(entry: Entry, figure: str) -> list[tuple[str, str]]:
+    """A row's (name, figure) pairs, the longest first.  Short of room, the preset name
+    stays: a kept run's time of day goes first, then its figure; this session's
+    runs (no date) lose their figure."""
+    if isinstance(entry, st.RunView):
+        return [(entry.label, figure), (entry.label, "")]
+    day_time = entry.local_time()[5:]  # MM-DD HH:MM; "" when the file has no start time
+    dated = f"{day_time} {entry.label}" if day_time else entry.label
+    day = f"{day_time[:5]} {entry.label}" if day_time else entry.label
+    return [(dated, figure), (day, figure), (entry.label, figure), (day, ""), (entry.label, "")]
+
+
 def entry_key(entry: Entry) -> tuple[str, str]:
     return ("run", str(entry.ticket.serial)) if isinstance(entry, st.RunView) else ("kept", str(entry.path))
 
@@ -138,22 +160,22 @@ class RunsList(StateView):
 
     def _line(self, entry: Entry, width: int) -> Text:
         if isinstance(entry, st.RunView):
-            word, left, median, unit = entry.outcome_word, entry.label, entry.result, entry.unit
+            word, median, unit = entry.outcome_word, entry.result, entry.unit
         else:
-            word, left, median, unit = entry.outcome, f"{entry.local_time()[5:]} {entry.label}", entry.median, entry.unit
-        style = "runs--ok" if word in ("ok", "watched") else "runs--live" if word in ("running", "stopping") else "runs--bad"
+            word, median, unit = entry.outcome, entry.median, entry.unit
+        mark, style, middle = outcome_look(word)
         marked = entry_key(entry) in self.marked
         text = Text(no_wrap=True, overflow="ellipsis")
-        text.append("◆ " if marked else f"{_MARKS.get(word, '✗')} ", self.style_of("runs--marked" if marked else style))
-        right = f"{fmt.rate(median)}{fmt.per_second_short(unit)}" if median else ""
-        middle = "" if word in ("ok", "watched") else f" {word}"
-        room = width - 2 - len(middle) - len(right) - 1
-        # Short of room, this session's runs keep their name and outcome (the figure
-        # goes first); a kept run keeps its figure (its label is mostly the date).
-        if right and len(left) > room and isinstance(entry, st.RunView):
-            right, room = "", room + len(right)
-        if len(left) > room:  # the outcome (and figure) stay in view: the name gives way, marked
-            left = left[: max(1, room - 1)] + "…"
+        text.append("◆ " if marked else f"{mark} ", self.style_of("runs--marked" if marked else style))
+        figure = f"{fmt.rate(median)}{fmt.per_second_short(unit)}" if median else ""
+
+        def room(right: str) -> int:  # for the name, beside the mark, the outcome and the figure
+            return width - 2 - len(middle) - len(right) - 1
+
+        variants = row_variants(entry, figure)
+        left, right = next(((name, fig) for name, fig in variants if len(name) <= room(fig)), variants[-1])
+        if len(left) > room(right):  # the outcome stays in view: the name gives way, marked
+            left = left[: max(1, room(right) - 1)] + "…"
         pad = max(1, width - 2 - len(left) - len(middle) - len(right))
         text.append(left, self.style_of("runs--dim") if isinstance(entry, KeptRun) else None)
         text.append(middle, self.style_of(style))
