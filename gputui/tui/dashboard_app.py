@@ -126,9 +126,10 @@ class DashboardApp(TypingBursts[int]):
         # GPU panels come and go with the machine's GPUs, not with every sample.
         reason = (self.state.header or {}).get("gpu_unavailable_reason")
         machine = (tuple(sorted(self.state.gpus)), reason, self.state.versions[st.HEADER])
-        if machine != self._seen_machine:
+        grid = dashboard.query_one(GpuGrid)
+        if machine != self._seen_machine and grid.is_mounted:  # a refresh may come before the grid is up: the next one does it
             self._seen_machine = machine
-            dashboard.query_one(GpuGrid).sync_panels(self.state, reason)
+            grid.sync_panels(self.state, reason)
             dashboard.show_highlighted_preset()
         for view in dashboard.query(StateView):
             view.sync(force)
