@@ -37,7 +37,11 @@
 #               per-rank and scaling figures in ddp/numbers.txt, and a dashboard screenshot (80x24:
 #               a row per GPU with its rank's samples/s) of the largest run; all under ddp/ (~8 min
 #               with 2 GPUs). One rank proves the torchrun/NCCL path, not scaling
-#     cotenant  issue 28: the tuned ResNet-50 preset while a second, separate process (not gputui's
+#     accuracy  issue 23 (~5 min): the check's matmul against a plain torch.mm sweep (benchmarks/matmul_vs_check.py);
+#               five healthy quick checks, their spread (benchmarks/check_spread.py) and the baselines they give,
+#               written into this copy's baselines.toml; then quick checks beside a planted co-runner taking
+#               10 % and 25 % of the GPU (benchmarks/planted_slowdown.py). All under accuracy/
+#     cotenant  issue 28 (~5 min): the tuned ResNet-50 preset while a second, separate process (not gputui's
 #               child) holds 20 GiB and runs a bf16 matmul loop: recording, co_tenant finding, the
 #               process list and an 80x24 dashboard screenshot; then the same run alone: no finding.
 #               All under cotenant/ (~6 min)
@@ -134,12 +138,12 @@ while True:
         echo $!
       }
       hog_pid=$(hog); sleep 15; echo "hog pid $hog_pid"; nvidia-smi --query-compute-apps=pid,used_memory --format=csv | tee "$d/nvidia-smi-apps.txt"
-      python3 -m gputui --headless --no-history --record "$d/shared.jsonl" --preset torch-resnet50-tuned --duration 150 \
+      python3 -m gputui --headless --no-history --record "$d/shared.jsonl" --preset torch-resnet50-tuned --duration 100 \
         2> "$d/shared.stderr"; echo "shared run exit $?"; tail -12 "$d/shared.stderr"
-      python3 -m gputui.tui.screenshot "$d/dashboard-shared.svg" --preset torch-resnet50-tuned --after 90 --size 80x24 2>&1 | tail -3
+      python3 -m gputui.tui.screenshot "$d/dashboard-shared.svg" --preset torch-resnet50-tuned --after 70 --size 80x24 2>&1 | tail -3
       cat "$d/dashboard-shared.txt"
       kill "$hog_pid" 2> /dev/null; wait "$hog_pid" 2> /dev/null; sleep 5
-      python3 -m gputui --headless --no-history --record "$d/alone.jsonl" --preset torch-resnet50-tuned --duration 150 \
+      python3 -m gputui --headless --no-history --record "$d/alone.jsonl" --preset torch-resnet50-tuned --duration 100 \
         2> "$d/alone.stderr"; echo "alone run exit $?"
       python3 - "$d/shared.jsonl" "$d/alone.jsonl" > "$d/findings.txt" <<'PY'
 import sys
@@ -156,6 +160,26 @@ for path in map(Path, sys.argv[1:]):
         print("   ", f.severity, f.title); print("   ", f.evidence)
 PY
       cat "$d/findings.txt" ;;
+    accuracy)
+      d="$out/accuracy"; mkdir -p "$d"
+      python3 benchmarks/matmul_vs_check.py --gpu 0 --out "$d" 2>&1 | tail -8; echo "matmul_vs_check exit ${PIPESTATUS[0]}"
+      quick() {  # NAME: a quick check, its JSON, Markdown, recording and how long it took
+        local began=$SECONDS
+        python3 -m gputui check --quick --no-history --json --markdown "$d/$1.md" --record "$d/$1.jsonl" > "$d/$1.json" 2> "$d/$1.log"
+        echo "$1: exit $? in $((SECONDS - began)) s; $(grep -o "verdict: [^*]*" "$d/$1.md" | head -1)"
+        grep -E 'matmul|Against the other|Other processes|memory bandwidth' "$d/$1.log" | cut -c1-330
+      }
+      for i in 1 2 3 4 5; do quick "healthy-$i"; done
+      model=$(python3 -c 'import json, sys; from gputui.check.expectations import find_model
+g = json.load(open(sys.argv[1]))["header"]["gpus"][0]; print(find_model(g["name"], g["memory_total"]).model)' "$d/healthy-1.json")
+      python3 benchmarks/check_spread.py "$d"/healthy-*.json --baselines-for "$model" --apply-to gputui/check/data/baselines.toml > "$d/spread.md"
+      grep -E 'runs;|matmul|memory_bandwidth|h2d|d2h|^model' "$d/spread.md"
+      for duty in 0.10 0.25; do
+        python3 benchmarks/planted_slowdown.py --duty "$duty" > "$d/planted-$duty.co.log" 2>&1 & co=$!
+        sleep 10; head -1 "$d/planted-$duty.co.log"
+        quick "planted-$duty"
+        kill "$co" 2> /dev/null; wait "$co" 2> /dev/null; tail -1 "$d/planted-$duty.co.log"
+      done ;;
     tests) GPUTUI_SCREENSHOT_DIR="$out" python3 -m pytest -m gpu -q -rs tests 2>&1 | tee "$out/pytest-gpu.txt" | tail -25 ;;
     core)
       python3 -m gputui --presets benchmarks/gpu-presets.toml --record "$out/gpu-loop.jsonl" --preset gpu-loop \
@@ -229,8 +253,8 @@ PY
                > "$out/fleet/$node.json" 2> "$out/fleet/$node.stderr" & pids+=($!)
            done
            for pid in "${pids[@]}"; do wait "$pid"; echo "check exit $?"; done  # by pid: see loaded()
-           python3 -m gputui fleet report "$out"/fleet/*.json docs/check-results/h200-check.json docs/check-results/h100-check.json \
-             docs/check-results/2xh100-check.json --price "${PRICE:-3.0}" --out "$out/fleet/report" | tee "$out/fleet/report.txt" ;;
+           # the committed checks predate the matmul sweep (issue 23): this machine's nodes are compared among themselves
+           python3 -m gputui fleet report "$out"/fleet/*.json --price "${PRICE:-3.0}" --out "$out/fleet/report" | tee "$out/fleet/report.txt" ;;
     *) echo "unknown step $step" ;;
   esac
 done

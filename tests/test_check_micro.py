@@ -245,6 +245,7 @@ def test_child_imports_only_the_protocol_and_the_nvml_wrapper_of_gputui():
         "gputui.check",
         "gputui.check.micro",
         "gputui.check.micro_allreduce",
+        "gputui.check.micro_matmul",
         "gputui.telemetry",
         "gputui.telemetry.nvml",
         "gputui.protocol",

@@ -13,7 +13,7 @@ import pytest
 from gputui.check import preflight_host
 from gputui.check.context import CheckOptions, GpuUnderTest, StageContext
 from gputui.check.model import FAIL, INFO, OK, SKIPPED, WARN
-from gputui.check.preflight import run_preflight_stage
+from gputui.check.preflight import nvidia_pci_devices, run_preflight_stage
 from gputui.check.preflight_host import (
     CpuThrottling,
     HostFacts,
@@ -30,6 +30,7 @@ from gputui.check.preflight_host import (
     read_cpu_throttling,
     read_host_facts,
 )
+from gputui.check.render import verdict_line, verdict_summary
 from gputui.model import GpuInfo
 
 GIB = 1024**3
@@ -226,7 +227,7 @@ def test_without_a_gpu_the_host_checks_run_and_one_line_says_why(tmp_path, many_
     reported = []
     reason = "NVML library not found (no NVIDIA driver installed?)"
     ctx = StageContext(CheckOptions(quick=True, workdir=tmp_path), [], report=reported.append, gpu_unavailable_reason=reason)
-    run_preflight_stage(ctx, cgroup_root=root, shm_path=tmp_path, cpu_times=lambda: next(readings), read_test_bytes=MIB)
+    run_preflight_stage(ctx, cgroup_root=root, shm_path=tmp_path, cpu_times=lambda: next(readings), read_test_bytes=MIB, pci_root=pci_bus(tmp_path))
     ids = [r.id for r in reported]
     gpu_lines = [r for r in reported if not r.id.startswith("host.")]
     assert len(gpu_lines) == 1
@@ -236,3 +237,47 @@ def test_without_a_gpu_the_host_checks_run_and_one_line_says_why(tmp_path, many_
     assert results["host.cores"].status == INFO and results["host.cores"].value == 4.0
     assert results["host.steal"].status == OK and results["host.steal"].value == 0.0
     assert results["host.disk_read"].value > 0
+
+
+def pci_bus(tmp_path: Path, *devices: tuple[str, str, str]) -> Path:
+    """A /sys/bus/pci/devices of (address, vendor, class) entries."""
+    root = tmp_path / "pci"
+    root.mkdir(exist_ok=True)
+    for address, vendor, kind in devices:
+        (root / address).mkdir()
+        (root / address / "vendor").write_text(vendor + "\n")
+        (root / address / "class").write_text(kind + "\n")
+    return root
+
+
+def test_nvidia_gpus_on_the_pci_bus_that_nvml_cannot_use_fail_the_check(tmp_path, many_cores):
+    bus = pci_bus(
+        tmp_path,
+        ("0000:00:02.0", "0x8086", "0x030000"),  # an Intel display controller
+        ("0000:1b:00.0", "0x10de", "0x030200"),  # an NVIDIA 3D controller (H100)
+        ("0000:1b:00.1", "0x10de", "0x040300"),  # its audio function: not a GPU
+        ("0000:43:00.0", "0x10de", "0x030200"),
+    )
+    assert nvidia_pci_devices(bus) == ["0000:1b:00.0", "0000:43:00.0"]
+    reason = "NVML library and kernel driver versions differ (reboot after a driver update?)"
+    reported = []
+    ctx = StageContext(CheckOptions(quick=True, workdir=tmp_path), [], report=reported.append, gpu_unavailable_reason=reason)
+    run_preflight_stage(ctx, shm_path=tmp_path, read_test_bytes=MIB, pci_root=bus)
+
+    (driver,) = [r for r in reported if not r.id.startswith("host.")]
+    assert driver.id == "gpu.driver" and driver.status == FAIL
+    assert driver.value == 0 and driver.expected == 2
+    assert "0000:1b:00.0, 0000:43:00.0" in driver.detail
+    assert reason in driver.cause and "NVIDIA GPUs" in driver.cause and driver.advice
+    assert verdict_line(reported).startswith("verdict: FAIL")
+
+
+def test_a_machine_without_nvidia_gpus_is_checked_as_host_only(tmp_path, many_cores):
+    bus = pci_bus(tmp_path, ("0000:00:02.0", "0x8086", "0x030000"))
+    reported = []
+    ctx = StageContext(CheckOptions(quick=True, workdir=tmp_path), [], report=reported.append, gpu_unavailable_reason="NVML library not found")
+    run_preflight_stage(ctx, shm_path=tmp_path, read_test_bytes=MIB, pci_root=bus)
+    assert [r.status for r in reported if r.id == "gpu.none"] == [SKIPPED]
+    assert verdict_summary(reported)["scope"] == "host only"
+    assert ", host only (" in verdict_line(reported)
+    assert nvidia_pci_devices(tmp_path / "no-such-bus") == []

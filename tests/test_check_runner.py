@@ -351,3 +351,11 @@ def test_the_check_builds_its_session_through_the_one_session_factory():
     check = CheckRun(CheckOptions(quick=True, interval=0.1), parts=SessionParts(gpu=gpu, host=host, clock=lambda: 42.0))
     assert made == [check.session.gpu, check.session.host]
     assert check.session.elapsed == 42.0  # the factory's clock, not time.monotonic
+
+
+def test_a_check_that_graded_any_gpu_is_not_host_only():
+    gpu_ok = CheckResult(id="micro.gpu0.matmul_bf16", group="micro", name="bf16 matmul", status="ok", gpu=0)
+    host_ok = CheckResult(id="host.shm", group="preflight", name="/dev/shm", status="ok")
+    skipped_gpu = CheckResult(id="micro", group="micro", name="micro-benchmarks", status="skipped", cause="no GPU")
+    assert verdict_line([host_ok, gpu_ok]) == "verdict: OK (2 ok)"
+    assert verdict_line([host_ok, skipped_gpu]) == "verdict: OK, host only (1 ok, 1 skipped)"

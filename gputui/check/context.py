@@ -63,6 +63,7 @@ class StageContext:
         watch: Callable[[list[int]], None] = lambda pids: None,
         gpu_unavailable_reason: str | None = None,
         nvml: Any = None,
+        co_runners: Callable[[int], str | None] = lambda gpu: None,
     ) -> None:
         self.options = options
         self.gpus = gpus
@@ -71,6 +72,8 @@ class StageContext:
         self._watch = watch
         self.gpu_unavailable_reason = gpu_unavailable_reason
         self.nvml = nvml  # the check's own gputui.telemetry.nvml.Nvml (initialised), or None
+        # Others' processes seen on a GPU so far under load, in words ("" none, None unknown)
+        self.co_runners = co_runners
         self.stopped = threading.Event()
         self.results: list[CheckResult] = []
         self._lock = threading.Lock()

@@ -45,6 +45,7 @@ class GpuModel:
 class Expectation:
     value: float
     source: str
+    from_baseline: bool = False  # measured on this GPU model, not a share of its datasheet
 
 
 @functools.lru_cache(maxsize=4)
@@ -89,7 +90,7 @@ def expect(model: GpuModel | None, metric: str) -> Expectation | None:
         return None
     if metric in model.baselines:
         when = model.baselines.get("measured", "")
-        return Expectation(float(model.baselines[metric]), f"baseline measured by gputui on {model.model}" + (f" ({when})" if when else ""))
+        return Expectation(float(model.baselines[metric]), f"baseline measured by gputui on {model.model}" + (f" ({when})" if when else ""), from_baseline=True)
     if metric in _DATASHEET_METRICS:
         key, share_key = _DATASHEET_METRICS[metric]
         peak = model.spec(key)

@@ -4,7 +4,7 @@ Run as ``python -m gputui.check.micro [--gpus 0,1] [--quick] [--device cuda|cpu]
 It prints gputui protocol lines, flushed, one per measurement::
 
     @gputui {"event":"micro_env","torch":"2.9.0","cuda":"12.8","device_count":1,"devices":["NVIDIA H200"]}
-    @gputui {"event":"micro","metric":"matmul_bf16","gpu":0,"value":781.2,"unit":"TFLOP/s","size":8192}
+    @gputui {"event":"micro","metric":"matmul_bf16","gpu":0,"value":781.2,"unit":"TFLOP/s","shape":[16384,16384,16384],"sweep":[...]}
     @gputui {"event":"micro_skipped","metric":"p2p","reason":"needs two or more GPUs (1 under test)"}
 
 Without PyTorch or CUDA it prints one ``micro_unavailable`` line and exits 0; a
@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from gputui.check.micro_matmul import SWEEP_FULL, SWEEP_QUICK, fitting_shapes, sweep
 from gputui.protocol import Emitter
 from gputui.telemetry.nvml import GpuLost, Nvml
 
@@ -40,7 +41,9 @@ P2P_SECONDS_MAX = 0.5  # per ordered pair: n(n-1) pairs add up on an 8-GPU box
 WARMUP_ITERATIONS = 3
 MAX_ITERATIONS = 100_000
 
-MATMUL_SIZES = (8192, 4096, 2048)  # 8192^3 saturates every tensor-core GPU; smaller if memory is short
+# The matmul sweep (gputui.check.micro_matmul): seconds per shape and the warm-up
+MATMUL_SHAPE_SECONDS = {False: 0.6, True: 0.2}  # keyed by --quick
+MATMUL_WARMUP_SECONDS = {False: 1.0, True: 0.3}
 MATMUL_DTYPES = {"matmul_bf16": "bfloat16", "matmul_fp16": "float16", "matmul_tf32": "float32"}
 AMPERE = 8  # compute capability major of the first bf16/TF32 tensor cores
 DEVICE_COPY_BYTES = GIB  # far past any L2 cache (50 MB on an H100)
@@ -49,7 +52,7 @@ P2P_BYTES = 256 * MIB
 ALLREDUCE_BYTES = 256 * MIB
 ALLREDUCE_TIMEOUT_S = 300.0  # spawning n processes and NCCL's init take tens of seconds
 
-CPU_MATMUL_SIZE = 512
+CPU_MATMUL_SHAPES = ((512, 512, 512), (256, 1024, 512))  # the sweep's path, at CPU sizes
 CPU_COPY_BYTES = 64 * MIB
 
 PER_GPU_METRICS = ("matmul_bf16", "matmul_fp16", "matmul_tf32", "memory_bandwidth", "h2d", "d2h")
@@ -187,14 +190,6 @@ class LinkWatcher:
 # --- measurements -----------------------------------------------------------------------
 
 
-def matmul_tflops(torch: Any, device: Any, dtype: Any, size: int, seconds: float, timer: Any, sync: Callable[[], None]) -> float:
-    a = torch.randn(size, size, device=device, dtype=dtype)
-    b = torch.randn(size, size, device=device, dtype=dtype)
-    c = torch.empty(size, size, device=device, dtype=dtype)
-    iterations, elapsed = measure(timer, lambda: torch.matmul(a, b, out=c), seconds, sync)
-    return 2.0 * size**3 * iterations / elapsed / 1e12
-
-
 def copy_gbs(torch: Any, device: Any, nbytes: int, seconds: float, timer: Any, sync: Callable[[], None]) -> float:
     """Device memory bandwidth: a copy reads and writes every byte."""
     src = torch.empty(nbytes, dtype=torch.uint8, device=device).fill_(1)
@@ -233,10 +228,11 @@ def _reason(exc: BaseException) -> str:
 
 
 class Micro:
-    def __init__(self, torch: Any, emitter: Emitter, seconds: float) -> None:
+    def __init__(self, torch: Any, emitter: Emitter, seconds: float, quick: bool = False) -> None:
         self.torch = torch
         self.out = emitter
         self.seconds = seconds
+        self.quick = quick
 
     def attempt(self, metric: str, fn: Callable[[], dict[str, Any]], **keys: Any) -> None:
         """Run one measurement; any failure is reported and the run goes on."""
@@ -259,11 +255,7 @@ class Micro:
         self.out.emit("micro_env", torch=torch.__version__, cuda=None, device="cpu", device_count=1, devices=["cpu"])
         self.attempt(
             "matmul_fp32",
-            lambda: {
-                "value": round(matmul_tflops(torch, "cpu", torch.float32, CPU_MATMUL_SIZE, self.seconds, timer, sync), 4),
-                "unit": "TFLOP/s",
-                "size": CPU_MATMUL_SIZE,
-            },
+            lambda: sweep(torch, "cpu", torch.float32, CPU_MATMUL_SHAPES, seconds_per_shape=self.seconds / 2, warmup_s=0.0, timer=timer, sync=sync).fields(4),
             device="cpu",
         )
         self.attempt(
@@ -293,17 +285,25 @@ class Micro:
         dtype = getattr(torch, dtype_name)
         free, _total = torch.cuda.mem_get_info(device)
         element = torch.empty((), dtype=dtype).element_size()
-        fitting = [n for n in MATMUL_SIZES if 3 * n * n * element <= free // 2]
-        if not fitting:
+        shapes = fitting_shapes(SWEEP_QUICK if self.quick else SWEEP_FULL, element, free)
+        if not shapes:
             raise RuntimeError(f"only {free / GIB:.1f} GiB free on the GPU")
-        size = fitting[0]
         previous = torch.backends.cuda.matmul.allow_tf32
         torch.backends.cuda.matmul.allow_tf32 = metric == "matmul_tf32"
         try:
-            value = matmul_tflops(torch, device, dtype, size, self.seconds, timer, sync)
+            result = sweep(
+                torch,
+                device,
+                dtype,
+                shapes,
+                seconds_per_shape=MATMUL_SHAPE_SECONDS[self.quick],
+                warmup_s=MATMUL_WARMUP_SECONDS[self.quick],
+                timer=timer,
+                sync=sync,
+            )
         finally:
             torch.backends.cuda.matmul.allow_tf32 = previous
-        return {"value": round(value, 1), "unit": "TFLOP/s", "size": size}
+        return result.fields()
 
     def _device_copy(self, device: Any, timer: Any, sync: Callable[[], None]) -> dict[str, Any]:
         free, _total = self.torch.cuda.mem_get_info(device)
@@ -393,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError as exc:
         out.emit("micro_unavailable", reason=f"PyTorch is not installed ({exc})")
         return 0
-    micro = Micro(torch, out, SECONDS_QUICK if args.quick else SECONDS_FULL)
+    micro = Micro(torch, out, SECONDS_QUICK if args.quick else SECONDS_FULL, quick=args.quick)
     if args.device == "cpu":
         micro.run_cpu()
         return 0

@@ -8,15 +8,17 @@ is the stage the orchestrator calls.
 
 from __future__ import annotations
 
+import statistics
 import sys
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from gputui import fmt
 from gputui.check.context import GpuUnderTest, StageContext
 from gputui.check.expectations import Expectation, datasheet_peak, expect
-from gputui.check.model import FAIL, INFO, MICRO, OK, WARN, CheckResult, skipped
-from gputui.check.thresholds import ACHIEVABLE, grade_ratio, pcie_gbs
+from gputui.check.model import AT_LEAST, FAIL, INFO, MICRO, OK, WARN, CheckResult, skipped
+from gputui.check.thresholds import ACHIEVABLE, PEER_OUTLIER_BELOW, grade_ratio, pcie_gbs, ratio_bands
 from gputui.output_stream import OutputLine
 
 MIB = 1024**2
@@ -38,9 +40,13 @@ STAGE_ID = "micro"
 STAGE_NAME = "micro-benchmarks"
 
 _LOW_CAUSE = {
-    "matmul": "the GPU runs below its clocks (a power cap or lowered power limit, heat) or another process shares it",
-    "memory_bandwidth": "memory clocks below their maximum, memory errors (row remapping), or another process using the GPU",
+    "matmul": "the GPU runs below its clocks (a power cap or lowered power limit, heat)",
+    "memory_bandwidth": "memory clocks below their maximum, or memory errors (row remapping)",
 }
+PEER_METRICS = ("matmul_bf16", "matmul_fp16", "matmul_tf32", "memory_bandwidth", "h2d", "d2h")
+# Who else used a GPU while it was measured: "pid 4242 alice python3 hog.py 20.0 GiB", "" for
+# nobody, None when not known (no process list)
+CoRunners = Callable[[int], "str | None"]
 _LOW_ADVICE = {
     "matmul": "See the under-load checks for throttle reasons and the preflight power limit; "
     "look for other processes with nvidia-smi; if it persists, ask the provider.",
@@ -76,10 +82,12 @@ def card_link(gut: GpuUnderTest | None) -> tuple[int | None, int | None, str]:
 class MicroGrader:
     """Grades micro-benchmark payloads one at a time (as the child prints them)."""
 
-    def __init__(self, gpus: list[GpuUnderTest]) -> None:
+    def __init__(self, gpus: list[GpuUnderTest], co_runners: CoRunners = lambda gpu: None) -> None:
         self._gpus = {g.index: g for g in gpus}
+        self._co_runners = co_runners
         self._links_graded: set[int] = set()
         self.graded_ids: list[str] = []
+        self.values: dict[str, dict[int, tuple[float, str]]] = {}  # metric -> gpu -> (value, unit), for the peers
 
     def grade(self, payload: dict[str, Any]) -> list[CheckResult]:
         event = payload.get("event")
@@ -139,6 +147,8 @@ class MicroGrader:
         if gpu is None:  # --device cpu: a protocol check, not a verdict
             result.detail = f"measured on the {p.get('device', 'host')}"
             return [result]
+        if metric in PEER_METRICS:
+            self.values.setdefault(metric, {})[gpu] = (float(value), result.unit)
         gut = self._gpus.get(gpu)
         if metric in DATASHEET_METRICS:
             return [self._against_datasheet(result, p, gut)]
@@ -151,33 +161,88 @@ class MicroGrader:
         result.detail = f"no reference for {self._gpu_name(result.gpu)}" + (f" ({why})" if why else "")
         return result
 
-    def _grade(self, result: CheckResult, expectation: Expectation) -> None:
+    def _grade(self, result: CheckResult, expectation: Expectation, metric: str) -> None:
         result.expected = round(expectation.value, 2)
         result.expected_source = expectation.source
-        result.status = grade_ratio(result.ratio) or INFO
+        result.status = grade_ratio(result.ratio, ratio_bands(metric, expectation.from_baseline)) or INFO
 
     def _against_datasheet(self, result: CheckResult, p: dict[str, Any], gut: GpuUnderTest | None) -> CheckResult:
         metric = str(p["metric"])
         model = gut.model if gut else None
         expectation = expect(model, metric)
-        size = p.get("size") or p.get("bytes")
-        result.data = {"size": size} if metric.startswith("matmul") else {"bytes": size}
+        is_matmul = metric.startswith("matmul")
+        keys = ("size", "shape", "best_window", "windows", "sweep") if is_matmul else ("bytes",)
+        result.data = {k: p[k] for k in keys if p.get(k) is not None}
+        details = [_sweep_text(p)] if is_matmul and p.get("sweep") else []
         if expectation is None:
             return self._no_reference(result)
-        self._grade(result, expectation)
+        self._grade(result, expectation, metric)
         peak = datasheet_peak(model, metric)
         if peak:
             share = float(result.value) / peak  # type: ignore[arg-type]
             result.data.update({"datasheet_peak": peak, "datasheet_share": round(share, 4)})
-            result.detail = f"{share:.0%} of the datasheet's {peak:g} {result.unit}"
+            details.insert(0, f"{share:.0%} of the datasheet's {peak:g} {result.unit}")
+        result.detail = "; ".join(details) or None
         if result.status != OK:
-            kind = "matmul" if metric.startswith("matmul") else "memory_bandwidth"
+            kind = "matmul" if is_matmul else "memory_bandwidth"
             result.cause = (
                 f"{result.name} reached {fmt.rate(float(result.value))} {result.unit}, "  # type: ignore[arg-type]
-                f"{result.ratio:.0%} of the expected {fmt.rate(expectation.value)}: {_LOW_CAUSE[kind]}"
+                f"{result.ratio:.0%} of the expected {fmt.rate(expectation.value)}: {self._low_cause(kind, result.gpu)}"
             )
             result.advice = _LOW_ADVICE[kind]
         return result
+
+    def _low_cause(self, kind: str, gpu: int | None) -> str:
+        """Another process on the GPU, by name, when NVML saw one; else the card itself."""
+        others = self._co_runners(gpu) if gpu is not None else None
+        if others:
+            return f"another process used this GPU during the test ({others})"
+        if others == "":
+            return f"{_LOW_CAUSE[kind]}; NVML saw no other process on it"
+        return f"{_LOW_CAUSE[kind]}, or another process shares it"
+
+    def peer_results(self) -> list[CheckResult]:
+        """On a box of two or more GPUs: each GPU against the median of the others, per
+        micro-benchmark; one more than ``PEER_OUTLIER_BELOW`` under it is named."""
+        gpus = sorted({gpu for by_gpu in self.values.values() for gpu in by_gpu})
+        if len(gpus) < 2:
+            return []
+        results = []
+        for gpu in gpus:
+            worst: float | None = None
+            below = []
+            for metric, by_gpu in self.values.items():
+                if gpu not in by_gpu or len(by_gpu) < 2:
+                    continue
+                value, unit = by_gpu[gpu]
+                median = statistics.median(v for g, (v, _) in by_gpu.items() if g != gpu)
+                if median <= 0:
+                    continue
+                ratio = value / median
+                worst = ratio if worst is None else min(worst, ratio)
+                if ratio < 1.0 - PEER_OUTLIER_BELOW:
+                    below.append(f"{NAMES.get(metric, metric)} {fmt.rate(value)} {unit} against {fmt.rate(median)} ({ratio:.0%})")
+            if worst is None:
+                continue
+            others = ", ".join(str(g) for g in gpus if g != gpu)
+            result = CheckResult(
+                id=f"micro.gpu{gpu}.peers",
+                group=MICRO,
+                name="Against the other GPUs",
+                status=WARN if below else OK,
+                value=round(worst, 4),
+                unit="share",
+                expected=round(1.0 - PEER_OUTLIER_BELOW, 4),
+                bound=AT_LEAST,
+                expected_source=f"the median of GPU {others} on each micro-benchmark",
+                gpu=gpu,
+                detail=f"slowest against the median of GPU {others}: {worst:.0%}",
+            )
+            if below:
+                result.cause = f"GPU {gpu} ({self._gpu_name(gpu)}) is an outlier in this box: " + "; ".join(below)
+                result.advice = "A card slower than identical cards beside it is the one to report: ask the provider to look at it or swap it."
+            results.append(result)
+        return results
 
     def _host_copy(self, result: CheckResult, p: dict[str, Any], gut: GpuUnderTest | None) -> CheckResult:
         metric = str(p["metric"])
@@ -190,7 +255,7 @@ class MicroGrader:
             expectation = Expectation(link_gbs * share, f"{share:.0%} of a {link_text(gen, width)} link's {link_gbs:.1f} GB/s ({link_source})")
         if expectation is None:
             return self._no_reference(result, "its PCIe generation and width are unknown")
-        self._grade(result, expectation)
+        self._grade(result, expectation, metric)
         result.detail = f"pinned {p.get('bytes', 0) // MIB} MiB copies"
         if result.status != OK:
             loaded_gen, loaded_width = p.get("pcie_gen_loaded"), p.get("pcie_width_loaded")
@@ -266,14 +331,20 @@ class MicroGrader:
         return result
 
 
+def _sweep_text(p: dict[str, Any]) -> str:
+    """ "best of 6 shapes: 16384×16384×16384" (the sweep, gputui.check.micro_matmul)."""
+    shape = p.get("shape") or []
+    return f"best of {len(p['sweep'])} shapes: {'×'.join(str(d) for d in shape)}"
+
+
 def _below(measured: int | None, expected: int | None) -> bool:
     return measured is not None and expected is not None and measured < expected
 
 
-def grade_micro(payloads: list[dict[str, Any]], gpus: list[GpuUnderTest]) -> list[CheckResult]:
-    """Every result the micro-benchmark payloads give, in payload order."""
-    grader = MicroGrader(gpus)
-    return [result for payload in payloads for result in grader.grade(payload)]
+def grade_micro(payloads: list[dict[str, Any]], gpus: list[GpuUnderTest], co_runners: CoRunners = lambda gpu: None) -> list[CheckResult]:
+    """Every result the micro-benchmark payloads give, in payload order, then the peers."""
+    grader = MicroGrader(gpus, co_runners)
+    return [result for payload in payloads for result in grader.grade(payload)] + grader.peer_results()
 
 
 def child_timeout(n_gpus: int, quick: bool) -> float:
@@ -312,7 +383,7 @@ def run_micro_stage(ctx: StageContext) -> None:
     if not ctx.gpus:
         ctx.report(skipped(STAGE_ID, MICRO, STAGE_NAME, ctx.gpu_unavailable_reason or "no GPU"))
         return
-    grader = MicroGrader(ctx.gpus)
+    grader = MicroGrader(ctx.gpus, ctx.co_runners)
     last_lines: deque[str] = deque(maxlen=3)  # a crash's last words (a traceback's last line)
 
     def on_payload(payload: dict[str, Any]) -> None:
@@ -324,5 +395,7 @@ def run_micro_stage(ctx: StageContext) -> None:
             last_lines.append(line.text.strip()[:300])
 
     outcome = ctx.run_child(micro_argv(ctx), on_payload, timeout=child_timeout(len(ctx.gpus), ctx.options.quick), on_line=on_line)
+    for result in grader.peer_results():
+        ctx.report(result)
     if not outcome.ok:
         ctx.report(outcome_result(outcome.kind, outcome.message, list(last_lines), bool(grader.graded_ids)))

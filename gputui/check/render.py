@@ -42,9 +42,11 @@ def progress_line(result: CheckResult) -> str:
 
 
 def verdict_line(results: list[CheckResult]) -> str:
+    """``verdict: OK (27 ok, 2 warn)``; ``verdict: OK, host only (…)`` when no GPU was checked."""
     summary = verdict_summary(results)
     parts = ", ".join(f"{n} {s}" for s, n in summary["counts"].items() if n)
-    return f"verdict: {summary['verdict'].upper()} ({parts})"
+    scope = f", {summary['scope']}" if summary.get("scope") else ""
+    return f"verdict: {summary['verdict'].upper()}{scope} ({parts})"
 
 
 def _expected_text(result: CheckResult) -> str:
@@ -102,7 +104,20 @@ def to_json(results: list[CheckResult], header: dict[str, Any], summary: dict[st
     return json.dumps({"header": header, "verdict": summary, "checks": [r.to_dict() for r in results]}, indent=2, allow_nan=False, default=str)
 
 
+GPU_CHECK_PREFIXES = ("gpu", "driver.", "cuda.", "micro.")
+
+
+def gpu_checked(results: list[CheckResult]) -> bool:
+    """Whether any check of a GPU, its driver or its benchmarks came to a verdict."""
+    return any(r.status in (OK, WARN, FAIL) and (r.gpu is not None or r.id.startswith(GPU_CHECK_PREFIXES)) for r in results)
+
+
 def verdict_summary(results: list[CheckResult]) -> dict[str, Any]:
+    """The verdict and its counts; ``scope`` "host only" when every GPU check was skipped,
+    so that a machine whose GPUs could not be tested never reads as a healthy GPU box."""
     counts = {s: sum(r.status == s for r in results) for s in ("ok", "warn", "fail", "skipped", "info")}
     verdict = FAIL if counts["fail"] else WARN if counts["warn"] else OK
-    return {"verdict": verdict, "counts": counts}
+    summary: dict[str, Any] = {"verdict": verdict, "counts": counts}
+    if results and not gpu_checked(results):
+        summary["scope"] = "host only"
+    return summary

@@ -112,6 +112,7 @@ class CheckRun:
             watch=session.watch,
             gpu_unavailable_reason=self._gpu_reason(gpus),
             nvml=nvml if nvml_ok else None,
+            co_runners=self.load.co_runners_text,
         )
         self._ctx = ctx
         if self._stop_requested.is_set():

@@ -18,6 +18,18 @@ from gputui.check.model import FAIL, OK, WARN
 OK_RATIO = 0.90  # ok at >= 90 % of expected
 WARN_RATIO = 0.75  # warn at >= 75 %, fail below
 
+# A GPU's own figures (matmul, memory bandwidth) against a baseline measured on the same
+# model: repeat runs on one healthy card spread by about 1 % (docs/check.md, "How sure"),
+# so 6 % under the baseline is past noise and a card 10 % slow warns; 15 % slow fails.
+# Datasheet shares (below) are estimates across architectures and keep the wider bands.
+BASELINE_OK_RATIO = 0.94
+BASELINE_WARN_RATIO = 0.85
+BASELINE_BANDED_METRICS = ("matmul_bf16", "matmul_fp16", "matmul_tf32", "memory_bandwidth")
+
+# GPUs of one box (or one fleet) measure within a few percent of each other; one more than
+# 8 % under the median of its peers on a micro-benchmark or workload is an outlier.
+PEER_OUTLIER_BELOW = 0.08
+
 # Share of a datasheet peak that a healthy card reaches in our micro-benchmarks,
 # used only where no measured baseline exists for the GPU model.  Measured here with
 # gputui check (docs/check.md): dense bf16/fp16 matmul reaches 0.67-0.73 of the
@@ -72,18 +84,28 @@ THROTTLE_FAULT_SHARE = 0.05
 
 
 @overload
-def grade_ratio(ratio: float) -> str: ...
+def grade_ratio(ratio: float, bands: tuple[float, float] = ...) -> str: ...
 @overload
-def grade_ratio(ratio: float | None) -> str | None: ...
-def grade_ratio(ratio: float | None) -> str | None:
-    """ok / warn / fail for ``measured / expected`` (higher is better); None if unknown."""
+def grade_ratio(ratio: float | None, bands: tuple[float, float] = ...) -> str | None: ...
+def grade_ratio(ratio: float | None, bands: tuple[float, float] = (OK_RATIO, WARN_RATIO)) -> str | None:
+    """ok / warn / fail for ``measured / expected`` (higher is better); None if unknown.
+    ``bands`` is (ok at or above, warn at or above)."""
     if ratio is None:
         return None
-    if ratio >= OK_RATIO:
+    ok_at, warn_at = bands
+    if ratio >= ok_at:
         return OK
-    if ratio >= WARN_RATIO:
+    if ratio >= warn_at:
         return WARN
     return FAIL
+
+
+def ratio_bands(metric: str, from_baseline: bool) -> tuple[float, float]:
+    """The (ok, warn) ratios for ``metric``: tight against a same-model baseline for the
+    GPU's own figures, the general ones otherwise."""
+    if from_baseline and metric in BASELINE_BANDED_METRICS:
+        return BASELINE_OK_RATIO, BASELINE_WARN_RATIO
+    return OK_RATIO, WARN_RATIO
 
 
 def grade_floor(value: float, *, ok_at: float, fail_below: float) -> str:

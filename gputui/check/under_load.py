@@ -52,6 +52,10 @@ class _Tally:
             self.power_limit = gpu.power_limit_w
         self.reasons.update(gpu.throttle_reasons or ())
 
+    def named_co_runners(self, limit: int = 3) -> list[tuple[GpuProcess, int]]:
+        """Others' processes seen so far, biggest peak memory first."""
+        return sorted(list(self.co_runners.values()), key=lambda entry: -entry[1])[:limit]
+
     def share(self, *names: str) -> float:
         """Share of samples in which any of ``names`` was active (counted once a sample
         would need the raw masks; the largest single share is a lower bound)."""
@@ -77,6 +81,14 @@ class LoadWatcher(Observer):
         for gpu in sample.gpus:
             self.tallies.setdefault(gpu.index, _Tally()).add(gpu)
 
+    def co_runners_text(self, gpu: int) -> str | None:
+        """Who else has used ``gpu`` under load so far ("pid 42 alice python3 hog.py 20.0 GiB"):
+        "" for nobody, None before any loaded sample (not known yet)."""
+        tally = self.tallies.get(gpu)
+        if tally is None or not tally.samples:
+            return None
+        return _named(tally.named_co_runners())
+
 
 def load_results(watcher: LoadWatcher, gpus: list[GpuUnderTest]) -> list[CheckResult]:
     results = []
@@ -95,7 +107,7 @@ def load_results(watcher: LoadWatcher, gpus: list[GpuUnderTest]) -> list[CheckRe
 
 def _co_runners(gpu: GpuUnderTest, tally: _Tally) -> CheckResult:
     """Other processes on the GPU while the check loaded it, named as the co_tenant finding names them."""
-    named = sorted(tally.co_runners.values(), key=lambda entry: -entry[1])
+    named = tally.named_co_runners(limit=len(tally.co_runners))
     result = CheckResult(
         id=f"gpu{gpu.index}.co_runners",
         group=UNDER_LOAD,
@@ -107,7 +119,7 @@ def _co_runners(gpu: GpuUnderTest, tally: _Tally) -> CheckResult:
         expected=0,
         bound=AT_MOST,
         expected_source=f"none holding {DEFAULTS.cotenant_memory_mib:g} MiB or {DEFAULTS.cotenant_sm_pct:g}% of the SMs (the co_tenant finding's thresholds)",
-        detail="; ".join(f"{p.label()} {peak / 1024**3:.1f} GiB" for p, peak in named[:3]) or "no other process on the GPU",
+        detail=_named(named[:3]) or "no other process on the GPU",
         data={"pids": [p.pid for p, _ in named]},
     )
     if named:
@@ -115,6 +127,10 @@ def _co_runners(gpu: GpuUnderTest, tally: _Tally) -> CheckResult:
         result.cause = "another process used the GPU while the check measured it: the figures above understate the GPU"
         result.advice = "wait for it to end or ask its owner, then check again; `nvidia-smi` lists the GPU's processes"
     return result
+
+
+def _named(processes: list[tuple[GpuProcess, int]]) -> str:
+    return "; ".join(f"{p.label()} {peak / 1024**3:.1f} GiB" for p, peak in processes)
 
 
 def _temperature(gpu: GpuUnderTest, tally: _Tally) -> CheckResult:
