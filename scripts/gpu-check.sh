@@ -41,6 +41,7 @@
 #               five healthy quick checks, their spread (benchmarks/check_spread.py) and the baselines they give,
 #               written into this copy's baselines.toml; then quick checks beside a planted co-runner taking
 #               10 % and 25 % of the GPU (benchmarks/planted_slowdown.py). All under accuracy/
+#     matmulbench  only the first part of accuracy: the check's matmul beside plain burst and sustained torch.mm (~3 min)
 #     cotenant  issue 28 (~5 min): the tuned ResNet-50 preset while a second, separate process (not gputui's
 #               child) holds 20 GiB and runs a bf16 matmul loop: recording, co_tenant finding, the
 #               process list and an 80x24 dashboard screenshot; then the same run alone: no finding.
@@ -160,6 +161,7 @@ for path in map(Path, sys.argv[1:]):
         print("   ", f.severity, f.title); print("   ", f.evidence)
 PY
       cat "$d/findings.txt" ;;
+    matmulbench) mkdir -p "$out/accuracy"; python3 benchmarks/matmul_vs_check.py --gpu 0 --out "$out/accuracy" 2>&1 | tail -12 ;;
     accuracy)
       d="$out/accuracy"; mkdir -p "$d"
       python3 benchmarks/matmul_vs_check.py --gpu 0 --out "$d" 2>&1 | tail -8; echo "matmul_vs_check exit ${PIPESTATUS[0]}"

@@ -324,6 +324,9 @@ def test_the_panel_line_and_the_drill_down_list():
     history = state.gpus[0]
     assert ownership(history.processes) == "ours 12.3 GiB · others 2 (4.1 GiB)"
     assert ownership(history.processes, short=True) == "ours 12.3G · others 2 (4.1G)"
+    # an 80-column GPU row has room for the co-tenants only (H200, 2026-11-26: "ours none · other…" was cut)
+    assert ownership(history.processes, short=True, narrow=True) == "others 2 (4.1G)"
+    assert ownership([p for p in history.processes if p.owner == RUN], short=True, narrow=True) is None
     listing = processes_text(state).plain.splitlines()
     assert listing[0] == "GPU0  ours 12.3 GiB · others 2 (4.1 GiB)"
     assert "python3 hog.py" in listing[3] and "other" in listing[3] and "40%" in listing[3]

@@ -12,12 +12,18 @@ def _gib(num: int, short: bool) -> str:
     return f"{num / fmt.GIB:.1f}" + ("G" if short else " GiB")
 
 
-def ownership(processes: list[GpuProcess] | None, short: bool = False) -> str | None:
+def ownership(processes: list[GpuProcess] | None, short: bool = False, narrow: bool = False) -> str | None:
+    """``narrow`` (an 80-column row): only what is not ours, "others 1 (20.9G)", so that the
+    co-tenant is what fits; nothing when every process is the run's."""
     if not processes or all(p.owner is None for p in processes):
         return None
     ours = [p for p in processes if p.owner == RUN]
     others = others_of(processes)
     unmatched = [p for p in processes if p.owner == UNMATCHED]
+    if narrow:
+        narrow_parts = [f"others {len(others)} ({_gib(memory_of(others), short)})"] if others else []
+        narrow_parts += [f"unmatched {len(unmatched)}"] if unmatched else []
+        return " · ".join(narrow_parts) or None
     parts = [f"ours {_gib(memory_of(ours), short)}" if ours else "ours none"]
     parts.append(f"others {len(others)} ({_gib(memory_of(others), short)})" if others else "no others")
     if unmatched:  # a container seeing the host's pids: ours or not, nobody can say

@@ -232,7 +232,7 @@ class GpuRows(StateView):
                 text.append_text(self._rank_cell(h.index, ranks, wide))
             self._straggler_badge(text, straggler, wide)
             text.append_text(throttle_badges(s.throttle_reasons or [], self.style_of, short=True, limit=1))
-        owners = ownership(h.processes, short=True)
+        owners = ownership(h.processes, short=True, narrow=not wide)
         if owners is not None:
             text.append(f" {owners}", self.style_of("gpu--dim"))
         return text
