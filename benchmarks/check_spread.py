@@ -21,7 +21,9 @@ from pathlib import Path
 
 from gputui.check.model import name_and_gpu
 
-BASELINE_METRICS = ("micro.matmul_bf16", "micro.matmul_fp16", "micro.matmul_tf32", "micro.memory_bandwidth", "micro.h2d", "micro.d2h")
+# The GPU's own figures; pinned copies depend on the host (its PCIe and NUMA layout), so they
+# are graded against the link instead (an H100 host varied 45-55 GB/s run to run, 2026-11-26)
+BASELINE_METRICS = ("micro.matmul_bf16", "micro.matmul_fp16", "micro.matmul_tf32", "micro.memory_bandwidth")
 
 
 def load(paths: list[Path]) -> list[dict]:

@@ -41,7 +41,7 @@
 #               five healthy quick checks, their spread (benchmarks/check_spread.py) and the baselines they give,
 #               written into this copy's baselines.toml; then quick checks beside a planted co-runner taking
 #               10 % and 25 % of the GPU (benchmarks/planted_slowdown.py). All under accuracy/
-#     matmulbench  only the first part of accuracy: the check's matmul beside plain burst and sustained torch.mm (~3 min)
+#     matmulbench, repeats, planted  the three parts of accuracy on their own (~3, ~1 and ~1 min)
 #     cotenant  issue 28 (~5 min): the tuned ResNet-50 preset while a second, separate process (not gputui's
 #               child) holds 20 GiB and runs a bf16 matmul loop: recording, co_tenant finding, the
 #               process list and an 80x24 dashboard screenshot; then the same run alone: no finding.
@@ -80,6 +80,34 @@ loaded() {
   python3 benchmarks/gpu_loop.py 4000 > /dev/null & local loop=$!
   sleep 5; python3 "benchmarks/$1" "${@:2}"; local rc=$?
   kill "$loop" 2> /dev/null; wait "$loop" 2> /dev/null; return $rc
+}
+
+# Issue 23's steps. quick NAME: a quick check, its JSON, Markdown, recording and how long it took
+quick() {
+  local d="$out/accuracy" began=$SECONDS
+  mkdir -p "$d"
+  python3 -m gputui check --quick --no-history --json --markdown "$d/$1.md" --record "$d/$1.jsonl" > "$d/$1.json" 2> "$d/$1.log"
+  echo "$1: exit $? in $((SECONDS - began)) s; $(grep -o "verdict: [^*]*" "$d/$1.md" | head -1)"
+  grep -E 'matmul|Against the other|Other processes|memory bandwidth' "$d/$1.log" | cut -c1-330
+}
+# five healthy quick checks, their spread, and the baselines they give, written into this copy's baselines.toml
+repeats() {
+  local d="$out/accuracy" i model
+  for i in 1 2 3 4 5; do quick "healthy-$i"; done
+  model=$(python3 -c 'import json, sys; from gputui.check.expectations import find_model
+g = json.load(open(sys.argv[1]))["header"]["gpus"][0]; print(find_model(g["name"], g["memory_total"]).model)' "$d/healthy-1.json")
+  python3 benchmarks/check_spread.py "$d"/healthy-*.json --baselines-for "$model" --apply-to gputui/check/data/baselines.toml > "$d/spread.md"
+  grep -E 'runs;|matmul|memory_bandwidth|h2d|d2h|^model' "$d/spread.md"
+}
+# quick checks beside a co-runner taking 10 % and 25 % of the GPU
+planted() {
+  local d="$out/accuracy" duty co
+  for duty in 0.10 0.25; do
+    python3 benchmarks/planted_slowdown.py --duty "$duty" > "$d/planted-$duty.co.log" 2>&1 & co=$!
+    sleep 10; head -1 "$d/planted-$duty.co.log"
+    quick "planted-$duty"
+    kill "$co" 2> /dev/null; wait "$co" 2> /dev/null; tail -1 "$d/planted-$duty.co.log"
+  done
 }
 
 for step in "$@"; do
@@ -162,26 +190,10 @@ for path in map(Path, sys.argv[1:]):
 PY
       cat "$d/findings.txt" ;;
     matmulbench) mkdir -p "$out/accuracy"; python3 benchmarks/matmul_vs_check.py --gpu 0 --out "$out/accuracy" 2>&1 | tail -12 ;;
-    accuracy)
-      d="$out/accuracy"; mkdir -p "$d"
-      python3 benchmarks/matmul_vs_check.py --gpu 0 --out "$d" 2>&1 | tail -8; echo "matmul_vs_check exit ${PIPESTATUS[0]}"
-      quick() {  # NAME: a quick check, its JSON, Markdown, recording and how long it took
-        local began=$SECONDS
-        python3 -m gputui check --quick --no-history --json --markdown "$d/$1.md" --record "$d/$1.jsonl" > "$d/$1.json" 2> "$d/$1.log"
-        echo "$1: exit $? in $((SECONDS - began)) s; $(grep -o "verdict: [^*]*" "$d/$1.md" | head -1)"
-        grep -E 'matmul|Against the other|Other processes|memory bandwidth' "$d/$1.log" | cut -c1-330
-      }
-      for i in 1 2 3 4 5; do quick "healthy-$i"; done
-      model=$(python3 -c 'import json, sys; from gputui.check.expectations import find_model
-g = json.load(open(sys.argv[1]))["header"]["gpus"][0]; print(find_model(g["name"], g["memory_total"]).model)' "$d/healthy-1.json")
-      python3 benchmarks/check_spread.py "$d"/healthy-*.json --baselines-for "$model" --apply-to gputui/check/data/baselines.toml > "$d/spread.md"
-      grep -E 'runs;|matmul|memory_bandwidth|h2d|d2h|^model' "$d/spread.md"
-      for duty in 0.10 0.25; do
-        python3 benchmarks/planted_slowdown.py --duty "$duty" > "$d/planted-$duty.co.log" 2>&1 & co=$!
-        sleep 10; head -1 "$d/planted-$duty.co.log"
-        quick "planted-$duty"
-        kill "$co" 2> /dev/null; wait "$co" 2> /dev/null; tail -1 "$d/planted-$duty.co.log"
-      done ;;
+    repeats) repeats ;;
+    planted) planted ;;
+    accuracy) mkdir -p "$out/accuracy"; python3 benchmarks/matmul_vs_check.py --gpu 0 --out "$out/accuracy" 2>&1 | tail -12
+              repeats; planted ;;
     tests) GPUTUI_SCREENSHOT_DIR="$out" python3 -m pytest -m gpu -q -rs tests 2>&1 | tee "$out/pytest-gpu.txt" | tail -25 ;;
     core)
       python3 -m gputui --presets benchmarks/gpu-presets.toml --record "$out/gpu-loop.jsonl" --preset gpu-loop \

@@ -46,40 +46,54 @@ def by_id(results: list[CheckResult]) -> dict[str, CheckResult]:
 # --- grading ----------------------------------------------------------------------------
 
 
-def test_h200_bf16_at_790_is_ok_and_at_500_fails():
-    gpu = h200()
-    assert gpu.model is not None and gpu.model.model == "NVIDIA H200 SXM"
-    (good,) = grade_micro([micro("matmul_bf16", 790.0, gpu=0, size=8192)], [gpu])
-    (bad,) = grade_micro([micro("matmul_bf16", 500.0, gpu=0, size=8192)], [gpu])
+def a100(index: int = 0) -> GpuUnderTest:
+    """A model with no measured baseline: graded against its datasheet."""
+    return gpus_under_test([GpuInfo(index=index, name="NVIDIA A100-SXM4-80GB", memory_total=80 * GIB, pcie_max_gen=4, pcie_max_width=16)], None)[0]
+
+
+def test_a100_bf16_at_250_is_ok_and_at_150_fails_against_its_datasheet():
+    gpu = a100()
+    assert gpu.model is not None and gpu.model.model == "NVIDIA A100 SXM4 80GB" and "matmul_bf16" not in gpu.model.baselines
+    (good,) = grade_micro([micro("matmul_bf16", 250.0, gpu=0, size=8192)], [gpu])
+    (bad,) = grade_micro([micro("matmul_bf16", 150.0, gpu=0, size=8192)], [gpu])
 
     assert good.id == "micro.gpu0.matmul_bf16" and good.group == MICRO
     assert good.status == OK
-    assert good.expected == pytest.approx(989 * ACHIEVABLE["matmul"])
-    assert "989" in good.expected_source and f"{ACHIEVABLE['matmul']:.0%}" in good.expected_source
-    assert good.data["datasheet_share"] == pytest.approx(790 / 989, abs=1e-3)
+    assert good.expected == pytest.approx(312 * ACHIEVABLE["matmul"])
+    assert "312" in good.expected_source and f"{ACHIEVABLE['matmul']:.0%}" in good.expected_source
+    assert good.data["datasheet_share"] == pytest.approx(250 / 312, abs=1e-3)
     assert good.unit == "TFLOP/s" and good.data["size"] == 8192
 
     assert bad.status == FAIL
-    assert bad.cause and "500" in bad.cause and bad.advice
-    assert bad.data["datasheet_share"] == pytest.approx(500 / 989, abs=1e-3)
+    assert bad.cause and "150" in bad.cause and bad.advice
+    assert bad.data["datasheet_share"] == pytest.approx(150 / 312, abs=1e-3)
+
+
+def test_h200_bf16_is_graded_against_its_measured_baseline():
+    gpu = h200()
+    (result,) = grade_micro([micro("matmul_bf16", 690.0, gpu=0, shape=[16384, 16384, 16384], sweep=[{}, {}, {}])], [gpu])
+    assert result.status == OK
+    assert result.expected == pytest.approx(gpu.model.baselines["matmul_bf16"]) and "baseline measured by gputui" in result.expected_source
+    assert result.data["datasheet_share"] == pytest.approx(690 / 989, abs=1e-3)
+    assert "best of 3 shapes: 16384×16384×16384" in result.detail
 
 
 def test_every_datasheet_metric_is_graded_with_its_own_id():
     results = by_id(
         grade_micro(
             [
-                micro("matmul_fp16", 780.0, gpu=1, size=8192),
-                micro("matmul_tf32", 380.0, gpu=1, size=8192),
-                micro("memory_bandwidth", 4300.0, gpu=1, bytes=GIB),
+                micro("matmul_fp16", 250.0, gpu=1, size=8192),
+                micro("matmul_tf32", 120.0, gpu=1, size=8192),
+                micro("memory_bandwidth", 1900.0, gpu=1, bytes=GIB),
             ],
-            [h200(1)],
+            [a100(1)],
         )
     )
     assert set(results) == {"micro.gpu1.matmul_fp16", "micro.gpu1.matmul_tf32", "micro.gpu1.memory_bandwidth"}
-    assert results["micro.gpu1.matmul_tf32"].expected == pytest.approx(494 * ACHIEVABLE["matmul"])
+    assert results["micro.gpu1.matmul_tf32"].expected == pytest.approx(156 * ACHIEVABLE["matmul"])
     membw = results["micro.gpu1.memory_bandwidth"]
     assert membw.status == OK and membw.unit == "GB/s"
-    assert membw.expected == pytest.approx(4800 * 0.85) and membw.expected_source
+    assert membw.expected == pytest.approx(2039 * 0.85) and membw.expected_source
     assert all(r.gpu == 1 for r in results.values())
 
 
