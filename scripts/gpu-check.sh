@@ -94,9 +94,9 @@ quick() {
 repeats() {
   local d="$out/accuracy" i model
   for i in 1 2 3 4 5; do quick "healthy-$i"; done
-  model=$(python3 -c 'import json, sys; from gputui.check.expectations import find_model
+  model=$(python3 -c 'import json, sys; from gputui.gpus.models import find_model
 g = json.load(open(sys.argv[1]))["header"]["gpus"][0]; print(find_model(g["name"], g["memory_total"]).model)' "$d/healthy-1.json")
-  python3 benchmarks/check_spread.py "$d"/healthy-*.json --baselines-for "$model" --apply-to gputui/check/data/baselines.toml > "$d/spread.md"
+  python3 benchmarks/check_spread.py "$d"/healthy-*.json --baselines-for "$model" --apply-to gputui/gpus/data/baselines.toml > "$d/spread.md"
   grep -E 'runs;|matmul|memory_bandwidth|h2d|d2h|^model' "$d/spread.md"
 }
 # quick checks beside a co-runner taking 10 % and 25 % of the GPU

@@ -58,6 +58,7 @@ def test_a_planted_import_of_the_dashboard_breaks_the_build_naming_it(tmp_path):
         ("workloads-protocol-only", {"gputui.workloads", "gputui.protocol", "gputui.catalog", "gputui.stats"}),
         ("protocol-and-catalog-are-leaves", {"gputui.protocol", "gputui.catalog", "gputui.stats"}),
         ("telemetry-knows-no-session", {"gputui.telemetry", "gputui.model"}),
+        ("gpus-is-a-leaf", {"gputui.gpus", "gputui.config"}),
     ],
 )
 def test_forbidden_lists_name_every_other_module(contract_id, allowed):

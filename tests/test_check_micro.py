@@ -14,7 +14,7 @@ from gputui.check.context import CheckOptions, GpuUnderTest, StageContext, gpus_
 from gputui.check.micro import LinkWatcher, match_devices, nvml_identities
 from gputui.check.micro_stage import grade_micro, run_micro_stage
 from gputui.check.model import FAIL, INFO, MICRO, OK, SKIPPED, WARN, CheckResult
-from gputui.check.thresholds import ACHIEVABLE
+from gputui.gpus.models import ACHIEVABLE
 from gputui.model import GpuInfo
 from gputui.runner import Outcome
 from gputui.telemetry.nvml import Nvml

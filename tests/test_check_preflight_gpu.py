@@ -9,7 +9,6 @@ import pynvml
 import pytest
 
 from gputui.check.context import CheckOptions, GpuUnderTest, StageContext, gpus_under_test
-from gputui.check.expectations import find_model
 from gputui.check.model import FAIL, INFO, OK, SKIPPED, STATUSES, WARN
 from gputui.check.preflight import run_preflight_stage
 from gputui.check.preflight_gpu import (
@@ -24,6 +23,7 @@ from gputui.check.preflight_gpu import (
     read_gpu_facts,
     read_system_facts,
 )
+from gputui.gpus.models import find_model
 from gputui.model import GpuInfo
 from gputui.telemetry.gpu import GpuTelemetry
 from gputui.telemetry.nvml import Nvml

@@ -8,7 +8,9 @@ import pynvml
 
 from gputui.check.context import GpuUnderTest
 from gputui.check.model import FAIL, OK, SKIPPED, UNDER_LOAD
-from gputui.check.xid import ADVICE, REPLACE, UNKNOWN_ADVICE, XID_MEANINGS, XidEvent, XidReport, XidWatcher, xid_results
+from gputui.check.xid import xid_results
+from gputui.gpus.xid import ADVICE, REPLACE, UNKNOWN_ADVICE, XID_MEANINGS
+from gputui.telemetry.xid import XidEvent, XidReport, XidWatcher
 from gputui.model import GpuInfo
 from tests.support.fake_nvml import FakeGpu, FakeNvml
 

@@ -3,6 +3,6 @@
 Stages, in order: preflight (no load, seconds), micro-benchmarks (PyTorch, about a
 minute), standard workloads (short runs of the tuned presets and the host image
 pipeline), each producing :class:`~gputui.check.model.CheckResult` values graded
-against :mod:`~gputui.check.expectations` with the thresholds in
+against :mod:`~gputui.gpus.models` with the thresholds in
 :mod:`~gputui.check.thresholds`.  Nothing here imports Textual.
 """

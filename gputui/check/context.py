@@ -16,8 +16,8 @@ from typing import Any
 
 from gputui import events as ev
 from gputui import protocol
-from gputui.check.expectations import GpuModel, find_model
 from gputui.check.model import CheckResult
+from gputui.gpus.models import GpuModel, find_model
 from gputui.model import GpuInfo
 from gputui.outcome import Outcome
 from gputui.output_stream import OutputLine

@@ -16,9 +16,9 @@ from typing import Any
 
 from gputui import fmt
 from gputui.check.context import GpuUnderTest, StageContext
-from gputui.check.expectations import Expectation, datasheet_peak, expect
 from gputui.check.model import AT_LEAST, FAIL, INFO, MICRO, OK, WARN, CheckResult, skipped
-from gputui.check.thresholds import ACHIEVABLE, PEER_OUTLIER_BELOW, grade_ratio, pcie_gbs, ratio_bands
+from gputui.check.thresholds import PEER_OUTLIER_BELOW, grade_ratio, pcie_gbs, ratio_bands
+from gputui.gpus.models import ACHIEVABLE, Expectation, datasheet_peak, expect
 from gputui.output_stream import OutputLine
 
 MIB = 1024**2

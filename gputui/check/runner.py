@@ -176,7 +176,7 @@ class CheckRun:
     def _start_xid(self, ctx: StageContext):
         if not ctx.gpus or ctx.nvml is None:
             return None
-        from gputui.check.xid import XidWatcher
+        from gputui.telemetry.xid import XidWatcher
 
         watcher = XidWatcher([g.index for g in ctx.gpus], nvml_module=self._nvml_module)
         watcher.start()

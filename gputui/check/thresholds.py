@@ -5,7 +5,7 @@ docs/check.md explains each; change them here and nowhere else.
 Ratios compare a measurement with its expectation (``measured / expected``, or the
 inverse for "lower is better").  An expectation is either a baseline measured on the
 same GPU model with gputui's own check, or a datasheet peak times the share of it
-that real code reaches (``ACHIEVABLE``): datasheet peaks are never reached, so a
+that real code reaches (``gputui.gpus.models.ACHIEVABLE``): datasheet peaks are never reached, so a
 healthy card judged against its raw peak would always warn.
 """
 
@@ -29,19 +29,6 @@ BASELINE_BANDED_METRICS = ("matmul_bf16", "matmul_fp16", "matmul_tf32", "memory_
 # GPUs of one box (or one fleet) measure within a few percent of each other; one more than
 # 8 % under the median of its peers on a micro-benchmark or workload is an outlier.
 PEER_OUTLIER_BELOW = 0.08
-
-# Share of a datasheet peak that a healthy card reaches in our micro-benchmarks,
-# used only where no measured baseline exists for the GPU model.  Measured here with
-# gputui check (docs/check.md): dense bf16/fp16 matmul reaches 0.67-0.73 of the
-# datasheet on an H100 SXM and 0.78-0.81 on an H200, both at their 700 W cap, so 0.70
-# keeps healthy Hopper cards ok; a device-to-device copy reaches 0.90 of the datasheet
-# bandwidth on both; pinned PCIe copies 0.84-0.86 of a Gen5 x16 link after 128b/130b
-# encoding.
-ACHIEVABLE = {
-    "matmul": 0.70,
-    "memory_bandwidth": 0.85,
-    "pcie": 0.80,
-}
 
 # PCIe payload rate per lane and direction, GB/s, after line encoding (8b/10b up to
 # Gen2, 128b/130b from Gen3): 2.5, 5, 8, 16, 32, 64 GT/s.

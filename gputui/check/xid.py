@@ -1,5 +1,5 @@
 """The check's XID result per GPU, from what :class:`~gputui.telemetry.xid.XidWatcher` saw
-while the check loaded the GPUs (the watcher and the XID meanings live with the telemetry)."""
+while the check loaded the GPUs (the meanings are in :mod:`gputui.gpus.xid`)."""
 
 from __future__ import annotations
 
@@ -7,19 +7,8 @@ import time
 
 from gputui.check.context import GpuUnderTest
 from gputui.check.model import FAIL, OK, UNDER_LOAD, CheckResult, skipped
-from gputui.telemetry.xid import (  # noqa: F401  (re-exported: the check's callers import them from here)
-    _SEVERITY,
-    ADVICE,
-    PROGRAM,
-    REPLACE,
-    RESET,
-    UNKNOWN_ADVICE,
-    XID_MEANINGS,
-    XidEvent,
-    XidReport,
-    XidWatcher,
-    xid_meaning,
-)
+from gputui.gpus.xid import ADVICE, SEVERITY, UNKNOWN_ADVICE, XID_MEANINGS, xid_meaning
+from gputui.telemetry.xid import XidReport
 
 # --- results -----------------------------------------------------------------------------
 
@@ -43,7 +32,7 @@ def _gpu_result(report: XidReport, index: int) -> CheckResult:
         return CheckResult(
             id=id, group=UNDER_LOAD, name=name, status=OK, value=0, unit="events", expected=0, expected_source="none on a healthy GPU", gpu=index, detail=detail
         )
-    worst = max(events, key=lambda e: _SEVERITY.get(XID_MEANINGS.get(e.xid, ("", ""))[1], 0))
+    worst = max(events, key=lambda e: SEVERITY.get(XID_MEANINGS.get(e.xid, ("", ""))[1], 0))
     culprit = XID_MEANINGS.get(worst.xid, ("", ""))[1]
     xids = sorted({event.xid for event in events})
     return CheckResult(

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gputui.check.expectations import GpuModel, find_model
 from gputui.diagnosis.context import Context
 from gputui.diagnosis.rules.base import Finding
+from gputui.gpus.models import GpuModel, find_model
 from gputui.model import SAMPLES, GpuSample
 
 SM_ACTIVE, UTILIZATION, POWER, SM_CLOCK, THROUGHPUT = "sm_active", "utilization", "power", "sm_clock", "throughput"
@@ -103,7 +103,7 @@ def readable(busy: Busy) -> bool:
 
 
 def gpu_model(ctx: Context) -> GpuModel | None:
-    """The datasheet entry of the run's first GPU (gputui/check/data/gpus.toml)."""
+    """The datasheet entry of the run's first GPU (gputui/gpus/data/gpus.toml)."""
     info = ctx.gpu_info.get(min(ctx.gpu_info)) if ctx.gpu_info else None
     return find_model(info.name, info.memory_total) if info else None
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from gputui.diagnosis.context import rnd
 from gputui.diagnosis.hold import Hold
 from gputui.diagnosis.rules.base import Rule, _clean
-from gputui.telemetry.xid import ADVICE, REPLACE, RESET, UNKNOWN_ADVICE, XID_MEANINGS, xid_meaning
+from gputui.gpus.xid import ADVICE, REPLACE, RESET, UNKNOWN_ADVICE, XID_MEANINGS, xid_meaning
 
 REPLAY_WINDOW_S = 60.0
 

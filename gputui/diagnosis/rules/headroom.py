@@ -9,7 +9,7 @@ from gputui.diagnosis.hold import Hold
 from gputui.diagnosis.rules.base import GIB, Rule, _clean
 from gputui.diagnosis.rules.gpu_busy import gpu_model
 
-# Workload precision -> the datasheet peak it runs at (gputui/check/data/gpus.toml).
+# Workload precision -> the datasheet peak it runs at (gputui/gpus/data/gpus.toml).
 PEAK_KEYS = {
     "bf16": "bf16_tflops",
     "mixed_bfloat16": "bf16_tflops",
