@@ -19,7 +19,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from gputui.check.model import name_and_gpu
+from gputui.check.result import name_and_gpu
 
 # The GPU's own figures; pinned copies depend on the host (its PCIe and NUMA layout), so they
 # are graded against the link instead (an H100 host varied 45-55 GB/s run to run, 2026-11-26)

@@ -99,13 +99,13 @@ def build_parser() -> argparse.ArgumentParser:
 # Subcommands that live in their own module.  Each module stays cheap to import (its
 # heavy imports happen inside run) and offers add_arguments(parser) and run(args) -> int.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "check": ("gputui.check.cli", "is this machine healthy and as fast as it should be for its GPU?"),
+    "check": ("gputui.check.check_cli", "is this machine healthy and as fast as it should be for its GPU?"),
     "report": ("gputui.lookback.report_cli", "a recording as a readable report: Markdown, plots, HTML"),
     "compare": ("gputui.lookback.compare_cli", "recordings side by side, and whether their differences are real"),
     "export": ("gputui.lookback.export_cli", "a recording's samples as a flat table (CSV or Parquet)"),
     "runs": ("gputui.lookback.runs_cli", "the kept run history: list it, prune it"),
     "replay": ("gputui.lookback.replay_cli", "play a recording back in the dashboard"),
-    "fleet": ("gputui.fleet.cli", "gputui check on every node of a fleet (Slurm, SSH), and the report that finds the slow one"),
+    "fleet": ("gputui.fleet.fleet_cli", "gputui check on every node of a fleet (Slurm, SSH), and the report that finds the slow one"),
 }
 
 

@@ -82,7 +82,7 @@ def test_every_module_but_the_worker_is_forbidden_to_import_the_worker():
 @pytest.mark.parametrize(
     "importer, planted, contract_name",
     [
-        ("check/context.py", "import gputui.workloads.measure", "Nothing outside gputui.workloads imports it"),
+        ("check/stage_context.py", "import gputui.workloads.measure", "Nothing outside gputui.workloads imports it"),
         ("protocol.py", "import gputui.record", "The protocol and the catalog import nothing of gputui"),
         ("workloads/smoke.py", "import gputui.session", "The benchmark worker (gputui.workloads) imports none of the core"),
     ],

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from gputui.check.context import GpuUnderTest, gpus_under_test
 from gputui.check.micro_matmul import SWEEP_FULL, SWEEP_QUICK, ShapeResult, SweepResult, bytes_needed, fitting_shapes, flops, sweep
 from gputui.check.micro_stage import grade_micro
-from gputui.check.model import FAIL, OK, WARN, CheckResult
+from gputui.check.result import FAIL, OK, WARN, CheckResult
+from gputui.check.stage_context import GpuUnderTest, gpus_under_test
 from gputui.check.thresholds import BASELINE_OK_RATIO, BASELINE_WARN_RATIO, PEER_OUTLIER_BELOW, grade_ratio, ratio_bands
 from gputui.gpus.models import find_model
 from gputui.model import GpuInfo

@@ -10,10 +10,10 @@ import sys
 import pytest
 
 from gputui import protocol
-from gputui.check.context import CheckOptions, GpuUnderTest, StageContext, gpus_under_test
 from gputui.check.micro import LinkWatcher, match_devices, nvml_identities
 from gputui.check.micro_stage import grade_micro, run_micro_stage
-from gputui.check.model import FAIL, INFO, MICRO, OK, SKIPPED, WARN, CheckResult
+from gputui.check.result import FAIL, INFO, MICRO, OK, SKIPPED, WARN, CheckResult
+from gputui.check.stage_context import CheckOptions, GpuUnderTest, StageContext, gpus_under_test
 from gputui.gpus.models import ACHIEVABLE
 from gputui.model import GpuInfo
 from gputui.runner import Outcome

@@ -9,8 +9,8 @@ import dataclasses
 import pytest
 
 from gputui.check import workload_stage
-from gputui.check.context import CheckOptions, StageContext
-from gputui.check.model import INFO
+from gputui.check.result import INFO
+from gputui.check.stage_context import CheckOptions, StageContext
 
 
 def test_the_host_pipeline_stage_reads_the_rate_of_its_child(tmp_path, monkeypatch):

@@ -8,8 +8,6 @@ from pathlib import Path
 import pynvml
 import pytest
 
-from gputui.check.context import CheckOptions, GpuUnderTest, StageContext, gpus_under_test
-from gputui.check.model import FAIL, INFO, OK, SKIPPED, STATUSES, WARN
 from gputui.check.preflight import run_preflight_stage
 from gputui.check.preflight_gpu import (
     NOT_REPORTED,
@@ -23,6 +21,8 @@ from gputui.check.preflight_gpu import (
     read_gpu_facts,
     read_system_facts,
 )
+from gputui.check.result import FAIL, INFO, OK, SKIPPED, STATUSES, WARN
+from gputui.check.stage_context import CheckOptions, GpuUnderTest, StageContext, gpus_under_test
 from gputui.gpus.models import find_model
 from gputui.model import GpuInfo
 from gputui.telemetry.gpu import GpuTelemetry

@@ -11,8 +11,6 @@ from types import SimpleNamespace
 import pytest
 
 from gputui.check import preflight_host
-from gputui.check.context import CheckOptions, GpuUnderTest, StageContext
-from gputui.check.model import FAIL, INFO, OK, SKIPPED, WARN
 from gputui.check.preflight import nvidia_pci_devices, run_preflight_stage
 from gputui.check.preflight_host import (
     CpuThrottling,
@@ -30,7 +28,9 @@ from gputui.check.preflight_host import (
     read_cpu_throttling,
     read_host_facts,
 )
-from gputui.check.render import verdict_line, verdict_summary
+from gputui.check.result import FAIL, INFO, OK, SKIPPED, WARN
+from gputui.check.stage_context import CheckOptions, GpuUnderTest, StageContext
+from gputui.check.verdict_text import verdict_line, verdict_summary
 from gputui.model import GpuInfo
 
 GIB = 1024**3

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from gputui.check.context import CheckOptions, GpuUnderTest, StageContext
+from gputui.check.check_run import CheckListener, CheckRun
 from gputui.check.cost import cost_per_million, cost_per_pflop_hour, cost_results
-from gputui.check.model import AT_LEAST, AT_MOST, COST, FAIL, INFO, MICRO, OK, PREFLIGHT, SKIPPED, WARN, WORKLOAD, CheckResult
-from gputui.check.render import markdown, progress_line, verdict_line
-from gputui.check.runner import CheckListener, CheckRun
+from gputui.check.result import AT_LEAST, AT_MOST, COST, FAIL, INFO, MICRO, OK, PREFLIGHT, SKIPPED, WARN, WORKLOAD, CheckResult
+from gputui.check.stage_context import CheckOptions, GpuUnderTest, StageContext
 from gputui.check.under_load import LoadWatcher, load_results
+from gputui.check.verdict_text import markdown, progress_line, verdict_line
 from gputui.gpus.models import find_model
 from gputui.model import GpuInfo, GpuSample, Sample
 from gputui.record import read_recording

@@ -6,12 +6,12 @@ import time
 
 import pynvml
 
-from gputui.check.context import GpuUnderTest
-from gputui.check.model import FAIL, OK, SKIPPED, UNDER_LOAD
-from gputui.check.xid import xid_results
+from gputui.check.result import FAIL, OK, SKIPPED, UNDER_LOAD
+from gputui.check.stage_context import GpuUnderTest
+from gputui.check.xid_results import xid_results
 from gputui.gpus.xid import ADVICE, REPLACE, UNKNOWN_ADVICE, XID_MEANINGS
-from gputui.telemetry.xid import XidEvent, XidReport, XidWatcher
 from gputui.model import GpuInfo
+from gputui.telemetry.xid_watcher import XidEvent, XidReport, XidWatcher
 from tests.support.fake_nvml import FakeGpu, FakeNvml
 
 AT = 1_750_000_000.0

@@ -22,7 +22,7 @@ import pytest
 
 from gputui.errors import UserError
 from gputui.fleet.node import node_script, split_output
-from gputui.fleet.report import build_report, load_report, read_node
+from gputui.fleet.peers import build_report, load_report, read_node
 from gputui.fleet.results import FAIL, NO_GPUTUI, OK, UNREACHABLE, node_result
 from gputui.fleet.ssh import read_hostfile
 from tests.support.process import REPO, gputui_env

@@ -273,7 +273,7 @@ def test_co_tenant_is_registered_and_check_names_co_runners_with_the_same_select
     ]
     assert [p.pid for p in co_runners(procs, 256 * 1024**2, 5.0)] == [3]
 
-    from gputui.check.context import GpuUnderTest
+    from gputui.check.stage_context import GpuUnderTest
     from gputui.check.under_load import LoadWatcher, load_results
 
     watcher = LoadWatcher()

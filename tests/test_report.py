@@ -9,7 +9,7 @@ import pytest
 from matplotlib.colors import to_rgb
 from matplotlib.image import imread
 
-from gputui.check.model import CheckResult
+from gputui.check.result import CheckResult
 from gputui.errors import UserError
 from gputui.lookback.load import load_recording, measured_rates
 from gputui.lookback.plots import DATA_COLOURS, LIMIT_COLOUR, MEDIAN_COLOUR, WARN_COLOUR

@@ -16,8 +16,8 @@ import pytest
 from textual import events
 from textual.command import CommandPalette
 
-from gputui.check.model import OK, PREFLIGHT, CheckResult
-from gputui.check.runner import CheckRun
+from gputui.check.check_run import CheckRun
+from gputui.check.result import OK, PREFLIGHT, CheckResult
 from gputui.presets import load_presets
 from gputui.record import read_recording
 from gputui.telemetry.gpu import GpuTelemetry

@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from gputui.check.model import FAIL, OK, PREFLIGHT, CheckResult
-from gputui.check.runner import CheckRun
+from gputui.check.check_run import CheckRun
+from gputui.check.result import FAIL, OK, PREFLIGHT, CheckResult
 from gputui.presets import load_presets
 from gputui.telemetry.gpu import GpuTelemetry
 from gputui.tui.app import make_app

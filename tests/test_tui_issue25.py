@@ -3,9 +3,9 @@ list, the replay's keys, and the narrow (80x24) layout."""
 
 from __future__ import annotations
 
-from gputui.check.context import CheckOptions
-from gputui.check.model import OK, PREFLIGHT, WARN, CheckResult
-from gputui.check.runner import CheckRun
+from gputui.check.check_run import CheckRun
+from gputui.check.result import OK, PREFLIGHT, WARN, CheckResult
+from gputui.check.stage_context import CheckOptions
 from gputui.history import RunHistory
 from gputui.telemetry.gpu import GpuTelemetry
 from gputui.tui.app import make_app

@@ -7,7 +7,7 @@ what this machine measured.
 
 from __future__ import annotations
 
-from gputui.check.model import COST, INFO, CheckResult, skipped
+from gputui.check.result import COST, INFO, CheckResult, skipped
 
 # check id suffix of a measured rate -> what one million of its samples are called
 _PER_MILLION = {"resnet50_tuned": "images", "bert_large_tuned": "sequences"}

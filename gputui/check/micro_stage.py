@@ -15,8 +15,8 @@ from collections.abc import Callable
 from typing import Any
 
 from gputui import fmt
-from gputui.check.context import GpuUnderTest, StageContext
-from gputui.check.model import AT_LEAST, FAIL, INFO, MICRO, OK, WARN, CheckResult, skipped
+from gputui.check.result import AT_LEAST, FAIL, INFO, MICRO, OK, WARN, CheckResult, skipped
+from gputui.check.stage_context import GpuUnderTest, StageContext
 from gputui.check.thresholds import PEER_OUTLIER_BELOW, grade_ratio, pcie_gbs, ratio_bands
 from gputui.gpus.models import ACHIEVABLE, Expectation, datasheet_peak, expect
 from gputui.output_stream import OutputLine

@@ -13,8 +13,6 @@ from typing import Any
 
 import psutil
 
-from gputui.check.context import GpuUnderTest, StageContext
-from gputui.check.model import FAIL, PREFLIGHT, CheckResult, skipped
 from gputui.check.preflight_gpu import (
     RESET_ADVICE,
     CudaDevices,
@@ -37,6 +35,8 @@ from gputui.check.preflight_host import (
     measure_steal,
     read_host_facts,
 )
+from gputui.check.result import FAIL, PREFLIGHT, CheckResult, skipped
+from gputui.check.stage_context import GpuUnderTest, StageContext
 from gputui.telemetry.nvml import GpuLost
 
 PCI_DEVICES = Path("/sys/bus/pci/devices")

@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gputui.check.context import GpuUnderTest
-from gputui.check.model import AT_MOST, FAIL, INFO, OK, PREFLIGHT, WARN, CheckResult, skipped
+from gputui.check.result import AT_MOST, FAIL, INFO, OK, PREFLIGHT, WARN, CheckResult, skipped
+from gputui.check.stage_context import GpuUnderTest
 from gputui.check.thresholds import RETIRED_PAGES_FAIL, grade_ratio
 from gputui.telemetry.gpu import _cuda_version, _text, _watts
 

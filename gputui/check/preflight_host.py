@@ -21,8 +21,8 @@ from typing import Any
 import psutil
 
 from gputui.check import thresholds as t
-from gputui.check.context import GpuUnderTest
-from gputui.check.model import AT_LEAST, AT_MOST, INFO, OK, PREFLIGHT, CheckResult, skipped
+from gputui.check.result import AT_LEAST, AT_MOST, INFO, OK, PREFLIGHT, CheckResult, skipped
+from gputui.check.stage_context import GpuUnderTest
 from gputui.fmt import GIB
 from gputui.telemetry.host import CpuThrottling, cgroup_memory_limit, cpu_available, read_cpu_throttling, steal_percent  # noqa: F401 - re-exported
 

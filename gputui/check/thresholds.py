@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import overload
 
-from gputui.check.model import FAIL, OK, WARN
+from gputui.check.result import FAIL, OK, WARN
 
 OK_RATIO = 0.90  # ok at >= 90 % of expected
 WARN_RATIO = 0.75  # warn at >= 75 %, fail below

@@ -13,8 +13,8 @@ import threading
 from collections import Counter
 from dataclasses import dataclass, field
 
-from gputui.check.context import GpuUnderTest
-from gputui.check.model import AT_MOST, FAIL, INFO, OK, UNDER_LOAD, WARN, CheckResult, skipped
+from gputui.check.result import AT_MOST, FAIL, INFO, OK, UNDER_LOAD, WARN, CheckResult, skipped
+from gputui.check.stage_context import GpuUnderTest
 from gputui.check.thresholds import THERMAL_WARN_C, THROTTLE_FAULT_SHARE
 from gputui.diagnosis.settings import DEFAULTS
 from gputui.events import Observer

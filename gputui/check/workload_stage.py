@@ -11,8 +11,8 @@ import dataclasses
 import sys
 from typing import Any
 
-from gputui.check.context import GpuUnderTest, StageContext
-from gputui.check.model import FAIL, INFO, OK, SKIPPED, WARN, WORKLOAD, CheckResult, skipped
+from gputui.check.result import FAIL, INFO, OK, SKIPPED, WARN, WORKLOAD, CheckResult, skipped
+from gputui.check.stage_context import GpuUnderTest, StageContext
 from gputui.check.thresholds import OK_RATIO, grade_ratio
 from gputui.gpus.models import datasheet_peak, expect
 from gputui.presets import Preset, load_presets

@@ -100,6 +100,6 @@ def is_check(recording: Recording) -> bool:
 
 def check_results(recording: Recording) -> list:
     """The recording's check results (CheckResult), in the order they were made."""
-    from gputui.check.model import CheckResult
+    from gputui.check.result import CheckResult
 
     return [CheckResult.from_dict(ev.payload_fields(e.payload)) for e in recording.events_of(CHECK_EVENT)]

@@ -11,7 +11,7 @@ from typing import Any
 
 from gputui import events as ev
 from gputui import fmt
-from gputui.check.model import with_bound
+from gputui.check.result import with_bound
 from gputui.errors import UserError
 from gputui.lookback.document import Block, Bold, Bullets, Code, Heading, Image, Line, Note, Paragraph, Table, to_html, to_markdown
 from gputui.lookback.facts import RunFacts, run_facts, throttle_text
@@ -179,7 +179,7 @@ def _check_blocks(recording: Recording) -> list[Block]:
     results = check_results(recording)
     verdict = ((recording.summary or {}).get("check") or {}).get("verdict")
     if verdict is None:
-        from gputui.check.model import worst
+        from gputui.check.result import worst
 
         verdict = worst([r.status for r in results]) + (" (so far)" if recording.cut else "")
     rows = []

@@ -14,7 +14,7 @@ from typing import Any
 
 from gputui import events as ev
 from gputui import ranks
-from gputui.check.model import name_and_gpu
+from gputui.check.result import name_and_gpu
 from gputui.events import Event, Observer
 from gputui.model import GpuProcess, HostSample, Sample, Throughput
 

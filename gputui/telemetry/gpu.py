@@ -165,7 +165,7 @@ class GpuTelemetry:
         self._nvml = Nvml(nvml_module)
         self.use_gpm = gpm_wanted() if use_gpm is None else use_gpm
         self._watch_xids = watch_xids
-        self._xids: Any = None  # gputui.telemetry.xid.XidWatcher while open
+        self._xids: Any = None  # gputui.telemetry.xid_watcher.XidWatcher while open
         self._clock = clock
         self._pcie_ttl_s = pcie_ttl_s
         self._counter_interval_s = counter_interval_s
@@ -215,7 +215,7 @@ class GpuTelemetry:
         """XID events arrive on NVML's event API, waited on in a thread of its own."""
         if not self._watch_xids:
             return
-        from gputui.telemetry.xid import XidWatcher  # only sessions that watch need it
+        from gputui.telemetry.xid_watcher import XidWatcher  # only sessions that watch need it
 
         self._xids = XidWatcher([g.index for g in self._gpus if not g.lost], self._nvml.module)
         self._xids.start()

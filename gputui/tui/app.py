@@ -38,8 +38,8 @@ from gputui.tui.settings import settings_path as default_settings_path
 from gputui.tui.supervisor import SessionFactory, SessionSupervisor, SessionTicket
 
 if TYPE_CHECKING:  # the session side loads in the session thread, after the first frame
-    from gputui.check.context import CheckOptions
-    from gputui.check.runner import CheckListener, CheckRun
+    from gputui.check.check_run import CheckListener, CheckRun
+    from gputui.check.stage_context import CheckOptions
     from gputui.history import RunHistory
     from gputui.record import Recorder
     from gputui.session import Session
@@ -414,7 +414,7 @@ def make_app(
     if check_factory is None:
 
         def check_factory(options: CheckOptions, listener: CheckListener) -> CheckRun:
-            from gputui.check.runner import CheckRun
+            from gputui.check.check_run import CheckRun
 
             options.interval = interval
             options.config = Config(presets=presets, diagnosis=dict(diagnosis or {}))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gputui.check.model import CheckResult
+from gputui.check.result import CheckResult
 from tests.support.process import REPO
 
 RECORDINGS = REPO / "docs" / "recordings"

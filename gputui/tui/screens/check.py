@@ -18,10 +18,10 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
-from gputui.check.context import CheckOptions
-from gputui.check.model import CheckResult
-from gputui.check.render import TABLE_HEADER, table_rows, verdict_line
-from gputui.check.runner import CheckListener, CheckReport, CheckRun
+from gputui.check.check_run import CheckListener, CheckReport, CheckRun
+from gputui.check.result import CheckResult
+from gputui.check.stage_context import CheckOptions
+from gputui.check.verdict_text import TABLE_HEADER, table_rows, verdict_line
 from gputui.tui.screens.once import DismissOnce
 
 CheckFactory = Callable[[CheckOptions, CheckListener], CheckRun]

@@ -11,8 +11,8 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
 from gputui import fmt
-from gputui.check.model import CheckResult
-from gputui.check.render import TABLE_HEADER, table_rows, verdict_line
+from gputui.check.result import CheckResult
+from gputui.check.verdict_text import TABLE_HEADER, table_rows, verdict_line
 from gputui.escape import for_terminal, widget_text
 from gputui.tui.screens.check import STATUS_STYLE
 from gputui.tui.screens.once import DismissOnce

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gputui.check.model import name_and_gpu
+from gputui.check.result import name_and_gpu
 from gputui.errors import UserError
 from gputui.fleet.results import FAIL, HEALTHY, STATUSES
 from gputui.text_files import read_text_file

@@ -106,8 +106,8 @@ def run_check(args: argparse.Namespace) -> int:
 def run_report(args: argparse.Namespace) -> int:
     import json
 
-    from gputui.fleet.render import terminal_lines, to_json, write_documents
-    from gputui.fleet.report import load_report
+    from gputui.fleet.peers import load_report
+    from gputui.fleet.report_files import terminal_lines, to_json, write_documents
     from gputui.lookback.report_cli import check_price
 
     report = load_report(args.paths, check_price(args.price))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gputui.check.model import FAIL, OK, SKIPPED, WARN, CheckResult, with_bound
+from gputui.check.result import FAIL, OK, SKIPPED, WARN, CheckResult, with_bound
 
 MARK = {"ok": "ok", "warn": "WARN", "fail": "FAIL", "skipped": "skip", "info": "info"}
 

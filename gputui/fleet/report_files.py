@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from gputui import fmt
-from gputui.fleet.report import FleetReport, Node, Outlier
+from gputui.fleet.peers import FleetReport, Node, Outlier
 from gputui.lookback.document import Block, Bullets, Heading, Image, Paragraph, Table, to_html, to_markdown
 from gputui.safe_write import write_atomic, write_atomic_with
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from gputui import events as ev
 from gputui import protocol
-from gputui.check.model import CheckResult
+from gputui.check.result import CheckResult
 from gputui.gpus.models import GpuModel, find_model
 from gputui.model import GpuInfo
 from gputui.outcome import Outcome

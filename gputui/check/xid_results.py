@@ -1,14 +1,14 @@
-"""The check's XID result per GPU, from what :class:`~gputui.telemetry.xid.XidWatcher` saw
+"""The check's XID result per GPU, from what :class:`~gputui.telemetry.xid_watcher.XidWatcher` saw
 while the check loaded the GPUs (the meanings are in :mod:`gputui.gpus.xid`)."""
 
 from __future__ import annotations
 
 import time
 
-from gputui.check.context import GpuUnderTest
-from gputui.check.model import FAIL, OK, UNDER_LOAD, CheckResult, skipped
+from gputui.check.result import FAIL, OK, UNDER_LOAD, CheckResult, skipped
+from gputui.check.stage_context import GpuUnderTest
 from gputui.gpus.xid import ADVICE, SEVERITY, UNKNOWN_ADVICE, XID_MEANINGS, xid_meaning
-from gputui.telemetry.xid import XidReport
+from gputui.telemetry.xid_watcher import XidReport
 
 # --- results -----------------------------------------------------------------------------
 

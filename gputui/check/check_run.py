@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from gputui.assemble import SessionParts
-from gputui.check import render
-from gputui.check.context import CHECK_EVENT, STAGE_EVENT, CheckOptions, StageContext, gpus_under_test
+from gputui.check import verdict_text as render
 from gputui.check.cost import cost_results
-from gputui.check.model import CheckResult, exit_code
+from gputui.check.result import CheckResult, exit_code
+from gputui.check.stage_context import CHECK_EVENT, STAGE_EVENT, CheckOptions, StageContext, gpus_under_test
 from gputui.check.under_load import LoadWatcher, load_results
 from gputui.errors import UserError
 from gputui.events import Observer
@@ -152,7 +152,7 @@ class CheckRun:
             self._stage_event(name, "end")
         self.load.end()
         if xid is not None:
-            from gputui.check.xid import xid_results
+            from gputui.check.xid_results import xid_results
 
             for result in xid_results(xid.stop(), ctx.gpus):
                 ctx.report(result)
@@ -176,7 +176,7 @@ class CheckRun:
     def _start_xid(self, ctx: StageContext):
         if not ctx.gpus or ctx.nvml is None:
             return None
-        from gputui.telemetry.xid import XidWatcher
+        from gputui.telemetry.xid_watcher import XidWatcher
 
         watcher = XidWatcher([g.index for g in ctx.gpus], nvml_module=self._nvml_module)
         watcher.start()

@@ -4,7 +4,7 @@ in :mod:`gputui.gpus.xid`).
 :class:`XidWatcher` waits on NVML critical-error events in its own thread with its
 own :class:`~gputui.telemetry.nvml.Nvml` instance: the wrapper is not thread-safe,
 and NVML's init is reference-counted, so a second instance beside the sampler's is
-allowed.  The check (``gputui.check.xid``) grades what it saw;
+allowed.  The check (``gputui.check.xid_results``) grades what it saw;
 the sampler attaches new events to its samples for the diagnosis.
 """
 
