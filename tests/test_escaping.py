@@ -27,7 +27,7 @@ from gputui.escape import for_csv_cell, for_markdown, for_terminal, for_widget, 
 from gputui.fmt import printable
 from gputui.history import read_kept_run, runs_dir
 from gputui.lookback.compare import compare_rows, text_table
-from gputui.lookback.document import Bullets, Code, Heading, Note, Paragraph, Table, markdown_table, to_html, to_markdown
+from gputui.lookback.document import Bullets, Code, Heading, Paragraph, ReportNote, Table, markdown_table, to_html, to_markdown
 from gputui.lookback.load import load_recording
 from gputui.lookback.report import markdown_report, report_blocks
 from gputui.lookback.runs_cli import table as runs_table
@@ -287,7 +287,7 @@ def test_markdown_shows_any_text_as_itself_and_nothing_live(text):
     assert_inert_markdown(document)
     assert {t.type for t in MARKDOWN.parse(document)} <= {"paragraph_open", "inline", "paragraph_close"}
     assert inline_text(document).strip() == printable(text).strip()
-    every_block = [Heading(2, text), Note(text), Bullets([text]), Table([text], [[text, (Code(text),)]]), Paragraph(("x ", Code(text), " y"))]
+    every_block = [Heading(2, text), ReportNote(text), Bullets([text]), Table([text], [[text, (Code(text),)]]), Paragraph(("x ", Code(text), " y"))]
     assert_inert_markdown(to_markdown(every_block) + "\n" + markdown_code_span(text))
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from gputui import protocol
 from gputui.protocol import Emitter
-from gputui.workloads.measure import MissingFramework, OutOfMemory, Window, emit_result, measure, pip_install, tf_metal_summary
+from gputui.workloads.measure import MissingFramework, Window, WorkloadOutOfMemory, emit_result, measure, pip_install, tf_metal_summary
 
 
 class FakeDevice:
@@ -200,7 +200,7 @@ def test_missing_framework_messages():
 
 
 def test_out_of_memory_fields():
-    oom = OutOfMemory("CUDA out of memory. Tried to allocate 2.00 GiB", batch_size=512, peak_memory_bytes=7)
+    oom = WorkloadOutOfMemory("CUDA out of memory. Tried to allocate 2.00 GiB", batch_size=512, peak_memory_bytes=7)
     assert oom.fields == {"message": "CUDA out of memory. Tried to allocate 2.00 GiB", "batch_size": 512, "peak_memory_bytes": 7}
 
 

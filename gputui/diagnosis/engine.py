@@ -11,7 +11,7 @@ from typing import Any
 from gputui import events as ev
 from gputui.diagnosis.context import BASELINE_S, Context, med
 from gputui.diagnosis.hold import CLOSE, OPEN, RAISE, Hold
-from gputui.diagnosis.rules import SEVERITIES, Finding, Rule
+from gputui.diagnosis.rules import SEVERITIES, Rule, RuleFinding
 from gputui.diagnosis.rules import make_rules as make_base_rules
 from gputui.diagnosis.rules_scaling import make_scaling_rules
 from gputui.diagnosis.settings import Settings
@@ -34,8 +34,8 @@ class Diagnoser:
         self.ctx = Context(self.settings)
         self.rules = make_base_rules() + make_scaling_rules() if rules is None else rules
         self._holds: dict[tuple[str, int | None], Hold] = {}
-        self._open: dict[tuple[str, int | None], Finding] = {}
-        self._all: list[Finding] = []
+        self._open: dict[tuple[str, int | None], RuleFinding] = {}
+        self._all: list[RuleFinding] = []
         self._numbers: dict[str, int] = {}
         self._finished = False
 
@@ -115,10 +115,10 @@ class Diagnoser:
             return [self._describe(rule, finding)]
         return []
 
-    def _new(self, rule: Rule, index: int | None, since: float, t: float, level: int) -> Finding:
+    def _new(self, rule: Rule, index: int | None, since: float, t: float, level: int) -> RuleFinding:
         scope = f"gpu{index}" if index is not None else "run"
         number = self._numbers[f"{rule.kind}-{scope}"] = self._numbers.get(f"{rule.kind}-{scope}", 0) + 1
-        finding = Finding(
+        finding = RuleFinding(
             id=f"{rule.kind}-{scope}-{number}", kind=rule.kind, gpu=index, severity=SEVERITIES[level], since=since, until=t, opened_t=t, level=level
         )
         before = self.ctx.rates_between(since - BASELINE_S, since - 1e-9)
@@ -139,7 +139,7 @@ class Diagnoser:
         self.ctx.open_kinds.add(rule.kind)
         return self._describe(rule, finding)
 
-    def _describe(self, rule: Rule, finding: Finding) -> ev.Finding:
+    def _describe(self, rule: Rule, finding: RuleFinding) -> ev.Finding:
         try:
             finding.title, finding.evidence, finding.advice = rule.describe(finding, self.ctx)
         except Exception:  # say it with what we have rather than not at all

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from gputui.diagnosis.context import Context, med, rnd
-from gputui.diagnosis.rules import Finding, Rule
+from gputui.diagnosis.rules import Rule, RuleFinding
 from gputui.model import GpuSample
 from gputui.stats import median
 
@@ -79,7 +79,7 @@ class Straggler(Rule):
             )
         return level, obs
 
-    def describe(self, f: Finding, ctx: Context) -> tuple[str, dict[str, Any], list[str]]:
+    def describe(self, f: RuleFinding, ctx: Context) -> tuple[str, dict[str, Any], list[str]]:
         ranks, gpus = f.series("rank"), f.series("throttled_gpu")
         world = f.series("world")
         evidence: dict[str, Any] = {"world_size": int(world[-1]) if world else None, "duration_s": rnd(f.until - f.since)}

@@ -44,7 +44,7 @@ class Paragraph:
 
 
 @dataclass
-class Note:
+class ReportNote:
     """Something the reader must see first (a cut recording): a quote block."""
 
     text: Line
@@ -67,7 +67,7 @@ class Image:
     alt: str
 
 
-Block = Heading | Paragraph | Note | Bullets | Table | Image
+Block = Heading | Paragraph | ReportNote | Bullets | Table | Image
 
 
 def _parts(line: Line) -> tuple[str | Code | Bold, ...]:
@@ -109,7 +109,7 @@ def to_markdown(blocks: list[Block]) -> str:
             out.append("#" * block.level + " " + _md_inline(block.text))
         elif isinstance(block, Paragraph):
             out.append(_md_block(block.text))
-        elif isinstance(block, Note):
+        elif isinstance(block, ReportNote):
             out.append("> " + _md_block(block.text))
         elif isinstance(block, Bullets):
             out.append("\n".join(f"- {_md_block(item)}" for item in block.items))
@@ -146,7 +146,7 @@ def to_html(blocks: list[Block], title: str, image_dir: Path) -> str:
             body.append(f"<h{block.level}>{_inline(block.text)}</h{block.level}>")
         elif isinstance(block, Paragraph):
             body.append(f"<p>{_inline(block.text)}</p>")
-        elif isinstance(block, Note):
+        elif isinstance(block, ReportNote):
             body.append(f"<blockquote>{_inline(block.text)}</blockquote>")
         elif isinstance(block, Bullets):
             body.append("<ul>" + "".join(f"<li>{_inline(i)}</li>" for i in block.items) + "</ul>")

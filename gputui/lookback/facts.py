@@ -16,7 +16,7 @@ from gputui.record import Recording, recording_stem
 
 
 @dataclass
-class Reference:
+class ReferenceFact:
     """A published figure for the preset (``header.preset.reference``)."""
 
     gpu: str
@@ -49,7 +49,7 @@ class RunFacts:
     throttle: dict[int, dict[str, float]]  # GPU index -> reason -> share of samples; only GPUs sampled
     findings: list[dict[str, Any]]
     findings_replayed: bool
-    references: list[Reference] = field(default_factory=list)
+    references: list[ReferenceFact] = field(default_factory=list)
     window: str = "all"
     unit: str = "samples"  # what the throughput counts (gputui.model.UNITS)
     phases: list[dict[str, Any]] = field(default_factory=list)  # a job's own phases (gputui.phases)
@@ -98,7 +98,7 @@ def outcome_of(summary: dict[str, Any], cut: str | None) -> tuple[str, bool | No
     return text, outcome.get("ok")
 
 
-def references_of(header: dict[str, Any], median: float | None, gpu_name: str | None) -> list[Reference]:
+def references_of(header: dict[str, Any], median: float | None, gpu_name: str | None) -> list[ReferenceFact]:
     raw = (header.get("preset") or {}).get("reference") or []
     if isinstance(raw, dict):
         raw = [raw]
@@ -108,7 +108,7 @@ def references_of(header: dict[str, Any], median: float | None, gpu_name: str | 
         if not isinstance(published, (int, float)) or published <= 0:
             continue
         out.append(
-            Reference(
+            ReferenceFact(
                 gpu=str(ref.get("gpu", "?")),
                 samples_per_sec=float(published),
                 source=str(ref.get("source", "")),

@@ -58,7 +58,7 @@ class AxesGeometry:
 
 
 @dataclass
-class Plot:
+class ReportPlot:
     name: str  # file stem, e.g. "throughput"
     title: str
     file: str | None = None  # file name in the output directory; None when left out
@@ -318,15 +318,15 @@ CHARTS: list[tuple[str, str, Callable[[Recording, dict, tuple[float, str]], _Can
 ]
 
 
-def make_plots(recording: Recording, summary: dict[str, Any], out_dir: Path) -> list[Plot]:
+def make_plots(recording: Recording, summary: dict[str, Any], out_dir: Path) -> list[ReportPlot]:
     """Draw every chart into ``out_dir`` (``NAME.png``); raises OSError when it cannot write."""
     unit = _time_unit(recording)
     plots = []
     for name, title, draw in CHARTS:
         canvas = draw(recording, summary, unit)
         if isinstance(canvas, str):
-            plots.append(Plot(name=name, title=title, missing=canvas))
+            plots.append(ReportPlot(name=name, title=title, missing=canvas))
             continue
         file = f"{name}.png"
-        plots.append(Plot(name=name, title=title, file=file, axes=canvas.save(out_dir / file)))
+        plots.append(ReportPlot(name=name, title=title, file=file, axes=canvas.save(out_dir / file)))
     return plots

@@ -13,10 +13,10 @@ from gputui import events as ev
 from gputui import fmt
 from gputui.check.result import with_bound
 from gputui.errors import UserError
-from gputui.lookback.document import Block, Bold, Bullets, Code, Heading, Image, Line, Note, Paragraph, Table, to_html, to_markdown
+from gputui.lookback.document import Block, Bold, Bullets, Code, Heading, Image, Line, Paragraph, ReportNote, Table, to_html, to_markdown
 from gputui.lookback.facts import RunFacts, run_facts, throttle_text
 from gputui.lookback.load import check_results, run_summary
-from gputui.lookback.plots import Plot, make_plots
+from gputui.lookback.plots import ReportPlot, make_plots
 from gputui.record import Recording
 from gputui.safe_write import write_atomic
 from gputui.summary import BURSTY_NOTE
@@ -196,7 +196,7 @@ def _check_blocks(recording: Recording) -> list[Block]:
     ]
 
 
-def _plot_blocks(plots: list[Plot]) -> list[Block]:
+def _plot_blocks(plots: list[ReportPlot]) -> list[Block]:
     blocks: list[Block] = [Heading(2, "Plots")]
     for plot in plots:
         blocks.append(Heading(3, plot.title))
@@ -204,13 +204,13 @@ def _plot_blocks(plots: list[Plot]) -> list[Block]:
     return blocks
 
 
-def report_blocks(recording: Recording, price_per_hour: float | None = None, plots: list[Plot] | None = None) -> list[Block]:
+def report_blocks(recording: Recording, price_per_hour: float | None = None, plots: list[ReportPlot] | None = None) -> list[Block]:
     """The report's content; without ``plots`` (printing to a terminal) the plot section is left out."""
     facts = run_facts(recording, price_per_hour)
     summary = run_summary(recording)
     blocks: list[Block] = [Heading(1, f"gputui report: {facts.label}")]
     if recording.cut:
-        blocks.append(Note((Bold("This recording was cut"), f": {recording.cut}. Figures cover what it holds.")))
+        blocks.append(ReportNote((Bold("This recording was cut"), f": {recording.cut}. Figures cover what it holds.")))
     blocks.append(_run_table(recording, facts, summary))
     if facts.check:
         blocks += _check_blocks(recording)
@@ -227,7 +227,7 @@ def markdown_report(recording: Recording, price_per_hour: float | None = None) -
     return to_markdown(report_blocks(recording, price_per_hour))
 
 
-def write_report(recording: Recording, out_dir: Path, *, html: bool = False, price_per_hour: float | None = None) -> tuple[list[Path], list[Plot]]:
+def write_report(recording: Recording, out_dir: Path, *, html: bool = False, price_per_hour: float | None = None) -> tuple[list[Path], list[ReportPlot]]:
     """Write the plots, report.md and (with ``html``) report.html into ``out_dir``.
     Returns the files written and the plots (with their geometry)."""
     try:

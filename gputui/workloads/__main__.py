@@ -22,7 +22,7 @@ from gputui.workloads.measure import (
     EXIT_OOM,
     TF_METAL_EPOCHS,
     MissingFramework,
-    OutOfMemory,
+    WorkloadOutOfMemory,
 )
 
 
@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     except MissingFramework as exc:
         print(f"gputui.workloads: {args.framework} {args.model}: {exc}", file=sys.stderr)
         return EXIT_MISSING_FRAMEWORK
-    except OutOfMemory as exc:
+    except WorkloadOutOfMemory as exc:
         emitter.oom(**exc.fields)
         print(f"gputui.workloads: {args.model} at batch size {exc.fields.get('batch_size')}: out of memory: {exc.message}",
               file=sys.stderr)  # fmt: skip

@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from gputui.protocol import Emitter, decode
-from gputui.workloads.measure import OutOfMemory
+from gputui.workloads.measure import WorkloadOutOfMemory
 
 TRIAL_STEPS = 10  # measured steps per trial, at most
 TRIAL_WARMUP_STEPS = 5  # warm-up steps per trial, at most (compile, cuDNN autotuning)
@@ -153,7 +153,7 @@ def run(
     limit: int = MAX_BATCH,
 ) -> dict[str, Any]:
     """Search (trial children built from ``argv``, this worker's own arguments) and
-    speak the protocol.  Raises TrialFailed, or OutOfMemory when not even batch 1 fits."""
+    speak the protocol.  Raises TrialFailed, or WorkloadOutOfMemory when not even batch 1 fits."""
     steps = max(1, min(steps, TRIAL_STEPS))
     warmup_steps = max(0, min(warmup_steps, TRIAL_WARMUP_STEPS))
     child = trial_argv(argv, steps=steps, warmup_steps=warmup_steps)
@@ -168,7 +168,7 @@ def run(
     curve = [asdict(t) for t in sorted(trials, key=lambda t: t.batch_size)]
     if best is None:
         first = min(trials, key=lambda t: t.batch_size)
-        raise OutOfMemory(first.message or "out of memory at batch size 1", batch_size=first.batch_size,
+        raise WorkloadOutOfMemory(first.message or "out of memory at batch size 1", batch_size=first.batch_size,
                           peak_memory_bytes=first.peak_memory_bytes, **info)  # fmt: skip
     at_best = next(t for t in trials if t.batch_size == best)
     fastest = max((t for t in trials if t.fits and t.samples_per_sec is not None),

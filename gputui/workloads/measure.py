@@ -109,7 +109,7 @@ def _canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-class OutOfMemory(Exception):
+class WorkloadOutOfMemory(Exception):
     """The framework ran out of device memory.  ``fields`` are the protocol ``oom`` line."""
 
     def __init__(self, message: str, **fields: Any) -> None:

@@ -20,7 +20,7 @@ import sys
 import tempfile
 from typing import Any
 
-from gputui.workloads.measure import MissingFramework, OutOfMemory, exception_chain, peak_rss_bytes
+from gputui.workloads.measure import MissingFramework, WorkloadOutOfMemory, exception_chain, peak_rss_bytes
 
 EXTRA = "tf"  # pyproject.toml's extra: pip install -e '.[tf]' in the checkout
 
@@ -138,11 +138,11 @@ def _oom_message(e: BaseException) -> str:
     return line or type(e).__name__
 
 
-def as_oom(tf, exc: BaseException, *, batch_size: int, **fields: Any) -> OutOfMemory | None:
+def as_oom(tf, exc: BaseException, *, batch_size: int, **fields: Any) -> WorkloadOutOfMemory | None:
     culprit = next((e for e in exception_chain(exc) if _is_oom_one(tf, e)), None)
     if culprit is None:
         return None
-    return OutOfMemory(_oom_message(culprit), batch_size=batch_size, **fields)
+    return WorkloadOutOfMemory(_oom_message(culprit), batch_size=batch_size, **fields)
 
 
 # --- devices and memory --------------------------------------------------------------

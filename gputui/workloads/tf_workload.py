@@ -57,7 +57,7 @@ PRECISIONS = {"fp32": "float32", "mixed_float16": "mixed_float16", "mixed_bfloat
 
 def run(args, emitter: Emitter, *, mark=None) -> dict[str, Any]:
     """Build, warm up and measure; return the result fields.  Raises MissingFramework,
-    OutOfMemory (after TensorFlow's OOM, with the protocol fields) or ValueError."""
+    WorkloadOutOfMemory (after TensorFlow's OOM, with the protocol fields) or ValueError."""
     spec = MODELS[args.model]
     if args.precision not in PRECISIONS:
         raise ValueError(f"--precision: expected one of {', '.join(PRECISIONS)} for tf")

@@ -49,7 +49,7 @@ from typing import Any
 from gputui.catalog import MODELS, TRANSFORMER_CONFIGS
 from gputui.protocol import Emitter
 from gputui.workloads import images
-from gputui.workloads.measure import MissingFramework, OutOfMemory, exception_chain, measure, peak_rss_bytes
+from gputui.workloads.measure import MissingFramework, WorkloadOutOfMemory, exception_chain, measure, peak_rss_bytes
 
 EXTRA = "torch"  # pyproject.toml's extra: pip install -e '.[torch]' in the checkout
 NUM_CLASSES = 1000  # CNN head (ImageNet-sized)
@@ -116,12 +116,12 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0].strip() if text else type(culprit).__name__
 
 
-def as_oom(exc: BaseException, *, batch_size: int, peak_memory_bytes: int | None = None, **fields: Any) -> OutOfMemory | None:
-    """The protocol-ready OutOfMemory for a framework exception, or None if it is not one.
+def as_oom(exc: BaseException, *, batch_size: int, peak_memory_bytes: int | None = None, **fields: Any) -> WorkloadOutOfMemory | None:
+    """The protocol-ready WorkloadOutOfMemory for a framework exception, or None if it is not one.
     The message is the framework's first line (e.g. "CUDA out of memory. Tried to ...")."""
     if not is_oom(exc):
         return None
-    return OutOfMemory(_first_line(exc), batch_size=batch_size, peak_memory_bytes=peak_memory_bytes, **fields)
+    return WorkloadOutOfMemory(_first_line(exc), batch_size=batch_size, peak_memory_bytes=peak_memory_bytes, **fields)
 
 
 # --- precision -----------------------------------------------------------------------
@@ -341,7 +341,7 @@ def _peak_memory_fn(torch, device):
 
 def run(args, emitter: Emitter, *, mark=None) -> dict[str, Any]:
     """Build, warm up and measure; return the result fields.  Raises MissingFramework,
-    OutOfMemory (after the framework's OOM, with the protocol fields) or ValueError."""
+    WorkloadOutOfMemory (after the framework's OOM, with the protocol fields) or ValueError."""
     spec = MODELS[args.model]
     mods = import_frameworks(spec.kind)
     torch = mods["torch"]

@@ -4,7 +4,7 @@ are judged.  Every rule class and the shared pieces stay importable from here
 
 from __future__ import annotations
 
-from gputui.diagnosis.rules.base import GIB, MIB, SEVERITIES, THERMAL_REASONS, Finding, Rule
+from gputui.diagnosis.rules.base import GIB, MIB, SEVERITIES, THERMAL_REASONS, Rule, RuleFinding
 from gputui.diagnosis.rules.busy import Idle, LaunchBound
 from gputui.diagnosis.rules.clocks import HwSlowdown, PowerCap, Thermal
 from gputui.diagnosis.rules.co_tenant import CoTenant
@@ -22,7 +22,7 @@ __all__ = [
     "SEVERITIES",
     "THERMAL_REASONS",
     "PCIE_LANE_BPS",
-    "Finding",
+    "RuleFinding",
     "Rule",
     "link_bps",
     "make_rules",

@@ -26,7 +26,7 @@ THERMAL_REASONS = ("SwThermalSlowdown", "HwThermalSlowdown")
 
 
 @dataclass
-class Finding:
+class RuleFinding:
     id: str
     kind: str
     gpu: int | None
@@ -104,7 +104,7 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def _throughput(f: Finding, since: float | None = None) -> dict[str, Any]:
+def _throughput(f: RuleFinding, since: float | None = None) -> dict[str, Any]:
     """Throughput during the finding (from ``since``), before it, and the drop."""
     during = f.rate(since)
     out: dict[str, Any] = {"samples_per_sec": rnd(during, 1)}
@@ -114,7 +114,7 @@ def _throughput(f: Finding, since: float | None = None) -> dict[str, Any]:
     return out
 
 
-def _clock(f: Finding, ctx: Context, since: float | None = None) -> dict[str, Any]:
+def _clock(f: RuleFinding, ctx: Context, since: float | None = None) -> dict[str, Any]:
     info = ctx.gpu_info.get(f.gpu) if f.gpu is not None else None
     clock = med(f.series("sm_clock", since))
     top = info.sm_clock_max_mhz if info else None
@@ -137,5 +137,5 @@ class Rule:
     def observe(self, ctx: Context, gpu: GpuSample | None) -> tuple[int | None, dict[str, Any]]:
         raise NotImplementedError
 
-    def describe(self, f: Finding, ctx: Context) -> tuple[str, dict[str, Any], list[str]]:
+    def describe(self, f: RuleFinding, ctx: Context) -> tuple[str, dict[str, Any], list[str]]:
         raise NotImplementedError

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gputui.diagnosis.context import rnd
-from gputui.diagnosis.rules.base import MIB, Finding, Rule, _clean, _gib, _throughput
+from gputui.diagnosis.rules.base import MIB, Rule, RuleFinding, _clean, _gib, _throughput
 from gputui.diagnosis.rules.gpu_busy import known_ceiling
 from gputui.model import HIDDEN, RUN, GpuProcess, co_runners, memory_of
 
@@ -19,7 +19,7 @@ NAMED = 3  # processes the evidence names, biggest first
 
 
 @dataclass
-class _Seen:
+class _CoRunner:
     """One co-runner as seen over the run: its latest entry and its peaks."""
 
     process: GpuProcess
@@ -32,7 +32,7 @@ class CoTenant(Rule):
     kind = "co_tenant"
 
     def __init__(self) -> None:
-        self._seen: dict[int, dict[int, _Seen]] = {}  # gpu -> pid -> what was seen
+        self._seen: dict[int, dict[int, _CoRunner]] = {}  # gpu -> pid -> what was seen
 
     def observe(self, ctx, gpu):
         processes = ctx.processes_of(gpu.index)
@@ -58,9 +58,9 @@ class CoTenant(Rule):
             known = seen.get(p.pid)
             memory = max(p.used_memory or 0, known.memory_max if known else 0)
             utils = [u for u in (p.sm_util, known.sm_util_max if known else None) if u is not None]
-            seen[p.pid] = _Seen(p, memory, max(utils) if utils else None, t)
+            seen[p.pid] = _CoRunner(p, memory, max(utils) if utils else None, t)
 
-    def named(self, f: Finding) -> list[_Seen]:
+    def named(self, f: RuleFinding) -> list[_CoRunner]:
         """The co-runners seen during the finding, biggest memory first."""
         seen = [s for s in self._seen.get(f.gpu if f.gpu is not None else -1, {}).values() if f.since <= s.last_t]
         return sorted(seen, key=lambda s: -s.memory_max)[:NAMED]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gputui.diagnosis.context import Context
-from gputui.diagnosis.rules.base import Finding
+from gputui.diagnosis.rules.base import RuleFinding
 from gputui.gpus.models import GpuModel, find_model
 from gputui.model import SAMPLES, GpuSample
 
@@ -133,14 +133,14 @@ def known_ceiling(ctx: Context) -> float | None:
     return max(rates) if rates else None
 
 
-def main_signal(f: Finding) -> str | None:
+def main_signal(f: RuleFinding) -> str | None:
     """The signal that said "under-busy" most often during the finding."""
     shares = {name: f.share(f"sig_{name}") or 0.0 for name in SIGNALS}
     best = max(shares, key=lambda name: shares[name])
     return best if shares[best] > 0 else None
 
 
-def signal_evidence(f: Finding) -> dict[str, float]:
+def signal_evidence(f: RuleFinding) -> dict[str, float]:
     """``judged_by_SIGNAL``: the % of the finding's samples in which each signal said
     "under-busy" (only those that did), so the evidence names what the verdict rests on."""
     out = {}

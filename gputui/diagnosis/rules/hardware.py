@@ -16,7 +16,7 @@ REPLAY_WINDOW_S = 60.0
 
 
 @dataclass
-class _Seen:
+class _GpuHealth:
     """One GPU's counters at the start of the run and what has gone wrong since."""
 
     ecc_first: int | None = None
@@ -32,13 +32,13 @@ class FailingHardware(Rule):
     include_lost = True  # XID 79 comes with the GPU falling off the bus
 
     def __init__(self) -> None:
-        self._seen: dict[int, _Seen] = {}
+        self._seen: dict[int, _GpuHealth] = {}
 
     def hold(self, s):
         return Hold(0.0, s.close_after_s, s.hold_share, s.clear_share)  # open on the first sign
 
     def observe(self, ctx, gpu):
-        seen = self._seen.setdefault(gpu.index, _Seen())
+        seen = self._seen.setdefault(gpu.index, _GpuHealth())
         if seen.ecc_first is None:
             seen.ecc_first = gpu.ecc_uncorrected
         if seen.replays_first is None:
@@ -67,7 +67,7 @@ class FailingHardware(Rule):
         }
 
     @staticmethod
-    def _replay_rate(seen: _Seen, t: float, replays: int | None) -> float | None:
+    def _replay_rate(seen: _GpuHealth, t: float, replays: int | None) -> float | None:
         """PCIe replays per minute over the last REPLAY_WINDOW_S (or since the first reading)."""
         if replays is None:
             return None
