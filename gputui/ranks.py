@@ -16,7 +16,7 @@ from typing import Any
 
 from gputui.summary import scaling_efficiency
 
-STRAGGLER = "straggler"  # the diagnosis rule's finding kind (gputui.diagnosis.rules_scaling)
+STRAGGLER = "straggler"  # the diagnosis rule's finding kind (gputui.diagnosis.rules.straggler)
 
 
 def rank_gpus(header: dict[str, Any] | None) -> list[int]:

@@ -13,7 +13,7 @@ from gputui.diagnosis.context import BASELINE_S, Context, med
 from gputui.diagnosis.hold import CLOSE, OPEN, RAISE, Hold
 from gputui.diagnosis.rules import SEVERITIES, Rule, RuleFinding
 from gputui.diagnosis.rules import make_rules as make_base_rules
-from gputui.diagnosis.rules_scaling import make_scaling_rules
+from gputui.diagnosis.rules.straggler import make_scaling_rules
 from gputui.diagnosis.settings import Settings
 from gputui.events import Event
 from gputui.model import Sample, Throughput

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from gputui.telemetry.gpu import GpuTelemetry
-from tests.support.diagnose import each_gpu, findings, kinds, load, of_kind
+from tests.support.diagnosis_traces import each_gpu, findings, kinds, load, of_kind
 from tests.support.fake_nvml import FakeGpu, FakeNvml
 
 

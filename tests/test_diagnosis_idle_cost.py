@@ -10,7 +10,7 @@ from gputui.diagnosis import Settings
 from gputui.errors import UserError
 from gputui.presets import Preset
 from gputui.session import SessionConfig
-from tests.support.diagnose import findings, load, of_kind
+from tests.support.diagnosis_traces import findings, load, of_kind
 
 
 def test_the_idle_finding_prices_its_time():

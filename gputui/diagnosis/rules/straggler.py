@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from gputui.diagnosis.context import Context, med, rnd
-from gputui.diagnosis.rules import Rule, RuleFinding
+from gputui.diagnosis.rules.base import Rule, RuleFinding
 from gputui.model import GpuSample
 from gputui.stats import median
 

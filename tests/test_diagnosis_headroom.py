@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from gputui.diagnosis import Settings
 from gputui.events import make_event
-from tests.support.diagnose import each_gpu, findings, kinds, load, of_kind
+from tests.support.diagnosis_traces import each_gpu, findings, kinds, load, of_kind
 
 GIB = 1024**3
 RESNET50_TRAIN_FLOPS = 24.6e9  # per image, forward + backward, as the torch workload counts it

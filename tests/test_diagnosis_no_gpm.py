@@ -12,7 +12,7 @@ from gputui.diagnosis.context import Context
 from gputui.diagnosis.rules.gpu_busy import known_ceiling
 from gputui.session import Session, SessionConfig
 from gputui.telemetry.gpu import GpuTelemetry
-from tests.support.diagnose import each_gpu, findings, gpus, kinds, load, of_kind, without_gpm
+from tests.support.diagnosis_traces import each_gpu, findings, gpus, kinds, load, of_kind, without_gpm
 from tests.support.fake_nvml import FakeGpu, FakeNvml
 
 

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from gputui.diagnosis import Settings
 from gputui.model import HostSample
 from gputui.telemetry.host import HostTelemetry, read_cpu_throttling, steal_percent
-from tests.support.diagnose import findings, hosts, kinds, load, of_kind
+from tests.support.diagnosis_traces import findings, hosts, kinds, load, of_kind
 
 
 def rented(name: str, *, throttled_share: float = 0.0, steal: float | None = None, cores: float = 7.65, visible: int = 96, from_t: float = 0.0):
