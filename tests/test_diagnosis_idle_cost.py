@@ -60,7 +60,7 @@ def test_a_bad_price_in_a_diagnosis_table_names_the_key(tmp_path):
 def test_the_dashboard_takes_price_as_the_headless_recorder_does(tmp_path):
     import argparse
 
-    from gputui.cli import command_line_diagnosis
+    from gputui.run_options import command_line_diagnosis
     from gputui.tui.supervisor import SessionSupervisor, SessionTicket
 
     assert command_line_diagnosis(argparse.Namespace(run_price=None)) is None

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from gputui.errors import UserError
 from gputui.escape import for_csv_cell
-from gputui.lookback.report_cli import add_price_argument, check_price
+from gputui.lookback.report_cli import add_price_argument
+from gputui.run_options import check_price
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -3,20 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 
 from gputui.errors import UserError
+from gputui.run_options import check_price
 
 
 def add_price_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--price", type=float, metavar="USD_PER_HOUR", help="what the instance costs per hour: adds the cost per million samples")
-
-
-def check_price(price: float | None) -> float | None:
-    if price is not None and not (math.isfinite(price) and price > 0):
-        raise UserError(f"--price: expected a price per hour greater than 0, got {price}")
-    return price
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

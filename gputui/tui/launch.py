@@ -6,9 +6,9 @@ import argparse
 import sys
 
 from gputui.baseline import check_baseline_options
-from gputui.cli import check_run_options, chosen_preset, command_line_diagnosis
 from gputui.errors import UserError
 from gputui.presets import load_config
+from gputui.run_options import check_run_options, chosen_preset, command_line_diagnosis, start_metrics
 
 
 def run_dashboard(args: argparse.Namespace) -> int:
@@ -25,8 +25,6 @@ def run_dashboard(args: argparse.Namespace) -> int:
     preset = chosen_preset(args, config)  # a wrong name: one line, before the screen opens
     check_baseline_options(args.baseline, args.baseline_run, preset)
     baseline = dashboard_baseline(args)
-
-    from gputui.cli import start_metrics
 
     metrics = start_metrics(args)  # a port in use is a one-line error before the screen opens
     from gputui.tui.app import make_app  # Textual loads only now
