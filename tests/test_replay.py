@@ -13,7 +13,8 @@ import pytest
 from gputui import events as ev
 from gputui import fmt
 from gputui.record import read_recording
-from gputui.tui.replay import ReplayPlayer, make_replay_app
+from gputui.tui.replay import make_replay_app
+from gputui.tui.replay_player import ReplayPlayer
 from gputui.tui.screens.summary import SummaryScreen
 from gputui.tui.widgets.gpu import GpuPanel
 from gputui.tui.widgets.throughput import ThroughputChart

@@ -199,7 +199,7 @@ class DashboardApp(TypingBursts[int]):
     def deliver_screenshot(self, filename: str | None = None, path: str | None = None, time_format: str | None = None) -> str | None:
         """The palette's Screenshot: saved here or in $GPUTUI_SCREENSHOT_DIR, and the
         notification says where (Textual's own wrote to a ~/Downloads servers lack)."""
-        from gputui.tui.screenshot import save_screenshot_file, screenshot_dir
+        from gputui.tui.screenshot_files import save_screenshot_file, screenshot_dir
 
         folder = Path(path) if path else screenshot_dir()
         try:
@@ -303,7 +303,7 @@ class DashboardApp(TypingBursts[int]):
     def _load_past_summary(self, path: Path) -> None:
         from gputui.lookback.load import is_check
         from gputui.record import read_recording
-        from gputui.tui.replay import ReplayPlayer
+        from gputui.tui.replay_player import ReplayPlayer
 
         try:
             recording = read_recording(path)

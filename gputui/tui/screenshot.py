@@ -1,5 +1,6 @@
 """Save what the dashboard shows, as SVG: from the palette's Screenshot command
-(:func:`save_screenshot_file`, into the current directory or $GPUTUI_SCREENSHOT_DIR), or
+(:func:`~gputui.tui.screenshot_files.save_screenshot_file`, into the current directory or
+$GPUTUI_SCREENSHOT_DIR), or
 (with plain text beside it) from a script:
 
     python -m gputui.tui.screenshot OUT.svg --preset NAME --after 20 [--size 160x48]
@@ -13,10 +14,8 @@ from __future__ import annotations
 
 import argparse
 import io
-import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from rich.console import Console
@@ -33,31 +32,6 @@ def screen_text(app) -> str:
     console = Console(width=width, height=height, file=io.StringIO(), record=True, force_terminal=True, color_system=None, legacy_windows=False)
     console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
     return console.export_text()
-
-
-SCREENSHOT_DIR_ENV = "GPUTUI_SCREENSHOT_DIR"
-
-
-def screenshot_dir() -> Path:
-    """Where the palette's screenshots go: $GPUTUI_SCREENSHOT_DIR, else the current
-    directory (Textual's default, ~/Downloads, does not exist on most servers)."""
-    return Path(os.environ.get(SCREENSHOT_DIR_ENV) or os.getcwd())
-
-
-def save_screenshot_file(app, folder: Path | None = None, filename: str | None = None) -> Path:
-    """The screen as SVG in ``folder`` (default :func:`screenshot_dir`), under a new
-    dated name unless ``filename`` is given; the path written.  Raises OSError."""
-    from gputui.safe_write import write_atomic
-
-    folder = folder or screenshot_dir()
-    stem = time.strftime("gputui-%Y%m%d-%H%M%S")
-    path = folder / (filename or f"{stem}.svg")
-    number = 1
-    while filename is None and path.exists():  # two in one second: keep both
-        number += 1
-        path = folder / f"{stem}-{number}.svg"
-    write_atomic(path, app.export_screenshot(title="gputui"))
-    return path
 
 
 def _size(text: str) -> tuple[int, int]:
