@@ -3,8 +3,16 @@
     python benchmarks/tui_cost.py [--seconds 30] [--size 140x40] [--interval 1] [--json OUT.json]
     python benchmarks/tui_cost.py --preset gpu-loop --presets benchmarks/gpu-presets.toml
     python benchmarks/tui_cost.py --headless        # the same run, recorded with no dashboard
-    python benchmarks/tui_cost.py --preset watch    # no run: the dashboard watching
-    python benchmarks/tui_cost.py --state summary   # the run summary left open (also: findings, editor)
+    python benchmarks/tui_cost.py --state watching  # no run: the dashboard idle on the preset list
+    python benchmarks/tui_cost.py --state summary   # the run summary left open (also: findings, editor, check)
+    python benchmarks/tui_cost.py --all --out DIR   # every state at 140x40 and 80x24, a table in DIR
+    python benchmarks/tui_cost.py --all --fake-gpus 1 --fake-cores 16 --out DIR   # the same, as on a GPU box
+
+On a GPU machine (issue 25's states, nvitop beside gputui where it has a counterpart):
+
+    python3 benchmarks/tui_cost.py --all --preset torch-resnet50 \
+        --running-preset torch-resnet50-input-fed --findings-preset torch-resnet50-input-bound \
+        --nvitop --warmup 20 --seconds 20 --out "$OUT/tui-cost"
 
 gputui runs as a user runs it: ``python -m gputui`` in a pseudo-terminal of the given
 size (TERM=xterm-256color unless --truecolor), with a preset started from the command
@@ -24,20 +32,50 @@ as the measurement lasts.  Targets: <= 3.4 % of one core, <= 2 KB/s, <= 1.0 s.
 --dump FILE keeps the window's terminal output, to see what is being redrawn.
 
 --state says what the user leaves on screen during the window: ``running`` (the
-dashboard over the stand-in run, the default), ``watching`` (no run: ``--preset
-watch``), ``summary`` (the stand-in run ends after 3 s and its summary stays open over
-the dashboard, which keeps sampling), ``findings`` (f: the findings view open over the
-run) or ``editor`` (e: the preset editor open over the run).
+dashboard over the run, the default), ``watching`` (no run, the preset list focused:
+``--preset watch``), ``summary`` (the run ends and its summary stays open over the
+dashboard, which keeps sampling: the stand-in run ends after --run-seconds, a --preset
+when it is done), ``findings`` (f, pressed every 3 s until the run has findings: the
+findings view open over the run), ``editor`` (e: the preset editor open over the run)
+or ``check`` (no run; k, then u: the Check screen during a quick check).  The window
+opens once that view is up (2 s after; 0.5 s after u for the check) and the warm-up
+is over.  --running-preset and --findings-preset pick other presets for those states
+(--all: a run that outlasts the window; one that has findings while it runs).
+
+Where the bytes go (--out DIR): each measurement keeps gputui's whole terminal stream
+(NAME.stream; ``stream_window`` in tui-cost.json says where the window is in it), the
+layout log (NAME.layout.jsonl) and a breakdown in tui-cost.json (tui-cost.md: the
+table): bytes per widget (the screen's layout as gputui laid it out, read through a
+probe loaded into gputui's process: see PROBE), per row, the busiest cells, the
+biggest frames and what they drew, the layout passes and full-screen repaints in
+the window, and the messages a screen under a view handled (each one used to repaint
+the whole screen).  A byte counts where it is drawn: a cursor move at the cell it
+moves to, colours and text at the cell they are written in; a move followed by
+another, "(cursor parked)"; mode switches, "(terminal modes)".
+
+--nvitop also runs nvitop (``python -m nvitop``, when it can be imported) in a
+terminal of the same size over the same window (its stream: NAME.nvitop.stream), for
+the issue's comparison: in states nvitop has a counterpart for (watching, running)
+gputui's target is half of nvitop's bytes; elsewhere 1 KB/s.
+
+No GPU here?  --fake-gpus N and --fake-cores N load the project's NVML test double
+(tests/support/fake_nvml.py; busy while gputui has a run, with another user's process
+on it, idle otherwise) and N synthetic CPU cores (each a few % idle, six of them
+loaded while a run goes) into gputui's process: the dashboard as on a GPU machine, to
+reproduce its costs on a laptop.  Never on a real GPU machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import fcntl
+import importlib.util
 import json
 import os
 import platform
 import pty
+import re
 import select
 import signal
 import struct
@@ -46,15 +84,26 @@ import tempfile
 import termios
 import textwrap
 import time
+import unicodedata
 from pathlib import Path
 
 import psutil
 
 REPO = Path(__file__).resolve().parent.parent
 FIRST_FRAME_MARK = b"Presets"  # a border title in every layout: the first frame is up
-STATES = ("running", "watching", "summary", "findings", "editor")
-STATE_KEYS = {"findings": b"f", "editor": b"e"}  # pressed a second after the first frame
-SUMMARY_RUN_S = 3.0  # --state summary: the run ends and its summary opens by itself
+STATES = ("running", "watching", "summary", "findings", "editor", "check")
+ALL_STATES = ("watching", "running", "summary", "findings", "editor", "check")
+NVITOP_STATES = ("watching", "running")  # what nvitop has a counterpart for
+NO_RUN_STATES = ("watching", "check")  # the Check screen checks an idle machine (it refuses while a run goes)
+VIEW_OF_STATE = {"summary": "SummaryScreen", "findings": "FindingsScreen", "editor": "PresetEditorScreen", "check": "CheckScreen"}
+SUMMARY_RUN_S = 3.0  # --state summary: the stand-in run ends and its summary opens by itself
+SETTLE_S = 2.0  # after the view is up, before the window opens
+CHECK_SETTLE_S = 0.5  # after u: the window opens while the quick check is going
+VIEW_TIMEOUT_S = 150.0  # a view that never comes (no findings, a run that never ends)
+NVITOP_WARMUP_S = 5.0  # nvitop starts once gputui's window could open, and gets this long
+OTHER_TARGET = 1024.0  # B/s where nvitop has no counterpart
+BURST_GAP_S = 0.03  # terminal writes closer than this are one frame
+FULL_REPAINT_ROWS = 0.9  # a frame writing on this share of the rows repaints the screen
 
 WORKLOAD = textwrap.dedent(
     """
@@ -86,20 +135,449 @@ WORKLOAD = textwrap.dedent(
     """
 )
 
+# Loaded into gputui's process (and only there: it takes its settings out of the
+# environment before anything is started) as sitecustomize.  It logs each layout pass
+# of each screen, with the widgets' regions when they changed (the breakdown's map,
+# and how the benchmark sees which view is up), and with --fake-gpus/--fake-cores
+# puts the NVML test double and synthetic cores in place of the machine's.
+PROBE = textwrap.dedent(
+    r"""
+    import os, sys
+    _layout = os.environ.pop("TUI_COST_LAYOUT", "")
+    _gpus = int(os.environ.pop("TUI_COST_FAKE_GPUS", "0") or 0)
+    _cores = int(os.environ.pop("TUI_COST_FAKE_CORES", "0") or 0)
+    _repo = os.environ.pop("TUI_COST_REPO", "")
+
+    if _layout:
+        import json, time
+        from textual.screen import Screen
+        from textual.scrollbar import ScrollBar, ScrollBarCorner
+
+        _layout_file = open(_layout, "a", buffering=1, encoding="utf-8")
+        _drawn = {}
+
+        def _label(widget):
+            if isinstance(widget, ScrollBar):
+                return _label(widget.parent) + ("/scrollbar-v" if widget.vertical else "/scrollbar-h")
+            if isinstance(widget, ScrollBarCorner):
+                return _label(widget.parent) + "/scrollbar-corner"
+            name = type(widget).__name__
+            return f"{name}#{widget.id}" if widget.id else name
+
+        _refresh_layout = Screen._refresh_layout
+
+        def _logged_refresh_layout(self, *args, **kwargs):
+            _refresh_layout(self, *args, **kwargs)
+            try:
+                widgets = []
+                for widget, (region, clip) in self._compositor.visible_widgets.items():  # topmost first
+                    shown = region.intersection(clip)
+                    if shown.area:
+                        widgets.append([_label(widget), shown.x, shown.y, shown.width, shown.height])
+                record = {"t": time.monotonic(), "screen": type(self).__name__, "key": id(self), "current": self.is_current}
+                if widgets != _drawn.get(id(self)):
+                    _drawn[id(self)] = record["widgets"] = widgets
+                _layout_file.write(json.dumps(record) + "\n")
+            except Exception as exc:  # the probe must never break the app it measures
+                _layout_file.write(json.dumps({"t": time.monotonic(), "error": repr(exc)}) + "\n")
+
+        Screen._refresh_layout = _logged_refresh_layout
+
+        # What a screen under a modal is sent: each message it handles may repaint it
+        # (and the modal over it) whole, so the breakdown names them.
+        _dispatch = Screen._dispatch_message
+
+        async def _logged_dispatch(self, message):
+            try:
+                covered = self.is_attached and self.app.screen is not self and self in self.app._background_screens
+            except Exception:
+                covered = False
+            if covered:
+                sender = getattr(message, "_sender", None)
+                _layout_file.write(json.dumps({"t": time.monotonic(), "covered": type(self).__name__, "message": type(message).__name__,
+                                               "sender": _label(sender) if sender is not None and hasattr(sender, "id") else type(sender).__name__}) + "\n")
+            return await _dispatch(self, message)
+
+        Screen._dispatch_message = _logged_dispatch
+
+    if _gpus or _cores:
+        import random, threading, time
+        import psutil
+
+        _rng = random.Random(25)
+        _me = psutil.Process()
+
+        def _run_pids():
+            try:
+                return [p.pid for p in _me.children()]
+            except Exception:
+                return []
+
+    if _cores:
+        _Times = type(psutil.cpu_times(percpu=True)[0])
+        _idle = _Times._fields.index("idle")
+        _acc = [[0.0] * len(_Times._fields) for _ in range(_cores)]
+        _last = [time.monotonic()]
+
+        def _cpu_times(percpu=False):
+            now = time.monotonic()
+            dt, _last[0] = now - _last[0], now
+            loaded = bool(_run_pids())
+            for k, row in enumerate(_acc):  # idle cores a few %, six busy ones while a run goes
+                share = _rng.uniform(0.3, 1.0) if loaded and k < 6 else _rng.uniform(0.0, 0.06)
+                row[0] += dt * share
+                row[_idle] += dt * (1 - share)
+            per = [_Times(*row) for row in _acc]
+            return per if percpu else _Times(*(sum(v) for v in zip(*per)))
+
+        psutil.cpu_times = _cpu_times
+        psutil.cpu_count = lambda logical=True: _cores if logical else max(1, _cores // 2)
+        os.cpu_count = lambda: _cores
+
+    if _gpus:
+        sys.path.insert(0, _repo)
+        from tests.support.fake_nvml import FakeGpu, FakeNvml
+
+        _GIB = 1024 ** 3
+        _fake = FakeNvml([
+            FakeGpu(uuid=f"GPU-{i:08d}-1111-2222-3333-444444444444", processes=[], throttle_mask=0x1, util_gpu=0, util_mem=0,
+                    power_mw=75_000, temp_c=33, memory_used=_GIB // 2, sm_clock=345)
+            for i in range(_gpus)
+        ])
+
+        def _move():  # an idle GPU's readings jitter a little; a run's move a lot
+            while True:
+                time.sleep(0.5)
+                pids = _run_pids()
+                for gpu in _fake.gpus:
+                    if pids:
+                        gpu.util_gpu, gpu.util_mem = _rng.randint(92, 100), _rng.randint(35, 60)
+                        gpu.power_mw, gpu.temp_c = _rng.randint(560_000, 690_000), min(70, gpu.temp_c + 1)
+                        gpu.sm_clock, gpu.memory_used, gpu.throttle_mask = _rng.choice([1980, 1965, 1950]), 60 * _GIB, 0x4
+                        gpu.processes = [(pids[0], 59 * _GIB), (1, 10 * _GIB)]  # and another user's: a co-tenant finding
+                    else:
+                        gpu.util_gpu, gpu.util_mem = 0, 0
+                        gpu.power_mw, gpu.temp_c = _rng.randint(74_000, 77_000), max(33, gpu.temp_c - 1)
+                        gpu.sm_clock, gpu.memory_used, gpu.throttle_mask = 345, _GIB // 2, 0x1
+                        gpu.processes = []
+                    gpu.energy_mj += gpu.power_mw // 2
+
+        threading.Thread(target=_move, name="tui-cost-fake-gpu", daemon=True).start()
+        sys.modules["pynvml"] = _fake
+    """
+)
+
 
 def _size(text: str) -> tuple[int, int]:
     cols, rows = (int(v) for v in text.lower().split("x"))
     return cols, rows
 
 
-def measure(args: argparse.Namespace, scratch: Path) -> dict:
-    cols, rows = args.size
+# -- A terminal, just enough of one: where each byte lands, and what the screen shows ---
+CSI = re.compile(rb"\x1b\[([0-9;?<=>]*)([ -/]*[@-~])")
+OTHER_ESCAPE = re.compile(rb"\x1b(?:\][^\x07\x1b]*(?:\x07|\x1b\\)|P[^\x1b]*\x1b\\|[()][0-9A-Za-z]|[=>78M])")
+
+
+MODES, PARKED = (-1, -1), (-2, -2)  # bytes that are not drawn at a cell: mode switches, a cursor parked
+SPECIAL = {MODES: "(terminal modes)", PARKED: "(cursor parked)"}
+
+
+def _cell_width(char: str) -> int:
+    if unicodedata.combining(char):
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+
+
+class Terminal:
+    """Follows the cursor through what gputui writes, keeps the screen's characters
+    (to see which view is up) and, while ``counting``, the bytes written at each cell."""
+
+    def __init__(self, cols: int, rows: int) -> None:
+        self.cols, self.rows = cols, rows
+        self.x = self.y = 0
+        self.chars = [[" "] * cols for _ in range(rows)]
+        self.counting = False
+        self.cell_bytes: collections.Counter[tuple[int, int]] = collections.Counter()
+        self._pending = b""
+        self._move_bytes = 0  # a cursor move not yet followed by what it moved for
+
+    def feed(self, data: bytes) -> None:
+        data, self._pending = self._pending + data, b""
+        pos, end = 0, len(data)
+        while pos < end:
+            esc = data.find(b"\x1b", pos)
+            if esc < 0:
+                esc = end
+            if esc > pos:
+                self._text(data[pos:esc])
+                pos = esc
+                continue
+            match = CSI.match(data, pos) or OTHER_ESCAPE.match(data, pos)
+            if match is None:
+                if end - pos < 64:  # an escape cut in two by the read: wait for the rest
+                    self._pending = data[pos:]
+                    return
+                self._count(1)
+                pos += 1
+                continue
+            size = match.end() - pos
+            if match.re is CSI:
+                params, command = match.group(1), match.group(2)
+                if command == b"H":
+                    self._moved()  # a move followed by another: the cursor parked, nothing drawn
+                    row, col = (params.split(b";") + [b"1", b"1"])[:2]
+                    self.y = min(self.rows - 1, max(0, int(row or 1) - 1))
+                    self.x = min(self.cols - 1, max(0, int(col or 1) - 1))
+                    self._move_bytes = size  # counted where the next thing is drawn
+                    pos = match.end()
+                    continue
+                if params.startswith(b"?"):  # modes: cursor shown or hidden, mouse, paste...
+                    self._count(size, MODES)
+                    pos = match.end()
+                    continue
+                if command == b"J" and params in (b"2", b"3"):
+                    self.chars = [[" "] * self.cols for _ in range(self.rows)]
+            self._count(size)
+            pos = match.end()
+
+    def _moved(self) -> None:
+        if self._move_bytes:
+            self._count(0, PARKED)
+
+    def _count(self, n: int, where: tuple[int, int] | None = None) -> None:
+        """``n`` bytes drawn at the cursor (or at ``where``), with the move that brought it there."""
+        if where != MODES:
+            n, self._move_bytes = n + self._move_bytes, 0
+        if self.counting and n:
+            self.cell_bytes[where or (self.y, min(self.x, self.cols - 1))] += n
+
+    def end_frame(self) -> None:
+        self._moved()
+
+    def _text(self, data: bytes) -> None:
+        text = data.decode("utf-8", errors="replace")
+        for char in text:
+            size = len(char.encode("utf-8", errors="replace"))
+            if char == "\r":
+                self.x = 0
+                self._count(size)
+                continue
+            if char == "\n":
+                self.y = min(self.rows - 1, self.y + 1)
+                self._count(size)
+                continue
+            if char < " ":
+                self._count(size)
+                continue
+            width = _cell_width(char)
+            self._count(size)
+            if width and self.x < self.cols:
+                self.chars[self.y][self.x] = char
+                self.x += width
+
+    def text(self) -> str:
+        return "\n".join("".join(row) for row in self.chars)
+
+
+class Pty:
+    """A program in a pseudo-terminal of the given size: its output, kept whole with the
+    time of each read, followed on a Terminal; its CPU time."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], cols: int, rows: int) -> None:
+        self.started = time.monotonic()
+        self.cols, self.rows = cols, rows
+        pid, fd = pty.fork()
+        if pid == 0:  # the child: size the terminal before the program looks at it
+            fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+            os.execve(argv[0], argv, env)  # in the caller's directory: presets may name relative paths
+        self.pid, self.fd = pid, fd
+        self.proc = psutil.Process(pid)
+        self.stream = bytearray()
+        self.reads: list[tuple[float, int, int]] = []  # (time, offset, length)
+        self.term = Terminal(cols, rows)
+        self.ended = False
+        self.window: tuple[int, int] | None = None  # offsets of the measured window
+        self.window_t: tuple[float, float] | None = None
+        self.cpu_window: tuple[float, float] | None = None
+
+    def read(self) -> bytes:
+        try:
+            chunk = os.read(self.fd, 65536)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self.ended = True
+            return b""
+        self.reads.append((time.monotonic(), len(self.stream), len(chunk)))
+        self.stream += chunk
+        self.term.feed(chunk)
+        return chunk
+
+    def cpu(self) -> float:
+        times = self.proc.cpu_times()
+        return times.user + times.system
+
+    def write(self, keys: bytes) -> None:
+        os.write(self.fd, keys)
+
+    def open_window(self) -> None:
+        self.window_t = (time.monotonic(), 0.0)
+        self.window = (len(self.stream), len(self.stream))
+        self.cpu_window = (self.cpu(), 0.0)
+        self.term.counting = True
+
+    def close_window(self) -> None:
+        assert self.window_t and self.window and self.cpu_window
+        self.window_t = (self.window_t[0], time.monotonic())
+        self.window = (self.window[0], len(self.stream))
+        self.cpu_window = (self.cpu_window[0], self.cpu())
+        self.term.counting = False
+
+    def result(self) -> dict:
+        assert self.window_t and self.window and self.cpu_window
+        seconds = self.window_t[1] - self.window_t[0]
+        return {
+            "window_s": round(seconds, 2),
+            "cpu_percent_of_one_core": round((self.cpu_window[1] - self.cpu_window[0]) / seconds * 100, 2),
+            "bytes_per_s": round((self.window[1] - self.window[0]) / seconds, 1),
+        }
+
+    def stop(self, keys: list[bytes] | None) -> None:
+        """Quit with these keys (a pause between them: Esc then q is not Alt+q), or Ctrl-C."""
+        if keys is None:
+            os.kill(self.pid, signal.SIGINT)
+        for key in keys or ():
+            try:
+                os.write(self.fd, key)
+            except OSError:
+                break
+            time.sleep(0.3)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            done, _ = os.waitpid(self.pid, os.WNOHANG)
+            if done:
+                break
+            try:
+                if select.select([self.fd], [], [], 0.1)[0]:
+                    os.read(self.fd, 65536)
+            except OSError:
+                pass
+        else:
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        os.close(self.fd)
+
+
+# -- Where the window's bytes went ------------------------------------------------------
+def read_layouts(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    records = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records
+
+
+def screens_laid_out(path: Path) -> set[str]:
+    return {r["screen"] for r in read_layouts(path) if r.get("current") and "screen" in r}
+
+
+def _widget_maps(layouts: list[dict], until: float) -> tuple[list, list | None, str | None]:
+    """The dashboard's widgets and the top view's (if another), as last laid out by ``until``."""
+    maps: dict[int, list] = {}
+    names: dict[int, str] = {}
+    top: int | None = None
+    for record in layouts:
+        if "screen" not in record or record["t"] > until:
+            continue
+        if "widgets" in record:
+            maps[record["key"]] = record["widgets"]
+        names[record["key"]] = record["screen"]
+        if record.get("current"):
+            top = record["key"]
+    dashboard = next((maps[k] for k, n in names.items() if n == "DashboardScreen" and k in maps), [])
+    if top is None or names.get(top) == "DashboardScreen":
+        return dashboard, None, None
+    return dashboard, maps.get(top), names.get(top)
+
+
+def _widget_at(widgets: list, y: int, x: int) -> str | None:
+    for label, wx, wy, w, h in widgets:  # topmost first
+        if wx <= x < wx + w and wy <= y < wy + h and not label.endswith("Screen") and "Screen#" not in label:
+            return label
+    return None
+
+
+def breakdown(session: Pty, layouts: list[dict]) -> dict:
+    """The window's bytes per widget, row and cell; its layout passes and full repaints."""
+    assert session.window_t and session.window
+    t0, t1 = session.window_t
+    seconds = max(t1 - t0, 1e-9)
+    dashboard, top, top_name = _widget_maps(layouts, t1)
+    per_widget: collections.Counter[str] = collections.Counter()
+    per_row: collections.Counter[int] = collections.Counter()
+    for (y, x), n in session.term.cell_bytes.items():
+        if (y, x) in SPECIAL:
+            per_widget[SPECIAL[(y, x)]] += n
+            continue
+        per_row[y + 1] += n
+        label = _widget_at(top, y, x) if top else None
+        if label is None and top:
+            label = f"under {top_name}: {_widget_at(dashboard, y, x) or 'screen'}"
+        per_widget[label or _widget_at(dashboard, y, x) or "screen"] += n
+    # frames: reads closer together than BURST_GAP_S; full repaints write on most rows
+    frames: list[list[tuple[float, int, int]]] = []
+    for read in session.reads:
+        if not (t0 <= read[0] <= t1):
+            continue
+        if frames and read[0] - frames[-1][-1][0] <= BURST_GAP_S:
+            frames[-1].append(read)
+        else:
+            frames.append([read])
+    full, sized = [], []
+    for frame in frames:
+        term = Terminal(session.cols, session.rows)
+        term.counting = True
+        term.x, term.y = session.cols - 1, session.rows - 1  # unknown until the frame's first move
+        for _, offset, length in frame:
+            term.feed(bytes(session.stream[offset : offset + length]))
+        at, size = round(frame[0][0] - t0, 2), sum(length for _, _, length in frame)
+        if len({y for y, _ in term.cell_bytes}) >= FULL_REPAINT_ROWS * session.rows:
+            full.append({"at_s": at, "bytes": size})
+        where: collections.Counter[str] = collections.Counter()
+        term.end_frame()
+        for (y, x), n in term.cell_bytes.items():
+            where[SPECIAL.get((y, x)) or (_widget_at(top, y, x) if top else None) or _widget_at(dashboard, y, x) or "screen"] += n
+        sized.append({"at_s": at, "bytes": size, "widgets": dict(where.most_common(4))})
+    passes = collections.Counter(r["screen"] for r in layouts if "screen" in r and t0 <= r["t"] <= t1)
+    covered = collections.Counter(f"{r['covered']}: {r['message']} from {r['sender']}" for r in layouts if "covered" in r and t0 <= r["t"] <= t1)
+    return {
+        "bytes_per_s_by_widget": {k: round(v / seconds, 1) for k, v in per_widget.most_common()},
+        "bytes_per_s_by_row": {str(k): round(v / seconds, 1) for k, v in sorted(per_row.items())},
+        "busiest_cells": [{"row": y + 1, "col": x + 1, "bytes": n} for (y, x), n in session.term.cell_bytes.most_common(30) if (y, x) not in SPECIAL][:25],
+        "frames": len(frames),
+        "full_repaints": full,
+        "biggest_frames": sorted(sized, key=lambda f: -f["bytes"])[:10],
+        "layout_passes": dict(passes),
+        "messages_to_covered_screens": dict(covered.most_common()),
+    }
+
+
+# -- One measurement --------------------------------------------------------------------
+def gputui_argv(args: argparse.Namespace, scratch: Path) -> tuple[list[str], str]:
     presets_args: list[str] = []
-    preset = "watch" if args.state == "watching" else args.preset
+    preset = "watch" if args.state in NO_RUN_STATES else args.preset
+    if args.state in ("running", "editor") and args.running_preset:
+        preset = args.running_preset
+    elif args.state == "findings" and args.findings_preset:
+        preset = args.findings_preset
     if preset is None:
         workload = scratch / "tui_bench_workload.py"
         workload.write_text(WORKLOAD)
-        run_for = [json.dumps(str(SUMMARY_RUN_S))] if args.state == "summary" else []
+        run_for = [json.dumps(str(args.run_seconds))] if args.state == "summary" else []
         presets_file = scratch / "bench.toml"
         presets_file.write_text(
             f'[presets.tui-bench]\ndescription = "tui_cost stand-in workload"\n'
@@ -108,110 +586,181 @@ def measure(args: argparse.Namespace, scratch: Path) -> dict:
         presets_args, preset = ["--presets", str(presets_file)], "tui-bench"
     elif args.presets:
         presets_args = ["--presets", str(args.presets)]
-    argv = [sys.executable, "-m", "gputui", *presets_args, "--interval", str(args.interval)]
+    argv = [sys.executable, "-m", "gputui", *presets_args, "--interval", str(args.interval), "--no-confirm-quit"]
     if preset != "watch":
         argv += ["--preset", preset]
     if args.headless:  # the same session with no dashboard: what the dashboard itself adds
         argv += ["--record", str(scratch / "baseline.jsonl"), "--headless", "--quiet"]
+    return argv, preset
 
+
+def terminal_env(cols: int, rows: int, truecolor: bool) -> dict[str, str]:
     env = dict(os.environ)
-    env.update(
-        XDG_CONFIG_HOME=str(scratch / "xdg"),
-        PYTHONPATH=str(REPO) + os.pathsep + env.get("PYTHONPATH", ""),
-        TERM="xterm-256color",
-        LINES=str(rows),
-        COLUMNS=str(cols),
-    )
+    env.update(TERM="xterm-256color", LINES=str(rows), COLUMNS=str(cols))
     env.pop("COLORTERM", None)
-    if args.truecolor:
+    if truecolor:
         env["COLORTERM"] = "truecolor"
+    return env
 
-    started = time.monotonic()
-    pid, master = pty.fork()
-    if pid == 0:  # the child: size the terminal before gputui looks at it
-        fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-        os.execve(argv[0], argv, env)  # in the caller's directory: presets may name relative paths
 
-    proc = psutil.Process(pid)
-    seen = bytearray()
+def program_text(session: Pty) -> str:
+    """What a program wrote, as text (its escapes left out)."""
+    text = re.sub(rb"\x1b\[[0-9;?]*[ -/]*[@-~]", b"", bytes(session.stream))
+    return text.decode("utf-8", errors="replace")
+
+
+def nvitop_argv() -> list[str] | None:
+    if importlib.util.find_spec("nvitop") is None:
+        return None
+    return [sys.executable, "-m", "nvitop"]
+
+
+class Driver:
+    """Brings gputui to the state asked for: the keys to press, and when the window opens."""
+
+    def __init__(self, args: argparse.Namespace, layout: Path) -> None:
+        self.state, self.layout, self.warmup = args.state, layout, args.warmup
+        self.view = VIEW_OF_STATE.get(args.state)
+        self.view_up: float | None = None
+        self.pressed_at = float("-inf")
+        self.check_started = False
+        self.check_running_at_start = False
+
+    def step(self, session: Pty, first_frame: float | None, now: float) -> bool:
+        """Press what is due; True once the view the window needs is up (and settled)."""
+        if self.view is None:
+            return True
+        if first_frame is None:
+            return False
+        if self.view_up is None:
+            if self.view in screens_laid_out(self.layout):
+                self.view_up = now
+            elif self.state in ("findings", "editor", "check") and now - self.pressed_at >= 3.0 and now >= session.started + first_frame + 1.0:
+                if self.state == "check" and now < session.started + self.warmup:
+                    return False  # the quick check starts after the warm-up: the window sees it going
+                # f does nothing until the run has a finding: press it again every 3 s
+                session.write({"findings": b"f", "editor": b"e", "check": b"k"}[self.state])
+                self.pressed_at = now
+            return False
+        if self.state == "check" and not self.check_started:
+            session.write(b"u")  # the quick check
+            self.check_started, self.view_up = True, now
+            return False
+        return now >= self.view_up + (CHECK_SETTLE_S if self.state == "check" else SETTLE_S)
+
+
+def measure(args: argparse.Namespace, scratch: Path, name: str) -> dict:
+    cols, rows = args.size
+    argv, preset = gputui_argv(args, scratch)
+    layout = scratch / f"{name}.layout.jsonl"
+    probe = scratch / "probe"
+    probe.mkdir(exist_ok=True)
+    (probe / "sitecustomize.py").write_text(PROBE)
+    env = terminal_env(cols, rows, args.truecolor)
+    env.update(
+        XDG_CONFIG_HOME=str(scratch / "xdg-config"),
+        XDG_STATE_HOME=str(scratch / "xdg-state"),  # an empty run history, the same every time
+        PYTHONPATH=os.pathsep.join([str(probe), str(REPO), env.get("PYTHONPATH", "")]),
+        TUI_COST_LAYOUT=str(layout),
+        TUI_COST_REPO=str(REPO),
+    )
+    if args.fake_gpus:
+        env["TUI_COST_FAKE_GPUS"] = str(args.fake_gpus)
+    if args.fake_cores:
+        env["TUI_COST_FAKE_CORES"] = str(args.fake_cores)
+
+    load_before = os.getloadavg()[0]
+    gputui = Pty(argv, env, cols, rows)
+    nvitop: Pty | None = None
+    nvitop_cmd = nvitop_argv() if args.nvitop and args.state in NVITOP_STATES and not args.headless else None
+    driver = Driver(args, layout)
     first_frame: float | None = None
     first_frame_cpu: float | None = None
-    load_before = os.getloadavg()[0]
-    total = 0
-    window_bytes = 0
-    window_start = started + args.warmup
-    window_end = window_start + args.seconds
-    cpu_start: float | None = None
-    cpu_end: float | None = None
-    key = STATE_KEYS.get(args.state)
+    window_end: float | None = None
+    ready_since = gputui.started + args.warmup
+    deadline = gputui.started + args.warmup + VIEW_TIMEOUT_S
     try:
         while True:
             now = time.monotonic()
-            if key and first_frame is not None and now >= started + first_frame + 1.0:
-                os.write(master, key)  # open the view the user leaves on screen
-                key = None
-            if cpu_start is None and now >= window_start:
-                times = proc.cpu_times()
-                cpu_start, window_start = times.user + times.system, now
-                window_end = now + args.seconds
-            if now >= window_end:
-                times = proc.cpu_times()
-                cpu_end, window_end = times.user + times.system, now
+            if window_end is None:
+                ready = driver.step(gputui, first_frame, now)
+                if ready and now >= ready_since and (nvitop is None or now >= nvitop.started + NVITOP_WARMUP_S):
+                    if nvitop_cmd and nvitop is None:  # nvitop starts now, and gets NVITOP_WARMUP_S
+                        nvitop = Pty(nvitop_cmd, terminal_env(cols, rows, args.truecolor), cols, rows)
+                        continue
+                    gputui.open_window()
+                    driver.check_running_at_start = "Running:" in gputui.term.text()
+                    if nvitop is not None:
+                        nvitop.open_window()
+                    window_end = now + args.seconds
+                elif now >= deadline:
+                    raise SystemExit(f"{name}: {driver.view} never came up in {VIEW_TIMEOUT_S:.0f} s")
+            elif now >= window_end:
+                gputui.close_window()
+                if nvitop is not None:
+                    nvitop.close_window()
                 break
-            ready, _, _ = select.select([master], [], [], 0.05)
-            if not ready:
-                continue
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # the child ended
-                raise SystemExit(f"gputui exited early; it wrote:\n{bytes(seen[-2000:]).decode(errors='replace')}") from None
-            total += len(chunk)
-            if cpu_start is not None:
-                window_bytes += len(chunk)
-                if args.dump:
-                    args.dump.write(chunk)
-            if first_frame is None:
-                seen += chunk
-                if FIRST_FRAME_MARK in seen and not args.headless:
-                    first_frame = time.monotonic() - started
-                    times = proc.cpu_times()
-                    first_frame_cpu = times.user + times.system
+            fds = [gputui.fd] + ([nvitop.fd] if nvitop is not None and not nvitop.ended else [])
+            ready_fds, _, _ = select.select(fds, [], [], 0.05)
+            if gputui.fd in ready_fds and not gputui.read():
+                raise SystemExit(f"gputui exited early; it wrote:\n{bytes(gputui.stream[-2000:]).decode(errors='replace')}")
+            if nvitop is not None and nvitop.fd in ready_fds:
+                nvitop.read()
+            if first_frame is None and FIRST_FRAME_MARK in gputui.stream and not args.headless:
+                first_frame = time.monotonic() - gputui.started
+                first_frame_cpu = gputui.cpu()
     finally:
-        if args.headless:
-            os.kill(pid, signal.SIGINT)  # Ctrl-C for the headless recorder
-        else:
-            os.write(master, b"q")  # quit as a user does; the benchmark's group stops with it
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            done, _ = os.waitpid(pid, os.WNOHANG)
-            if done:
-                break
-            try:
-                if select.select([master], [], [], 0.1)[0]:
-                    os.read(master, 65536)
-            except OSError:
-                pass
-        else:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-        os.close(master)
+        # quit as a user does (the view closed first); the benchmark's group stops with it
+        gputui.stop(None if args.headless else [b"\x1b", b"q"] if driver.view else [b"q"])
+        if nvitop is not None:
+            nvitop.stop([b"q"])
 
-    seconds = window_end - window_start
-    return {
+    result = {
         "preset": preset,
         "state": args.state,
         "face": "headless --record" if args.headless else "dashboard",
         "interval_s": args.interval,
         "size": f"{cols}x{rows}",
         "colors": "truecolor" if args.truecolor else "256",
-        "window_s": round(seconds, 2),
-        "cpu_percent_of_one_core": round((cpu_end - cpu_start) / seconds * 100, 2),
-        "bytes_per_s": round(window_bytes / seconds, 1),
+        **gputui.result(),
         "first_frame_s": None if first_frame is None else round(first_frame, 3),
         "first_frame_cpu_s": None if first_frame_cpu is None else round(first_frame_cpu, 3),
         "load_avg_at_start": round(load_before, 2),
-        "bytes_total": total,
+        "bytes_total": len(gputui.stream),
     }
+    if args.fake_gpus or args.fake_cores:
+        result["fake"] = f"{args.fake_gpus} NVML test-double GPUs, {args.fake_cores or 'real'} cores"
+    if driver.view_up is not None:
+        result["view_up_s"] = round(driver.view_up - gputui.started, 2)
+    if args.state == "check":
+        result["check_running_at_window_start"] = driver.check_running_at_start
+        result["check_running_at_window_end"] = "Running:" in gputui.term.text()
+    if args.dump:
+        assert gputui.window
+        args.dump.write(bytes(gputui.stream[gputui.window[0] : gputui.window[1]]))
+    layouts = read_layouts(layout)
+    if not args.headless:
+        result["breakdown"] = breakdown(gputui, layouts)
+        assert gputui.window_t
+        t0, t1 = gputui.window_t
+        opened = sorted({r["screen"] for r in layouts if "widgets" in r and t0 <= r["t"] <= t1} - {"DashboardScreen", driver.view or ""})
+        if opened:  # a run ended (its summary opened), a view came up: not the state asked for
+            result["warning"] = f"other views came up during the window: {', '.join(opened)}"
+    if nvitop is not None and nvitop.ended:  # no GPU, no NVML, a broken install: it said why
+        said = " ".join(program_text(nvitop).split())[:300]
+        result["nvitop"] = {"exited_early": said}
+    elif nvitop is not None:
+        result["nvitop"] = nvitop.result()
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / f"{name}.stream").write_bytes(bytes(gputui.stream))
+        (args.out / f"{name}.layout.jsonl").write_text(layout.read_text() if layout.exists() else "")
+        result["stream_window"] = list(gputui.window or ())
+        if nvitop is not None:
+            (args.out / f"{name}.nvitop.stream").write_bytes(bytes(nvitop.stream))
+            result["nvitop"]["stream_window"] = list(nvitop.window or ())
+            result["nvitop"]["command"] = nvitop_cmd
+    return result
 
 
 def machine() -> str:
@@ -224,6 +773,27 @@ def machine() -> str:
     return f"{psutil.cpu_count()} logical CPUs ({cpu}), {psutil.virtual_memory().total / 2**30:.0f} GiB, Python {platform.python_version()}"
 
 
+def target_of(result: dict) -> tuple[float, str]:
+    """Issue 25's bytes target: half of nvitop's where it has a counterpart, else 1 KB/s."""
+    nvitop = result.get("nvitop")
+    if nvitop is not None and "bytes_per_s" in nvitop:
+        return nvitop["bytes_per_s"] / 2, "<= half of nvitop's"
+    return OTHER_TARGET, "<= 1 KB/s"
+
+
+def print_result(result: dict) -> None:
+    for key, value in result.items():
+        if key == "breakdown":
+            print(f"{'bytes/s by widget':>24}:")
+            for label, rate in list(value["bytes_per_s_by_widget"].items())[:12]:
+                print(f"{'':>26}{rate:>9.1f}  {label}")
+            print(f"{'full repaints':>24}: {len(value['full_repaints'])} {value['full_repaints'][:6]}")
+            print(f"{'layout passes':>24}: {value['layout_passes']}")
+            print(f"{'messages under a view':>24}: {value['messages_to_covered_screens']}")
+        else:
+            print(f"{key:>24}: {value}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=30.0, help="measurement window (default 30)")
@@ -232,30 +802,92 @@ def main() -> int:
     parser.add_argument("--interval", type=float, default=1.0, help="gputui's sampling interval (default 1)")
     parser.add_argument("--preset", help="a preset to run instead of the stand-in workload; 'watch' for none")
     parser.add_argument("--presets", type=Path, help="an extra presets file for --preset")
+    parser.add_argument("--running-preset", metavar="NAME", help="running and editor: this preset instead of --preset (one that outlasts the window)")
+    parser.add_argument("--findings-preset", metavar="NAME", help="findings: this preset instead of --preset (one that has findings while it runs)")
+    parser.add_argument(
+        "--run-seconds", type=float, default=SUMMARY_RUN_S, help=f"--state summary: how long the stand-in run lasts (default {SUMMARY_RUN_S:g})"
+    )
     parser.add_argument("--truecolor", action="store_true", help="COLORTERM=truecolor (24-bit colour escapes)")
     parser.add_argument("--headless", action="store_true", help="baseline: the same run recorded headless (no dashboard), for comparison")
     parser.add_argument("--state", choices=STATES, default="running", help="what stays on screen during the window (default running)")
+    parser.add_argument("--all", action="store_true", help="every state at each --sizes (a table in --out)")
+    parser.add_argument("--sizes", default="140x40,80x24", help="--all's terminal sizes (default 140x40,80x24)")
+    parser.add_argument("--nvitop", action="store_true", help="nvitop beside gputui in watching and running (when it can be imported)")
+    parser.add_argument("--fake-gpus", type=int, default=0, metavar="N", help="no GPU here: N GPUs of the NVML test double")
+    parser.add_argument("--fake-cores", type=int, default=0, metavar="N", help="N synthetic CPU cores instead of the machine's")
     parser.add_argument("--json", type=Path, help="also write the result here")
+    parser.add_argument("--out", type=Path, help="keep each measurement's terminal stream and breakdown in this folder")
     parser.add_argument("--dump", type=argparse.FileType("wb"), help="write the window's terminal output here")
     args = parser.parse_args()
-    # The window opens once the view is up (on a busy machine the first frame takes seconds).
-    if args.state == "summary":  # the run has ended and its summary opened by itself
-        args.warmup = max(args.warmup, SUMMARY_RUN_S + 7.0)
-    elif args.state in STATE_KEYS:
-        args.warmup = max(args.warmup, 10.0)
-    with tempfile.TemporaryDirectory(prefix="gputui-tui-cost-") as scratch:
-        result = measure(args, Path(scratch))
-    result["machine"] = machine()
-    for key, value in result.items():
-        print(f"{key:>24}: {value}")
-    targets = [("cpu_percent_of_one_core", 3.4)]
-    if not args.headless:
-        targets += [("bytes_per_s", 2048), ("first_frame_s", 1.0)]
-    failed = [k for k, limit in targets if result[k] is None or result[k] > limit]
-    print("targets: " + ("all met" if not failed else "missed: " + ", ".join(failed)))
+    if args.nvitop and nvitop_argv() is None:
+        print("nvitop cannot be imported here: measuring gputui alone", file=sys.stderr)
+    if args.nvitop and (args.fake_gpus or args.fake_cores):
+        print("--nvitop with --fake-*: nvitop sees this machine's real GPUs and cores, gputui the fake ones", file=sys.stderr)
+    runs: list[tuple[str, argparse.Namespace]] = []
+    if args.all:
+        for size in args.sizes.split(","):
+            for state in ALL_STATES:
+                one = argparse.Namespace(**vars(args))
+                one.size, one.state, one.dump = _size(size), state, None
+                runs.append((f"{state}-{size}", one))
+    else:
+        runs.append((f"{args.state}-{args.size[0]}x{args.size[1]}", args))
+    results = []
+    for name, one in runs:
+        # The window opens once the view is up (on a busy machine the first frame takes seconds).
+        if one.state == "summary" and one.preset is None:
+            one.warmup = max(one.warmup, one.run_seconds + 2.0)
+        with tempfile.TemporaryDirectory(prefix="gputui-tui-cost-") as scratch:
+            try:
+                result = measure(one, Path(scratch), name)
+            except SystemExit as stop:
+                if not args.all:
+                    raise
+                print(f"{name}: not measured: {stop}", file=sys.stderr)
+                results.append({"name": name, "state": one.state, "size": f"{one.size[0]}x{one.size[1]}", "not_measured": str(stop)})
+                continue
+        result = {"name": name, **result, "machine": machine()}
+        limit, why = target_of(result)
+        result["bytes_target"] = {"bytes_per_s": round(limit, 1), "rule": why, "met": result["bytes_per_s"] <= limit}
+        results.append(result)
+        print(f"== {name}")
+        print_result(result)
+        if not args.all:
+            targets = [("cpu_percent_of_one_core", 3.4)]
+            if not args.headless:
+                targets += [("bytes_per_s", 2048), ("first_frame_s", 1.0)]
+            failed = [k for k, lim in targets if result[k] is None or result[k] > lim]
+            print("targets: " + ("all met" if not failed else "missed: " + ", ".join(failed)))
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "tui-cost.json").write_text(json.dumps(results, indent=2) + "\n")
+        (args.out / "tui-cost.md").write_text(table(results))
+        print(table(results))
     if args.json:
-        args.json.write_text(json.dumps(result, indent=2) + "\n")
+        args.json.write_text(json.dumps(results[0] if len(results) == 1 else results, indent=2) + "\n")
     return 0
+
+
+def table(results: list[dict]) -> str:
+    lines = [
+        "| state | size | gputui B/s | nvitop B/s | target | met | gputui CPU % | full repaints | top widget (B/s) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in results:
+        if "not_measured" in r:
+            lines.append(f"| {r['state']} | {r['size']} | not measured: {r['not_measured']} | | | | | | |")
+            continue
+        nv = r.get("nvitop", {}).get("bytes_per_s", "exited" if "nvitop" in r else "")
+        widgets = r.get("breakdown", {}).get("bytes_per_s_by_widget", {})
+        top = "; ".join(f"{k} {v}" for k, v in list(widgets.items())[:2])
+        full = len(r.get("breakdown", {}).get("full_repaints", []))
+        target = r["bytes_target"]
+        warning = f" ({r['warning']})" if r.get("warning") else ""
+        lines.append(
+            f"| {r['state']}{warning} | {r['size']} | {r['bytes_per_s']} | {nv} | {target['bytes_per_s']} ({target['rule']}) | "
+            f"{'yes' if target['met'] else 'NO'} | {r['cpu_percent_of_one_core']} | {full} | {top} |"
+        )
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

@@ -17,18 +17,26 @@ That makes a Textual upgrade this module's decision alone: pyproject.toml allows
 8.x, and tests/test_tui_compositor.py checks both the cropped frames and the fallback;
 tests/test_tui_updates.py replays the updates on a terminal emulator and compares
 them with the composed screen, cell by cell.
+
+Two more fixes of Textual 8.2 behaviour live here for the same reason:
+:class:`SteadyScrollbars` (a layout pass repainted every ScrollView's scrollbar) and
+:func:`settle_covered` (a screen under a modal, once changed, repainted itself and the
+modal whole at each later message it handled).
 """
 
 from __future__ import annotations
 
 import inspect
+import weakref
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
 from rich.cells import cell_len, get_character_cell_size
+from rich.color import ColorSystem
 from rich.console import Console
 from rich.control import Control
-from textual._compositor import ChopsUpdate, Compositor
+from textual._compositor import ChopsUpdate, Compositor, LayoutUpdate
 from textual.screen import Screen
 from textual.strip import Strip
 
@@ -58,16 +66,99 @@ def _cell_bounds(strip: Strip, start: int, stop: int) -> tuple[int, int]:
     return start, stop
 
 
+Cell = tuple[str, str, str]  # what a terminal cell shows: its character ("" right of a wide one), colours (SGR), link
+GAP_CELLS = 4  # unchanged cells between two changes on a line: resent (a cursor move costs about as much)
+
+
+def _ansi(style: Any, color_system: ColorSystem) -> str:
+    if style is None:
+        return ""
+    return style._ansi if style._ansi is not None else Strip.render_ansi(style, color_system)
+
+
+def _cells(strip: Strip, color_system: ColorSystem) -> list[Cell] | None:
+    """The cells a strip writes, or None where its characters are not its cells."""
+    cells: list[Cell] = []
+    for text, style, _control in strip:
+        if not text:
+            continue
+        ansi, link = _ansi(style, color_system), (style._link or "") if style is not None else ""
+        for char in text:
+            width = get_character_cell_size(char)
+            if width == 0:
+                return None  # a combining character: sent whole, never compared
+            cells.append((char, ansi, link))
+            if width == 2:
+                cells.append(("", ansi, link))
+    return cells if len(cells) == strip.cell_length else None
+
+
+class _Writer:
+    """Writes strips at cursor positions, colours only where they change (see
+    CroppedChopsUpdate), and ends with the terminal's colours reset."""
+
+    def __init__(self, console: Console) -> None:
+        self.color_system = console._color_system or ColorSystem.TRUECOLOR  # as Strip.render
+        self.sequences: list[str] = []
+        self.current = ""  # the colours the terminal has now ("": its defaults)
+        self.cursor: tuple[int, int] | None = None
+
+    def write(self, x: int, y: int, strip: Strip) -> None:
+        append = self.sequences.append
+        if self.cursor != (x, y):
+            append(Control.move_to(x, y).segment.text)
+        for text, style, _control in strip:
+            if not text:
+                continue
+            if style is not None and style._link:  # a hyperlink: Textual's own escapes, from the defaults
+                if self.current:
+                    append("\x1b[0m")
+                    self.current = ""
+                append(Strip.render_style(style, text, self.color_system))
+                continue
+            ansi = _ansi(style, self.color_system)
+            if ansi != self.current:
+                if self.current:
+                    append("\x1b[0m")
+                if ansi:
+                    append(f"\x1b[{ansi}m")
+                self.current = ansi
+            append(text)
+        # where the cursor is now, if no character's width is in doubt (box and block
+        # characters are two cells wide in some terminals): else the next write moves there
+        self.cursor = (x + strip.cell_length, y) if strip.text.isascii() else None
+
+    def done(self) -> str:
+        if self.current:
+            self.sequences.append("\x1b[0m")
+        return "".join(self.sequences)
+
+
 class CroppedChopsUpdate(ChopsUpdate):
-    """A partial update that writes each changed span from its first cell, not from
-    the left edge of the widget it falls in."""
+    """A partial update that writes only the cells that change on the terminal.
+
+    Textual writes every dirty region whole, from the left edge of the widget it falls
+    in, and every segment as its full colour escape, the text and a reset
+    (``ESC[38;5;188;48;5;16m6ESC[0m``).  Here, each span is cropped to the dirty cells;
+    when the compositor knows what the terminal shows (``sent``: it wrote the last
+    full frame and every update since), cells that would be written as they already are
+    are left out (a widget refreshed whole for one changed cell, a scrollbar or a table
+    redrawn unchanged); a segment in the colours of the one before it is written as its
+    text alone, a change of colours resets first (as Textual's escapes assume), and the
+    update ends with a reset, so whatever Textual writes next starts from the defaults.
+    Rendered once: asked again, it returns the same text."""
+
+    compositor: CroppingCompositor | None = None
+    _rendered: str | None = None
 
     def render_segments(self, console: Console) -> str:
-        sequences: list[str] = []
-        append = sequences.append
-        move_to = Control.move_to
+        if self._rendered is not None:
+            return self._rendered
+        writer = _Writer(console)
+        sent = self.compositor._sent if self.compositor is not None else None
         chops, chop_ends, spans = self.chops, self.chop_ends, self.spans
-        for i, (y, x1, x2) in enumerate(spans):
+        for y, x1, x2 in spans:
+            row = sent[y] if sent is not None and y < len(sent) else None
             for end, (x, strip) in zip(chop_ends[y], chops[y].items()):
                 if strip is None or x >= x2 or end <= x1:
                     continue
@@ -75,19 +166,100 @@ class CroppedChopsUpdate(ChopsUpdate):
                 if start or stop < end - x:
                     start, stop = _cell_bounds(strip, start, stop)
                     strip = strip.crop(start, stop)
-                append(move_to(x + start, y).segment.text)
-                append(strip.render(console))
-            if i + 1 < len(spans) and spans[i + 1][0] != y:
-                append("\n")  # as Textual does between lines (each span starts with a move)
-        return "".join(sequences)
+                x0 = x + start
+                known = row is not None and x0 + strip.cell_length <= len(row)
+                cells = _cells(strip, writer.color_system) if known else None
+                if cells is None:
+                    writer.write(x0, y, strip)
+                    if known and row is not None:  # not known cell by cell: resent next time
+                        row[x0 : x0 + strip.cell_length] = [None] * strip.cell_length
+                    continue
+                assert row is not None
+                for a, b in _changed_runs(row, x0, cells):
+                    a, b = _cell_bounds(strip, a, b)
+                    writer.write(x0 + a, y, strip.crop(a, b))
+                row[x0 : x0 + len(cells)] = cells
+        self._rendered = writer.done()
+        return self._rendered
+
+
+def _changed_runs(row: list, x0: int, cells: list[Cell]) -> list[tuple[int, int]]:
+    """Runs [a, b) of ``cells`` that differ from what ``row`` holds from ``x0`` on,
+    joined across unchanged stretches of up to GAP_CELLS cells."""
+    runs: list[list[int]] = []
+    for i, cell in enumerate(cells):
+        if x0 + i < len(row) and row[x0 + i] == cell:
+            continue
+        if runs and i - runs[-1][1] <= GAP_CELLS:
+            runs[-1][1] = i + 1
+        else:
+            runs.append([i, i + 1])
+    return [(a, b) for a, b in runs]
+
+
+class RecordedLayoutUpdate(LayoutUpdate):
+    """A full frame that, as it is written, tells its compositor what the terminal shows."""
+
+    compositor: CroppingCompositor | None = None
+    _rendered: str | None = None
+
+    def render_segments(self, console: Console) -> str:
+        if self._rendered is not None:
+            return self._rendered
+        self._rendered = super().render_segments(console)
+        if self.compositor is not None:
+            color_system = console._color_system or ColorSystem.TRUECOLOR
+            width, height = self.region.right, self.region.bottom
+            sent: list[list[Cell | None]] = [[None] * width for _ in range(height)]
+            for y, line in enumerate(self.strips, self.region.y):
+                x = self.region.x
+                for strip in line:
+                    cells = _cells(strip, color_system)
+                    if cells is not None:
+                        sent[y][x : x + len(cells)] = cells
+                    x += strip.cell_length
+            self.compositor._sent = sent
+        return self._rendered
 
 
 class CroppingCompositor(Compositor):
+    """The compositor of a screen that asked for cropped updates (crop_updates); it
+    keeps what it wrote to the terminal (``_sent``, per row) while it is the one writing."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._sent: list[list[Cell | None]] | None = None  # None: unknown (another screen wrote since)
+        _COMPOSITORS.add(self)
+
+    def forget(self) -> None:
+        """Something else was written to the terminal: until the next full frame, send every dirty cell."""
+        self._sent = None
+
+    def render_full_update(self, simplify: bool = False) -> LayoutUpdate:
+        update = super().render_full_update(simplify=simplify)
+        recorded = RecordedLayoutUpdate(update.strips, update.region)
+        recorded.compositor = self
+        return recorded
+
     def render_partial_update(self) -> ChopsUpdate | None:
         update = super().render_partial_update()
         if update is None:
             return None
-        return CroppedChopsUpdate(update.chops, update.spans, update.chop_ends)
+        cropped = CroppedChopsUpdate(update.chops, update.spans, update.chop_ends)
+        cropped.compositor = self
+        return cropped
+
+
+_COMPOSITORS: weakref.WeakSet[CroppingCompositor] = weakref.WeakSet()
+
+
+def displaying(screen: Screen) -> None:
+    """Call as anything is written for ``screen`` (the app's ``_display``): the other
+    screens' cropping compositors no longer know what the terminal shows."""
+    own = getattr(screen, "_compositor", None)
+    for compositor in list(_COMPOSITORS):
+        if compositor is not own:
+            compositor.forget()
 
 
 TESTED_TEXTUAL = ("8.2.",)  # version prefixes whose internals this was checked against
@@ -109,9 +281,16 @@ def _looks_as_expected() -> bool:
     try:
         init = inspect.signature(ChopsUpdate.__init__).parameters
         update = inspect.signature(Compositor.render_partial_update).parameters
+        full_init = inspect.signature(LayoutUpdate.__init__).parameters
+        full = inspect.signature(Compositor.render_full_update).parameters
     except (TypeError, ValueError):
         return False
-    return list(init) == ["self", "chops", "spans", "chop_ends"] and list(update) == ["self"]
+    return (
+        list(init) == ["self", "chops", "spans", "chop_ends"]
+        and list(update) == ["self"]
+        and list(full_init) == ["self", "strips", "region"]
+        and list(full) == ["self", "simplify"]
+    )
 
 
 SUPPORTED = _looks_as_expected()  # on the Textual installed (asked again for each screen)
@@ -124,3 +303,49 @@ def crop_updates(screen: Screen) -> bool:
         return False
     screen._compositor = CroppingCompositor()
     return True
+
+
+class SteadyScrollbars:
+    """Mix into a Textual ScrollView (OptionList, DataTable), before it: a layout pass
+    that leaves the widget's sizes as they were does not repaint its scrollbars.
+
+    Textual 8.2's ``ScrollView._size_updated`` compares the container size the layout
+    hands it (its parent's) with its own container size, which always differ, so every
+    layout pass of the screen, whatever it was for, refreshes the widget's vertical
+    scrollbar and calls the widget resized: the preset list's scrollbar (12 cells of
+    column 31 at 140x40) was rewritten, unchanged, at each pass, ~350 B/s when a pass
+    came every second, and under a modal each refresh costs a whole-screen repaint.
+    The sizes are those the layout passes in; what the widget changes itself (its
+    lines, so its virtual size) goes through ``_scroll_update`` directly, as before.
+    On a Textual without this method the override is never called.
+    """
+
+    _steady_sizes: tuple | None = None
+
+    def _size_updated(self, size: Any, virtual_size: Any, container_size: Any, *args: Any, **kwargs: Any) -> bool:
+        sizes = (size, virtual_size, container_size, getattr(self, "virtual_size", None))
+        if sizes == self._steady_sizes:
+            return False  # nothing moved: no scrollbar repaint, no Resize
+        self._steady_sizes = sizes
+        return super()._size_updated(size, virtual_size, container_size, *args, **kwargs)  # type: ignore[misc]
+
+
+def settle_covered(screen: Screen) -> None:
+    """After a covered screen (one under a modal) forwarded its changed cells to the
+    screen on top, take back the whole repaint Textual schedules for it.
+
+    Textual 8.2 then sets the covered screen's ``_repaint_required``, and it stays set:
+    at every later message that screen handles (a timer, a callback, a widget's
+    refresh) the covered screen repaints itself whole, which sets it again, and the view
+    on top is rewritten whole each time (~20 KB at 140x40).  One change under a modal
+    (a run ending, the "panels paused" note) thus turned every later message into a
+    full-screen repaint.  The changed cells themselves are forwarded as before, and the
+    screen repaints whole anyway when it is back on top (Textual's ScreenResume)."""
+    if not SUPPORTED:
+        return
+    try:
+        top = screen.app.screen
+    except Exception:  # no screen stack (the app is closing)
+        return
+    if top is not screen and getattr(screen, "_repaint_required", False):
+        screen._repaint_required = False

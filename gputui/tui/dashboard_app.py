@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rich.console import RenderableType
 from textual.app import ScreenStackError, SystemCommand, UnknownModeError
 from textual.binding import Binding
 from textual.filter import LineFilter
@@ -21,6 +22,7 @@ from gputui.errors import UserError
 from gputui.escape import for_terminal
 from gputui.presets import Preset
 from gputui.tui import state as st
+from gputui.tui.compositor import displaying
 from gputui.tui.messages import CompareRuns, OpenRun, RefreshDashboard, StartPreset
 from gputui.tui.palette import GputuiThemes, SafeCommandPalette
 from gputui.tui.screens.dashboard import DashboardScreen
@@ -136,8 +138,16 @@ class DashboardApp(TypingBursts[int]):
         footer_state = self.footer_state()
         if footer_state != self._footer_state:
             self._footer_state = footer_state
-            self.refresh_bindings()  # the footer shows the keys that apply now
-            self.dashboard.refresh_bindings()  # Textual refreshes only the top screen's: the dashboard's shows under a view
+            self.refresh_bindings()  # the footer shows the keys that apply now (the top screen's)
+            if top is not dashboard:  # ... and the dashboard's, which shows under a view (asking twice redrew its footer twice)
+                dashboard.refresh_bindings()
+
+    def _display(self, screen: Screen, renderable: RenderableType | None) -> None:
+        # Textual's one way to the terminal: a screen's cropping compositor knows what the
+        # terminal shows only while no other screen writes (gputui.tui.compositor).
+        if renderable is not None:
+            displaying(screen)
+        super()._display(screen, renderable)
 
     def milestone(self) -> tuple:
         """What is worth one repaint even under a modal: runs starting and ending, and

@@ -22,6 +22,7 @@ from gputui.check.check_run import CheckListener, CheckReport, CheckRun
 from gputui.check.result import CheckResult
 from gputui.check.stage_context import CheckOptions
 from gputui.check.verdict_text import TABLE_HEADER, table_rows, verdict_line
+from gputui.tui.compositor import SteadyScrollbars, crop_updates
 from gputui.tui.screens.once import DismissOnce
 
 CheckFactory = Callable[[CheckOptions, CheckListener], CheckRun]
@@ -39,6 +40,11 @@ def detail_line(result: CheckResult) -> Text:
     line = Text.assemble((status, STATUS_STYLE.get(status, "")), f" {where} · {name}: ")
     line.append(note or "no notes")
     return line
+
+
+class CheckTable(SteadyScrollbars, DataTable):
+    """The results table: its scrollbar is not rewritten at each layout pass of the screen
+    (each status line is one), only when the rows move it."""
 
 
 class _ToScreen(CheckListener):
@@ -68,6 +74,7 @@ class CheckScreen(DismissOnce, ModalScreen[None]):
 
     def __init__(self, make_check: CheckFactory, *, busy_reason: Callable[[], str | None] = lambda: None) -> None:
         super().__init__()
+        crop_updates(self)  # results coming in send the cells that changed
         self._make_check = make_check
         self._busy_reason = busy_reason
         self._check: CheckRun | None = None
@@ -75,12 +82,13 @@ class CheckScreen(DismissOnce, ModalScreen[None]):
         self.verdict: str | None = None
         self._full_asked = False  # Enter once after a check: the next Enter starts the full check
         self._verdict_text = ""  # the last check's verdict line, shown again after a question lapses
+        self._status_text = IDLE_HINT  # what the status line shows
 
     def compose(self) -> ComposeResult:
         with Vertical() as panel:
             panel.border_title = "Check this machine"
             yield Static(IDLE_HINT, id="check-status")
-            yield DataTable(id="check-table", cursor_type="row", zebra_stripes=True)
+            yield CheckTable(id="check-table", cursor_type="row", zebra_stripes=True)
             yield Static("", id="check-detail")  # the highlighted row's whole note: the column is cut
 
     def on_mount(self) -> None:
@@ -89,7 +97,9 @@ class CheckScreen(DismissOnce, ModalScreen[None]):
         self.query_one(DataTable).add_columns(*TABLE_HEADER)
 
     def _status(self, text: str) -> None:
-        self.query_one("#check-status", Static).update(text)
+        if text != self._status_text:  # each update is a layout pass and a repaint of the line
+            self._status_text = text
+            self.query_one("#check-status", Static).update(text)
 
     def action_start(self, quick: bool) -> None:
         if self._check is not None:

@@ -12,7 +12,7 @@ from textual.screen import Screen
 from textual.widgets import OptionList
 
 from gputui.presets import Preset
-from gputui.tui.compositor import crop_updates
+from gputui.tui.compositor import crop_updates, settle_covered
 from gputui.tui.messages import RefreshDashboard, StartPreset
 from gputui.tui.widgets.base import StateSource, StateView
 from gputui.tui.widgets.cpu import CpuPanel
@@ -91,6 +91,12 @@ class DashboardScreen(Screen):
         """Back on top: show what changed while a modal or the editor covered it."""
         self.query_one(RunStatus).show_paused(False)
         self.post_message(RefreshDashboard())
+
+    def _compositor_refresh(self) -> None:
+        # Textual's; under a modal, what changed here is sent once, not the whole
+        # screen at every later message (gputui.tui.compositor.settle_covered).
+        super()._compositor_refresh()
+        settle_covered(self)
 
     def on_screen_suspend(self) -> None:
         """Covered: the panels stop redrawing (see DashboardApp.refresh_dashboard); the top line, still in view, says so."""

@@ -23,8 +23,10 @@ from gputui.command_preset import SOURCE as COMMAND_SOURCE
 from gputui.errors import UserError
 from gputui.preset_store import TEMPLATE, ConflictError, PresetFile, check_name, is_builtin, source_table
 from gputui.presets import WORKLOAD_CHECKS, Preset, check_preset, parse_text, user_presets_path
+from gputui.tui.compositor import crop_updates
 from gputui.tui.messages import StartPreset
 from gputui.tui.screens.once import DismissOnce
+from gputui.tui.widgets.fields import EditorField
 
 # The form's fields: (key, label, kind); kind is "text", "int", "words", "env" or "select".
 FIELDS = (
@@ -167,6 +169,7 @@ class PresetEditorScreen(DismissOnce, Screen):
 
     def __init__(self, preset: Preset | None, new: bool = False) -> None:
         super().__init__(id="preset-editor")
+        crop_updates(self)  # a blinking cursor sends its cell, not the field's line
         self.original_name = preset.name if preset is not None and not new else None
         if preset is None:
             values, name = dict(TEMPLATE), "new-preset"
@@ -196,7 +199,7 @@ class PresetEditorScreen(DismissOnce, Screen):
                 with VerticalScroll():
                     with Horizontal(classes="row"):
                         yield Label("name")
-                        yield Input(name, id="field-name", compact=True, select_on_focus=False)
+                        yield EditorField(name, id="field-name", compact=True, select_on_focus=False)
                     for key, label, kind in FIELDS:
                         with Horizontal(classes="row", id=f"row-{key}"):
                             yield Label(label)
@@ -207,7 +210,7 @@ class PresetEditorScreen(DismissOnce, Screen):
                                     options, id=f"field-{key}", compact=True, allow_blank=True, value=value if (value, value) in options else Select.NULL
                                 )
                             else:
-                                yield Input(
+                                yield EditorField(
                                     _field_text(kind, values.get(key)), id=f"field-{key}", compact=True, select_on_focus=False
                                 )  # typing adds to the text, never replaces it
             with TabPane("TOML", id="tab-toml"):

@@ -144,6 +144,13 @@ class StateView(Widget):
 
     def sync(self, force: bool = False) -> None:
         """Called by the app's refresh timer: redraw what changed in our sections."""
+        if not self.display:
+            # Hidden (the GPU rows while the panels fit): nothing to draw, and a refresh
+            # here would cost a layout pass of the whole screen per sample (an auto
+            # height asks for one).  What was drawn is forgotten, so that being shown
+            # again draws it afresh.
+            self._text, self._seen = None, None
+            return
         versions = tuple(self.state.versions[s] for s in self.SECTIONS)
         if versions == self._seen:
             return

@@ -12,6 +12,10 @@ from gputui.tui import state as st
 from gputui.tui.widgets.base import StateView
 
 CORE_BAR_CELL = 18  # " 0 ██████▌    45%" per core when they fit as bars
+# A core's bar and figure move once its load has moved this many points from what they
+# show (or crossed a colour's threshold): an idle core wanders between 0 and 6 %, and on
+# a 16-core box redrawing each wander was about half of the idle dashboard's bytes.
+CORE_STEP = 5.0
 MIB = 1024 * 1024
 NARROW_PROCESS_LINE = 44  # below this many columns a process line leaves out the pid
 
@@ -36,6 +40,21 @@ class CpuPanel(StateView):
     CpuPanel .cpu--worker { color: $foreground; }
     """
 
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._cores_shown: list[float] = []  # each core's load as last drawn
+
+    def steady_cores(self, cores: list[float]) -> list[float]:
+        """The per-core loads to draw: each as drawn before unless it moved by a visible
+        step (CORE_STEP points, or into another colour); all anew when the count changed."""
+        shown = self._cores_shown
+        if len(shown) != len(cores):
+            shown = list(cores)
+        else:
+            shown = [new if abs(new - old) >= CORE_STEP or self._level(new) != self._level(old) else old for old, new in zip(shown, cores)]
+        self._cores_shown = shown
+        return shown
+
     def build(self) -> Text:
         host = self.state.host
         if host is None:
@@ -48,7 +67,7 @@ class CpuPanel(StateView):
             lines = self._machine(host, width)
             # bars per core where the rows the process tree leaves allow them
             spare = height - len(lines) - (len(host.processes) + 1 if host.processes else 1)
-            lines += self._cores(host.per_core or [], width, spare)
+            lines += self._cores(self.steady_cores(host.per_core or []), width, spare)
             lines += self._processes(host.processes, width, max(1, height - len(lines)))
         return Text("\n").join(lines)
 
@@ -82,7 +101,7 @@ class CpuPanel(StateView):
         text.append(f"{fmt.pct(host.cpu_percent):>4} ", self.style_of(self._level(host.cpu_percent)))
         memory = f" mem {fmt.gib(host.memory_used)}/{fmt.gib(host.memory_total)}G" if host.memory_used is not None else ""
         room = max(0, width - text.cell_len - len(memory))
-        cores = host.per_core or []
+        cores = self.steady_cores(host.per_core or [])
         cells = [(charts.level_char(p / 100), self._level(p)) for p in cores[:room]]
         for chars, role in charts.runs_of(cells):
             text.append(chars, self.style_of(role))

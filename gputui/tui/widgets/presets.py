@@ -13,10 +13,11 @@ from textual.widgets.option_list import Option
 from gputui import fmt
 from gputui.escape import for_widget, widget_text
 from gputui.presets import Preset
+from gputui.tui.compositor import SteadyScrollbars
 from gputui.tui.state import pick_reference
 
 
-class PresetList(OptionList):
+class PresetList(SteadyScrollbars, OptionList):
     # Shown in the footer as "Run": OptionList's own Enter binding is hidden.
     BINDINGS = [Binding("enter", "select", "Run", id="run_preset")]
 
@@ -87,8 +88,16 @@ def describe_preset(preset: Preset | None, gpu_names: list[str], compact: bool) 
 class PresetDetails(Static):
     """Description, command and reference results of the highlighted preset."""
 
+    _shown: tuple | None = None
+
     def show(self, preset: Preset | None, gpu_names: list[str], compact: bool) -> None:
-        self.update(describe_preset(preset, gpu_names, compact))
+        # Asked again at each new session's header: the same text is not set again (an
+        # update costs a layout pass of the screen and a repaint of these lines).
+        text = describe_preset(preset, gpu_names, compact)
+        shown = (text.plain, tuple(text.spans), text.style)
+        if shown != self._shown:
+            self._shown = shown
+            self.update(text)
 
 
 class PresetFilter(Input):
