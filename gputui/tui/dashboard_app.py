@@ -129,7 +129,9 @@ class DashboardApp(TypingBursts[int]):
         reason = (self.state.header or {}).get("gpu_unavailable_reason")
         machine = (tuple(sorted(self.state.gpus)), reason, self.state.versions[st.HEADER])
         grid = dashboard.query_one(GpuGrid)
-        if machine != self._seen_machine and grid.is_mounted:  # a refresh may come before the grid is up: the next one does it
+        # a refresh may come before the grid is up, or after the app began closing (Textual's
+        # mount needs the grid attached to the DOM, not only mounted once): the next one does it
+        if machine != self._seen_machine and grid.is_mounted and grid.is_attached:
             self._seen_machine = machine
             grid.sync_panels(self.state, reason)
             dashboard.show_highlighted_preset()
