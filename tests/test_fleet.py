@@ -211,6 +211,7 @@ def gputui(args: list[str], tmp_path: Path, path_first: Path | None = None):
 REMOTE = f"env PYTHONPATH={REPO} {sys.executable} -m gputui"
 
 
+@pytest.mark.serial  # a real quick check of this machine (disk read speed among its measurements) must pass: alone, after the parallel pass
 def test_the_ssh_engine_checks_each_host_and_keeps_the_unreachable_and_those_without_gputui(tmp_path):
     bin_dir = fake_bin(tmp_path, "ssh", FAKE_SSH)
     (tmp_path / "hosts").write_text("node-a\ndown-b\n")
@@ -228,6 +229,7 @@ def test_the_ssh_engine_checks_each_host_and_keeps_the_unreachable_and_those_wit
     assert report.returncode == 1 and "down-b: unreachable" in report.stdout
 
 
+@pytest.mark.serial  # a real quick check of this machine (disk read speed among its measurements) must pass: alone, after the parallel pass
 def test_the_slurm_engine_splits_srun_s_labelled_stream_into_nodes(tmp_path):
     bin_dir = fake_bin(tmp_path, "srun", FAKE_SRUN)
     done = gputui(["fleet", "check", "--slurm", "--out", "out", "--quick", "--remote-gputui", REMOTE, "--", "-N", "2"], tmp_path, bin_dir)

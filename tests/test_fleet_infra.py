@@ -11,7 +11,12 @@ import pytest
 
 from tests.support.leftovers import no_leftovers  # noqa: F401 - fixture
 
-pytestmark = pytest.mark.usefixtures("no_leftovers")
+pytestmark = [
+    pytest.mark.usefixtures("no_leftovers"),
+    # Real daemons (tests/support/cluster.py) on ports picked before they bind, and a
+    # private Slurm per pytest process: alone, after the parallel pass, with one Slurm.
+    pytest.mark.serial,
+]
 
 QUICK_FAILURE_S = 10.0  # connection refused on loopback: well under ConnectTimeout
 

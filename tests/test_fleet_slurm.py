@@ -16,11 +16,16 @@ import psutil
 import pytest
 
 from gputui.check.thresholds import DISK_FREE_FAIL_BYTES
-from tests.support.cluster import SlurmCluster
+from tests.support.cluster import START_TIMEOUT_S, SlurmCluster
 from tests.support.leftovers import no_leftovers  # noqa: F401 - fixture
-from tests.support.process import REPO, gputui_env
+from tests.support.process import REPO, gputui_env, wait_for
 
-pytestmark = pytest.mark.usefixtures("no_leftovers")
+pytestmark = [
+    pytest.mark.usefixtures("no_leftovers"),
+    # Real daemons (tests/support/cluster.py) on ports picked before they bind, and a
+    # private Slurm per pytest process: alone, after the parallel pass, with one Slurm.
+    pytest.mark.serial,
+]
 
 HEALTH_CHECK = REPO / "scripts" / "slurm-health-check.sh"
 
@@ -64,6 +69,8 @@ def slurm_node(slurm_cluster: SlurmCluster) -> Iterator[SlurmCluster]:
     yield slurm_cluster
     if state_and_reason(slurm_cluster)[0].startswith("drain"):
         slurm_cluster.resume()
+        # resumed, the node reads "idle*" (not responding) until slurmctld's ping comes back
+        wait_for(lambda: state_and_reason(slurm_cluster)[0] == "idle", timeout=START_TIMEOUT_S, interval=0.2)
 
 
 def run_health_check(cluster: SlurmCluster, tmp_path: Path, check_args: str = "") -> subprocess.CompletedProcess:

@@ -15,7 +15,12 @@ import pytest
 from tests.support.leftovers import no_leftovers  # noqa: F401 - fixture
 from tests.support.process import user_folders
 
-pytestmark = pytest.mark.usefixtures("no_leftovers")
+pytestmark = [
+    pytest.mark.usefixtures("no_leftovers"),
+    # A real sshd (tests/support/cluster.py) on a port picked before it binds, and a real
+    # quick check of this machine through it: alone, after the parallel pass.
+    pytest.mark.serial,
+]
 
 
 def test_two_hosts_one_unreachable_each_a_result(ssh_hosts, tmp_path: Path):

@@ -20,7 +20,12 @@ from gputui.record import read_recording
 from tests.support.process import start_gputui, wait_for
 
 PROMETHEUS = shutil.which("prometheus")
-pytestmark = pytest.mark.skipif(PROMETHEUS is None, reason="no prometheus binary (Debian: apt-get install prometheus)")
+pytestmark = [
+    pytest.mark.skipif(PROMETHEUS is None, reason="no prometheus binary (Debian: apt-get install prometheus)"),
+    # free_port() picks ports that are bound only later (another worker could take them),
+    # and the scrapes are counted against the run's timing: alone, after the parallel pass.
+    pytest.mark.serial,
+]
 
 # The smoke workload, long enough that Prometheus scrapes it many times; the test stops it.
 LONG_SMOKE = '[presets.long-smoke]\nframework = "smoke"\nbatch_size = 64\nsteps = 100000\nwarmup_steps = 1\n'

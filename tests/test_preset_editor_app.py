@@ -155,6 +155,7 @@ def test_a_change_on_disk_asks_to_overwrite_or_reload(tmp_path):
     run_async(scenario())
 
 
+@pytest.mark.serial  # a real terminal (tests/test_tui_tmux.py)
 @needs_tmux
 def test_create_a_preset_in_a_real_terminal_with_keys_alone(tmux, tmp_path):  # noqa: F811 (tmux: the fixture)
     user = tmp_path / "xdg" / "gputui" / "presets.toml"  # the tmux fixture's XDG_CONFIG_HOME: nothing there yet
@@ -189,6 +190,7 @@ BURST_NAME = ("burst-" + "abcdefghij0123456789_." * 10)[:200]
 BURST_DESCRIPTION = ("typed at once: 'quotes' \"double\" a=b, c/d? e! (f) [g] #h ~i " * 4)[:200]
 
 
+@pytest.mark.serial  # a real terminal (tests/test_tui_tmux.py)
 @needs_tmux
 def test_a_burst_of_200_keys_lands_whole_in_the_name_and_the_description(tmux, tmp_path):  # noqa: F811 (tmux: the fixture)
     """Issue 25, item 1: tmux send-keys with no delay (a laggy SSH link) into the name and

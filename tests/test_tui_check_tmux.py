@@ -3,7 +3,11 @@ alone, its verdict table read back from the terminal."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.test_tui_tmux import Tmux, needs_tmux
+
+pytestmark = pytest.mark.serial  # a real terminal, and a check that measures the machine: alone, after the parallel pass
 
 
 @needs_tmux

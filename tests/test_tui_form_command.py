@@ -6,6 +6,7 @@ from __future__ import annotations
 import shlex
 import time
 
+import pytest
 from textual.widgets import Input
 
 from gputui.presets import load_file, load_presets
@@ -89,6 +90,7 @@ def test_typing_into_a_field_tabbed_into_adds_to_it(tmp_path):
     run_async(scenario())
 
 
+@pytest.mark.serial  # a real terminal (tests/test_tui_tmux.py)
 @needs_tmux
 def test_a_command_preset_made_with_the_form_alone_runs_in_a_real_terminal(tmux, tmp_path):  # noqa: F811
     user = tmp_path / "xdg" / "gputui" / "presets.toml"

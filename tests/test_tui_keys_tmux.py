@@ -7,8 +7,12 @@ from __future__ import annotations
 import re
 import time
 
+import pytest
+
 from tests.support.tui import shown_field
 from tests.test_tui_tmux import needs_tmux, tmux, wait_gone  # noqa: F401  (tmux: the fixture)
+
+pytestmark = pytest.mark.serial  # a real terminal, keys sent without delay: alone, after the parallel pass
 
 
 @needs_tmux

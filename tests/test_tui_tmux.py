@@ -21,6 +21,9 @@ from tests.test_tui_app import LONG_SMOKE
 
 TMUX = shutil.which("tmux")
 needs_tmux = pytest.mark.skipif(TMUX is None, reason="tmux is not installed: the real-terminal tests need it")
+# Real terminals waited on by the screenful, and keys sent without delay: run after the
+# parallel pass, alone (a test elsewhere that uses the tmux fixture is marked serial too).
+pytestmark = pytest.mark.serial
 
 
 class Tmux:
