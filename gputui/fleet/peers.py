@@ -22,11 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from gputui.check.result import name_and_gpu
+from gputui.check.thresholds import PEER_OUTLIER_BELOW
 from gputui.errors import UserError
 from gputui.fleet.results import FAIL, HEALTHY, STATUSES
 from gputui.text_files import read_text_file
 
-OUTLIER_BELOW = 0.08  # 8 % under the fleet median: past run-to-run noise (1-3 %) on one card
+OUTLIER_BELOW = PEER_OUTLIER_BELOW  # 8 % under the fleet median, as a GPU under its box's others in `gputui check`
 _MEASURED = re.compile(r"(micro|workload)\.[a-z0-9_]+")  # speed checks, more is better (not micro.p2p.gpu0-gpu1: pairs)
 COST_WORKLOAD = "workload.resnet50_tuned"  # the samples a fleet's cost is counted in
 
