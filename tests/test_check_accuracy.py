@@ -8,31 +8,10 @@ import pytest
 
 from gputui.check.micro_matmul import SWEEP_FULL, SWEEP_QUICK, ShapeResult, SweepResult, bytes_needed, fitting_shapes, flops, sweep
 from gputui.check.micro_stage import grade_micro
-from gputui.check.result import FAIL, OK, WARN, CheckResult
-from gputui.check.stage_context import GpuUnderTest, gpus_under_test
+from gputui.check.result import FAIL, OK, WARN
 from gputui.check.thresholds import BASELINE_OK_RATIO, BASELINE_WARN_RATIO, PEER_OUTLIER_BELOW, grade_ratio, ratio_bands
 from gputui.gpus.models import find_model
-from gputui.model import GpuInfo
-
-GIB = 1024**3
-
-
-def h100(index: int = 0) -> GpuUnderTest:
-    return gpus_under_test([GpuInfo(index=index, name="NVIDIA H100 80GB HBM3", memory_total=80 * GIB, pcie_max_gen=5, pcie_max_width=16)], None)[0]
-
-
-def h200(index: int = 0) -> GpuUnderTest:
-    return gpus_under_test([GpuInfo(index=index, name="NVIDIA H200", memory_total=141 * GIB, pcie_max_gen=5, pcie_max_width=16)], None)[0]
-
-
-def micro(metric: str, value: float, **fields) -> dict:
-    unit = "GB/s" if metric in ("memory_bandwidth", "h2d", "d2h") else "TFLOP/s"
-    return {"event": "micro", "metric": metric, "value": value, "unit": unit, **fields}
-
-
-def by_id(results: list[CheckResult]) -> dict[str, CheckResult]:
-    return {r.id: r for r in results}
-
+from tests.support.check_gpus import GIB, by_id, h100, h200, micro
 
 # --- the sweep ------------------------------------------------------------------------------
 

@@ -13,42 +13,18 @@ from gputui import protocol
 from gputui.check.micro import LinkWatcher, match_devices, nvml_identities
 from gputui.check.micro_stage import grade_micro, run_micro_stage
 from gputui.check.result import FAIL, INFO, MICRO, OK, SKIPPED, WARN, CheckResult
-from gputui.check.stage_context import CheckOptions, GpuUnderTest, StageContext, gpus_under_test
+from gputui.check.stage_context import CheckOptions, StageContext
 from gputui.gpus.models import ACHIEVABLE
-from gputui.model import GpuInfo
 from gputui.runner import Outcome
 from gputui.telemetry.nvml import Nvml
+from tests.support.check_gpus import a100, by_id, h200, micro, unknown_gpu
 from tests.support.fake_nvml import FakeGpu, FakeNvml
 from tests.support.process import REPO
 
 GIB = 1024**3
 
 
-def h200(index: int = 0) -> GpuUnderTest:
-    return gpus_under_test([GpuInfo(index=index, name="NVIDIA H200", memory_total=141 * GIB, pcie_max_gen=5, pcie_max_width=16)], None)[0]
-
-
-def unknown_gpu(index: int = 0) -> GpuUnderTest:
-    return gpus_under_test([GpuInfo(index=index, name="Acme Accelerator 9000", memory_total=48 * GIB, pcie_max_gen=4, pcie_max_width=16)], None)[0]
-
-
-def micro(metric: str, value: float, **fields) -> dict:
-    units = {"h2d": "GB/s", "d2h": "GB/s", "memory_bandwidth": "GB/s", "p2p": "GB/s", "allreduce": "GB/s"}
-    return {"event": "micro", "metric": metric, "value": value, "unit": units.get(metric, "TFLOP/s"), **fields}
-
-
-def by_id(results: list[CheckResult]) -> dict[str, CheckResult]:
-    ids = [r.id for r in results]
-    assert len(ids) == len(set(ids)), ids
-    return {r.id: r for r in results}
-
-
 # --- grading ----------------------------------------------------------------------------
-
-
-def a100(index: int = 0) -> GpuUnderTest:
-    """A model with no measured baseline: graded against its datasheet."""
-    return gpus_under_test([GpuInfo(index=index, name="NVIDIA A100-SXM4-80GB", memory_total=80 * GIB, pcie_max_gen=4, pcie_max_width=16)], None)[0]
 
 
 def test_a100_bf16_at_250_is_ok_and_at_150_fails_against_its_datasheet():
