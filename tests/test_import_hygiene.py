@@ -71,3 +71,12 @@ def test_the_core_never_loads_the_benchmark_worker_package():
     assert _modules_loaded_by_importing(CORE_MODULES, "gputui.workloads") == []
     # And the check itself can fail: the worker's own modules load their package.
     assert "gputui.workloads" in _modules_loaded_by_importing(WORKER_MODULES, "gputui.workloads")
+
+
+def test_the_package_roots_stay_lazy():
+    # gputui/__init__ imports nothing; gputui.diagnosis loads its engine and rules only
+    # when a name is asked for (the presets read its settings alone: issue 27)
+    assert _modules_loaded_by_importing(["gputui"], "gputui") == ["gputui"]
+    assert _modules_loaded_by_importing(["gputui.presets"], "gputui.diagnosis") == ["gputui.diagnosis", "gputui.diagnosis.settings"]
+    # And the check itself can fail: asking the package for the engine loads every rule.
+    assert "gputui.diagnosis.rules.clocks" in _modules_loaded_by_importing(["gputui.diagnosis.engine"], "gputui.diagnosis")

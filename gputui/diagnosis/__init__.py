@@ -7,9 +7,30 @@
 
 ``python -m gputui.diagnosis RECORDING.jsonl`` re-diagnoses a recording.
 See docs/diagnosis.md.
+
+The package loads nothing until a name is asked for: ``gputui.diagnosis.settings``
+(which the presets read) must not pull in the engine and every rule with it.
 """
 
-from gputui.diagnosis.engine import Diagnoser, replay, replay_recording
-from gputui.diagnosis.settings import DEFAULTS, KEYS, Settings, check_value
+from __future__ import annotations
 
-__all__ = ["Diagnoser", "replay", "replay_recording", "Settings", "DEFAULTS", "KEYS", "check_value"]
+import importlib
+from typing import Any
+
+# name -> the submodule that defines it, imported on first use (PEP 562)
+_LAZY = {
+    "Diagnoser": "engine",
+    "replay": "engine",
+    "replay_recording": "engine",
+    "Settings": "settings",
+    "DEFAULTS": "settings",
+    "KEYS": "settings",
+    "check_value": "settings",
+}
+__all__ = list(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
