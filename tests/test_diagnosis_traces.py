@@ -10,37 +10,14 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
 from gputui import events as ev
-from gputui.diagnosis import Settings, replay, replay_recording
-from gputui.events import Event, make_event
+from gputui.diagnosis import Settings, replay
+from gputui.events import make_event
 from gputui.record import read_recording
-
-TRACES = Path(__file__).parent / "data" / "traces"
-
-
-def load(name: str):
-    return read_recording(TRACES / f"{name}.jsonl")
-
-
-def findings(name_or_rec, settings: Settings | None = None) -> list[Event]:
-    rec = load(name_or_rec) if isinstance(name_or_rec, str) else name_or_rec
-    return replay_recording(rec, settings)
-
-
-def final(events: list[Event]) -> dict[str, dict]:
-    """Each finding's last state, by id."""
-    out: dict[str, dict] = {}
-    for event in events:
-        out[event.data["id"]] = event.data
-    return out
-
-
-def kinds(events: list[Event]) -> list[str]:
-    return sorted({e.data["kind"] for e in events})
+from tests.support.diagnosis_traces import TRACES, final, findings, kinds, load
 
 
 def measure_start(rec) -> float:

@@ -54,8 +54,9 @@ def each_gpu(rec: Recording, change: Callable[[float, GpuSample], None]) -> Reco
     return rec
 
 
-def findings(rec: Recording, settings: Settings | None = None) -> list[Event]:
-    return replay_recording(rec, settings)
+def findings(rec: Recording | str, settings: Settings | None = None) -> list[Event]:
+    """The finding events a replay of ``rec`` (a recording, or a trace's name) gives."""
+    return replay_recording(load(rec) if isinstance(rec, str) else rec, settings)
 
 
 def final(events: list[Event]) -> dict[str, dict]:
