@@ -7,6 +7,12 @@ over the training phase, the script's own final figure and how far the median is
 it, how long after the training started the first reading in that unit came, the
 share of its time the loop waited for data (the probe), the GPU's median SM activity
 (utilization without GPM) over the training phase, and the findings that opened.
+
+    python benchmarks/own_training_table.py --figures RUN.jsonl [RUN.jsonl ...]
+
+One row per recording: the run's figure (gputui.model.run_figure, counted again from the
+readings for recordings from before the summary wrote one), its median, the script's own
+final figure, and how far each is from it.
 """
 
 from __future__ import annotations
@@ -19,10 +25,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gputui import events as ev
 from gputui import fmt
-from gputui.model import Throughput
+from gputui.lookback.load import load_recording, run_summary
+from gputui.model import Throughput, is_bursty, mean_is_figure, run_figure
 from gputui.record import read_recording, recording_stem
 
 COLUMNS = ("run", "unit", "median", "script's own", "Δ", "first reading", "data wait", "GPU busy", "window", "findings")
+FIGURE_COLUMNS = ("run", "gputui's figure", "median", "the script's own", "Δ figure", "Δ median")
 
 
 def first_reading_after_start(rec, unit: str) -> float | None:
@@ -73,13 +81,35 @@ def row(path: Path) -> tuple[str, ...]:
     )
 
 
+def percent_off(value: float | None, own: float | None) -> str:
+    return f"{100.0 * (value - own) / own:+.1f}%" if value and own else "-"
+
+
+def figure_row(path: Path) -> tuple[str, ...]:
+    tp = run_summary(load_recording(path)).get("throughput") or {}
+    reported = tp.get("reported") or {}
+    own = reported.get("samples_per_sec") if reported.get("unit", "samples") == (tp.get("unit") or "samples") else None
+    figure, median = run_figure(tp), tp.get("median")
+    kind = "" if figure is None or mean_is_figure(tp) and not is_bursty(tp) else " (bursty)" if is_bursty(tp) else " (median)"
+    return (
+        recording_stem(path),
+        fmt.rate_in(figure, tp.get("unit")) + kind,
+        fmt.rate(median),
+        fmt.rate(own),
+        percent_off(figure, own),
+        percent_off(median, own),
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--figures", action="store_true", help="the run's figure and median against the script's own")
     parser.add_argument("recordings", nargs="+", type=Path)
     args = parser.parse_args(argv)
-    rows = [row(path) for path in args.recordings]
-    print("| " + " | ".join(COLUMNS) + " |")
-    print("|" + "---|" * len(COLUMNS))
+    columns = FIGURE_COLUMNS if args.figures else COLUMNS
+    rows = [(figure_row if args.figures else row)(path) for path in args.recordings]
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))
     for cells in rows:
         print("| " + " | ".join(fmt.printable(c) for c in cells) + " |")
     return 0

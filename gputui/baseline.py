@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from gputui.errors import UserError
+from gputui.model import run_figure
 from gputui.presets import Preset
 
 THIS_SESSION = "this session, one GPU"
@@ -29,7 +30,7 @@ def baseline_from_recording(path: Path) -> dict[str, Any]:
 def baseline_from_summary(summary: dict[str, Any], source: str, where: str) -> dict[str, Any]:
     """The baseline in a finished run's summary; ``where`` starts the error message."""
     throughput = summary.get("throughput") or {}
-    rate = throughput.get("median")
+    rate = run_figure(throughput)
     if not isinstance(rate, (int, float)) or rate <= 0:
         raise UserError(f"{where}: expected a finished run with a measured throughput in its summary")
     if (throughput.get("world_size") or 1) > 1:

@@ -26,6 +26,7 @@ from typing import Any
 from gputui.errors import UserError
 from gputui.fmt import gpu_summary, short_gpu_name
 from gputui.gzip_lines import GzipChunks, is_gzip_path
+from gputui.model import run_figure
 from gputui.record import MAX_LINE_BYTES, NewerFormat, Recorder, check_line, is_live, parse_line, read_header_line
 from gputui.text_files import open_regular_file
 
@@ -255,7 +256,7 @@ def read_kept_run(path: Path) -> KeptRun:
     run.outcome = outcome_word(summary.get("outcome")) if summary.get("outcome") else "watched"
     if isinstance(summary.get("check"), dict):
         run.outcome = f"check {summary['check'].get('verdict', '?')}"
-    run.median = (summary.get("throughput") or {}).get("median")
+    run.median = run_figure(summary.get("throughput") or {})
     run.unit = (summary.get("throughput") or {}).get("unit")
     run.findings = len(summary.get("findings") or [])
     return run

@@ -13,9 +13,9 @@ from typing import Any, TextIO
 from gputui import console, fmt
 from gputui import events as ev
 from gputui.events import Event, Observer
-from gputui.model import HostSample, Sample, Throughput
+from gputui.model import BURSTY_NOTE, HostSample, Sample, Throughput, is_bursty, mean_is_figure
 from gputui.outcome import Outcome
-from gputui.summary import BURSTY_NOTE, SummaryBuilder
+from gputui.summary import SummaryBuilder
 
 PRINT_EVERY_S = 0.95  # a line about once a second (a 1 s sampler's ticks jitter a little)
 
@@ -163,11 +163,14 @@ def summary_table(summary: dict[str, Any]) -> list[str]:
     rows: list[tuple[str, str]] = []
     tp = summary.get("throughput") or {}
     if tp.get("median") is not None:
-        rows.append(("throughput median", f"{fmt.rate_in(tp['median'], tp.get('unit'))} ({tp.get('readings')} readings, {tp.get('source')})"))
+        readings = f"({tp.get('readings')} readings, {tp.get('source')})"
+        if mean_is_figure(tp):  # a job of the user's: counted the way its own tools count
+            why = f": {BURSTY_NOTE}" if is_bursty(tp) else ""
+            rows.append(("throughput", f"{fmt.rate_in(tp['mean'], tp.get('unit'))}, samples over seconds of training{why}"))
+            rows.append(("throughput median", f"{fmt.rate_in(tp['median'], tp.get('unit'))} {readings}"))
+        else:
+            rows.append(("throughput median", f"{fmt.rate_in(tp['median'], tp.get('unit'))} {readings}"))
         rows.append(("throughput p5 / p95", f"{fmt.rate(tp.get('p5'))} / {fmt.rate(tp.get('p95'))}"))
-    if tp.get("bursty") and tp.get("mean") is not None:
-        # the median of its working stretches flatters a job that stalls between them
-        rows.append(("throughput mean", f"{fmt.rate_in(tp['mean'], tp.get('unit'))}: {BURSTY_NOTE}"))
     if tp.get("reported"):
         reported = tp["reported"]
         rows.append(("reported by the run", fmt.rate_in(reported.get("samples_per_sec"), reported.get("unit"))))

@@ -319,6 +319,7 @@ _THROUGHPUT: dict[str, Any] = {
     "p5": float | None,
     "p95": float | None,
     "mean": float | None,
+    "figure": float | None,
     "unit": str | None,
     "bursty": bool | None,
     "readings": int | None,

@@ -18,7 +18,7 @@ from typing import Any
 
 from gputui import events as ev
 from gputui.events import Event, Observer
-from gputui.model import SAMPLES, STEPS, GpuSample, Sample, Throughput, memory_of, others_of
+from gputui.model import BURSTY_BELOW, SAMPLES, STEPS, GpuSample, Sample, Throughput, mean_counts, memory_of, others_of, run_figure
 from gputui.outcome import Outcome
 from gputui.phases import TRAINING, PhaseTracker, gpu_busy
 from gputui.protocol import MEASURE
@@ -27,11 +27,6 @@ from gputui.stats import ValueCounts, spread
 # Other processes seen on a GPU are counted present until the next process read, but
 # no longer than this (a gap in the samples is not presence)
 OTHERS_GAP_S = 5.0
-# A run whose mean (all it did over all the time it took) is this far below the median of
-# its readings works in bursts and stalls between them (Keras fed by a Python generator):
-# the median leaves the stalls out, and the mean is the figure to go by.
-BURSTY_BELOW = 0.90
-BURSTY_NOTE = "it stalls between bursts, which the median leaves out"
 GPU_SERIES = ("util_gpu", "sm_active", "sm_occupancy", "tensor_active", "temp_c", "power_w", "sm_clock_mhz")
 
 
@@ -225,6 +220,7 @@ class SummaryBuilder(Observer):
         self.rates = array("d")  # measured throughput readings
         self.rate_samples = 0.0  # samples those readings cover
         self.rate_seconds = 0.0
+        self.rate_counted = 0  # readings that said how many samples in how many seconds
         self.rate_source: str | None = None
         self.unit = SAMPLES  # what the readings count (gputui.model.UNITS)
         self._reported_by_unit: dict[str, dict[str, Any]] = {}  # the tool's own final figures, by unit
@@ -288,12 +284,15 @@ class SummaryBuilder(Observer):
                 return  # never back from samples or tokens to bare steps
             self.rates = array("d")
             self.rate_samples = self.rate_seconds = 0.0
+            self.rate_counted = 0
         self.unit = reading.unit
         self.rates.append(reading.samples_per_sec)
         self.rate_source = reading.source
         if reading.samples and reading.seconds:
-            self.rate_samples += reading.samples
-            self.rate_seconds += reading.seconds
+            if self.rate_counted:  # the first window holds the start (compile, first batch): no tool counts it
+                self.rate_samples += reading.samples
+                self.rate_seconds += reading.seconds
+            self.rate_counted += 1
 
     # -- Result ----------------------------------------------------------------
     def _window(self) -> tuple[str, dict[int, _GpuWindow], _HostWindow]:
@@ -325,7 +324,7 @@ class SummaryBuilder(Observer):
             joules = sum(e[0] for e in energy)
             seconds = max(e[1] for e in energy)
             summary["energy_j"] = round(joules, 3)
-            rate = summary["throughput"].get("mean") or summary["throughput"].get("median")
+            rate = run_figure(summary["throughput"])
             if rate:
                 summary["energy_per_sample_j"] = round(joules / seconds / rate, 6)
         # Lost GPUs outside the window still deserve a mention.
@@ -351,8 +350,12 @@ class SummaryBuilder(Observer):
                 out[key] = stats[key]
         if self.rate_seconds > 0:
             out["mean"] = self.rate_samples / self.rate_seconds  # samples over time, not a mean of rates
+        if mean_counts(out):
+            out["figure"] = out["mean"]
             if "median" in out and out["mean"] < BURSTY_BELOW * out["median"]:
                 out["bursty"] = True
+        elif "median" in out:
+            out["figure"] = out["median"]
         # in the run's unit, else the last one the tool gave
         reported = self._reported_by_unit.get(self.unit) or next(reversed(self._reported_by_unit.values()), None)
         if reported:

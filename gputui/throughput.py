@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gputui import protocol
-from gputui.model import SAMPLES, STEPS, TOKENS, Throughput
+from gputui.model import SAMPLES, STEPS, TOKENS, WORKLOAD_SOURCE, Throughput
 from gputui.stats import spread
 
 # A plain number (ASCII digits), optionally in exponent form; and one that may have
@@ -123,14 +123,14 @@ def parse_gputui(line: str, state: ParseState) -> list[Throughput] | None:
         phase = payload.get("phase")
         return _reading(
             samples / seconds,
-            "gputui",
+            WORKLOAD_SOURCE,
             phase=phase if phase in protocol.PHASES else None,
             samples=samples,
             seconds=seconds,
             **_rank_fields(payload),
         )
     if event == "result":
-        return _reading(_number(payload.get("samples_per_sec")), "gputui", final=True, **_rank_fields(payload))
+        return _reading(_number(payload.get("samples_per_sec")), WORKLOAD_SOURCE, final=True, **_rank_fields(payload))
     if event == PROBE:
         return _probe_reading(payload, state)
     return []

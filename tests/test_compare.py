@@ -15,7 +15,7 @@ from gputui.errors import UserError
 from gputui.lookback.compare import compare_rows
 from gputui.lookback.load import load_recording, measured_rates
 from gputui.lookback.noise import ratio_of_medians
-from tests.support.lookback import RECORDINGS, TRACES, two_check_recordings, without_gpus, write_lines
+from tests.support.lookback import OWN_TRAINING, RECORDINGS, TRACES, two_check_recordings, without_gpus, write_lines
 from tests.support.process import run_gputui
 
 
@@ -44,7 +44,7 @@ def test_clearly_different_runs_are_a_real_difference():
     header, rows = compare_rows([fast, slow], price_per_hour=3.0)
     assert header == ["", "torch-resnet50", "torch-resnet50-fp32-strict"]
     assert row(rows, "preset")[1:] == ["torch-resnet50", "torch-resnet50"]
-    assert row(rows, "throughput median (samples/s)")[1:] == ["1,790", "850"]
+    assert row(rows, "throughput (samples/s)")[1:] == ["1,790", "850"]
     versus = row(rows, "vs first run of its preset")
     assert versus[1] == "baseline"
     assert re.fullmatch(r"×0\.47 \[0\.4\d–0\.4\d\], real: slower", versus[2]), versus[2]
@@ -129,7 +129,7 @@ def test_cli_csv_and_markdown(tmp_path):
     assert result.returncode == 0, result.stderr
     table = list(csv.reader(io.StringIO(result.stdout)))
     assert table[0] == ["", "torch-resnet50", "torch-resnet50-fp32-strict"]
-    assert row(table[1:], "throughput median (samples/s)")[1:] == ["1,790", "850"]
+    assert row(table[1:], "throughput (samples/s)")[1:] == ["1,790", "850"]
     markdown = run_gputui(["compare", *files, "--markdown"], tmp_path)
     assert markdown.returncode == 0
     assert markdown.stdout.splitlines()[1] == "|---|---|---|"
@@ -149,3 +149,11 @@ def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and re.search(message, lines[0]), result.stderr
+
+
+def test_a_job_that_stalls_between_bursts_is_compared_by_its_mean():
+    """The starved Keras run (script: 621 samples/s; median of its bursts 797) and the fed
+    one (script: 6,016) sit side by side by their means, each marked."""
+    runs = [load_recording(OWN_TRAINING / f"keras_fit-{variant}.jsonl") for variant in ("starved", "fed")]
+    _, rows = compare_rows(runs, price_per_hour=None)
+    assert row(rows, "throughput (samples/s)")[1:] == ["623 (mean: bursty)", "5,992 (mean)"]

@@ -16,6 +16,7 @@ from gputui.lookback.facts import RunFacts, findings_text, run_facts, throttle_t
 from gputui.lookback.load import check_results, is_check
 from gputui.lookback.noise import ratio_of_medians
 from gputui.lookback.report import ratio_text, usd, value_text
+from gputui.model import is_bursty, mean_is_figure
 from gputui.record import Recording, recording_stem
 
 
@@ -41,6 +42,13 @@ def noise_text(baseline: RunFacts, run: RunFacts) -> str:
     if not interval.known:
         return f"{ratio_text(interval.ratio)}, {interval.verdict()}"
     return f"{ratio_text(interval.ratio)} [{interval.low:.2f}–{interval.high:.2f}], {interval.verdict()}"
+
+
+def figure_text(run: RunFacts) -> str:
+    """The run's figure (gputui.model.run_figure), marked where it is a mean."""
+    if is_bursty(run.throughput):
+        return f"{fmt.rate(run.figure)} (mean: bursty)"
+    return f"{fmt.rate(run.figure)} (mean)" if mean_is_figure(run.throughput) else fmt.rate(run.figure)
 
 
 def check_one_unit(facts: list[RunFacts]) -> None:
@@ -72,7 +80,7 @@ def _run_table(recordings: list[Recording], price_per_hour: float | None) -> tup
         row("GPU", lambda f: f.gpu),
         row("preset", lambda f: f.preset or "-"),
         row("outcome", lambda f: f.outcome + (" (cut)" if f.cut else "")),
-        row(f"throughput median ({fmt.per_second(unit)})", lambda f: fmt.rate(f.throughput.get("median"))),
+        row(f"throughput ({fmt.per_second(unit)})", figure_text),
         row("p5–p95", lambda f: f"{fmt.rate(f.throughput.get('p5'))}–{fmt.rate(f.throughput.get('p95'))}"),
         row("readings", lambda f: str(len(f.rates))),
         row("energy per sample", lambda f: value_text(f.energy_per_sample_j, "J")),

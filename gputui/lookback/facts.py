@@ -12,6 +12,7 @@ from typing import Any
 from gputui import events as ev
 from gputui import fmt
 from gputui.lookback.load import is_check, measured_rates, recorded_findings, run_summary
+from gputui.model import run_figure
 from gputui.record import Recording, recording_stem
 
 
@@ -22,7 +23,7 @@ class ReferenceFact:
     gpu: str
     samples_per_sec: float
     source: str
-    ratio: float | None  # this run's median over the published figure
+    ratio: float | None  # this run's figure (gputui.model.run_figure) over the published one
     same_gpu: bool  # the reference was measured on this run's GPU model
 
 
@@ -42,7 +43,7 @@ class RunFacts:
     rates: list[float]  # the measured readings
     energy_per_sample_j: float | None
     price_per_hour: float | None
-    cost_per_million: float | None  # USD per million samples at the median throughput
+    cost_per_million: float | None  # USD per million samples at the run's figure
     peak_vram_workload: int | None  # bytes, the workload's own peak (its result line)
     peak_vram_source: str | None
     peak_vram_nvml: dict[int, int]  # GPU index -> bytes used at the peak sample
@@ -53,6 +54,11 @@ class RunFacts:
     window: str = "all"
     unit: str = "samples"  # what the throughput counts (gputui.model.UNITS)
     phases: list[dict[str, Any]] = field(default_factory=list)  # a job's own phases (gputui.phases)
+
+    @property
+    def figure(self) -> float | None:
+        """The figure the run is known by (gputui.model.run_figure)."""
+        return run_figure(self.throughput)
 
 
 def cost_per_million(price_per_hour: float | None, samples_per_sec: float | None) -> float | None:
@@ -98,7 +104,7 @@ def outcome_of(summary: dict[str, Any], cut: str | None) -> tuple[str, bool | No
     return text, outcome.get("ok")
 
 
-def references_of(header: dict[str, Any], median: float | None, gpu_name: str | None) -> list[ReferenceFact]:
+def references_of(header: dict[str, Any], figure: float | None, gpu_name: str | None) -> list[ReferenceFact]:
     raw = (header.get("preset") or {}).get("reference") or []
     if isinstance(raw, dict):
         raw = [raw]
@@ -112,7 +118,7 @@ def references_of(header: dict[str, Any], median: float | None, gpu_name: str | 
                 gpu=str(ref.get("gpu", "?")),
                 samples_per_sec=float(published),
                 source=str(ref.get("source", "")),
-                ratio=median / published if median else None,
+                ratio=figure / published if figure else None,
                 same_gpu=gpu_name is not None and ref.get("gpu") == gpu_name,
             )
         )
@@ -147,7 +153,7 @@ def run_facts(recording: Recording, price_per_hour: float | None = None) -> RunF
     findings, replayed = recorded_findings(recording)
     command = header.get("command")
     price = price_of(recording, price_per_hour)
-    median = throughput.get("median")
+    figure = run_figure(throughput)
     return RunFacts(
         label=recording_stem(recording.path),
         machine=machine_of(header),
@@ -163,14 +169,14 @@ def run_facts(recording: Recording, price_per_hour: float | None = None) -> RunF
         rates=measured_rates(recording),
         energy_per_sample_j=summary.get("energy_per_sample_j"),
         price_per_hour=price,
-        cost_per_million=cost_per_million(price, median),
+        cost_per_million=cost_per_million(price, figure),
         peak_vram_workload=peak_workload,
         peak_vram_source=peak_source,
         peak_vram_nvml={g["index"]: g["peak_memory_used"] for g in summary.get("gpus", []) if "peak_memory_used" in g},
         throttle=_throttle_of(summary),
         findings=findings,
         findings_replayed=replayed,
-        references=references_of(header, median, gpu_name),
+        references=references_of(header, figure, gpu_name),
         window=summary.get("window", "all"),
         unit=throughput.get("unit") or "samples",
         phases=[p for p in summary.get("phases") or [] if isinstance(p, dict)],

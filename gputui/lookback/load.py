@@ -47,9 +47,10 @@ def _in_time_order(recording: Recording):
 
 
 def run_summary(recording: Recording) -> dict[str, Any]:
-    """The recording's summary; for a cut file, the same summary rebuilt from what it has."""
+    """The recording's summary, its throughput figure counted by today's rule (see
+    :func:`todays_figure`); for a cut file, the same summary rebuilt from what it has."""
     if recording.summary is not None:
-        return recording.summary
+        return todays_figure(recording, recording.summary)
     builder = SummaryBuilder()
     for is_event, item in _in_time_order(recording):
         if is_event:
@@ -57,6 +58,25 @@ def run_summary(recording: Recording) -> dict[str, Any]:
         else:
             builder.on_sample(item)
     return builder.build()
+
+
+#: The parts of a summary's throughput that come from how its figure is counted.
+FIGURE_KEYS = ("mean", "figure", "bursty")
+
+
+def todays_figure(recording: Recording, summary: dict[str, Any]) -> dict[str, Any]:
+    """A recorded summary with its figure counted again from its readings: summaries from
+    before the ``figure`` (gputui.model.run_figure) counted a job's start-up in its mean,
+    and are otherwise known by their median.  Everything else stays as recorded."""
+    throughput = summary.get("throughput")
+    if not throughput or "figure" in throughput:
+        return summary
+    builder = SummaryBuilder()
+    for event in recording.events_of(ev.THROUGHPUT):
+        builder.on_event(event)
+    counted = builder.build()["throughput"]
+    kept = {key: value for key, value in throughput.items() if key not in FIGURE_KEYS}
+    return {**summary, "throughput": {**kept, **{key: counted[key] for key in FIGURE_KEYS if key in counted}}}
 
 
 def measured_rates(recording: Recording) -> list[float]:

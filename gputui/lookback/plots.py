@@ -19,7 +19,7 @@ from typing import Any
 
 from gputui import events as ev
 from gputui.fmt import GIB, per_second
-from gputui.model import Throughput
+from gputui.model import Throughput, run_figure
 from gputui.protocol import MEASURE, WARMUP
 from gputui.record import Recording
 from gputui.safe_write import write_atomic_with
@@ -216,10 +216,14 @@ def _throughput(recording: Recording, summary: dict, unit: tuple[float, str]) ->
         linewidth=1.0,
         label="readings",
     )
-    median = (summary.get("throughput") or {}).get("median")
+    throughput = summary.get("throughput") or {}
+    median = throughput.get("median")
     if median is not None:
         canvas.hline(median, MEDIAN_COLOUR, f"median {median:,.1f}", style="-")
         canvas.include(0.0, median)
+    figure = run_figure(throughput)
+    if figure is not None and figure != median:  # a bursty job: its mean is its figure
+        canvas.hline(figure, MEDIAN_COLOUR, f"mean {figure:,.1f} (stalls between bursts)", style="--")
     return canvas
 
 

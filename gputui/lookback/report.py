@@ -17,9 +17,9 @@ from gputui.lookback.document import Block, Bold, Bullets, Code, Heading, Image,
 from gputui.lookback.facts import RunFacts, run_facts, throttle_text
 from gputui.lookback.load import check_results, run_summary
 from gputui.lookback.plots import ReportPlot, make_plots
+from gputui.model import BURSTY_NOTE, is_bursty, mean_is_figure
 from gputui.record import Recording
 from gputui.safe_write import write_atomic
-from gputui.summary import BURSTY_NOTE
 
 
 def value_text(value: Any, unit: str = "") -> str:
@@ -65,14 +65,14 @@ def _throughput_blocks(facts: RunFacts) -> list[Block]:
             return [Heading(2, "Throughput"), Paragraph(f"The tool's own figure: {figure} (no readings over time).")]
         return [Heading(2, "Throughput"), Paragraph("No throughput readings: the run printed no rate gputui could parse.")]
     window = {"measure": "measured phase, warm-up left out", "training": "training phase: start-up, evaluation and the idle tail left out"}
-    rows = [
-        ["Median", fmt.rate_in(tp["median"], unit)],
+    mean = ["Mean (all it did over all the time it took)", fmt.rate_in(tp.get("mean"), unit)]
+    if mean_is_figure(tp):  # a job of the user's: counted the way its own tools count
+        mean[1] += f" (the run's figure: {BURSTY_NOTE})" if is_bursty(tp) else " (the run's figure)"
+        rows = [mean, ["Median", fmt.rate_in(tp["median"], unit)]]
+    else:
+        rows = [["Median", fmt.rate_in(tp["median"], unit)], *([mean] if tp.get("mean") else [])]
+    rows += [
         ["p5 – p95", f"{fmt.rate(tp.get('p5'))} – {fmt.rate_in(tp.get('p95'), unit)}"],
-        *(
-            [["Mean (all it did over all the time it took)", fmt.rate_in(tp["mean"], unit) + (f" ({BURSTY_NOTE})" if tp.get("bursty") else "")]]
-            if tp.get("mean")
-            else []
-        ),
         ["Readings", f"{tp.get('readings', len(facts.rates))} ({window.get(facts.window, 'every reading')}; source {tp.get('source', '?')})"],
     ]
     reported = tp.get("reported")

@@ -19,7 +19,7 @@ from gputui import events as ev
 from gputui import fmt, ranks
 from gputui.events import Event
 from gputui.history import outcome_word
-from gputui.model import GpuInfo, GpuProcess, GpuSample, HostSample, Sample, Throughput, from_dict
+from gputui.model import GpuInfo, GpuProcess, GpuSample, HostSample, Sample, Throughput, from_dict, run_figure
 from gputui.outcome import Outcome
 from gputui.presets import Preset, Reference
 from gputui.protocol import WARMUP
@@ -160,9 +160,8 @@ class RunView:
 
     @property
     def result(self) -> float | None:
-        """The figure a run is remembered by: its summary's median, else the live one."""
-        throughput = (self.summary or {}).get("throughput") or {}
-        return throughput.get("median") or self.median or self.reported
+        """The figure a run is remembered by: its summary's (see run_figure), else the live median."""
+        return run_figure((self.summary or {}).get("throughput") or {}) or self.median or self.reported
 
     @property
     def outcome_word(self) -> str:

@@ -10,6 +10,7 @@ from tests.support.process import REPO
 
 RECORDINGS = REPO / "docs" / "recordings"
 TRACES = REPO / "tests" / "data" / "traces"
+OWN_TRAINING = REPO / "docs" / "own-training-results" / "cpu"
 
 
 def cut_copy(source: Path, dest: Path, keep_share: float = 0.6) -> Path:
