@@ -91,6 +91,25 @@ def test_runs_line_up_by_preset(tmp_path):
     assert versus[1] == "baseline" and "real: slower" in versus[2] and versus[3] == "baseline"
 
 
+def test_given_labels_head_the_columns_in_the_preset_order_the_file_names_would(tmp_path):
+    a1 = RECORDINGS / "torch-resnet50.jsonl"
+    b = TRACES / "healthy_synthetic.jsonl"
+    a2 = with_preset(RECORDINGS / "torch-resnet50-fp32-strict.jsonl", tmp_path / "a2.jsonl", "torch-resnet50")
+    recordings = [load_recording(p) for p in (a1, b, a2)]
+    header, _ = compare_rows(recordings, labels=["#1 resnet", "#2 synthetic", "#3 resnet"])  # the dashboard's run names
+    assert header == ["", "#1 resnet", "#3 resnet", "#2 synthetic"]
+    header, _ = compare_rows(recordings[:2], labels=["11-21 08:00 resnet"] * 2)  # two kept in one minute
+    assert header[1:] == ["11-21 08:00 resnet (1)", "11-21 08:00 resnet (2)"]
+    with pytest.raises(ValueError):
+        compare_rows(recordings, labels=["#1 resnet"])
+
+
+def test_check_recordings_take_given_labels_too(tmp_path):
+    a, b = two_check_recordings(tmp_path)
+    header, _ = compare_rows([load_recording(a), load_recording(b)], labels=["11-21 07:29 check", "11-21 08:00 check"])
+    assert header == ["check", "11-21 07:29 check", "11-21 08:00 check"]
+
+
 def test_throttling_and_findings_rows():
     header, rows = compare_rows([load_recording(TRACES / "thermal_crossing.jsonl"), load_recording(TRACES / "power_capped.jsonl")])
     assert row(rows, "throttling")[1] == "GPU0: SwThermalSlowdown 25%"

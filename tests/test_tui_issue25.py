@@ -1,5 +1,6 @@
 """Issue 25: what the dashboard shows while a pop-up is open, kept checks in the Runs
-list, the replay's keys, and the narrow (80x24) layout."""
+list, the replay's keys, and the narrow (80x24) layout.  The comparison view:
+tests/test_tui_compare.py."""
 
 from __future__ import annotations
 
@@ -181,29 +182,5 @@ def test_at_80x24_runs_rows_keep_the_preset_name_and_no_footer_key_is_cut(tmp_pa
             right = palette[0].region.x if palette else 80
             assert all(key.region.right <= right for key in keys if key not in palette), [(k.action, k.region) for k in keys]
             assert {"app.stop_run", "quit", "help"} <= {key.action for key in keys}
-
-    run_async(scenario())
-
-
-def test_the_marked_for_comparison_notice_goes_when_the_comparison_opens(tmp_path, monkeypatch):
-    import sys
-    import types
-
-    from gputui.tui.screens.compare import CompareScreen
-    from tests.test_replay import dashboard_with_history
-
-    fake = types.ModuleType("gputui.lookback.compare")
-    fake.compare_rows = lambda recordings: (["", "A", "B"], [["median samples/s", "1,771", "133"]])
-    monkeypatch.setitem(sys.modules, "gputui.lookback.compare", fake)
-    app = dashboard_with_history(tmp_path)
-
-    async def scenario():
-        async with app.run_test(size=(120, 40)) as pilot:
-            await wait_until(pilot, lambda: len(app.state.history) == 2, what="history listed")
-            await pilot.press("tab", "c")
-            await wait_until(pilot, lambda: any("Marked for comparison" in n.message for n in app._notifications), what="the notice")
-            await pilot.press("down", "c")
-            await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen), what="the comparison")
-            assert not any("Marked for comparison" in n.message for n in app._notifications)
 
     run_async(scenario())

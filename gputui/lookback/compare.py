@@ -20,10 +20,14 @@ from gputui.model import is_bursty, mean_is_figure
 from gputui.record import Recording, recording_stem
 
 
+def distinct(labels: list[str]) -> list[str]:
+    """The same label twice gets its position added: every column tells which run it is."""
+    return [f"{s} ({i + 1})" if labels.count(s) > 1 else s for i, s in enumerate(labels)]
+
+
 def column_labels(recordings: list[Recording]) -> list[str]:
-    """File names without .jsonl(.gz); the same name twice gets its position added."""
-    stems = [recording_stem(r.path) for r in recordings]
-    return [f"{s} ({i + 1})" if stems.count(s) > 1 else s for i, s in enumerate(stems)]
+    """File names without .jsonl(.gz), as ``gputui compare FILE...`` heads its columns."""
+    return distinct([recording_stem(r.path) for r in recordings])
 
 
 def _by_preset(recordings: list[Recording]) -> list[int]:
@@ -60,9 +64,8 @@ def check_one_unit(facts: list[RunFacts]) -> None:
         raise UserError(f"these runs count throughput in different units ({by_unit}): compare runs of one unit")
 
 
-def _run_table(recordings: list[Recording], price_per_hour: float | None) -> tuple[list[str], list[list[str]]]:
+def _run_table(recordings: list[Recording], labels: list[str], price_per_hour: float | None) -> tuple[list[str], list[list[str]]]:
     order = _by_preset(recordings)
-    labels = column_labels(recordings)
     facts = [run_facts(recordings[i], price_per_hour) for i in order]
     check_one_unit(facts)
     unit = facts[0].unit if facts else "samples"
@@ -99,8 +102,7 @@ def _check_cell(result, first) -> str:
     return text
 
 
-def _check_table(recordings: list[Recording]) -> tuple[list[str], list[list[str]]]:
-    labels = column_labels(recordings)
+def _check_table(recordings: list[Recording], labels: list[str]) -> tuple[list[str], list[list[str]]]:
     per_run = [{r.id: r for r in check_results(rec)} for rec in recordings]
     ids: list[str] = []
     for results in per_run:
@@ -119,18 +121,23 @@ def _check_table(recordings: list[Recording]) -> tuple[list[str], list[list[str]
     return ["check", *labels], rows
 
 
-def compare_rows(recordings: list[Recording], price_per_hour: float | None = None) -> tuple[list[str], list[list[str]]]:
+def compare_rows(recordings: list[Recording], price_per_hour: float | None = None, labels: list[str] | None = None) -> tuple[list[str], list[list[str]]]:
     """The comparison table: (header, rows), every cell a display string.  Runs: one
-    column per run grouped by preset; check recordings: one row per check id."""
+    column per run grouped by preset; check recordings: one row per check id.
+    ``labels`` head the columns, one per recording in their order (the dashboard's
+    run names); without them, the file names (:func:`column_labels`)."""
     if not recordings:
         return [""], []
+    if labels is not None and len(labels) != len(recordings):
+        raise ValueError(f"{len(labels)} labels for {len(recordings)} recordings")
+    heads = column_labels(recordings) if labels is None else distinct(labels)
     checks = [is_check(r) for r in recordings]
     if all(checks):
-        return _check_table(recordings)
+        return _check_table(recordings, heads)
     if any(checks):
         odd = recordings[checks.index(True)].path
         raise UserError(f"{odd}: a `gputui check` recording; compare check recordings with each other, and runs with runs")
-    return _run_table(recordings, price_per_hour)
+    return _run_table(recordings, heads, price_per_hour)
 
 
 def text_table(header: list[str], rows: list[list[str]]) -> str:

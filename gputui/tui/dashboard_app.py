@@ -33,6 +33,7 @@ from gputui.tui.themes import DEFAULT_THEME, AnsiMutedDim, load_themes
 from gputui.tui.typing_bursts import TypingBursts
 from gputui.tui.widgets.base import StateView
 from gputui.tui.widgets.gpu import GpuGrid
+from gputui.tui.widgets.runs import entry_name
 
 if TYPE_CHECKING:  # the run history loads with the session side, after the first frame
     from gputui.history import KeptRun
@@ -343,7 +344,8 @@ class DashboardApp(TypingBursts[int]):
         self.push_screen(CheckReportScreen(recording_stem(recording.path), check_results(recording), ended_at, stopped))
 
     def compare_runs(self, entries: list[st.RunView | KeptRun]) -> None:
-        """Two runs marked with c on the Runs list: their comparison table."""
+        """Two runs marked with c on the Runs list: their comparison table, its columns
+        headed as the list names the runs ("#2 resnet50"), not by their files."""
         self.clear_notifications()  # "Marked for comparison" would stay over the comparison
         paths = []
         for entry in entries:
@@ -352,9 +354,10 @@ class DashboardApp(TypingBursts[int]):
                 self.notify(f"{entry.label} has no recording to compare (the run history is off)", severity="warning")
                 return
             paths.append(path)
-        self.run_worker(lambda: self._load_comparison(paths), name="compare", thread=True, exit_on_error=False)
+        labels = [entry_name(entry) for entry in entries]
+        self.run_worker(lambda: self._load_comparison(paths, labels), name="compare", thread=True, exit_on_error=False)
 
-    def _load_comparison(self, paths: list[Path]) -> None:
+    def _load_comparison(self, paths: list[Path], labels: list[str]) -> None:
         from gputui.record import read_recording
         from gputui.tui.screens.compare import CompareScreen
 
@@ -364,11 +367,11 @@ class DashboardApp(TypingBursts[int]):
             self.call_from_thread(self.notify, "Comparing runs needs gputui.lookback.compare, which this build does not have.", severity="warning", timeout=8)
             return
         try:
-            header, rows = compare_rows([read_recording(p) for p in paths])
+            header, rows = compare_rows([read_recording(p) for p in paths], labels=labels)
         except UserError as exc:
             self.call_from_thread(self.notify, str(exc), severity="error", timeout=8)
             return
-        self.call_from_thread(self.push_screen, CompareScreen(header, rows, [p.name for p in paths]))
+        self.call_from_thread(self.push_screen, CompareScreen(header, rows, labels))
 
     # -- Themes -----------------------------------------------------------------------
     def _apply_settings(self) -> None:

@@ -33,16 +33,29 @@ def outcome_look(word: str) -> tuple[str, str, str]:
     return (_MARKS.get(word, "✗"), style, "" if word in ("ok", "watched") else f" {word}")
 
 
+def day_time(kept: KeptRun) -> str:
+    """MM-DD HH:MM a kept run started; "" when its file has no start time."""
+    return kept.local_time()[5:]
+
+
+def entry_name(entry: Entry) -> str:
+    """What the list calls a run given room: "#2 resnet50" for this session's,
+    "11-21 08:00 resnet50" for a kept one (the comparison heads its columns so)."""
+    if isinstance(entry, st.RunView):
+        return entry.label
+    started = day_time(entry)
+    return f"{started} {entry.label}" if started else entry.label
+
+
 def row_variants(entry: Entry, figure: str) -> list[tuple[str, str]]:
     """A row's (name, figure) pairs, the longest first.  Short of room, the preset name
     stays: a kept run's time of day goes first, then its figure; this session's
     runs (no date) lose their figure."""
     if isinstance(entry, st.RunView):
         return [(entry.label, figure), (entry.label, "")]
-    day_time = entry.local_time()[5:]  # MM-DD HH:MM; "" when the file has no start time
-    dated = f"{day_time} {entry.label}" if day_time else entry.label
-    day = f"{day_time[:5]} {entry.label}" if day_time else entry.label
-    return [(dated, figure), (day, figure), (entry.label, figure), (day, ""), (entry.label, "")]
+    started = day_time(entry)
+    day = f"{started[:5]} {entry.label}" if started else entry.label
+    return [(entry_name(entry), figure), (day, figure), (entry.label, figure), (day, ""), (entry.label, "")]
 
 
 def entry_key(entry: Entry) -> tuple[str, str]:
