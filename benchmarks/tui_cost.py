@@ -53,10 +53,11 @@ the whole screen).  A byte counts where it is drawn: a cursor move at the cell i
 moves to, colours and text at the cell they are written in; a move followed by
 another, "(cursor parked)"; mode switches, "(terminal modes)".
 
---nvitop also runs nvitop (``python -m nvitop``, when it can be imported) in a
-terminal of the same size over the same window (its stream: NAME.nvitop.stream), for
+--nvitop also runs nvitop (``python -m nvitop -m full --interval I``, I gputui's
+--interval, when it can be imported) in a terminal of the same size over the same
+window (its stream: NAME.nvitop.stream), its CPU and bytes measured as gputui's, for
 the issue's comparison: in states nvitop has a counterpart for (watching, running)
-gputui's target is half of nvitop's bytes; elsewhere 1 KB/s.
+gputui's targets are half of nvitop's bytes and no more than its CPU; elsewhere 1 KB/s.
 
 No GPU here?  --fake-gpus N and --fake-cores N load the project's NVML test double
 (tests/support/fake_nvml.py; busy while gputui has a run, with another user's process
@@ -609,10 +610,11 @@ def program_text(session: Pty) -> str:
     return text.decode("utf-8", errors="replace")
 
 
-def nvitop_argv() -> list[str] | None:
+def nvitop_argv(interval: float) -> list[str] | None:
+    """nvitop as issue 25 measured it: its full monitor, sampling at gputui's pace."""
     if importlib.util.find_spec("nvitop") is None:
         return None
-    return [sys.executable, "-m", "nvitop"]
+    return [sys.executable, "-m", "nvitop", "-m", "full", "--interval", f"{interval:g}"]
 
 
 class Driver:
@@ -672,7 +674,7 @@ def measure(args: argparse.Namespace, scratch: Path, name: str) -> dict:
     load_before = os.getloadavg()[0]
     gputui = Pty(argv, env, cols, rows)
     nvitop: Pty | None = None
-    nvitop_cmd = nvitop_argv() if args.nvitop and args.state in NVITOP_STATES and not args.headless else None
+    nvitop_cmd = nvitop_argv(args.interval) if args.nvitop and args.state in NVITOP_STATES and not args.headless else None
     driver = Driver(args, layout)
     first_frame: float | None = None
     first_frame_cpu: float | None = None
@@ -781,6 +783,14 @@ def target_of(result: dict) -> tuple[float, str]:
     return OTHER_TARGET, "<= 1 KB/s"
 
 
+def cpu_target_of(result: dict) -> dict | None:
+    """Issue 25's CPU target where nvitop ran beside gputui: no more than nvitop's."""
+    nvitop_cpu = result.get("nvitop", {}).get("cpu_percent_of_one_core")
+    if nvitop_cpu is None:
+        return None
+    return {"cpu_percent": nvitop_cpu, "rule": "<= nvitop's", "met": result["cpu_percent_of_one_core"] <= nvitop_cpu}
+
+
 def print_result(result: dict) -> None:
     for key, value in result.items():
         if key == "breakdown":
@@ -819,7 +829,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, help="keep each measurement's terminal stream and breakdown in this folder")
     parser.add_argument("--dump", type=argparse.FileType("wb"), help="write the window's terminal output here")
     args = parser.parse_args()
-    if args.nvitop and nvitop_argv() is None:
+    if args.nvitop and nvitop_argv(args.interval) is None:
         print("nvitop cannot be imported here: measuring gputui alone", file=sys.stderr)
     if args.nvitop and (args.fake_gpus or args.fake_cores):
         print("--nvitop with --fake-*: nvitop sees this machine's real GPUs and cores, gputui the fake ones", file=sys.stderr)
@@ -849,6 +859,9 @@ def main() -> int:
         result = {"name": name, **result, "machine": machine()}
         limit, why = target_of(result)
         result["bytes_target"] = {"bytes_per_s": round(limit, 1), "rule": why, "met": result["bytes_per_s"] <= limit}
+        cpu_target = cpu_target_of(result)
+        if cpu_target is not None:
+            result["cpu_target"] = cpu_target
         results.append(result)
         print(f"== {name}")
         print_result(result)
@@ -868,16 +881,24 @@ def main() -> int:
     return 0
 
 
+def targets_met(result: dict) -> str:
+    """yes, or which of the bytes and CPU targets were missed."""
+    missed = [what for what, key in (("bytes", "bytes_target"), ("CPU", "cpu_target")) if not result.get(key, {"met": True})["met"]]
+    return f"NO ({', '.join(missed)})" if missed else "yes"
+
+
 def table(results: list[dict]) -> str:
     lines = [
-        "| state | size | gputui B/s | nvitop B/s | target | met | gputui CPU % | full repaints | top widget (B/s) |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| state | size | gputui B/s | nvitop B/s | target | met | gputui CPU % | nvitop CPU % | full repaints | top widget (B/s) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in results:
         if "not_measured" in r:
-            lines.append(f"| {r['state']} | {r['size']} | not measured: {r['not_measured']} | | | | | | |")
+            lines.append(f"| {r['state']} | {r['size']} | not measured: {r['not_measured']} | | | | | | | |")
             continue
-        nv = r.get("nvitop", {}).get("bytes_per_s", "exited" if "nvitop" in r else "")
+        nvitop_said = "exited" if "nvitop" in r else ""
+        nv = r.get("nvitop", {}).get("bytes_per_s", nvitop_said)
+        nv_cpu = r.get("nvitop", {}).get("cpu_percent_of_one_core", nvitop_said)
         widgets = r.get("breakdown", {}).get("bytes_per_s_by_widget", {})
         top = "; ".join(f"{k} {v}" for k, v in list(widgets.items())[:2])
         full = len(r.get("breakdown", {}).get("full_repaints", []))
@@ -885,7 +906,7 @@ def table(results: list[dict]) -> str:
         warning = f" ({r['warning']})" if r.get("warning") else ""
         lines.append(
             f"| {r['state']}{warning} | {r['size']} | {r['bytes_per_s']} | {nv} | {target['bytes_per_s']} ({target['rule']}) | "
-            f"{'yes' if target['met'] else 'NO'} | {r['cpu_percent_of_one_core']} | {full} | {top} |"
+            f"{targets_met(r)} | {r['cpu_percent_of_one_core']} | {nv_cpu} | {full} | {top} |"
         )
     return "\n".join(lines) + "\n"
 

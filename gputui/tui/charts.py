@@ -159,11 +159,15 @@ def _columns(bins: Sequence[Bin], width: int, x_span: float) -> list[tuple[float
     return out
 
 
-def plot_throughput(bins: Sequence[Bin], width: int, height: int, reference: float | None = None) -> Plot:
-    """Bars of samples/sec over time with the running median and a reference line."""
+def plot_throughput(bins: Sequence[Bin], width: int, height: int, reference: float | None = None, min_column_s: float = 0.0) -> Plot:
+    """Bars of samples/sec over time with the running median and a reference line.
+
+    The time axis spans the whole run, from 0 to a nice span past its end, with columns
+    of at least ``min_column_s``: the plot fills from the left, and only a longer span
+    (the run outgrowing this one) or a higher scale moves the columns already drawn."""
     width, height = max(1, width), max(1, height)
     t_end = bins[-1].t1 if bins else 0.0
-    x_span = nice_span(max(t_end, 1.0))
+    x_span = nice_span(max(t_end, min_column_s * width, 1.0))
     columns = _columns(bins, width, x_span) if bins else [None] * width
     peak = max([c[0] for c in columns if c] + [c[2] or 0.0 for c in columns if c] + [reference or 0.0, 0.0])
     y_max = nice_ceiling(peak * 1.05) if peak > 0 else 1.0

@@ -1,7 +1,18 @@
 """The host side: per-core load (one cell per core when space is short) and the
-run's process tree, the main process and each data-loader worker with CPU% and RSS."""
+run's process tree, the main process and each data-loader worker with CPU% and RSS.
+
+The machine's line, the run's total and its main process follow every redraw; the
+per-core bars and the other processes' figures show each one's mean over the last
+few seconds and move only by a visible step (see SteadyFigures): busy cores and
+data-loader workers wander by tens of points a second, and on a 16-core box with a
+dozen workers redrawing each wander was most of the dashboard's bytes (issue 25).
+"""
 
 from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
 
 from rich.text import Text
 
@@ -12,10 +23,15 @@ from gputui.tui import state as st
 from gputui.tui.widgets.base import StateView
 
 CORE_BAR_CELL = 18  # " 0 ██████▌    45%" per core when they fit as bars
-# A core's bar and figure move once its load has moved this many points from what they
-# show (or crossed a colour's threshold): an idle core wanders between 0 and 6 %, and on
-# a 16-core box redrawing each wander was about half of the idle dashboard's bytes.
-CORE_STEP = 5.0
+# A steady figure moves once its mean has moved about a cell of a core's bar (9 cells
+# for 100 %) from what is shown, or into another colour and half that past its line.
+STEP = 10.0
+STEADY_EVERY_S = 4.0  # the steady figures move on at this pace, each the mean since the last
+RSS_STEP = 0.02  # a process's memory moves once it changed by this share (a leak climbs in steps)
+# More processes than lines: the busiest are listed, and one goes above the one before
+# it only once busier by this many points (workers near each other swapped places at
+# every redraw, rewriting both lines).
+ORDER_MARGIN = 10.0
 MIB = 1024 * 1024
 NARROW_PROCESS_LINE = 44  # below this many columns a process line leaves out the pid
 
@@ -24,6 +40,32 @@ def rss(num_bytes: int | None) -> str:
     if num_bytes is None:
         return "-"
     return f"{num_bytes / MIB:.0f}M" if num_bytes < 1024 * MIB else f"{num_bytes / (1024 * MIB):.1f}G"
+
+
+class SteadyFigures:
+    """Figures by key (a core, a process) as the panel shows them: the mean of each
+    over the samples added since the last ``update``, kept as shown until it moved
+    by a visible step (``moved``).  What was not seen since is dropped."""
+
+    def __init__(self, moved: Callable[[float, float], bool]) -> None:
+        self._moved = moved
+        self._sums: dict[int, list[float]] = {}  # key -> [sum, count]
+        self._latest: dict[int, float] = {}
+        self.shown: dict[int, float] = {}
+
+    def add(self, values: dict[int, float]) -> None:
+        for key, value in values.items():
+            total = self._sums.setdefault(key, [0.0, 0])
+            total[0] += value
+            total[1] += 1
+        self._latest = values
+
+    def update(self) -> dict[int, float]:
+        means = {key: total / count for key, (total, count) in self._sums.items()} or self._latest
+        self._sums = {}
+        shown = self.shown
+        self.shown = {key: new if key not in shown or self._moved(shown[key], new) else shown[key] for key, new in means.items()}
+        return self.shown
 
 
 class CpuPanel(StateView):
@@ -42,18 +84,73 @@ class CpuPanel(StateView):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self._cores_shown: list[float] = []  # each core's load as last drawn
+        self._core_loads = SteadyFigures(self._moved)  # by core index
+        self._other_loads = SteadyFigures(self._moved)  # the run's processes but main, by pid
+        self._rss_shown: dict[int, int] = {}
+        self._folded: HostSample | None = None
+        self._steadied_at = float("-inf")
+        self._order_shown: list[int] = []  # the pids of the run's processes, in the order last listed
 
-    def steady_cores(self, cores: list[float]) -> list[float]:
-        """The per-core loads to draw: each as drawn before unless it moved by a visible
-        step (CORE_STEP points, or into another colour); all anew when the count changed."""
-        shown = self._cores_shown
-        if len(shown) != len(cores):
-            shown = list(cores)
-        else:
-            shown = [new if abs(new - old) >= CORE_STEP or self._level(new) != self._level(old) else old for old, new in zip(shown, cores)]
-        self._cores_shown = shown
+    def sync(self, force: bool = False) -> None:
+        self._fold(self.state.host)  # every sample counts in the means, drawn or not
+        if force:
+            self._steadied_at = float("-inf")
+        super().sync(force)
+
+    def _fold(self, host: HostSample | None) -> None:
+        """Add ``host``'s figures to the means, once (the panel sees a sample many times)."""
+        if host is None or host is self._folded:
+            return
+        self._folded = host
+        self._core_loads.add(dict(enumerate(host.per_core or [])))
+        self._other_loads.add({p.pid: p.cpu_percent for p in host.processes if p.role != "main" and p.cpu_percent is not None})
+
+    def _steady(self, host: HostSample) -> None:
+        """Move the steady figures on once STEADY_EVERY_S has passed (the panel redraws
+        every MIN_REDRAW_S or a little later: half of that is slack)."""
+        self._fold(host)
+        now = time.monotonic()
+        if now - self._steadied_at >= STEADY_EVERY_S - self.MIN_REDRAW_S / 2:
+            self._steadied_at = now
+            self._core_loads.update()
+            self._other_loads.update()
+
+    def _moved(self, old: float, new: float) -> bool:
+        """A figure left what is shown by a step, or went into another colour and half a
+        step past its line (a worker settling at 95 % turns red; one wandering over 86-94 % does not)."""
+        if abs(new - old) >= STEP:
+            return True
+        well_inside = self._level(new - STEP / 2) == self._level(new + STEP / 2)
+        return well_inside and self._level(new) != self._level(old)
+
+    def _shown_processes(self, processes: list[ProcessSample]) -> list[ProcessSample]:
+        """The run's processes with the figures their lines show (see _as_shown)."""
+        shown = [self._as_shown(p) for p in processes]
+        self._rss_shown = {p.pid: p.rss for p in shown if p.rss is not None}
         return shown
+
+    def _as_shown(self, proc: ProcessSample) -> ProcessSample:
+        """``proc`` with the figures its line shows: the main process's CPU as sampled,
+        the others' steady; everyone's memory as shown until it moved by RSS_STEP."""
+        cpu = proc.cpu_percent if proc.role == "main" else self._other_loads.shown.get(proc.pid, proc.cpu_percent)
+        memory, shown = proc.rss, self._rss_shown.get(proc.pid)
+        if memory is not None and shown is not None and abs(memory - shown) < RSS_STEP * shown:
+            memory = shown
+        return dataclasses.replace(proc, cpu_percent=cpu, rss=memory)
+
+    def _steady_order(self, processes: list[ProcessSample]) -> list[ProcessSample]:
+        """``processes`` busiest first, within ORDER_MARGIN points: in the order listed
+        before, except that one busier than the one above it by the margin moves up
+        (new ones come in by their CPU)."""
+        listed_at = {pid: i for i, pid in enumerate(self._order_shown)}
+        order = sorted(processes, key=lambda p: (listed_at.get(p.pid, len(listed_at)), -(p.cpu_percent or 0)))
+        for i in range(1, len(order)):  # an insertion sort whose comparison has the margin
+            j = i
+            while j and (order[j].cpu_percent or 0) > (order[j - 1].cpu_percent or 0) + ORDER_MARGIN:
+                order[j - 1], order[j] = order[j], order[j - 1]
+                j -= 1
+        self._order_shown = [p.pid for p in order]
+        return order
 
     def build(self) -> Text:
         host = self.state.host
@@ -61,13 +158,15 @@ class CpuPanel(StateView):
             return Text("waiting for the first sample…", self.style_of("cpu--dim"))
         width = self.content_size.width or 40
         height = self.content_size.height or 10
+        self._steady(host)
+        cores = [load for _, load in sorted(self._core_loads.shown.items())]
         if self.compact:  # two or three lines: machine and cores in one, then the run
-            lines = [self._machine_and_cores(host, width), self._run_line(host.processes)]
+            lines = [self._machine_and_cores(host, cores, width), self._run_line(host.processes)]
         else:
             lines = self._machine(host, width)
             # bars per core where the rows the process tree leaves allow them
             spare = height - len(lines) - (len(host.processes) + 1 if host.processes else 1)
-            lines += self._cores(self.steady_cores(host.per_core or []), width, spare)
+            lines += self._cores(cores, width, spare)
             lines += self._processes(host.processes, width, max(1, height - len(lines)))
         return Text("\n").join(lines)
 
@@ -95,13 +194,12 @@ class CpuPanel(StateView):
         text.append_text(memory)
         return [text]
 
-    def _machine_and_cores(self, host: HostSample, width: int) -> Text:
+    def _machine_and_cores(self, host: HostSample, cores: list[float], width: int) -> Text:
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append("CPU ", self.style_of("cpu--label"))
         text.append(f"{fmt.pct(host.cpu_percent):>4} ", self.style_of(self._level(host.cpu_percent)))
         memory = f" mem {fmt.gib(host.memory_used)}/{fmt.gib(host.memory_total)}G" if host.memory_used is not None else ""
         room = max(0, width - text.cell_len - len(memory))
-        cores = self.steady_cores(host.per_core or [])
         cells = [(charts.level_char(p / 100), self._level(p)) for p in cores[:room]]
         for chars, role in charts.runs_of(cells):
             text.append(chars, self.style_of(role))
@@ -152,8 +250,13 @@ class CpuPanel(StateView):
         head.append(f" {rss(total_rss)}  ")
         head.append(f"{len(workers)} worker{'s' if len(workers) != 1 else ''}", self.style_of("cpu--label"))
         lines = [head]
-        main = [p for p in processes if p.role == "main"]
-        others = sorted((p for p in processes if p.role != "main"), key=lambda p: -(p.cpu_percent or 0))
+        listed = self._shown_processes(processes)
+        main = [p for p in listed if p.role == "main"]
+        others = [p for p in listed if p.role != "main"]
+        if len(main) + len(others) > room - 1:  # not all fit: the busiest are listed, the rest counted
+            others = self._steady_order(others)
+        else:  # all fit: in the order they started, so that a line stays with its process
+            others.sort(key=lambda p: p.pid)
         shown = (main + others)[: max(0, room - 1)]
         for proc in shown:
             lines.append(self._process_line(proc, width))
@@ -163,7 +266,7 @@ class CpuPanel(StateView):
         return lines
 
     def _run_line(self, processes: list[ProcessSample]) -> Text:
-        """The whole tree in one line: main, then each worker's CPU%, busiest first."""
+        """The whole tree in one line: main, then each worker's CPU%, busiest first (see _steady_order)."""
         text = Text(no_wrap=True, overflow="ellipsis")
         if not processes:
             text.append("no run: nothing to trace", self.style_of("cpu--dim"))
@@ -175,7 +278,7 @@ class CpuPanel(StateView):
             if proc.role == "main":
                 text.append(" │ main ", self.style_of("cpu--label"))
                 text.append(fmt.num(proc.cpu_percent, "%"), self.style_of(self._level(proc.cpu_percent)))
-        workers = sorted((p for p in processes if p.role == "worker"), key=lambda p: -(p.cpu_percent or 0))
+        workers = self._steady_order([p for p in self._shown_processes(processes) if p.role == "worker"])
         if workers:
             text.append(f" │ {len(workers)} worker{'s' if len(workers) > 1 else ''}", self.style_of("cpu--label"))
             for proc in workers:

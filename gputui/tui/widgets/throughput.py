@@ -18,14 +18,20 @@ GUTTER = 6  # y-axis labels
 
 
 PLOT_EVERY_S = 4.0
+# No column narrower than a second (the pace most runs report at, and the sampler's):
+# a 60-column plot spans at least a minute.  Half-second columns cost a new column
+# every half second, and a span changing at 5, 10, 20 and 30 s, each rewriting every
+# column: most of the chart's bytes in a run's first minute (issue 25).
+MIN_COLUMN_S = 1.0
 LEGEND_SEPARATOR = " · "
 
 
 class ThroughputChart(StateView):
     """The figures line follows every second; the plot below it every PLOT_EVERY_S.
-    A new column touches every row of the plot (a cell each, see
-    gputui.tui.compositor), and a step of the time axis or of the y scale redraws
-    every column: the plot moving on less often keeps those rare and the link quiet."""
+    The plot spans the whole run and fills from the left, a column per MIN_COLUMN_S or
+    more: a new reading writes the newest column's cells (one per row, see
+    gputui.tui.compositor), and only a longer span (the run outgrowing it, 1 min, 2, 3,
+    5, 10...) or a higher y scale redraws every column."""
 
     SECTIONS = (st.THROUGHPUT, st.HEADER)
     MIN_REDRAW_S = 1.0
@@ -77,7 +83,8 @@ class ThroughputChart(StateView):
         plot_height = height - 1 - (1 if height >= 5 else 0)
         if plot_height < 1:
             return []
-        plot = charts.plot_throughput(run.series.bins(), max(1, width - GUTTER), plot_height, reference[0].samples_per_sec if reference else None)
+        reference_rate = reference[0].samples_per_sec if reference else None
+        plot = charts.plot_throughput(run.series.bins(), max(1, width - GUTTER), plot_height, reference_rate, min_column_s=MIN_COLUMN_S)
         styles = self._role_styles()
         lines = []
         for r, row in enumerate(plot.rows):
