@@ -36,8 +36,8 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from synthetic import sample
 
-from gputui import events as ev
-from gputui.events import make_event
+from gputui.record import events as ev
+from gputui.record.events import make_event
 from gputui.tui.app import make_app
 from gputui.tui.news import EventArrived, SampleArrived
 from tests.support.fake_nvml import FakeGpu

@@ -30,10 +30,10 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from synthetic import gpu_sample, sample
 
-from gputui.gzip_lines import GzipLineWriter
 from gputui.model import to_dict
-from gputui.record import Recorder
-from gputui.summary import SummaryBuilder
+from gputui.record.gzip_lines import GzipLineWriter
+from gputui.record.recording import Recorder
+from gputui.session.summary import SummaryBuilder
 
 MIB = 1024**2
 

@@ -23,11 +23,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gputui import events as ev
 from gputui import fmt
 from gputui.lookback.load import load_recording, run_summary
 from gputui.model import Throughput, is_bursty, mean_is_figure, run_figure
-from gputui.record import read_recording, recording_stem
+from gputui.record import events as ev
+from gputui.record.recording import read_recording, recording_stem
 
 COLUMNS = ("run", "unit", "median", "script's own", "Δ", "first reading", "data wait", "GPU busy", "window", "findings")
 FIGURE_COLUMNS = ("run", "gputui's figure", "median", "the script's own", "Δ figure", "Δ median")

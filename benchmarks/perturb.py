@@ -26,9 +26,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from gputui import events as ev
 from gputui import protocol
-from gputui.record import read_recording
+from gputui.record import events as ev
+from gputui.record.recording import read_recording
 
 
 def env() -> dict[str, str]:

@@ -14,10 +14,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from gputui import events as ev
 from gputui import fmt
 from gputui.errors import UserError
-from gputui.record import read_recording
+from gputui.record import events as ev
+from gputui.record.recording import read_recording
 
 # Dense datasheet peaks in TFLOP/s (shared/reference/gpu-specs.toml): fp32 for fp32 runs,
 # the tensor-core half-precision figure for bf16/fp16 (and TF32 at half of it).

@@ -14,12 +14,12 @@ count towards the summary.
 
 Both sides of the child boundary use this module: the benchmark worker
 (``gputui.workloads``, child-only code) writes the lines and the core
-(``gputui.throughput``, the session, ``gputui check``) reads them.  It imports nothing of
+(``gputui.run.throughput``, the session, ``gputui check``) reads them.  It imports nothing of
 gputui and no ML framework (import-linter: ``protocol-and-catalog-are-leaves``).
 
 Data-parallel runs (``torchrun``: one process per GPU) add ``rank`` and ``world_size``
 to every line of every rank; gputui adds the ranks' rates into the run's throughput and
-keeps each rank's own (gputui.throughput.RankTotals).  Lines without them are a
+keeps each rank's own (gputui.run.throughput.RankTotals).  Lines without them are a
 single-process run, as before::
 
     @gputui {"event": "step", "phase": "measure", "step": 11, "samples": 32, "seconds": 0.018, "rank": 1, "world_size": 2}

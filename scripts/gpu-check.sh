@@ -140,7 +140,7 @@ for step in "$@"; do
       python3 - "$d"/baseline.jsonl "$d"/ddp-nproc*.jsonl > "$d/numbers.txt" <<'PY'
 import sys
 from pathlib import Path
-from gputui.record import read_recording
+from gputui.record.recording import read_recording
 for path in map(Path, sys.argv[1:]):
     tp = (read_recording(path).summary or {}).get("throughput") or {}
     ranks = ", ".join(f"rank {r['rank']} {r.get('median')}" for r in tp.get("ranks") or [])
@@ -177,7 +177,7 @@ while True:
       python3 - "$d/shared.jsonl" "$d/alone.jsonl" > "$d/findings.txt" <<'PY'
 import sys
 from pathlib import Path
-from gputui.record import read_recording
+from gputui.record.recording import read_recording
 for path in map(Path, sys.argv[1:]):
     rec = read_recording(path)
     last = next((s.gpus[0].processes for s in reversed(rec.samples) if s.gpus and s.gpus[0].processes is not None), None)

@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sys.path.insert(0, str(REPO))
 
-    from gputui.record import read_recording
+    from gputui.record.recording import read_recording
     from gputui.safe_write import write_atomic
     from gputui.tui.replay import make_replay_app
     from gputui.tui.screenshot import screen_text

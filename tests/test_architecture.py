@@ -1,6 +1,6 @@
 """The layers of docs/architecture.md hold: import-linter's contracts (pyproject.toml,
-``[tool.importlinter]``) pass on the tree, fail on a planted violation, and their
-forbidden lists name every top-level module of gputui."""
+``[tool.importlinter]``) pass on the tree, fail on a planted violation or a stale
+exemption, and the layers and forbidden lists name every top-level module of gputui."""
 
 from __future__ import annotations
 
@@ -45,11 +45,11 @@ def test_the_import_contracts_hold():
 def test_a_planted_import_of_the_dashboard_breaks_the_build_naming_it(tmp_path):
     shutil.copytree(REPO / "gputui", tmp_path / "gputui", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
-    with open(tmp_path / "gputui" / "session.py", "a", encoding="utf-8") as fh:
+    with open(tmp_path / "gputui" / "session" / "session.py", "a", encoding="utf-8") as fh:
         fh.write("\nimport gputui.tui  # planted\n")
     result = run_lint_imports(tmp_path)
     assert result.returncode != 0
-    assert "gputui.session -> gputui.tui" in result.stdout
+    assert "gputui.session.session -> gputui.tui" in result.stdout
 
 
 @pytest.mark.parametrize(
@@ -71,6 +71,50 @@ def top_level_modules() -> set[str]:
     return {f"gputui.{m.name}" for m in pkgutil.iter_modules(gputui.__path__) if m.name != "__main__"}
 
 
+def test_the_layers_name_every_top_level_module_once():
+    # A module added to gputui later must be given its place in the layers.
+    layers = contracts()["layers"]["layers"]
+    named = [name.strip() for layer in layers for name in layer.replace("|", ":").split(":")]
+    assert sorted(named) == sorted(top_level_modules() - {"gputui.__main__"})
+
+
+def copy_of_the_tree(tmp_path: Path) -> Path:
+    shutil.copytree(REPO / "gputui", tmp_path / "gputui", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    return tmp_path
+
+
+@needs_import_linter
+@pytest.mark.parametrize(
+    "importer, planted",
+    [
+        ("run/runner.py", "import gputui.session.session"),  # the runner reaching up to the session
+        ("record/history.py", "import gputui.lookback.load"),  # the record reaching up to a face's library
+        ("session/summary.py", "import gputui.check.result"),
+    ],
+)
+def test_a_planted_upward_import_breaks_the_layers(tmp_path, importer, planted):
+    root = copy_of_the_tree(tmp_path)
+    with open(root / "gputui" / importer, "a", encoding="utf-8") as fh:
+        fh.write(f"\n{planted}  # planted\n")
+    result = run_lint_imports(root)
+    assert result.returncode != 0
+    broken = result.stdout[result.stdout.index("Broken contracts") :]
+    assert "Each layer imports only the layers under it" in broken and planted.split()[-1] in broken
+
+
+@needs_import_linter
+def test_an_exemption_that_matches_no_import_is_an_error(tmp_path):
+    root = copy_of_the_tree(tmp_path)
+    pyproject = root / "pyproject.toml"
+    text = pyproject.read_text(encoding="utf-8")
+    stale = '"gputui.run.runner -> gputui.session.session",'
+    pyproject.write_text(text.replace("ignore_imports = [\n", f"ignore_imports = [\n    {stale}\n", 1), encoding="utf-8")
+    result = run_lint_imports(root)
+    assert result.returncode != 0
+    assert "gputui.run.runner -> gputui.session.session" in result.stdout + result.stderr
+
+
 def test_every_module_but_the_worker_is_forbidden_to_import_the_worker():
     # A module added to gputui later is held to it too: the worker package is child-only code.
     contract = contracts()["core-no-workloads"]
@@ -83,8 +127,8 @@ def test_every_module_but_the_worker_is_forbidden_to_import_the_worker():
     "importer, planted, contract_name",
     [
         ("check/stage_context.py", "import gputui.workloads.measure", "Nothing outside gputui.workloads imports it"),
-        ("protocol.py", "import gputui.record", "The protocol and the catalog import nothing of gputui"),
-        ("workloads/smoke.py", "import gputui.session", "The benchmark worker (gputui.workloads) imports none of the core"),
+        ("protocol.py", "import gputui.record.recording", "The protocol and the catalog import nothing of gputui"),
+        ("workloads/smoke.py", "import gputui.session.session", "The benchmark worker (gputui.workloads) imports none of the core"),
     ],
 )
 def test_a_planted_import_across_the_worker_boundary_breaks_the_build(tmp_path, importer, planted, contract_name):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from gputui.assemble import SessionParts
-from gputui.session import SessionConfig
+from gputui.session.assemble import SessionParts
+from gputui.session.session import SessionConfig
 from gputui.telemetry.gpu import GpuTelemetry
 from gputui.telemetry.host import HostTelemetry
 from tests.support.fake_nvml import FakeGpu, FakeNvml
@@ -31,6 +31,6 @@ def test_each_session_gets_fresh_injected_telemetry_the_clock_and_its_diagnosis_
 
 
 def test_importing_the_factory_loads_no_sampler():
-    code = "import sys, gputui.assemble; print(sorted(m for m in sys.modules if m.startswith('gputui.telemetry')))"
+    code = "import sys, gputui.session.assemble; print(sorted(m for m in sys.modules if m.startswith('gputui.telemetry')))"
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

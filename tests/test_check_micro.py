@@ -15,7 +15,7 @@ from gputui.check.micro_stage import grade_micro, run_micro_stage
 from gputui.check.result import FAIL, INFO, MICRO, OK, SKIPPED, WARN, CheckResult
 from gputui.check.stage_context import CheckOptions, StageContext
 from gputui.gpus.models import ACHIEVABLE
-from gputui.runner import Outcome
+from gputui.run.runner import Outcome
 from gputui.telemetry.nvml import Nvml
 from tests.support.check_gpus import a100, by_id, h200, micro, unknown_gpu
 from tests.support.fake_nvml import FakeGpu, FakeNvml

@@ -19,7 +19,7 @@ from gputui.check.under_load import LoadWatcher, load_results
 from gputui.check.verdict_text import markdown, progress_line, verdict_line
 from gputui.gpus.models import find_model
 from gputui.model import GpuInfo, GpuSample, Sample
-from gputui.record import read_recording
+from gputui.record.recording import read_recording
 from gputui.telemetry.gpu import GpuTelemetry
 from tests.support.fake_nvml import FakeGpu, FakeNvml
 
@@ -50,7 +50,7 @@ def _stage(*results: CheckResult):
 
 
 def test_a_check_is_a_recording_with_one_event_per_result_and_the_verdict(tmp_path):
-    from gputui.record import Recorder
+    from gputui.record.recording import Recorder
 
     path = tmp_path / "check.jsonl"
     listener = _Collect()
@@ -333,7 +333,7 @@ def test_a_check_recording_to_a_full_disk_warns_at_once_and_still_gives_the_verd
 
 
 def test_the_check_builds_its_session_through_the_one_session_factory():
-    from gputui.assemble import SessionParts
+    from gputui.session.assemble import SessionParts
     from gputui.telemetry.host import HostTelemetry
 
     made: list[object] = []

@@ -9,9 +9,9 @@ import os
 
 import pytest
 
-from gputui import events as ev
-from gputui.presets import load_file
-from gputui.record import read_recording
+from gputui.presets.load import load_file
+from gputui.record import events as ev
+from gputui.record.recording import read_recording
 from tests.support.process import REPO, run_gputui
 
 pytest.importorskip("torch")

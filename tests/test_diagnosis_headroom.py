@@ -5,7 +5,7 @@ and the levers; not when the GPU is used well, nor when the run waits for data."
 from __future__ import annotations
 
 from gputui.diagnosis import Settings
-from gputui.events import make_event
+from gputui.record.events import make_event
 from tests.support.diagnosis_traces import each_gpu, findings, kinds, load, of_kind
 
 GIB = 1024**3
@@ -90,7 +90,7 @@ def test_an_input_bound_run_gets_the_input_finding_not_headroom():
 def h200(name: str):
     from pathlib import Path
 
-    from gputui.record import read_recording
+    from gputui.record.recording import read_recording
 
     return read_recording(Path(__file__).resolve().parent.parent / "docs" / "recordings" / f"{name}.jsonl")
 

@@ -10,7 +10,7 @@ import pytest
 from gputui.diagnosis import Settings
 from gputui.diagnosis.context import Context
 from gputui.diagnosis.rules.gpu_busy import known_ceiling
-from gputui.session import Session, SessionConfig
+from gputui.session.session import Session, SessionConfig
 from gputui.telemetry.gpu import GpuTelemetry
 from tests.support.diagnosis_traces import each_gpu, findings, gpus, kinds, load, of_kind, without_gpm
 from tests.support.fake_nvml import FakeGpu, FakeNvml
@@ -156,7 +156,7 @@ def test_the_diagnosis_setting_reaches_the_session_sampler(monkeypatch):
 def h200(name: str):
     from pathlib import Path
 
-    from gputui.record import read_recording
+    from gputui.record.recording import read_recording
 
     return read_recording(Path(__file__).resolve().parent.parent / "docs" / "recordings" / f"{name}.jsonl")
 
@@ -173,7 +173,7 @@ def test_the_real_input_bound_pair_without_gpm_is_judged_as_with_it():
 def test_the_session_factory_honours_use_gpm_false_from_the_config():
     # The headless CLI and the dashboard build sessions through SessionParts: the
     # [diagnosis] use_gpm = false setting must reach the sampler that way too.
-    from gputui.assemble import SessionParts
+    from gputui.session.assemble import SessionParts
 
     session = SessionParts().build(SessionConfig(diagnosis={"use_gpm": False}))
     assert session.gpu.use_gpm is False

@@ -9,13 +9,13 @@ import json
 import sys
 from pathlib import Path
 
-from gputui import events as ev
 from gputui.model import GpuSample, HostSample, Sample
-from gputui.presets import load_file
-from gputui.progress import ProgressPrinter, progress_line
-from gputui.record import Recorder, read_recording
-from gputui.session import Session, SessionConfig
-from gputui.summary import SummaryBuilder
+from gputui.presets.load import load_file
+from gputui.record import events as ev
+from gputui.record.recording import Recorder, read_recording
+from gputui.session.progress import ProgressPrinter, progress_line
+from gputui.session.session import Session, SessionConfig
+from gputui.session.summary import SummaryBuilder
 from gputui.telemetry.gpu import GpuTelemetry
 from tests.support.fake_nvml import FakeGpu, FakeNvml
 from tests.support.process import run_gputui

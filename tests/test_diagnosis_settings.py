@@ -9,14 +9,14 @@ import pytest
 
 from gputui.diagnosis import DEFAULTS, KEYS, Settings
 from gputui.errors import UserError
-from gputui.presets import (
+from gputui.presets.load import (
     builtin_presets_path,
     load_config,
     load_diagnosis_file,
     load_file,
     load_presets,
 )
-from gputui.session import SessionConfig
+from gputui.session.session import SessionConfig
 
 
 def write(directory: Path, text: str, name: str = "presets.toml") -> Path:

@@ -13,10 +13,10 @@ import json
 
 import pytest
 
-from gputui import events as ev
 from gputui.diagnosis import Settings, replay
-from gputui.events import make_event
-from gputui.record import read_recording
+from gputui.record import events as ev
+from gputui.record.events import make_event
+from gputui.record.recording import read_recording
 from tests.support.diagnosis_traces import TRACES, final, findings, kinds, load
 
 
@@ -55,7 +55,7 @@ def test_each_trace_gives_exactly_its_findings_once(name):
     assert kinds(events) == EXPECTED[name]
     per_kind = [d["kind"] for d in final(events).values()]
     assert len(per_kind) == len(set(per_kind)), f"a finding opened more than once: {per_kind}"
-    for event in events:  # the event fields of gputui/events.py, every time
+    for event in events:  # the event fields of gputui/record/events.py, every time
         data = event.data
         one_gpu = {"gpu"} if data["id"].split("-")[-2].startswith("gpu") else set()  # a finding about one GPU names it
         assert set(data) == {"id", "kind", "state", "severity", "title", "since", "until", "evidence", "advice"} | one_gpu

@@ -22,15 +22,15 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from gputui.cli import main
+from gputui.cli.main import main
+from gputui.cli.runs_cli import table as runs_table
 from gputui.escape import for_csv_cell, for_markdown, for_terminal, for_widget, markdown_code_span, widget_text
 from gputui.fmt import printable
-from gputui.history import read_kept_run, runs_dir
 from gputui.lookback.compare import compare_rows, text_table
 from gputui.lookback.document import Bullets, Code, Heading, Paragraph, ReportNote, Table, markdown_table, to_html, to_markdown
 from gputui.lookback.load import load_recording
 from gputui.lookback.report import markdown_report, report_blocks
-from gputui.lookback.runs_cli import table as runs_table
+from gputui.record.history import read_kept_run, runs_dir
 from tests.support.lookback import RECORDINGS, write_lines
 
 # A title escape (OSC 0 ... BEL), raw HTML, a spreadsheet formula, Markdown emphasis
@@ -202,8 +202,8 @@ def raw_screen(app) -> str:
 
 
 def test_dashboard_shows_a_hostile_preset_and_kept_run_without_raw_controls(hostile, tmp_path):
-    from gputui.history import RunHistory
-    from gputui.presets import Preset
+    from gputui.presets.load import Preset
+    from gputui.record.history import RunHistory
     from gputui.tui.app import make_app
     from gputui.tui.screens.findings import FindingsScreen
     from tests.support.tui import run_async, scripted_factory, shown, wait_until

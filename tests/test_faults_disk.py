@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from gputui.cli import RECORD_WRITE_FAILED
+from gputui.cli.main import RECORD_WRITE_FAILED
 from gputui.errors import UserError
-from gputui.record import Recorder, read_recording
+from gputui.record.recording import Recorder, read_recording
 from tests.support.leftovers import no_leftovers  # noqa: F401  (the fixture)
 from tests.support.process import gputui_env, run_gputui
 from tests.support.tui import run_async, wait_until
@@ -30,7 +30,7 @@ pytestmark = [
 FULL_DISK_MAIN = textwrap.dedent(
     """
     import builtins, errno, os, sys
-    import gputui.record
+    import gputui.record.recording
 
     BUDGET = int(os.environ["FAULT_DISK_BYTES"])
 
@@ -55,8 +55,8 @@ FULL_DISK_MAIN = textwrap.dedent(
         real = builtins.open(path, *args, **kwargs)
         return FullDisk(real) if str(path) == sys.argv[1] else real
 
-    gputui.record.open = small_disk_open
-    from gputui.cli import main
+    gputui.record.recording.open = small_disk_open
+    from gputui.cli.main import main
     raise SystemExit(main(sys.argv[2:]))
     """
 )

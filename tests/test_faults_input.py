@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gputui.cli import main
+from gputui.cli.main import main
 from gputui.errors import UserError
-from gputui.presets import parse_text
-from gputui.record import read_recording
+from gputui.presets.load import parse_text
+from gputui.record.recording import read_recording
 
 TRACE = Path(__file__).parent / "data" / "traces" / "input_bound_1worker.jsonl"
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

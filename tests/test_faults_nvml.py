@@ -10,10 +10,10 @@ from pathlib import Path
 import pynvml
 import pytest
 
-from gputui.events import Observer
 from gputui.model import Sample
-from gputui.record import Recorder, Recording, read_recording
-from gputui.session import Session, SessionConfig
+from gputui.record.events import Observer
+from gputui.record.recording import Recorder, Recording, read_recording
+from gputui.session.session import Session, SessionConfig
 from gputui.telemetry.gpu import GpuTelemetry
 from tests.support.fake_nvml import FakeGpu, FakeNvml
 

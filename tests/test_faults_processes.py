@@ -18,9 +18,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from gputui import events as ev
 from gputui.console import LineWriter
-from gputui.record import read_recording
+from gputui.record import events as ev
+from gputui.record.recording import read_recording
 from tests.support.leftovers import no_leftovers  # noqa: F401  (the fixture)
 from tests.support.process import gputui_env, start_gputui, try_read, wait_for
 from tests.test_faults_child import write_preset

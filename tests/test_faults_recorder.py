@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from gputui import events as ev
-from gputui.record import read_recording
+from gputui.record import events as ev
+from gputui.record.recording import read_recording
 from tests.support.leftovers import no_leftovers  # noqa: F401  (the fixture)
 from tests.support.process import gputui_env, try_read, wait_for
 from tests.test_cli_record import slow_presets

@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 from prometheus_client.core import GaugeMetricFamily
 
-from gputui import events as ev
 from gputui.diagnosis import Diagnoser
 from gputui.diagnosis.rules import CoTenant
 from gputui.diagnosis.settings import Settings
 from gputui.metrics.families import PROCESSES_PER_GPU, metric_families
 from gputui.metrics.live import LiveMetrics
 from gputui.model import HIDDEN, OTHER, RUN, UNMATCHED, GpuInfo, GpuProcess, GpuSample, Sample, Throughput, co_runners, to_dict
-from gputui.record import Recorder, read_recording
-from gputui.summary import SummaryBuilder
+from gputui.record import events as ev
+from gputui.record.recording import Recorder, read_recording
+from gputui.session.summary import SummaryBuilder
 from gputui.telemetry.gpu import GpuTelemetry
 from gputui.telemetry.gpu_processes import NvmlProcess, ProcessAttributor, ProcessFacts, merge_lists, short_command
 from gputui.tui import state as st

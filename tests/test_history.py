@@ -11,8 +11,8 @@ import sys
 import pytest
 
 from gputui.errors import UserError
-from gputui.history import RunHistory, cap_bytes, history_disabled, list_kept_runs, runs_dir
-from gputui.record import read_recording
+from gputui.record.history import RunHistory, cap_bytes, history_disabled, list_kept_runs, runs_dir
+from gputui.record.recording import read_recording
 from tests.support.process import REPO, gputui_env, run_gputui
 
 FIXTURES = REPO / "docs" / "recordings"
@@ -146,8 +146,8 @@ def test_record_refuses_to_overwrite_without_force(tmp_path):
 
 
 def test_the_dashboard_refuses_an_existing_record_file_before_its_screen_opens(tmp_path, monkeypatch, capsys):
-    from gputui import cli
-    from gputui.tui import launch
+    from gputui.cli import dashboard as launch
+    from gputui.cli import main as cli
 
     out = tmp_path / "r.jsonl"
     out.write_text("precious\n")
@@ -165,7 +165,7 @@ def test_the_dashboard_refuses_an_existing_record_file_before_its_screen_opens(t
 
 
 def test_the_dashboard_keeps_every_run_and_records_over_a_file_only_with_force(tmp_path):
-    from gputui.presets import load_presets
+    from gputui.presets.load import load_presets
     from gputui.tui.app import make_app
     from tests.support.tui import run_async, wait_until
     from tests.test_tui_app import fake_gpus

@@ -119,7 +119,7 @@ def test_the_dashboard_starts_on_a_broken_settings_file_and_theme_and_says_which
 
 
 def test_a_fifo_named_as_a_recording_or_kept_in_the_history_is_refused_not_waited_on(tmp_path):
-    from gputui.record import read_recording
+    from gputui.record.recording import read_recording
 
     fifo = tmp_path / "run.jsonl"
     os.mkfifo(fifo)

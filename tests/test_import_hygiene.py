@@ -9,22 +9,22 @@ import sys
 from tests.support.process import REPO
 
 CORE_MODULES = [
-    "gputui.cli",
-    "gputui.session",
-    "gputui.record",
-    "gputui.summary",
-    "gputui.presets",
-    "gputui.runner",
-    "gputui.output_stream",
-    "gputui.outcome",
-    "gputui.throughput",
-    "gputui.progress",
-    "gputui.preset_store",
-    "gputui.preset_cli",
+    "gputui.cli.main",
+    "gputui.session.session",
+    "gputui.record.recording",
+    "gputui.session.summary",
+    "gputui.presets.load",
+    "gputui.run.runner",
+    "gputui.run.output_stream",
+    "gputui.run.outcome",
+    "gputui.run.throughput",
+    "gputui.session.progress",
+    "gputui.presets.store",
+    "gputui.cli.preset_cli",
     "gputui.safe_write",
-    "gputui.history",
-    "gputui.lookback.runs_cli",
-    "gputui.lookback.replay_cli",
+    "gputui.record.history",
+    "gputui.cli.runs_cli",
+    "gputui.cli.replay_cli",
     "gputui.telemetry.gpu",
     "gputui.telemetry.host",
     "gputui.protocol",
@@ -32,7 +32,7 @@ CORE_MODULES = [
     "gputui.check.preflight",
     "gputui.check.xid_results",
     "gputui.check.check_run",
-    "gputui.check.check_cli",
+    "gputui.cli.check_cli",
     "gputui.check.micro_stage",
     "gputui.check.workload_stage",
     "gputui.lookback.report",
@@ -77,6 +77,6 @@ def test_the_package_roots_stay_lazy():
     # gputui/__init__ imports nothing; gputui.diagnosis loads its engine and rules only
     # when a name is asked for (the presets read its settings alone: issue 27)
     assert _modules_loaded_by_importing(["gputui"], "gputui") == ["gputui"]
-    assert _modules_loaded_by_importing(["gputui.presets"], "gputui.diagnosis") == ["gputui.diagnosis", "gputui.diagnosis.settings"]
+    assert _modules_loaded_by_importing(["gputui.presets.load"], "gputui.diagnosis") == ["gputui.diagnosis", "gputui.diagnosis.settings"]
     # And the check itself can fail: asking the package for the engine loads every rule.
     assert "gputui.diagnosis.rules.clocks" in _modules_loaded_by_importing(["gputui.diagnosis.engine"], "gputui.diagnosis")

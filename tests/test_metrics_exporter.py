@@ -17,13 +17,13 @@ from prometheus_client.openmetrics.parser import (
 )
 from prometheus_client.parser import text_string_to_metric_families
 
-from gputui import events as ev
 from gputui.errors import UserError
-from gputui.events import make_event
 from gputui.metrics.families import SnapshotCollector
 from gputui.metrics.live import LiveMetrics
 from gputui.metrics.server import parse_listen_address, start_metrics_server
 from gputui.model import GpuSample, HostSample, ProcessSample, Sample
+from gputui.record import events as ev
+from gputui.record.events import make_event
 from tests.support.process import run_gputui
 
 MIB = 1024**2

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from gputui import events as ev
 from gputui.errors import UserError
-from gputui.presets import load_file
-from gputui.record import Recorder, read_recording
-from gputui.session import Session, SessionConfig
+from gputui.presets.load import load_file
+from gputui.record import events as ev
+from gputui.record.recording import Recorder, read_recording
+from gputui.session.session import Session, SessionConfig
 from gputui.telemetry.gpu import GpuTelemetry
 from tests.support.fake_nvml import FakeGpu, FakeNvml
 

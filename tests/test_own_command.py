@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gputui.command_preset import command_name, command_preset
-from gputui.presets import load_presets
+from gputui.presets.command import command_name, command_preset
+from gputui.presets.load import load_presets
 from gputui.tui.screens.command import CommandScreen, split_command
 from tests.support.process import run_gputui
 from tests.support.tui import run_async, wait_until

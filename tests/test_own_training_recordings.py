@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from gputui import events as ev
 from gputui.diagnosis import Settings, replay_recording
-from gputui.record import read_recording
+from gputui.record import events as ev
+from gputui.record.recording import read_recording
 
 RESULTS = Path(__file__).resolve().parent.parent / "docs" / "own-training-results"
 RUNS = sorted(path.stem for path in RESULTS.glob("*.jsonl"))

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from gputui.errors import UserError
-from gputui.preset_store import ConflictError, PresetFile
-from gputui.presets import load_file
+from gputui.presets.load import load_file
+from gputui.presets.store import ConflictError, PresetFile
 from tests.support.process import REPO, gputui_env, run_gputui
 
 COMMENTED = """\
@@ -126,7 +126,7 @@ def test_a_change_on_disk_since_loading_is_detected(commented):
 KILL_BEFORE_REPLACE = """
 import os, signal, sys
 from pathlib import Path
-from gputui.preset_store import PresetFile
+from gputui.presets.store import PresetFile
 
 store = PresetFile.load(Path(sys.argv[1]))
 values = store.table("quick")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Input
 
-from gputui.presets import load_file, load_presets
+from gputui.presets.load import load_file, load_presets
 from gputui.tui.screens.dashboard import DashboardScreen
 from gputui.tui.screens.editor import ConflictScreen, NameScreen, PresetEditorScreen
 from gputui.tui.widgets.presets import PresetList

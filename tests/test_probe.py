@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from gputui.events import ProbeReport
 from gputui.probe import SITE_DIR, ProbeChannel, is_python_command
 from gputui.protocol import decode
+from gputui.record.events import ProbeReport
 
 pytest.importorskip("torch")
 

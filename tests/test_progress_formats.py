@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from gputui.model import Throughput
-from gputui.output_stream import LineSplitter, output_line
-from gputui.throughput import ThroughputParser
+from gputui.run.output_stream import LineSplitter, output_line
+from gputui.run.throughput import ThroughputParser
 
 DATA = Path(__file__).parent / "data" / "progress"
 EXPECTED = json.loads((DATA / "expected.json").read_text(encoding="utf-8"))

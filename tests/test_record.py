@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from gputui import events as ev
 from gputui.errors import UserError
-from gputui.events import make_event
 from gputui.model import GpuProcess, GpuSample, HostSample, ProcessSample, Sample, Throughput
-from gputui.outcome import Outcome
-from gputui.record import Recorder, read_recording
+from gputui.record import events as ev
+from gputui.record.events import make_event
+from gputui.record.recording import Recorder, read_recording
+from gputui.run.outcome import Outcome
 
 
 def make_sample(t: float) -> Sample:

@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
-from gputui import gzip_lines
-from gputui.baseline import baseline_from_recording
-from gputui.cli import main
+from gputui.cli.main import main
 from gputui.errors import UserError
-from gputui.gzip_lines import GZIP_WBITS, GzipChunks
-from gputui.history import runs_dir
-from gputui.record import read_recording
+from gputui.record import gzip_lines
+from gputui.record.gzip_lines import GZIP_WBITS, GzipChunks
+from gputui.record.history import runs_dir
+from gputui.record.recording import read_recording
+from gputui.session.baseline import baseline_from_recording
 from tests.support.lookback import RECORDINGS
 
 SOURCE = RECORDINGS / "torch-resnet50.jsonl"
@@ -177,7 +177,7 @@ def test_a_big_compressed_recording_of_a_real_ratio_still_reads_whole(tmp_path):
 
 
 def test_a_line_longer_than_the_cap_is_one_line(tmp_path, monkeypatch, capsys):
-    from gputui import record
+    from gputui.record import recording as record
 
     monkeypatch.setattr(record, "MAX_LINE_BYTES", 1000)
     path = with_value(tmp_path / "long.jsonl", 1, ["preset", "description"], "x" * 2000)

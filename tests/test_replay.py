@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from gputui import events as ev
 from gputui import fmt
-from gputui.record import read_recording
+from gputui.record import events as ev
+from gputui.record.recording import read_recording
 from gputui.tui.replay import make_replay_app
 from gputui.tui.replay_player import ReplayPlayer
 from gputui.tui.screens.summary import SummaryScreen
@@ -67,7 +67,7 @@ def test_replay_errors_are_one_line_before_any_screen(tmp_path):
 
 
 def test_speed_is_a_factor_or_max():
-    from gputui.lookback.replay_cli import parse_speed
+    from gputui.cli.replay_cli import parse_speed
 
     assert parse_speed("max") is None and parse_speed("MAX") is None
     assert parse_speed("10x") == 10.0 and parse_speed("60") == 60.0 and parse_speed("0.5") == 0.5
@@ -166,7 +166,7 @@ def test_replay_seeks_to_the_finding_and_the_widgets_show_that_moment(tmp_path):
 def test_replay_plays_at_the_chosen_speed_and_never_runs_or_opens_nvml(tmp_path, monkeypatch):
     import pynvml
 
-    from gputui.runner import Runner
+    from gputui.run.runner import Runner
 
     def forbidden(*args, **kwargs):
         raise AssertionError("a replay must not open NVML or start a run")
@@ -193,7 +193,7 @@ def test_replay_plays_at_the_chosen_speed_and_never_runs_or_opens_nvml(tmp_path,
 
 
 def test_replay_resolves_a_kept_runs_name(tmp_path, monkeypatch):
-    from gputui.lookback.replay_cli import resolve
+    from gputui.cli.replay_cli import resolve
 
     runs = tmp_path / "state" / "gputui" / "runs"
     runs.mkdir(parents=True)
@@ -207,7 +207,7 @@ def test_replay_resolves_a_kept_runs_name(tmp_path, monkeypatch):
 
 
 def dashboard_with_history(tmp_path):
-    from gputui.history import RunHistory
+    from gputui.record.history import RunHistory
     from gputui.tui.app import make_app
     from tests.support.tui import demo_preset, scripted_factory
 

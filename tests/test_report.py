@@ -284,7 +284,7 @@ def test_lookback_is_core_and_its_subcommands_are_cheap_to_import():
 
     code = (
         "import sys\n"
-        "import gputui.cli, gputui.lookback.report_cli, gputui.lookback.compare_cli, gputui.lookback.export_cli\n"
+        "import gputui.cli.main, gputui.cli.report_cli, gputui.cli.compare_cli, gputui.cli.export_cli\n"
         "heavy = sorted(m for m in ('matplotlib', 'numpy', 'pyarrow', 'textual') if m in sys.modules)\n"
         "import gputui.lookback.report, gputui.lookback.compare, gputui.lookback.export, gputui.lookback.plots\n"
         "tui = [m for m in sys.modules if m == 'textual' or m.startswith('textual.')]\n"

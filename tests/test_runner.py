@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 import gputui
-from gputui.runner import LINE_CAP, TRUNCATION_MARK, LineSplitter, Outcome, OutputLine, Runner, strip_ansi
+from gputui.run.runner import LINE_CAP, TRUNCATION_MARK, LineSplitter, Outcome, OutputLine, Runner, strip_ansi
 from tests.support.leftovers import no_leftovers  # noqa: F401  (the fixture)
 
 PY = sys.executable
@@ -530,7 +530,7 @@ def test_mark_oom_from_the_protocol():
 def test_sigkill_with_a_rising_cgroup_oom_kill_counter_is_oom(monkeypatch):
     """The kernel OOM killer cannot be provoked safely in a test; fake its counter
     (read once at start, once at the end) around a child that really dies of SIGKILL."""
-    from gputui import runner as runner_module
+    from gputui.run import runner as runner_module
 
     counts = iter([4, 5])
     monkeypatch.setattr(runner_module, "_cgroup_oom_kill_count", lambda: next(counts))
@@ -541,7 +541,7 @@ def test_sigkill_with_a_rising_cgroup_oom_kill_counter_is_oom(monkeypatch):
 
 
 def test_sigkill_without_oom_kills_is_signaled(monkeypatch):
-    from gputui import runner as runner_module
+    from gputui.run import runner as runner_module
 
     monkeypatch.setattr(runner_module, "_cgroup_oom_kill_count", lambda: 4)
     outcome, _, _ = run("import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
@@ -549,7 +549,7 @@ def test_sigkill_without_oom_kills_is_signaled(monkeypatch):
 
 
 def test_cgroup_oom_kill_counter_reads_as_int_or_none():
-    from gputui.runner import _cgroup_oom_kill_count
+    from gputui.run.runner import _cgroup_oom_kill_count
 
     count = _cgroup_oom_kill_count()
     assert count is None or (isinstance(count, int) and count >= 0)
@@ -559,7 +559,7 @@ def test_cgroup_oom_kill_counter_reads_as_int_or_none():
 
 PARENT = """
 import sys, time
-from gputui.runner import Runner
+from gputui.run.runner import Runner
 
 def on_line(line):
     print(line.text, flush=True)
@@ -643,7 +643,7 @@ def test_guard_notices_a_dead_parent_by_polling_without_pdeathsig():
 
 
 def test_guard_exits_at_once_when_started_for_a_parent_that_is_gone():
-    from gputui import _guard
+    from gputui.run import guard as _guard
 
     proc = subprocess.run(
         [PY, "-I", "-S", _guard.__file__, "--parent", "1", "--", PY, "-c", "print('should not run')"],
@@ -658,7 +658,7 @@ def test_guard_exits_at_once_when_started_for_a_parent_that_is_gone():
 def test_guard_runs_as_a_module_and_passes_the_exit_code_through():
     env = dict(os.environ, PYTHONPATH=REPO_ROOT)
     proc = subprocess.run(
-        [PY, "-m", "gputui._guard", "--", PY, "-c", "print('hi'); raise SystemExit(7)"],
+        [PY, "-m", "gputui.run.guard", "--", PY, "-c", "print('hi'); raise SystemExit(7)"],
         capture_output=True,
         text=True,
         timeout=10,

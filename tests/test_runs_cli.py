@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 
-from gputui.history import read_kept_run
+from gputui.record.history import read_kept_run
 from tests.support.process import run_gputui
 from tests.test_history import with_started_at
 from tests.test_replay import cut_copy
@@ -59,18 +59,18 @@ def test_runs_json_has_every_field(tmp_path):
 
 def test_listing_reads_the_header_and_the_last_line_only(tmp_path, monkeypatch):
     folder = runs_folder(tmp_path)
-    import gputui.record
+    import gputui.record.recording
 
     def no_full_read(*args, **kwargs):
         raise AssertionError("the listing parsed the whole file")
 
-    monkeypatch.setattr(gputui.record, "read_recording", no_full_read)
+    monkeypatch.setattr(gputui.record.recording, "read_recording", no_full_read)
     run = read_kept_run(folder / "b-input-bound.jsonl")
     assert run.outcome == "ok" and run.findings == 1
 
 
 def test_a_recording_being_written_lists_as_running_not_cut(tmp_path):
-    from gputui.record import Recorder
+    from gputui.record.recording import Recorder
 
     recorder = Recorder(tmp_path / "live.jsonl")
     recorder.on_header({"schema": 1, "preset": {"name": "live"}, "gpus": []})

@@ -15,12 +15,12 @@ from pathlib import Path
 import psutil
 import pytest
 
-from gputui import events as ev
-from gputui.events import Event
 from gputui.model import GpuSample, Sample
-from gputui.presets import load_file
-from gputui.session import Session, SessionConfig
-from gputui.summary import SummaryBuilder
+from gputui.presets.load import load_file
+from gputui.record import events as ev
+from gputui.record.events import Event
+from gputui.session.session import Session, SessionConfig
+from gputui.session.summary import SummaryBuilder
 from gputui.telemetry import host as host_module
 from gputui.telemetry.gpu import GpuTelemetry
 from gputui.telemetry.host import HostTelemetry, child_pids
@@ -294,7 +294,7 @@ def test_the_progress_line_comes_once_a_second_and_keeps_the_last_cpu_reading():
     import io
 
     from gputui.model import HostSample
-    from gputui.progress import ProgressPrinter
+    from gputui.session.progress import ProgressPrinter
 
     stream = io.StringIO()
     printer = ProgressPrinter(SummaryBuilder(), stream)

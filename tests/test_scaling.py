@@ -10,17 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from gputui import events as ev
 from gputui import protocol
-from gputui.baseline import baseline_from_recording
 from gputui.diagnosis import replay_recording
 from gputui.errors import UserError
-from gputui.events import make_event
-from gputui.presets import load_file
-from gputui.progress import summary_table
-from gputui.record import read_recording
-from gputui.summary import SummaryBuilder, scaling_efficiency
-from gputui.throughput import ThroughputParser
+from gputui.presets.load import load_file
+from gputui.record import events as ev
+from gputui.record.events import make_event
+from gputui.record.recording import read_recording
+from gputui.run.throughput import ThroughputParser
+from gputui.session.baseline import baseline_from_recording
+from gputui.session.progress import summary_table
+from gputui.session.summary import SummaryBuilder, scaling_efficiency
 
 SCALING_TRACES = Path(__file__).parent / "data" / "traces" / "scaling"
 
@@ -99,7 +99,7 @@ def test_scaling_efficiency():
 
 
 def test_a_single_gpu_recording_is_a_baseline_and_a_ddp_one_is_not(tmp_path):
-    from gputui.record import Recorder
+    from gputui.record.recording import Recorder
 
     one = tmp_path / "one.jsonl"
     recorder = Recorder(one)
@@ -195,7 +195,7 @@ def test_bad_data_parallel_values(tmp_path, body, message):
 
 
 def test_the_builtin_data_parallel_presets_load():
-    from gputui.presets import builtin_presets_path
+    from gputui.presets.load import builtin_presets_path
 
     presets = load_file(builtin_presets_path())
     for name in ("torch-resnet50-tuned-ddp", "torch-bert-large-tuned-ddp", "torch-resnet50-input-bound-ddp", "tf-resnet50-mirrored"):
@@ -225,14 +225,14 @@ def test_baseline_run_needs_a_data_parallel_preset(tmp_path):
 
 
 def test_the_one_gpu_twin_keeps_the_first_pinned_gpu(tmp_path):
-    from gputui.baseline import one_gpu_twin
+    from gputui.session.baseline import one_gpu_twin
 
     twin = one_gpu_twin(preset(tmp_path, 'framework = "torch"\nmodel = "resnet50"\ndata_parallel = 2\ngpus = [2, 3]'))
     assert twin.data_parallel is None and twin.gpus == "2" and "torch.distributed.run" not in twin.argv()
 
 
 def test_the_summary_row_says_gpu_in_the_singular_for_one_rank():
-    from gputui.progress import rank_rows
+    from gputui.session.progress import rank_rows
 
     one = rank_rows({"world_size": 1, "ranks": [], "scaling": {"efficiency": 0.9, "baseline_samples_per_sec": 6617.0, "baseline_source": "b.jsonl"}})
     two = rank_rows({"world_size": 2, "ranks": [], "scaling": {"efficiency": 0.9, "baseline_samples_per_sec": 6617.0, "baseline_source": "b.jsonl"}})
@@ -240,7 +240,7 @@ def test_the_summary_row_says_gpu_in_the_singular_for_one_rank():
 
 
 def test_gloo_ranks_on_the_cpu_are_counted_as_ranks_not_gpus():
-    from gputui.progress import summary_table
+    from gputui.session.progress import summary_table
 
     tp = {"median": 114.0, "world_size": 2, "ranks": [], "scaling": {"efficiency": 0.57, "baseline_samples_per_sec": 100.0, "baseline_source": "s"}}
     on_cpu = "\n".join(summary_table({"throughput": tp, "workload": {"device": "cpu"}}))

@@ -1,4 +1,4 @@
-"""Stopping on a signal never deadlocks: gputui.signal_relay runs the stop outside the
+"""Stopping on a signal never deadlocks: gputui.run.signal_relay runs the stop outside the
 signal handler.  The headless recorder once hung after SIGTERM (CI, 1 run in ~30): the
 handler interrupted its main thread inside ``Queue.get`` and ``Session.stop`` then
 waited for the queue's lock, held by that same thread."""
@@ -25,7 +25,7 @@ HELD_LOCK = textwrap.dedent(
             stopped.set()
 
     if sys.argv[1] == "relay":
-        from gputui.signal_relay import SignalRelay
+        from gputui.run.signal_relay import SignalRelay
         SignalRelay([signal.SIGTERM], stop)
     else:  # the old way: the work inside the handler
         signal.signal(signal.SIGTERM, lambda signum, frame: stop(signum))
@@ -52,7 +52,7 @@ def test_a_signal_while_the_main_thread_holds_the_stop_lock_still_stops():
 
 
 def test_the_relay_hands_each_signal_to_its_thread_and_puts_the_handlers_back():
-    from gputui.signal_relay import SignalRelay
+    from gputui.run.signal_relay import SignalRelay
 
     before = signal.getsignal(signal.SIGUSR1)
     seen: list[tuple[int, str]] = []
@@ -74,7 +74,7 @@ def test_the_relay_hands_each_signal_to_its_thread_and_puts_the_handlers_back():
 
 
 def test_sighup_ignored_under_nohup_stays_ignored():
-    from gputui.signal_relay import SignalRelay
+    from gputui.run.signal_relay import SignalRelay
 
     previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
     try:

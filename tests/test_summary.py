@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from gputui import events as ev
-from gputui.events import Event, make_event
 from gputui.model import GpuSample, HostSample, ProcessSample, Sample, Throughput
-from gputui.summary import SummaryBuilder
+from gputui.record import events as ev
+from gputui.record.events import Event, make_event
+from gputui.session.summary import SummaryBuilder
 
 
 def reading(rate, phase=None, samples=None, seconds=None, final=False):
@@ -170,8 +170,8 @@ def test_a_jobs_figure_is_its_mean_as_its_own_tools_count_it(name, bursty):
     from pathlib import Path
 
     from gputui.model import run_figure
-    from gputui.progress import summary_table
-    from gputui.record import read_recording
+    from gputui.record.recording import read_recording
+    from gputui.session.progress import summary_table
 
     rec = read_recording(Path(__file__).resolve().parent.parent / "docs" / "own-training-results" / "cpu" / f"{name}.jsonl")
     b = SummaryBuilder()

@@ -1,4 +1,4 @@
-"""Tests of gputui.throughput: real output lines of each tool, negatives, and fuzzing.
+"""Tests of gputui.run.throughput: real output lines of each tool, negatives, and fuzzing.
 
 Where each real line comes from is said beside it.  "code index" means the stored copy
 of public GitHub files searched while writing these tests (the line was found there, in
@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from gputui import protocol
 from gputui.model import UNITS, Throughput
-from gputui.throughput import FORMATS, ParseState, ThroughputParser
+from gputui.run.throughput import FORMATS, ParseState, ThroughputParser
 
 DATA = Path(__file__).parent / "data" / "throughput"
 SOURCES = {

@@ -18,8 +18,8 @@ from textual.command import CommandPalette
 
 from gputui.check.check_run import CheckRun
 from gputui.check.result import OK, PREFLIGHT, CheckResult
-from gputui.presets import load_presets
-from gputui.record import read_recording
+from gputui.presets.load import load_presets
+from gputui.record.recording import read_recording
 from gputui.telemetry.gpu import GpuTelemetry
 from gputui.tui.app import GpuTuiApp, make_app
 from gputui.tui.screens.dashboard import DashboardScreen
@@ -222,7 +222,7 @@ def test_a_crash_exits_non_zero_and_still_finishes_the_recording(isolated, tmp_p
             await wait_until(pilot, lambda: run.series.readings >= 2, what="throughput")
             await pilot.press("t")
 
-    from gputui.tui.launch import dashboard_exit_code
+    from gputui.cli.dashboard import dashboard_exit_code
 
     with pytest.raises(RuntimeError, match="injected crash"):
         run_async(scenario())
@@ -239,7 +239,7 @@ def test_the_exit_code_of_a_dashboard_that_ended_normally_is_what_it_returned(tm
         async with app.run_test(size=(100, 30)) as pilot:
             await pilot.press("q")
 
-    from gputui.tui.launch import dashboard_exit_code
+    from gputui.cli.dashboard import dashboard_exit_code
 
     run_async(scenario())
     assert dashboard_exit_code(app, app.return_value) == 0

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from gputui import fmt
 from gputui.diagnosis.__main__ import main as diagnose
 from gputui.errors import UserError
-from gputui.record import read_recording
-from gputui.redact import REDACTED, looks_secret, redact_env
+from gputui.record.recording import read_recording
+from gputui.record.redact import REDACTED, looks_secret, redact_env
 from tests.support.process import gputui_env, run_gputui, start_gputui, try_read, wait_for
 
 TRACES = Path(__file__).parent / "data" / "traces"
@@ -367,7 +367,7 @@ def test_a_recording_without_samples_does_not_claim_a_clean_bill(tmp_path, capsy
 
 
 def test_the_dashboard_shows_a_presets_control_characters_escaped():
-    from gputui.presets import Preset
+    from gputui.presets.load import Preset
     from gputui.tui.widgets.presets import describe_preset
 
     preset = Preset(name="evil\x1b]0;owned\x07", source=Path("presets.toml"), description="desc\x1b[2J", command=("echo", "\x1b[31mred"))

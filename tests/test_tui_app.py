@@ -14,8 +14,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from gputui.presets import load_presets
-from gputui.record import read_recording
+from gputui.presets.load import load_presets
+from gputui.record.recording import read_recording
 from gputui.telemetry.gpu import GpuTelemetry
 from gputui.tui.app import GpuTuiApp, make_app
 from gputui.tui.screens.dashboard import DashboardScreen

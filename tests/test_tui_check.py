@@ -10,7 +10,7 @@ import pytest
 
 from gputui.check.check_run import CheckRun
 from gputui.check.result import FAIL, OK, PREFLIGHT, CheckResult
-from gputui.presets import load_presets
+from gputui.presets.load import load_presets
 from gputui.telemetry.gpu import GpuTelemetry
 from gputui.tui.app import make_app
 from gputui.tui.screens.check import CheckScreen

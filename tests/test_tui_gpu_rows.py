@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from gputui import events as ev
-from gputui.events import make_event
 from gputui.model import GpuSample
-from gputui.record import read_recording
+from gputui.record import events as ev
+from gputui.record.events import make_event
+from gputui.record.recording import read_recording
 from gputui.tui.app import make_app
 from gputui.tui.news import EventArrived, HeaderArrived
 from gputui.tui.state import DashboardState
@@ -208,11 +208,11 @@ def test_ranks_map_to_the_gpus_in_the_headers_order_the_pinned_order():
 def test_the_session_header_carries_the_baseline_and_the_dashboard_takes_one_with_its_preset(tmp_path):
     import argparse
 
+    from gputui.cli.dashboard import dashboard_baseline
     from gputui.errors import UserError
-    from gputui.record import Recorder
-    from gputui.session import Session, SessionConfig
+    from gputui.record.recording import Recorder
+    from gputui.session.session import Session, SessionConfig
     from gputui.telemetry.gpu import GpuTelemetry
-    from gputui.tui.launch import dashboard_baseline
     from tests.support.fake_nvml import FakeNvml
 
     baseline = {"samples_per_sec": 1500.0, "source": "one.jsonl"}
@@ -293,8 +293,8 @@ def test_stopping_the_one_gpu_twin_starts_nothing(tmp_path):
 
 
 def test_the_baseline_options_are_checked_before_anything_starts():
-    from gputui.baseline import check_baseline_options
     from gputui.errors import UserError
+    from gputui.session.baseline import check_baseline_options
 
     ddp = dataclasses.replace(demo_preset(), data_parallel=2)
     check_baseline_options(None, True, ddp)  # fine

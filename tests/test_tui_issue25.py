@@ -7,7 +7,7 @@ from __future__ import annotations
 from gputui.check.check_run import CheckRun
 from gputui.check.result import OK, PREFLIGHT, WARN, CheckResult
 from gputui.check.stage_context import CheckOptions
-from gputui.history import RunHistory
+from gputui.record.history import RunHistory
 from gputui.telemetry.gpu import GpuTelemetry
 from gputui.tui.app import make_app
 from gputui.tui.screens.check import CheckScreen
@@ -144,7 +144,7 @@ def test_the_theme_search_offers_gputuis_themes_not_textuals(tmp_path):
 
 
 def test_the_replay_neither_offers_nor_runs_run_edit_and_new(tmp_path):
-    from gputui.record import read_recording
+    from gputui.record.recording import read_recording
     from gputui.tui.replay import make_replay_app
     from tests.test_replay import INPUT_BOUND
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from textual.app import App, ComposeResult
 
-from gputui.history import KeptRun
-from gputui.record import read_recording
+from gputui.record.history import KeptRun
+from gputui.record.recording import read_recording
 from gputui.tui import state as st
 from gputui.tui.messages import CompareRuns, OpenRun, StartPreset
 from gputui.tui.replay import make_replay_app

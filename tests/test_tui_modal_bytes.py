@@ -9,9 +9,9 @@ import dataclasses
 
 import pytest
 
-from gputui import events as ev
-from gputui.events import make_event
 from gputui.model import Sample
+from gputui.record import events as ev
+from gputui.record.events import make_event
 from gputui.tui.app import make_app
 from gputui.tui.news import EventArrived, SampleArrived
 from gputui.tui.screens.findings import FindingsScreen

@@ -9,8 +9,8 @@ import threading
 import time
 from pathlib import Path
 
-from gputui.presets import Preset
-from gputui.runner import Runner
+from gputui.presets.load import Preset
+from gputui.run.runner import Runner
 from gputui.tui import state as st
 from gputui.tui.widgets.log import LogPane
 from tests.support.tui import run_async, shown, wait_until

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from gputui import events as ev
 from gputui.errors import UserError
-from gputui.events import make_event
 from gputui.model import GpuSample, Sample
-from gputui.presets import Preset, Reference
-from gputui.session import SessionConfig
+from gputui.presets.load import Preset, Reference
+from gputui.record import events as ev
+from gputui.record.events import make_event
+from gputui.session.session import SessionConfig
 from gputui.tui import charts
 from gputui.tui.bridge import SessionBridge, SessionNews
 from gputui.tui.news import EventArrived, HeaderArrived, RunStarted, SampleArrived, SessionEnded, SummaryArrived

@@ -25,9 +25,9 @@ import re
 
 from textual.message import Message
 
-from gputui import events as ev
-from gputui.events import make_event
 from gputui.model import Sample
+from gputui.record import events as ev
+from gputui.record.events import make_event
 from gputui.tui.app import make_app
 from gputui.tui.news import EventArrived, HeaderArrived, SampleArrived
 from gputui.tui.screens.summary import SummaryScreen

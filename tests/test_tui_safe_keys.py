@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from textual.widgets import Input, TabbedContent, Tabs, TextArea
 
-from gputui.presets import user_presets_path
+from gputui.presets.load import user_presets_path
 from gputui.tui.app import make_app
 from gputui.tui.screens.dashboard import DashboardScreen
 from gputui.tui.screens.editor import LeaveEditorScreen, PresetEditorScreen

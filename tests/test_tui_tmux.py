@@ -15,7 +15,7 @@ import uuid
 import psutil
 import pytest
 
-from gputui.record import read_recording
+from gputui.record.recording import read_recording
 from tests.support.process import gone, gputui_env, run_gputui
 from tests.test_tui_app import LONG_SMOKE
 

@@ -24,9 +24,9 @@ from textual._compositor import ChopsUpdate, CompositorUpdate
 from textual.geometry import Region
 from textual.strip import Strip
 
-from gputui import events as ev
-from gputui.events import make_event
 from gputui.model import Sample
+from gputui.record import events as ev
+from gputui.record.events import make_event
 from gputui.tui.app import make_app
 from gputui.tui.compositor import SUPPORTED, CroppedChopsUpdate, CroppingCompositor
 from gputui.tui.news import EventArrived, SampleArrived

@@ -7,8 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gputui.model import GpuSample, Sample
+from gputui.session.summary import SummaryBuilder
 from gputui.stats import ValueCounts, percentile
-from gputui.summary import SummaryBuilder
 
 values = st.lists(st.floats(min_value=0, max_value=2000, allow_nan=False), min_size=1, max_size=300)
 

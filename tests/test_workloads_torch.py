@@ -22,7 +22,7 @@ import pytest
 
 from gputui import protocol
 from gputui.catalog import FRAMEWORKS, MODELS
-from gputui.runner import Runner
+from gputui.run.runner import Runner
 from tests.support.process import REPO
 
 torch = pytest.importorskip("torch")

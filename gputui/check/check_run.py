@@ -18,16 +18,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gputui.assemble import SessionParts
 from gputui.check import verdict_text as render
 from gputui.check.cost import cost_results
 from gputui.check.result import CheckResult, exit_code
 from gputui.check.stage_context import CHECK_EVENT, STAGE_EVENT, CheckOptions, StageContext, gpus_under_test
 from gputui.check.under_load import LoadWatcher, load_results
 from gputui.errors import UserError
-from gputui.events import Observer
-from gputui.session import SessionConfig
-from gputui.signal_relay import STOP_SIGNALS, SignalRelay
+from gputui.record.events import Observer
+from gputui.run.signal_relay import STOP_SIGNALS, SignalRelay
+from gputui.session.assemble import SessionParts
+from gputui.session.session import SessionConfig
 from gputui.telemetry.nvml import Nvml
 
 # name -> (module, function); loaded lazily so a stage's imports cost nothing until it runs
@@ -233,8 +233,8 @@ def run_check_cli(
 ) -> int:
     """The headless face: a line per check as it completes, then the verdict (or JSON).
     The check is kept in the run history like any run, and in ``record`` if given."""
-    from gputui.history import RunHistory
-    from gputui.record import Recorder
+    from gputui.record.history import RunHistory
+    from gputui.record.recording import Recorder
     from gputui.safe_write import write_atomic
 
     # A full disk loses the recording, not the verdict: say so at once and go on.

@@ -19,7 +19,7 @@ from gputui.check.result import AT_LEAST, FAIL, INFO, MICRO, OK, WARN, CheckResu
 from gputui.check.stage_context import GpuUnderTest, StageContext
 from gputui.check.thresholds import PEER_OUTLIER_BELOW, grade_ratio, pcie_gbs, ratio_bands
 from gputui.gpus.models import ACHIEVABLE, Expectation, datasheet_peak, expect
-from gputui.output_stream import OutputLine
+from gputui.run.output_stream import OutputLine
 
 MIB = 1024**2
 

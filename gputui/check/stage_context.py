@@ -14,15 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gputui import events as ev
 from gputui import protocol
 from gputui.check.result import CheckResult
 from gputui.gpus.models import GpuModel, find_model
 from gputui.model import GpuInfo
-from gputui.outcome import Outcome
-from gputui.output_stream import OutputLine
-from gputui.presets import Config
-from gputui.runner import Runner
+from gputui.presets.load import Config
+from gputui.record import events as ev
+from gputui.run.outcome import Outcome
+from gputui.run.output_stream import OutputLine
+from gputui.run.runner import Runner
 
 CHECK_EVENT = ev.CHECK  # one recording event per check result
 STAGE_EVENT = "check_stage"  # a stage started or ended: {"stage": ..., "state": "start"|"end"}

@@ -17,8 +17,8 @@ from gputui.check.result import AT_MOST, FAIL, INFO, OK, UNDER_LOAD, WARN, Check
 from gputui.check.stage_context import GpuUnderTest
 from gputui.check.thresholds import THERMAL_WARN_C, THROTTLE_FAULT_SHARE
 from gputui.diagnosis.settings import DEFAULTS
-from gputui.events import Observer
 from gputui.model import GpuProcess, Sample, co_runners
+from gputui.record.events import Observer
 
 MIB = 1024**2
 

@@ -11,13 +11,13 @@ import json
 import sys
 from pathlib import Path
 
-from gputui import events as ev
 from gputui.config import tomllib
 from gputui.diagnosis.engine import replay
 from gputui.diagnosis.settings import KEYS, Settings, check_value
 from gputui.errors import UserError
 from gputui.fmt import printable
-from gputui.record import read_recording
+from gputui.record import events as ev
+from gputui.record.recording import read_recording
 
 
 def _value(raw: str):

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gputui.diagnosis.settings import Settings
-from gputui.events import ProbeReport
 from gputui.model import RUN, SAMPLES, GpuInfo, GpuProcess, GpuSample, HostSample, ProcessSample, Sample, from_dict
+from gputui.record.events import ProbeReport
 from gputui.stats import median
 
 RATE_KEEP_S = 300.0  # throughput readings kept for baselines

@@ -1,5 +1,5 @@
 """The Diagnoser: fed a session's header, samples and events; returns findings as
-frozen :class:`gputui.events.Finding` payloads of ``finding`` events."""
+frozen :class:`gputui.record.events.Finding` payloads of ``finding`` events."""
 
 from __future__ import annotations
 
@@ -8,17 +8,17 @@ import logging
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from gputui import events as ev
 from gputui.diagnosis.context import BASELINE_S, Context, med
 from gputui.diagnosis.hold import CLOSE, OPEN, RAISE, Hold
 from gputui.diagnosis.rules import SEVERITIES, Rule, RuleFinding
 from gputui.diagnosis.rules import make_rules as make_base_rules
 from gputui.diagnosis.rules.straggler import make_scaling_rules
 from gputui.diagnosis.settings import Settings
-from gputui.events import Event
 from gputui.model import Sample, Throughput
-from gputui.outcome import Outcome
 from gputui.protocol import MEASURE, WARMUP
+from gputui.record import events as ev
+from gputui.record.events import Event
+from gputui.run.outcome import Outcome
 
 log = logging.getLogger(__name__)
 
@@ -246,7 +246,7 @@ def replay(header: dict[str, Any], samples: Iterable[Sample], events: Iterable[E
 
 
 def replay_recording(recording, settings: Settings | None = None) -> list[Event]:
-    """:func:`replay` over a :class:`gputui.record.Recording`; settings default to the
+    """:func:`replay` over a :class:`gputui.record.recording.Recording`; settings default to the
     ones the recording's header says were used, else the defaults."""
     if settings is None:
         recorded = recording.header.get("diagnosis") or {}

@@ -17,7 +17,7 @@ from gputui.lookback.load import check_results, is_check
 from gputui.lookback.noise import ratio_of_medians
 from gputui.lookback.report import ratio_text, usd, value_text
 from gputui.model import is_bursty, mean_is_figure
-from gputui.record import Recording, recording_stem
+from gputui.record.recording import Recording, recording_stem
 
 
 def distinct(labels: list[str]) -> list[str]:

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gputui import events as ev
 from gputui.errors import UserError
 from gputui.escape import for_csv_cell
 from gputui.model import GpuSample, Sample, Throughput
-from gputui.record import Recording
+from gputui.record import events as ev
+from gputui.record.recording import Recording
 from gputui.safe_write import write_atomic_with
 
 

@@ -9,11 +9,11 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from gputui import events as ev
 from gputui import fmt
 from gputui.lookback.load import is_check, measured_rates, recorded_findings, run_summary
 from gputui.model import run_figure
-from gputui.record import Recording, recording_stem
+from gputui.record import events as ev
+from gputui.record.recording import Recording, recording_stem
 
 
 @dataclass
@@ -53,7 +53,7 @@ class RunFacts:
     references: list[ReferenceFact] = field(default_factory=list)
     window: str = "all"
     unit: str = "samples"  # what the throughput counts (gputui.model.UNITS)
-    phases: list[dict[str, Any]] = field(default_factory=list)  # a job's own phases (gputui.phases)
+    phases: list[dict[str, Any]] = field(default_factory=list)  # a job's own phases (gputui.session.phases)
 
     @property
     def figure(self) -> float | None:

@@ -1,6 +1,6 @@
 """Reading a recording for a look back, and recovering what a cut one lacks.
 
-``gputui.record.read_recording`` reads the lines; this adds what report, compare and
+``gputui.record.recording.read_recording`` reads the lines; this adds what report, compare and
 export need on top: a refusal of recordings from a newer format, the summary rebuilt
 from samples and events when the file was cut before its summary line, and the
 findings (re-diagnosed for recordings made without the diagnosis).
@@ -12,11 +12,11 @@ import heapq
 from pathlib import Path
 from typing import Any
 
-from gputui import events as ev
 from gputui.errors import UserError
-from gputui.events import Event
-from gputui.record import SCHEMA_VERSION, Recording, read_recording
-from gputui.summary import SummaryBuilder
+from gputui.record import events as ev
+from gputui.record.events import Event
+from gputui.record.recording import SCHEMA_VERSION, Recording, read_recording
+from gputui.session.summary import SummaryBuilder
 
 CHECK_EVENT = ev.CHECK  # one recording event per check result
 

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gputui import events as ev
 from gputui.fmt import GIB, per_second
 from gputui.model import Throughput, run_figure
 from gputui.protocol import MEASURE, WARMUP
-from gputui.record import Recording
+from gputui.record import events as ev
+from gputui.record.recording import Recording
 from gputui.safe_write import write_atomic_with
 
 WIDTH_IN, HEIGHT_IN, DPI = 9.0, 3.2, 100

@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gputui import events as ev
 from gputui import fmt
 from gputui.check.result import with_bound
 from gputui.errors import UserError
@@ -18,7 +17,8 @@ from gputui.lookback.facts import RunFacts, run_facts, throttle_text
 from gputui.lookback.load import check_results, run_summary
 from gputui.lookback.plots import ReportPlot, make_plots
 from gputui.model import BURSTY_NOTE, is_bursty, mean_is_figure
-from gputui.record import Recording
+from gputui.record import events as ev
+from gputui.record.recording import Recording
 from gputui.safe_write import write_atomic
 
 

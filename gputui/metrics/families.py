@@ -15,10 +15,10 @@ from pathlib import Path
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from gputui import ranks
 from gputui.metrics.live import GpuLabels, LiveMetrics, MetricsSnapshot
 from gputui.model import RUN, GpuProcess, GpuSample
 from gputui.safe_write import write_atomic
+from gputui.session import ranks
 from gputui.telemetry.gpu import THROTTLE_REASONS
 
 MIB = 1024**2

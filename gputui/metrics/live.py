@@ -12,11 +12,11 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from gputui import events as ev
-from gputui import ranks
 from gputui.check.result import name_and_gpu
-from gputui.events import Event, Observer
 from gputui.model import GpuProcess, HostSample, Sample, Throughput
+from gputui.record import events as ev
+from gputui.record.events import Event, Observer
+from gputui.session import ranks
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ class MetricsSnapshot:
     findings: dict[str, OpenFinding] = field(default_factory=dict)  # open ones, by finding id
     finding_kinds: frozenset[tuple[str, int | None]] = frozenset()  # every (kind, gpu) seen: closed ones read 0
     price_per_hour: float | None = None
-    # A data-parallel run (gputui.ranks): each rank's latest reading, the GPU each
+    # A data-parallel run (gputui.session.ranks): each rank's latest reading, the GPU each
     # rank drives (the header's order), its size and the one-GPU baseline's rate.
     rank_rates: dict[int, float] = field(default_factory=dict)
     rank_gpus: tuple[int, ...] = ()

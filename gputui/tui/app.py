@@ -26,10 +26,10 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.theme import Theme
 
-from gputui.assemble import SessionParts
 from gputui.errors import UserError
-from gputui.events import Observer
-from gputui.presets import Config, Preset
+from gputui.presets.load import Config, Preset
+from gputui.record.events import Observer
+from gputui.session.assemble import SessionParts
 from gputui.tui import state as st
 from gputui.tui.baseline_first import BaselineFirst
 from gputui.tui.bridge import SessionBridge, SessionNews
@@ -40,9 +40,9 @@ from gputui.tui.supervisor import SessionFactory, SessionSupervisor, SessionTick
 if TYPE_CHECKING:  # the session side loads in the session thread, after the first frame
     from gputui.check.check_run import CheckListener, CheckRun
     from gputui.check.stage_context import CheckOptions
-    from gputui.history import RunHistory
-    from gputui.record import Recorder
-    from gputui.session import Session
+    from gputui.record.history import RunHistory
+    from gputui.record.recording import Recorder
+    from gputui.session.session import Session
     from gputui.telemetry.gpu import GpuTelemetry
     from gputui.telemetry.host import HostTelemetry
     from gputui.tui.screens.check import CheckFactory
@@ -224,7 +224,7 @@ class GpuTuiApp(DashboardApp):
         if self._record_path is not None and not self.recorded and not measuring_baseline:  # --record: the run, as headless
             self.recorded = True
             self._recorded_serial = ticket.serial
-            from gputui.record import Recorder
+            from gputui.record.recording import Recorder
 
             try:
                 self._recorder = Recorder(self._record_path, overwrite=self._record_force, on_error=lambda text: self._recording_failed(session, bridge, text))
@@ -234,7 +234,7 @@ class GpuTuiApp(DashboardApp):
                 observers.insert(0, self._recorder)
                 bridge.recording(str(self._record_path))
         if self.history is not None:
-            from gputui.history import label_for
+            from gputui.record.history import label_for
 
             kept = self.history.start_recording(label_for(ticket.preset.name if ticket.preset else None, ticket.attach_pid), warn=bridge.note)
             if kept is not None:
@@ -332,7 +332,7 @@ class GpuTuiApp(DashboardApp):
         def answered(answer: tuple[str, list[str]] | None) -> None:
             if answer is None:
                 return
-            from gputui.command_preset import command_preset
+            from gputui.presets.command import command_preset
 
             action, argv = answer
             try:
@@ -404,7 +404,7 @@ def make_app(
     NVML, a fixed host sampler and clock, or a whole scripted ``session_factory``.
     ``history`` keeps every run (the CLI passes the user's; tests keep none unless
     they ask).  ``confirm_quit=False`` (``--no-confirm-quit``) lets one q stop a run and quit.
-    ``baseline`` (``--baseline FILE``, gputui.baseline) is what runs of ``start_preset`` scale against;
+    ``baseline`` (``--baseline FILE``, gputui.session.baseline) is what runs of ``start_preset`` scale against;
     ``baseline_run`` (``--baseline-run``) measures it first, on one GPU (gputui.tui.baseline_first).
     """
     parts = SessionParts(gpu=gpu_factory, host=host_factory, clock=clock)

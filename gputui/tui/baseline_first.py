@@ -1,7 +1,7 @@
 """``gputui --preset NAME --baseline-run`` in the dashboard: the data-parallel preset's
 one-GPU twin runs first; when it ends, its measured median becomes the baseline that
 NAME's run scales against, and that run starts.  The headless path does the same in
-``gputui.cli`` (one run after the other, in one thread); here the two runs are two
+``gputui.cli.main`` (one run after the other, in one thread); here the two runs are two
 sessions of the supervisor, and this object remembers what the first one was for."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from gputui import fmt
-from gputui.baseline import THIS_SESSION, baseline_from_summary, one_gpu_twin
-from gputui.presets import Preset
+from gputui.presets.load import Preset
+from gputui.session.baseline import THIS_SESSION, baseline_from_summary, one_gpu_twin
 from gputui.tui.state import RunView
 
 

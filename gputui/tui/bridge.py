@@ -14,9 +14,9 @@ from typing import Any
 
 from textual.message import Message
 
-from gputui import events as ev
-from gputui.events import Event, Observer
 from gputui.model import Sample, Throughput
+from gputui.record import events as ev
+from gputui.record.events import Event, Observer
 from gputui.tui.news import (
     EventArrived,
     HeaderArrived,

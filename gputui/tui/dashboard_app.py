@@ -20,7 +20,7 @@ from textual.theme import Theme
 
 from gputui.errors import UserError
 from gputui.escape import for_terminal
-from gputui.presets import Preset
+from gputui.presets.load import Preset
 from gputui.tui import state as st
 from gputui.tui.compositor import displaying
 from gputui.tui.messages import CompareRuns, OpenRun, RefreshDashboard, StartPreset
@@ -36,8 +36,8 @@ from gputui.tui.widgets.gpu import GpuGrid
 from gputui.tui.widgets.runs import entry_name
 
 if TYPE_CHECKING:  # the run history loads with the session side, after the first frame
-    from gputui.history import KeptRun
-    from gputui.record import Recording
+    from gputui.record.history import KeptRun
+    from gputui.record.recording import Recording
 
 REFRESH_S = 0.5  # redraw at most twice a second, whatever the sampling rate
 
@@ -315,7 +315,7 @@ class DashboardApp(TypingBursts[int]):
 
     def _load_past_summary(self, path: Path) -> None:
         from gputui.lookback.load import is_check
-        from gputui.record import read_recording
+        from gputui.record.recording import read_recording
         from gputui.tui.replay_player import ReplayPlayer
 
         try:
@@ -336,7 +336,7 @@ class DashboardApp(TypingBursts[int]):
     def show_check_report(self, recording: Recording) -> None:
         """A kept check: its verdict and results (it has no run summary, nor a preset to run again)."""
         from gputui.lookback.load import check_results
-        from gputui.record import recording_stem
+        from gputui.record.recording import recording_stem
         from gputui.tui.screens.check_report import CheckReportScreen
 
         ended_at = max([event.t for event in recording.events] + [sample.t for sample in recording.samples], default=0.0)
@@ -358,7 +358,7 @@ class DashboardApp(TypingBursts[int]):
         self.run_worker(lambda: self._load_comparison(paths, labels), name="compare", thread=True, exit_on_error=False)
 
     def _load_comparison(self, paths: list[Path], labels: list[str]) -> None:
-        from gputui.record import read_recording
+        from gputui.record.recording import read_recording
         from gputui.tui.screens.compare import CompareScreen
 
         try:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from textual.message import Message
 
-from gputui.history import KeptRun
+from gputui.record.history import KeptRun
 from gputui.tui.state import RunView
 
 RunEntry = RunView | KeptRun  # a run of this session, or one kept from an earlier one

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gputui.events import Event
 from gputui.model import Sample
+from gputui.record.events import Event
 
 
 @dataclass(frozen=True)

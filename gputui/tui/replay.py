@@ -9,7 +9,7 @@ from pathlib import Path
 from textual.binding import Binding
 
 from gputui.escape import for_terminal
-from gputui.record import Recording
+from gputui.record.recording import Recording
 from gputui.tui.dashboard_app import REFRESH_S, DashboardApp, app_themes
 from gputui.tui.replay_player import SPEEDS, TICK_S, ReplayPlayer
 from gputui.tui.settings import settings_path as default_settings_path

@@ -3,7 +3,7 @@ live run, with no app around it (the dashboard's Runs list reads past summaries 
 it too).
 
 :class:`ReplayPlayer` plays the recorded header, samples and events into a
-:class:`~gputui.summary.SummaryBuilder` and a :class:`~gputui.tui.bridge.SessionBridge`
+:class:`~gputui.session.summary.SummaryBuilder` and a :class:`~gputui.tui.bridge.SessionBridge`
 in the order a Session calls its observers (the builder first, so the bridge's
 running median includes each reading), and folds the bridge's news
 (:mod:`gputui.tui.news`) into a :class:`~gputui.tui.state.DashboardState` with
@@ -19,14 +19,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from gputui import events as ev
 from gputui.errors import UserError
-from gputui.events import Event
 from gputui.model import Sample
-from gputui.presets import Preset, check_preset
+from gputui.presets.load import Preset, check_preset
 from gputui.protocol import MEASURE
-from gputui.record import Recording
-from gputui.summary import SummaryBuilder
+from gputui.record import events as ev
+from gputui.record.events import Event
+from gputui.record.recording import Recording
+from gputui.session.summary import SummaryBuilder
 from gputui.tui import state as st
 from gputui.tui.bridge import SessionBridge
 from gputui.tui.state import ReplayStatus
@@ -41,7 +41,7 @@ EPSILON = 1e-6
 def preset_from_header(header: dict[str, Any], path: Path) -> Preset:
     """The recorded preset (its reference results too); a watch recording gets a
     stand-in named for what it watched, so it replays as a run."""
-    from gputui.history import run_label
+    from gputui.record.history import run_label
 
     recorded = dict(header.get("preset") or {})
     name = recorded.pop("name", None)

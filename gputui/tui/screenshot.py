@@ -20,10 +20,10 @@ from pathlib import Path
 
 from rich.console import Console
 
-from gputui.baseline import baseline_from_recording
 from gputui.errors import UserError
-from gputui.presets import get_preset, load_presets
+from gputui.presets.load import get_preset, load_presets
 from gputui.safe_write import write_atomic
+from gputui.session.baseline import baseline_from_recording
 
 
 def screen_text(app) -> str:

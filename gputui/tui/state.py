@@ -15,14 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gputui import events as ev
-from gputui import fmt, ranks
-from gputui.events import Event
-from gputui.history import outcome_word
+from gputui import fmt
 from gputui.model import GpuInfo, GpuProcess, GpuSample, HostSample, Sample, Throughput, from_dict, run_figure
-from gputui.outcome import Outcome
-from gputui.presets import Preset, Reference
+from gputui.presets.load import Preset, Reference
 from gputui.protocol import WARMUP
+from gputui.record import events as ev
+from gputui.record.events import Event
+from gputui.record.history import outcome_word
+from gputui.run.outcome import Outcome
+from gputui.session import ranks
 from gputui.tui.charts import Bin
 from gputui.tui.news import (
     EventArrived,
@@ -39,7 +40,7 @@ from gputui.tui.news import (
 from gputui.tui.supervisor import SessionTicket
 
 if TYPE_CHECKING:
-    from gputui.history import KeptRun
+    from gputui.record.history import KeptRun
 
 HISTORY = 240  # samples per sparkline series: 4 minutes at 1 s
 LOG_LINES = 10_000  # the output pane's scrollable history
@@ -274,7 +275,7 @@ class DashboardState:
         found = [f for f in self.findings().values() if f.get("state", "open") == "open"]
         return sorted(found, key=lambda f: (rank.get(f.get("severity", "info"), 3), f.get("since") or 0))
 
-    # -- A data-parallel run (gputui.ranks) ------------------------------------------
+    # -- A data-parallel run (gputui.session.ranks) ------------------------------------------
     def rank_of_gpu(self) -> dict[int, int]:
         """GPU index -> the rank driving it, while a data-parallel run goes; {} otherwise."""
         run = self.live_run

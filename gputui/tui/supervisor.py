@@ -1,7 +1,7 @@
 """One Session at a time for the dashboard: a watch session while idle, a preset's
 run on request, then watching again.
 
-The dashboard drives the same :class:`~gputui.session.Session` as ``--record``; this
+The dashboard drives the same :class:`~gputui.session.session.Session` as ``--record``; this
 class only decides which one runs next.  :meth:`SessionSupervisor.loop` runs in one
 background thread (a Textual thread worker) and calls ``Session.run()`` there, so
 there is never more than one sampler.  Everything else is thread-safe and never
@@ -16,11 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gputui.events import Observer
-from gputui.presets import Preset
+from gputui.presets.load import Preset
+from gputui.record.events import Observer
 
 if TYPE_CHECKING:  # imported when the first session starts, after the first frame
-    from gputui.session import Session, SessionConfig
+    from gputui.session.session import Session, SessionConfig
 
 log = logging.getLogger(__name__)
 
@@ -184,7 +184,7 @@ class SessionSupervisor:
         return SessionTicket(serial=self._serial, attach_pid=pid)
 
     def _config(self, ticket: SessionTicket) -> SessionConfig:
-        from gputui.session import SessionConfig
+        from gputui.session.session import SessionConfig
 
         capped = ticket.is_run or ticket.attach_pid is not None
         return SessionConfig(

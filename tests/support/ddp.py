@@ -1,11 +1,11 @@
 """A scripted data-parallel run for the dashboard tests (no tests here): the
 ScriptedSession's script, plus each rank's own reading beside every total, as
-gputui.session emits them for torchrun's ranks."""
+gputui.session.session emits them for torchrun's ranks."""
 
 from __future__ import annotations
 
-from gputui import events as ev
-from gputui.session import SessionConfig
+from gputui.record import events as ev
+from gputui.session.session import SessionConfig
 from tests.support.fake_nvml import FakeGpu, FakeNvml
 from tests.support.tui import ScriptedSession, demo_gpus
 

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gputui.diagnosis import Settings, replay_recording
-from gputui.events import Event
 from gputui.model import GpuSample, HostSample
-from gputui.record import Recording, read_recording
+from gputui.record.events import Event
+from gputui.record.recording import Recording, read_recording
 
 TRACES = Path(__file__).parents[1] / "data" / "traces"
 GPM_FIELDS = ("sm_active", "sm_occupancy", "tensor_active", "dram_active", "pcie_tx_bps", "pcie_rx_bps")

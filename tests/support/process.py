@@ -59,7 +59,7 @@ def wait_for(predicate, timeout: float = 20.0, interval: float = 0.05):
 def try_read(path: Path):
     """The recording as far as it is written, or None while it has no whole header yet."""
     from gputui.errors import UserError
-    from gputui.record import read_recording
+    from gputui.record.recording import read_recording
 
     try:
         return read_recording(path)

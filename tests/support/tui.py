@@ -1,6 +1,6 @@
 """Helpers for the dashboard tests (no tests here): deterministic sessions and waits.
 
-:class:`ScriptedSession` stands in for :class:`gputui.session.Session` where the
+:class:`ScriptedSession` stands in for :class:`gputui.session.session.Session` where the
 output must not depend on timing (snapshots): it emits a fixed script, with GPU
 samples from the real GpuTelemetry reading tests/support/fake_nvml.py, a fixed host sample
 and fixed times, then waits to be stopped, as a live run would.
@@ -14,12 +14,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gputui import events as ev
-from gputui.events import Observer, make_event
 from gputui.model import HostSample, ProcessSample, Sample
-from gputui.presets import Preset, Reference
-from gputui.session import SessionConfig
-from gputui.summary import SummaryBuilder
+from gputui.presets.load import Preset, Reference
+from gputui.record import events as ev
+from gputui.record.events import Observer, make_event
+from gputui.session.session import SessionConfig
+from gputui.session.summary import SummaryBuilder
 from gputui.telemetry.gpu import GpuTelemetry
 from tests.support.fake_nvml import SM_UTIL, FakeGpu, FakeNvml
 

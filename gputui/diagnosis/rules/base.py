@@ -13,11 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gputui import events
 from gputui.diagnosis.context import Accum, Context, med, rnd
 from gputui.diagnosis.hold import Hold
 from gputui.diagnosis.settings import Settings
 from gputui.model import GpuSample
+from gputui.record import events
 
 SEVERITIES = {1: "info", 2: "warning", 3: "critical"}
 GIB = 1024**3

@@ -11,7 +11,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import OptionList
 
-from gputui.presets import Preset
+from gputui.presets.load import Preset
 from gputui.tui.compositor import crop_updates, settle_covered
 from gputui.tui.messages import RefreshDashboard, StartPreset
 from gputui.tui.widgets.base import StateSource, StateView

@@ -12,7 +12,7 @@ from textual.widgets import Static
 
 from gputui import fmt
 from gputui.escape import widget_text
-from gputui.progress import summary_table
+from gputui.session.progress import summary_table
 from gputui.tui.screens.once import DismissOnce
 from gputui.tui.state import RunView, pick_reference
 

@@ -16,7 +16,7 @@ from textual.message import Message
 
 from gputui import fmt
 from gputui.model import GpuSample
-from gputui.ranks import header_baseline_rate
+from gputui.session.ranks import header_baseline_rate
 from gputui.tui import state as st
 from gputui.tui.widgets.base import StateView
 from gputui.tui.widgets.gpu_owners import ownership

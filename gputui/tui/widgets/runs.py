@@ -14,7 +14,7 @@ from rich.text import Text
 from textual.binding import Binding
 
 from gputui import fmt
-from gputui.history import KeptRun
+from gputui.record.history import KeptRun
 from gputui.tui import state as st
 from gputui.tui.messages import CompareRuns, OpenRun, RunEntry
 from gputui.tui.widgets.base import StateView

@@ -31,10 +31,10 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2]))  # the repository, when run as a script
 
-from gputui.events import make_event  # noqa: E402
 from gputui.model import GpuProcess, GpuSample, HostSample, ProcessSample, Sample  # noqa: E402
-from gputui.record import Recorder  # noqa: E402
-from gputui.summary import SummaryBuilder  # noqa: E402
+from gputui.record.events import make_event  # noqa: E402
+from gputui.record.recording import Recorder  # noqa: E402
+from gputui.session.summary import SummaryBuilder  # noqa: E402
 from gputui.telemetry.gpu import THROTTLE_REASONS  # noqa: E402
 
 GIB = 1024**3

@@ -29,16 +29,16 @@ sys.path.insert(0, str(HERE.parent))  # make_traces: the H200's facts
 
 from make_traces import BIT, GIB, H200, H200_MEMORY
 
-from gputui import events as ev
-from gputui.events import make_event
 from gputui.model import (
     GpuSample,
     Sample,
     Throughput,
     to_dict,
 )
-from gputui.record import Recorder
-from gputui.summary import SummaryBuilder
+from gputui.record import events as ev
+from gputui.record.events import make_event
+from gputui.record.recording import Recorder
+from gputui.session.summary import SummaryBuilder
 from gputui.telemetry.gpu import THROTTLE_REASONS
 
 SECONDS = 60

@@ -1,6 +1,6 @@
 """A child's output as lines: read its stdout and stderr pipes in arrival order, cut
 the bytes into lines (``\n``, ``\r``, ``\r\n``), strip ANSI escapes, bound each line's
-length.  Knows nothing of processes or outcomes: :mod:`gputui.runner` owns the child
+length.  Knows nothing of processes or outcomes: :mod:`gputui.run.runner` owns the child
 and hands its pipes to :func:`read_pipes`."""
 
 from __future__ import annotations

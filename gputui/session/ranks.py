@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gputui.summary import scaling_efficiency
+from gputui.session.summary import scaling_efficiency
 
 STRAGGLER = "straggler"  # the diagnosis rule's finding kind (gputui.diagnosis.rules.straggler)
 

@@ -36,7 +36,7 @@ def resolve(path: Path) -> Path:
     """FILE as given, else the kept run of that name."""
     if path.exists() or path.is_absolute() or len(path.parts) > 1:
         return path
-    from gputui.history import SUFFIX, runs_dir
+    from gputui.record.history import SUFFIX, runs_dir
 
     for name in (path.name, path.name + SUFFIX):
         kept = runs_dir() / name
@@ -46,7 +46,7 @@ def resolve(path: Path) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gputui.record import read_recording
+    from gputui.record.recording import read_recording
 
     speed = parse_speed(args.speed)
     recording = read_recording(resolve(args.file))  # a bad or newer file: one line, before the screen opens

@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check_args(args: argparse.Namespace) -> list[str]:
-    from gputui.run_options import check_price
+    from gputui.session.options import check_price
 
     out = ["--quick"] if args.quick else []
     if check_price(args.price) is not None:
@@ -108,7 +108,7 @@ def run_report(args: argparse.Namespace) -> int:
 
     from gputui.fleet.peers import load_report
     from gputui.fleet.report_files import terminal_lines, to_json, write_documents
-    from gputui.run_options import check_price
+    from gputui.session.options import check_price
 
     report = load_report(args.paths, check_price(args.price))
     if args.out is not None:

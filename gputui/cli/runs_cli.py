@@ -1,5 +1,5 @@
 """``gputui runs [--json]``, ``gputui runs prune [--keep N] [--older-than DAYS]``,
-``gputui runs path``: the kept run history (see gputui.history)."""
+``gputui runs path``: the kept run history (see gputui.record.history)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gputui.history import RunHistory, cap_bytes, runs_dir
+    from gputui.record.history import RunHistory, cap_bytes, runs_dir
 
     history = RunHistory(runs_dir(), cap_bytes())
     if args.runs_command == "path":

@@ -1,6 +1,6 @@
 """What a run's end means: the :class:`Outcome` of a finished child (exited, signaled,
 timeout, out of memory, stopped, failed to start) from its exit status, how it was
-stopped and what it printed.  Pure classification: :mod:`gputui.runner` owns the
+stopped and what it printed.  Pure classification: :mod:`gputui.run.runner` owns the
 process and gathers the facts; nothing here starts, signals or waits."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from gputui.output_stream import TRUNCATION_MARK, OutputLine
+from gputui.run.output_stream import TRUNCATION_MARK, OutputLine
 
 _MESSAGE_CAP = 300
 

@@ -15,11 +15,11 @@ from gputui.console import say
 from gputui.errors import UserError
 from gputui.fmt import printable
 from gputui.metrics import DEFAULT_ADDRESS
-from gputui.run_options import check_run_options, chosen_preset, command_line_diagnosis, start_metrics
+from gputui.session.options import check_run_options, chosen_preset, command_line_diagnosis
 
 if TYPE_CHECKING:
-    from gputui.presets import Preset
-    from gputui.signal_relay import SignalRelay
+    from gputui.presets.load import Preset
+    from gputui.run.signal_relay import SignalRelay
 
 
 def preset_name(text: str) -> str:
@@ -84,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     presets_sub.add_parser("list", help="the presets, one a line")
     show = presets_sub.add_parser("show", help="one preset in full, with the command it runs")
     show.add_argument("name")
-    from gputui.preset_cli import add_commands
+    from gputui.cli.preset_cli import add_commands
 
     add_commands(presets_sub)  # validate, new, edit, rm, path
     for name, (module, summary) in SUBCOMMANDS.items():
@@ -96,13 +96,13 @@ def build_parser() -> argparse.ArgumentParser:
 # Subcommands that live in their own module.  Each module stays cheap to import (its
 # heavy imports happen inside run) and offers add_arguments(parser) and run(args) -> int.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "check": ("gputui.check.check_cli", "is this machine healthy and as fast as it should be for its GPU?"),
-    "report": ("gputui.lookback.report_cli", "a recording as a readable report: Markdown, plots, HTML"),
-    "compare": ("gputui.lookback.compare_cli", "recordings side by side, and whether their differences are real"),
-    "export": ("gputui.lookback.export_cli", "a recording's samples as a flat table (CSV or Parquet)"),
-    "runs": ("gputui.lookback.runs_cli", "the kept run history: list it, prune it"),
-    "replay": ("gputui.lookback.replay_cli", "play a recording back in the dashboard"),
-    "fleet": ("gputui.fleet.fleet_cli", "gputui check on every node of a fleet (Slurm, SSH), and the report that finds the slow one"),
+    "check": ("gputui.cli.check_cli", "is this machine healthy and as fast as it should be for its GPU?"),
+    "report": ("gputui.cli.report_cli", "a recording as a readable report: Markdown, plots, HTML"),
+    "compare": ("gputui.cli.compare_cli", "recordings side by side, and whether their differences are real"),
+    "export": ("gputui.cli.export_cli", "a recording's samples as a flat table (CSV or Parquet)"),
+    "runs": ("gputui.cli.runs_cli", "the kept run history: list it, prune it"),
+    "replay": ("gputui.cli.replay_cli", "play a recording back in the dashboard"),
+    "fleet": ("gputui.cli.fleet_cli", "gputui check on every node of a fleet (Slurm, SSH), and the report that finds the slow one"),
 }
 
 
@@ -111,19 +111,19 @@ TAKE_WHAT_FOLLOWS = ("fleet",)
 
 
 def _load(args: argparse.Namespace):
-    from gputui.presets import load_presets
+    from gputui.presets.load import load_presets
 
     return load_presets(extra=args.presets)
 
 
 def cmd_presets(args: argparse.Namespace) -> int:
-    from gputui.presets import get_preset
+    from gputui.presets.load import get_preset
 
     if args.presets_command not in ("list", "show"):
-        from gputui.preset_cli import run
+        from gputui.cli.preset_cli import run
 
         return run(args)
-    from gputui.redact import redact_env
+    from gputui.record.redact import redact_env
 
     presets = _load(args)
     if args.presets_command == "list":
@@ -165,13 +165,13 @@ def probe_notice(preset: Preset | None) -> None:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    from gputui.assemble import SessionParts
-    from gputui.baseline import check_baseline_options
-    from gputui.history import RunHistory, label_for
-    from gputui.presets import load_config
-    from gputui.progress import ProgressPrinter
-    from gputui.record import Recorder, check_record_target
-    from gputui.session import SessionConfig
+    from gputui.presets.load import load_config
+    from gputui.record.history import RunHistory, label_for
+    from gputui.record.recording import Recorder, check_record_target
+    from gputui.session.assemble import SessionParts
+    from gputui.session.baseline import check_baseline_options
+    from gputui.session.progress import ProgressPrinter
+    from gputui.session.session import SessionConfig
 
     check_record_target(args.record, args.force)
     history = RunHistory.from_environment(args.no_history)
@@ -180,12 +180,14 @@ def cmd_record(args: argparse.Namespace) -> int:
     preset = chosen_preset(args, config)
     check_baseline_options(args.baseline, args.baseline_run, preset)
     probe_notice(preset)
+    from gputui.metrics.server import start_metrics  # only where a run starts: prometheus_client is not light
+
     metrics = start_metrics(args)  # a port in use stops us before the recording exists
     if preset is None and args.pid is None and args.duration is None and not sys.stdin.isatty():
         say("gputui: recording telemetry until interrupted (Ctrl-C or SIGTERM)")
     baseline = None
     if args.baseline is not None:
-        from gputui.baseline import baseline_from_recording
+        from gputui.session.baseline import baseline_from_recording
 
         baseline = baseline_from_recording(args.baseline)
     if args.baseline_run:
@@ -247,10 +249,10 @@ RECORD_WRITE_FAILED = 74  # sysexits' EX_IOERR: the recording could not be writt
 
 def _measure_baseline(args: argparse.Namespace, preset) -> tuple[dict | None, list[int]]:
     """--baseline-run: the preset's one-GPU twin, run headless before the real run."""
-    from gputui.assemble import SessionParts
-    from gputui.baseline import THIS_SESSION, baseline_from_summary, one_gpu_twin
-    from gputui.progress import ProgressPrinter
-    from gputui.session import SessionConfig
+    from gputui.session.assemble import SessionParts
+    from gputui.session.baseline import THIS_SESSION, baseline_from_summary, one_gpu_twin
+    from gputui.session.progress import ProgressPrinter
+    from gputui.session.session import SessionConfig
 
     twin = one_gpu_twin(preset)  # check_baseline_options made sure it has one
     say(f"gputui: measuring the one-GPU baseline first: {twin.name}")
@@ -272,13 +274,13 @@ def signal_exit_code(signum: int) -> int:
 def _stop_on_signals(session) -> list[int]:
     """Ctrl-C, SIGTERM and a dropped SSH session (SIGHUP) stop ``session`` cleanly; the
     list returned fills with the signals received, first one first.  One relay for the
-    process (gputui.signal_relay: the stop runs outside the signal handler); a later call
+    process (gputui.run.signal_relay: the stop runs outside the signal handler); a later call
     points it at the next session (--baseline-run's twin, then the run).
 
     Under nohup SIGHUP is already ignored: leave it so, the user asked to keep going.
     """
     global _relay
-    from gputui.signal_relay import STOP_SIGNALS, SignalRelay
+    from gputui.run.signal_relay import STOP_SIGNALS, SignalRelay
 
     def stop(signum: int) -> None:
         session.stop(f"received {signal.Signals(signum).name}")
@@ -321,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_record(args)
         if args.headless:
             raise UserError("--headless needs --record FILE")
-        from gputui.tui.launch import run_dashboard  # Textual loads only for the dashboard
+        from gputui.cli.dashboard import run_dashboard  # Textual loads only for the dashboard
 
         return run_dashboard(args)
     except UserError as exc:

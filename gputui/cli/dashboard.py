@@ -1,22 +1,22 @@
-"""From the command line to the dashboard: ``gputui`` [--preset NAME] [--record FILE] [--theme NAME]."""
+"""From the command line to the dashboard: ``gputui`` [--preset NAME] [--record FILE] [--theme NAME]: every option checked before the screen opens, the exporter started, the app run."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from gputui.baseline import check_baseline_options
 from gputui.errors import UserError
-from gputui.presets import load_config
-from gputui.run_options import check_run_options, chosen_preset, command_line_diagnosis, start_metrics
+from gputui.presets.load import load_config
+from gputui.session.baseline import check_baseline_options
+from gputui.session.options import check_run_options, chosen_preset, command_line_diagnosis
 
 
 def run_dashboard(args: argparse.Namespace) -> int:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise UserError("the dashboard needs a terminal: use --record FILE to record headless")
     check_run_options(args)
-    from gputui.history import RunHistory
-    from gputui.record import check_record_target
+    from gputui.record.history import RunHistory
+    from gputui.record.recording import check_record_target
 
     if args.record is not None:
         check_record_target(args.record, args.force)  # before the screen opens, not at the first run
@@ -25,6 +25,8 @@ def run_dashboard(args: argparse.Namespace) -> int:
     preset = chosen_preset(args, config)  # a wrong name: one line, before the screen opens
     check_baseline_options(args.baseline, args.baseline_run, preset)
     baseline = dashboard_baseline(args)
+
+    from gputui.metrics.server import start_metrics  # only where a run starts: prometheus_client is not light
 
     metrics = start_metrics(args)  # a port in use is a one-line error before the screen opens
     from gputui.tui.app import make_app  # Textual loads only now
@@ -68,7 +70,7 @@ def dashboard_baseline(args: argparse.Namespace) -> dict | None:
         return None
     if not args.preset:
         raise UserError("--baseline: expected --preset NAME too (the data-parallel preset it is the one-GPU baseline of)")
-    from gputui.baseline import baseline_from_recording
+    from gputui.session.baseline import baseline_from_recording
 
     return baseline_from_recording(args.baseline)
 

@@ -449,8 +449,9 @@ def _parse_data(data: dict[str, Any], path: Path) -> tuple[dict[str, Preset], di
 
 def builtin_presets_path() -> Path:
     """The presets shipped with gputui: inside the installed package, else the repo root."""
-    packaged = Path(__file__).with_name("presets.toml")
-    return packaged if packaged.exists() else Path(__file__).resolve().parent.parent / "presets.toml"
+    package = Path(__file__).resolve().parents[1]  # gputui/, where the wheel puts it
+    packaged = package / "presets.toml"
+    return packaged if packaged.exists() else package.parent / "presets.toml"
 
 
 def search_path(extra: Path | None = None, cwd: Path | None = None) -> list[Path]:

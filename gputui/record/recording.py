@@ -4,7 +4,7 @@ Line 1 is the header, then ``sample`` and ``event`` lines in time order, then on
 ``summary`` line.  Every line is flushed as it is written (and fsynced at most once a
 second), so a file cut by SIGKILL or a power loss reads back up to its last whole line,
 and the reader says it was cut.  A path ending in ``.gz`` is written gzip-compressed
-(gputui/gzip_lines.py), sync-flushed at the fsync cadence, and read back transparently.
+(gputui/record/gzip_lines.py), sync-flushed at the fsync cadence, and read back transparently.
 The format is documented in docs/record-format.md.
 """
 
@@ -29,12 +29,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from gputui import events as ev
 from gputui.errors import UserError
-from gputui.events import Event, Observer
-from gputui.gzip_lines import MAX_BYTES, GzipLineWriter, is_gzip_path, read_gzip
 from gputui.model import GpuInfo, HostInfo, Sample, Throughput, from_dict, to_dict
 from gputui.protocol import json_safe
+from gputui.record import events as ev
+from gputui.record.events import Event, Observer
+from gputui.record.gzip_lines import MAX_BYTES, GzipLineWriter, is_gzip_path, read_gzip
 from gputui.text_files import open_regular_file, read_bytes_bounded
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """``gputui presets validate|new|edit|rm|path``: changing presets from the command line.
 
-Every change goes through :class:`gputui.preset_store.PresetFile` (validated, atomic,
+Every change goes through :class:`gputui.presets.store.PresetFile` (validated, atomic,
 backed up, conflict-checked).  Errors are UserErrors: one line, exit 2.
 """
 
@@ -16,8 +16,8 @@ from pathlib import Path
 
 from gputui.errors import UserError
 from gputui.fmt import printable
-from gputui.preset_store import TEMPLATE, ConflictError, PresetFile, backup_path, check_name, is_builtin, source_table, user_file_path
-from gputui.presets import builtin_presets_path, get_preset, load_diagnosis_file, load_file, load_presets, search_path, user_presets_path
+from gputui.presets.load import builtin_presets_path, get_preset, load_diagnosis_file, load_file, load_presets, search_path, user_presets_path
+from gputui.presets.store import TEMPLATE, ConflictError, PresetFile, backup_path, check_name, is_builtin, source_table, user_file_path
 from gputui.safe_write import write_atomic_with
 
 

@@ -70,11 +70,11 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(f"{option}: {path.parent} is not a directory")
     from gputui.check.check_run import run_check_cli
     from gputui.check.stage_context import CheckOptions
-    from gputui.record import check_record_target
+    from gputui.record.recording import check_record_target
 
     if args.record is not None:
         check_record_target(args.record, args.force)  # before minutes of checking, not after
-    from gputui.presets import load_config
+    from gputui.presets.load import load_config
 
     config = load_config(extra=args.presets)  # a broken presets file: one line now, not after the micro-benchmarks
 

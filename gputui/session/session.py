@@ -23,23 +23,23 @@ from typing import TYPE_CHECKING, Any
 import psutil
 
 from gputui import __version__, protocol
-from gputui import events as ev
 from gputui.diagnosis import Diagnoser
 from gputui.diagnosis import Settings as DiagnosisSettings
 from gputui.errors import UserError
-from gputui.events import Event, Observer
 from gputui.model import HostSample, Sample, Throughput, to_dict
-from gputui.outcome import Outcome
-from gputui.output_stream import OutputLine
-from gputui.presets import Preset
-from gputui.record import SCHEMA_VERSION
-from gputui.redact import redact_env
-from gputui.runner import Runner
-from gputui.summary import SummaryBuilder
+from gputui.presets.load import Preset
+from gputui.record import events as ev
+from gputui.record.events import Event, Observer
+from gputui.record.recording import SCHEMA_VERSION
+from gputui.record.redact import redact_env
+from gputui.run.outcome import Outcome
+from gputui.run.output_stream import OutputLine
+from gputui.run.runner import Runner
+from gputui.run.throughput import PROBE, ThroughputParser
+from gputui.session.summary import SummaryBuilder
 from gputui.telemetry.gpu import GpuTelemetry, gpm_wanted
 from gputui.telemetry.host import HostTelemetry, host_info
 from gputui.telemetry.pinning import match_gpus
-from gputui.throughput import PROBE, ThroughputParser
 
 if TYPE_CHECKING:
     from gputui.probe import ProbeChannel
@@ -75,7 +75,7 @@ class SessionConfig:
     header_extra: dict[str, Any] | None = None
     # Diagnosis settings given on the command line (``--price``): they win over the files.
     diagnosis_overrides: dict[str, Any] | None = None
-    # A data-parallel run's one-GPU baseline (gputui.baseline): the summary's scaling.
+    # A data-parallel run's one-GPU baseline (gputui.session.baseline): the summary's scaling.
     baseline: dict[str, Any] | None = None
 
     def diagnosis_settings(self) -> DiagnosisSettings:

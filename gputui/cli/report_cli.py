@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from gputui.errors import UserError
-from gputui.run_options import check_price
+from gputui.session.options import check_price
 
 
 def add_price_argument(parser: argparse.ArgumentParser) -> None:

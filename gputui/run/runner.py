@@ -1,7 +1,7 @@
 """Run one benchmark command as an owned child process group and stream its output.
 
 The command never runs directly under gputui.  It runs under a tiny guard process
-(:mod:`gputui._guard`), the leader of a new session and process group, which starts
+(:mod:`gputui.run.guard`), the leader of a new session and process group, which starts
 the command in that same group, reports the command's pid back through a private pipe
 and waits for it.  The guard makes the group die with gputui even when gputui is
 SIGKILLed (PR_SET_PDEATHSIG on Linux, plus polling ``os.getppid()`` every 0.5 s, which
@@ -24,8 +24,8 @@ is called from the reader thread: it must be quick and thread-safe.**
 Exceptions it raises are logged and swallowed; they never stop the reader.
 
 Its jobs are owning the process and keeping to the thread rules above: the output
-pipes are cut into lines by :mod:`gputui.output_stream`, and what the run's end means
-is decided by :mod:`gputui.outcome` from the facts gathered here.
+pipes are cut into lines by :mod:`gputui.run.output_stream`, and what the run's end means
+is decided by :mod:`gputui.run.outcome` from the facts gathered here.
 
 Typical use by the session::
 
@@ -51,9 +51,9 @@ import uuid
 from collections import deque
 from collections.abc import Callable
 
-from gputui import _guard
-from gputui.outcome import Outcome, _cgroup_oom_kill_count, _oom_detail, _short, _signal_name, classify, oom_evidence, stopped_outcome
-from gputui.output_stream import LINE_CAP, TRUNCATION_MARK, LineSplitter, OutputLine, read_pipes, readable_within, strip_ansi
+from gputui.run import guard as _guard
+from gputui.run.outcome import Outcome, _cgroup_oom_kill_count, _oom_detail, _short, _signal_name, classify, oom_evidence, stopped_outcome
+from gputui.run.output_stream import LINE_CAP, TRUNCATION_MARK, LineSplitter, OutputLine, read_pipes, readable_within, strip_ansi
 
 # This module once held the output stream and the outcome as well; their names stay
 # importable from here (the private ones too: tests and scripts reached for them).

@@ -7,10 +7,10 @@ import csv
 import sys
 from pathlib import Path
 
+from gputui.cli.report_cli import add_price_argument
 from gputui.errors import UserError
 from gputui.escape import for_csv_cell
-from gputui.lookback.report_cli import add_price_argument
-from gputui.run_options import check_price
+from gputui.session.options import check_price
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,6 +1,6 @@
 """The guard: a tiny process between gputui and the user's command.
 
-    python -m gputui._guard [--report-fd N] [--parent PID] [--grace SECONDS] -- CMD [ARG...]
+    python -m gputui.run.guard [--report-fd N] [--parent PID] [--grace SECONDS] -- CMD [ARG...]
 
 The runner starts the guard as the leader of a new session and process group; the
 guard starts ``CMD`` as its child in that same group and waits for it.  Its one job is
@@ -35,7 +35,7 @@ start failures follow the shell: 127 command not found, 126 not executable.
 The runner starts this file by path with ``python -I -S`` (isolated: no script
 directory on ``sys.path``, no PYTHON* variables, no site) so that it works from any
 working directory without importing the ``gputui`` package; it must therefore import
-only the standard library.  ``gputui.runner`` imports :func:`group_members` from here.
+only the standard library.  ``gputui.run.runner`` imports :func:`group_members` from here.
 """
 
 from __future__ import annotations

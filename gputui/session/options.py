@@ -6,8 +6,10 @@ exit code 2 before anything starts.
   and ``--`` as a run can use them;
 - :func:`chosen_preset`: the preset, or the command after ``--`` made into one;
 - :func:`check_price` and :func:`command_line_diagnosis`: ``--price`` as a number and as
-  ``[diagnosis]`` settings;
-- :func:`start_metrics`: the ``--serve-metrics`` endpoint.
+  ``[diagnosis]`` settings.
+
+The ``--serve-metrics`` endpoint is started by the exporter itself
+(:func:`gputui.metrics.server.start_metrics`).
 """
 
 from __future__ import annotations
@@ -18,12 +20,10 @@ import math
 import os
 from typing import TYPE_CHECKING, Any
 
-from gputui.console import say
 from gputui.errors import UserError
 
 if TYPE_CHECKING:
-    from gputui.metrics.server import MetricsServer
-    from gputui.presets import Preset
+    from gputui.presets.load import Preset
 
 MAX_INTERVAL_S = 3600.0  # a sampler that sleeps longer than an hour is a typo
 
@@ -39,11 +39,11 @@ def chosen_preset(args: argparse.Namespace, config) -> Preset | None:
     """What this invocation runs: the command after ``--`` (a preset made on the spot,
     added to ``config.presets`` so the dashboard finds it by name), else ``--preset``,
     with ``--batch-size`` and ``--no-probe`` applied; None to watch."""
-    from gputui.presets import get_preset
+    from gputui.presets.load import get_preset
 
     probe = False if args.no_probe else None
     if args.run_command is not None:
-        from gputui.command_preset import command_preset
+        from gputui.presets.command import command_preset
 
         preset = command_preset(args.run_command, config.presets, batch_size=args.batch_size, probe=probe)
     elif args.preset:
@@ -64,23 +64,10 @@ def command_line_diagnosis(args: argparse.Namespace) -> dict[str, Any] | None:
     return {"price_per_hour": price} if price else None
 
 
-def start_metrics(args: argparse.Namespace) -> MetricsServer | None:
-    """The --serve-metrics endpoint (a MetricsServer), or None when not asked for."""
-    price = check_price(args.run_price)
-    if args.serve_metrics is None:
-        return None
-    from gputui.metrics.server import start_metrics_server
-
-    server = start_metrics_server(args.serve_metrics, price)
-    if not args.quiet:
-        say(f"gputui: serving metrics at {server.url}")
-    return server
-
-
 def check_run_options(args: argparse.Namespace) -> None:
     """``--interval``, ``--duration`` and ``--pid`` as a run can use them, or a UserError
     in one line (inf, nan and pids the kernel cannot have included)."""
-    from gputui.session import MIN_INTERVAL_S
+    from gputui.session.session import MIN_INTERVAL_S
 
     interval = args.interval
     if not math.isfinite(interval) or interval > MAX_INTERVAL_S:

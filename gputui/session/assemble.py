@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gputui.session import Session, SessionConfig
+    from gputui.session.session import Session, SessionConfig
     from gputui.telemetry.gpu import GpuTelemetry
     from gputui.telemetry.host import HostTelemetry
 
@@ -35,7 +35,7 @@ class SessionParts:
 
     def build(self, config: SessionConfig) -> Session:
         """A Session for ``config`` (its diagnosis table included) with fresh telemetry."""
-        from gputui.session import Session
+        from gputui.session.session import Session
 
         # No GPU source given: the Session opens NVML itself, as the config's [diagnosis]
         # asks (use_gpm = false samples without GPM; XID events are watched).

@@ -4,7 +4,7 @@ GPU and host series are kept as counts of their values at 0.1 resolution
 (:class:`~gputui.stats.ValueCounts`), so memory stays flat however long the run; the
 throughput readings are kept whole in ``array('d')`` (8 bytes a reading).  GPU and host
 statistics cover the measured phase when the workload announced one; else, for any
-other job, its training phase (:mod:`gputui.phases`: from its first progress to its
+other job, its training phase (:mod:`gputui.session.phases`: from its first progress to its
 last, evaluation and stalls left out); else, for a job that shows no progress (``--pid``),
 the samples in which a GPU worked; else the whole session.  The summary says which
 (``window``), and lists the phases it told apart.
@@ -16,12 +16,12 @@ from array import array
 from collections import Counter
 from typing import Any
 
-from gputui import events as ev
-from gputui.events import Event, Observer
 from gputui.model import BURSTY_BELOW, SAMPLES, STEPS, GpuSample, Sample, Throughput, mean_counts, memory_of, others_of, run_figure
-from gputui.outcome import Outcome
-from gputui.phases import TRAINING, PhaseTracker, gpu_busy
 from gputui.protocol import MEASURE
+from gputui.record import events as ev
+from gputui.record.events import Event, Observer
+from gputui.run.outcome import Outcome
+from gputui.session.phases import TRAINING, PhaseTracker, gpu_busy
 from gputui.stats import ValueCounts, spread
 
 # Other processes seen on a GPU are counted present until the next process read, but

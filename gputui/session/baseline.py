@@ -10,7 +10,7 @@ from typing import Any
 
 from gputui.errors import UserError
 from gputui.model import run_figure
-from gputui.presets import Preset
+from gputui.presets.load import Preset
 
 THIS_SESSION = "this session, one GPU"
 
@@ -19,7 +19,7 @@ def baseline_from_recording(path: Path) -> dict[str, Any]:
     """``{"samples_per_sec", "source", "preset"}`` from a recording's summary: its
     measured median throughput.  The recording must be of a run on one GPU (no
     data-parallel ranks); a UserError naming the file says what is wrong otherwise."""
-    from gputui.record import read_recording
+    from gputui.record.recording import read_recording
 
     recording = read_recording(path)  # a UserError naming the file when it is not one
     baseline = baseline_from_summary(recording.summary or {}, str(path), f"--baseline {path}")

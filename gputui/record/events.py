@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gputui.model import SAMPLES, Sample, Throughput, to_dict
-from gputui.outcome import Outcome
+from gputui.run.outcome import Outcome
 
 # Event kinds, in the order a run usually produces them.
 STARTED = "started"  # the command was launched: pid, command
@@ -37,7 +37,7 @@ FINDING = "finding"
 
 # --- Payloads: one frozen dataclass per kind ----------------------------------------
 # THROUGHPUT and RANK_THROUGHPUT carry gputui.model.Throughput; OUTCOME carries
-# gputui.outcome.Outcome.  The workload's own protocol lines (WORKLOAD, RESULT, OOM)
+# gputui.run.outcome.Outcome.  The workload's own protocol lines (WORKLOAD, RESULT, OOM)
 # carry whatever keys the workload wrote, whole and in its order, so that a recording
 # says exactly what the workload said; their classes name the keys gputui reads.
 

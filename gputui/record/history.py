@@ -1,13 +1,13 @@
 """Run history: every run the dashboard or ``--record`` makes is also kept as a
 recording in ``$XDG_STATE_HOME/gputui/runs/`` (``~/.local/state/gputui/runs/``).
 
-The history copy is written by a second :class:`~gputui.record.Recorder` as the run
+The history copy is written by a second :class:`~gputui.record.recording.Recorder` as the run
 goes, so a killed run still leaves its file.  A size cap (500 MB unless
 ``GPUTUI_HISTORY_MAX_MB`` says otherwise) prunes the oldest runs when a new one
 starts.  ``--no-history`` or ``GPUTUI_NO_HISTORY=1`` turns it off.  Listing reads
 only a file's first line (the header) and its last (the summary), so a long history
 lists fast (a ``.jsonl.gz`` copied in is decompressed as a stream to find its last line),
-and holds both to the shapes every reader uses (gputui.record's ``parse_line`` and
+and holds both to the shapes every reader uses (gputui.record.recording's ``parse_line`` and
 ``check_line``): a file that fails is listed as unreadable, with the reason.  No Textual here.
 """
 
@@ -25,9 +25,9 @@ from typing import Any
 
 from gputui.errors import UserError
 from gputui.fmt import gpu_summary, short_gpu_name
-from gputui.gzip_lines import GzipChunks, is_gzip_path
 from gputui.model import run_figure
-from gputui.record import MAX_LINE_BYTES, NewerFormat, Recorder, check_line, is_live, parse_line, read_header_line
+from gputui.record.gzip_lines import GzipChunks, is_gzip_path
+from gputui.record.recording import MAX_LINE_BYTES, NewerFormat, Recorder, check_line, is_live, parse_line, read_header_line
 from gputui.text_files import open_regular_file
 
 NO_HISTORY_ENV = "GPUTUI_NO_HISTORY"
@@ -218,7 +218,7 @@ def _summary_of(path: Path, last: bytes | None) -> dict[str, Any] | None:
 
 def read_kept_run(path: Path) -> KeptRun:
     """What ``gputui runs`` shows of one file: its header and last line only, held to the
-    same shapes as a whole read (gputui.record); a file that fails is listed as
+    same shapes as a whole read (gputui.record.recording); a file that fails is listed as
     ``unreadable`` with the one-line reason in :attr:`KeptRun.problem`."""
     try:
         size = path.stat().st_size

@@ -11,11 +11,11 @@ from dataclasses import replace
 from typing import Any, TextIO
 
 from gputui import console, fmt
-from gputui import events as ev
-from gputui.events import Event, Observer
 from gputui.model import BURSTY_NOTE, HostSample, Sample, Throughput, is_bursty, mean_is_figure
-from gputui.outcome import Outcome
-from gputui.summary import SummaryBuilder
+from gputui.record import events as ev
+from gputui.record.events import Event, Observer
+from gputui.run.outcome import Outcome
+from gputui.session.summary import SummaryBuilder
 
 PRINT_EVERY_S = 0.95  # a line about once a second (a 1 s sampler's ticks jitter a little)
 
