@@ -36,9 +36,11 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from synthetic import sample
 
+from gputui.presets.load import Config
 from gputui.record import events as ev
 from gputui.record.events import make_event
-from gputui.tui.app import make_app
+from gputui.session.options import RunOptions
+from gputui.tui.app import DashboardLook, DashboardParts, make_app
 from gputui.tui.news import EventArrived, SampleArrived
 from tests.support.fake_nvml import FakeGpu
 from tests.support.tui import demo_preset, scripted_factory, wait_until
@@ -50,11 +52,9 @@ async def scenario(args: argparse.Namespace, scratch: Path) -> dict:
     preset = demo_preset()
     gpus = [FakeGpu(uuid=f"GPU-{n}") for n in range(args.gpus)]
     app = make_app(
-        {preset.name: preset},
-        session_factory=scripted_factory(gpus, samples=2),
-        start_preset=preset.name,
-        settings_file=scratch / "settings.toml",
-        user_themes_dir=scratch / "no-themes",
+        RunOptions(config=Config(presets={preset.name: preset}, diagnosis={}), preset=preset),
+        DashboardParts(session_factory=scripted_factory(gpus, samples=2)),
+        DashboardLook(settings_file=scratch / "settings.toml", user_themes_dir=scratch / "no-themes"),
     )
     me = psutil.Process()
     async with app.run_test(size=(140, 40)) as pilot:

@@ -204,8 +204,8 @@ def raw_screen(app) -> str:
 def test_dashboard_shows_a_hostile_preset_and_kept_run_without_raw_controls(hostile, tmp_path):
     from gputui.presets.load import Preset
     from gputui.record.history import RunHistory
-    from gputui.tui.app import make_app
     from gputui.tui.screens.findings import FindingsScreen
+    from tests.support.dashboard import make_dashboard
     from tests.support.tui import run_async, scripted_factory, shown, wait_until
 
     folder = tmp_path / "runs"
@@ -215,7 +215,7 @@ def test_dashboard_shows_a_hostile_preset_and_kept_run_without_raw_controls(host
     finding = {"id": "x-1", "kind": "input_bound", "state": "open", "severity": "warning", "title": HOSTILE, "since": 1.0, "advice": [HOSTILE]}
 
     async def scenario() -> None:
-        app = make_app(
+        app = make_dashboard(
             {preset.name: preset},
             session_factory=scripted_factory(findings=[finding]),
             start_preset=preset.name,

@@ -335,15 +335,15 @@ def test_the_panel_line_and_the_drill_down_list():
 
 
 def test_the_dashboard_shows_ownership_at_80x24_and_p_opens_the_process_list(tmp_path: Path):
-    from gputui.tui.app import make_app
     from gputui.tui.screens.gpu_processes import GpuProcessesScreen
     from gputui.tui.widgets.gpu import GpuPanel
+    from tests.support.dashboard import make_dashboard
     from tests.support.tui import demo_preset, run_async, scripted_factory, wait_until
 
     preset = demo_preset()
 
     async def scenario() -> tuple[str, bool]:
-        app = make_app(
+        app = make_dashboard(
             {preset.name: preset},
             session_factory=scripted_factory(gpus=[FakeGpu()]),
             start_preset=preset.name,

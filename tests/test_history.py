@@ -166,7 +166,7 @@ def test_the_dashboard_refuses_an_existing_record_file_before_its_screen_opens(t
 
 def test_the_dashboard_keeps_every_run_and_records_over_a_file_only_with_force(tmp_path):
     from gputui.presets.load import load_presets
-    from gputui.tui.app import make_app
+    from tests.support.dashboard import make_dashboard
     from tests.support.tui import run_async, wait_until
     from tests.test_tui_app import fake_gpus
 
@@ -176,7 +176,7 @@ def test_the_dashboard_keeps_every_run_and_records_over_a_file_only_with_force(t
     history = RunHistory(tmp_path / "runs")
 
     async def scenario():
-        app = make_app(
+        app = make_dashboard(
             presets, gpu_factory=fake_gpus(1), interval=0.25, settings_file=tmp_path / "s.toml", record_path=record, record_force=True, history=history
         )
         async with app.run_test(size=(120, 40)) as pilot:

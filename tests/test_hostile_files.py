@@ -14,9 +14,9 @@ import pytest
 
 from gputui.errors import UserError
 from gputui.text_files import MAX_TEXT_BYTES, load_toml, read_text_file
-from gputui.tui.app import make_app
 from gputui.tui.settings import load_settings
 from gputui.tui.themes import load_themes, parse_theme
+from tests.support.dashboard import make_dashboard
 from tests.support.process import run_gputui
 from tests.support.tui import demo_preset, run_async, scripted_factory
 
@@ -103,7 +103,7 @@ def test_the_dashboard_starts_on_a_broken_settings_file_and_theme_and_says_which
     themes.mkdir()
     (themes / "bad.toml").write_text('primary = "not-a-colour"\n')
     preset = demo_preset()
-    app = make_app({preset.name: preset}, session_factory=scripted_factory(), settings_file=settings, user_themes_dir=themes)
+    app = make_dashboard({preset.name: preset}, session_factory=scripted_factory(), settings_file=settings, user_themes_dir=themes)
     notes: list[str] = []
 
     async def scenario():

@@ -424,12 +424,14 @@ def test_gputui_check_writes_its_results_as_a_metrics_file(tmp_path):
 
 
 def test_a_check_from_the_dashboard_feeds_the_metrics_server(tmp_path, monkeypatch):
-    from gputui.tui.app import make_app
+    from tests.support.dashboard import make_dashboard
     from tests.support.tui import demo_preset, run_async, scripted_factory, wait_until
     from tests.test_trust_keys import quick_check
 
     preset = demo_preset()
-    app = make_app({preset.name: preset}, session_factory=scripted_factory(), settings_file=tmp_path / "s.toml", check_factory=quick_check, confirm_quit=False)
+    app = make_dashboard(
+        {preset.name: preset}, session_factory=scripted_factory(), settings_file=tmp_path / "s.toml", check_factory=quick_check, confirm_quit=False
+    )
     live = LiveMetrics()
     app.supervisor.add_observer(live)
 

@@ -208,7 +208,7 @@ def test_replay_resolves_a_kept_runs_name(tmp_path, monkeypatch):
 
 def dashboard_with_history(tmp_path):
     from gputui.record.history import RunHistory
-    from gputui.tui.app import make_app
+    from tests.support.dashboard import make_dashboard
     from tests.support.tui import demo_preset, scripted_factory
 
     folder = tmp_path / "runs"
@@ -216,7 +216,7 @@ def dashboard_with_history(tmp_path):
     shutil.copy(INPUT_BOUND, folder / "20261121-072940-torch-resnet50-input-bound.jsonl")
     shutil.copy(REPO / "docs" / "recordings" / "torch-resnet50.jsonl", folder / "20261121-080000-torch-resnet50.jsonl")
     preset = demo_preset()
-    return make_app({preset.name: preset}, session_factory=scripted_factory(samples=2), settings_file=tmp_path / "s.toml", history=RunHistory(folder))
+    return make_dashboard({preset.name: preset}, session_factory=scripted_factory(samples=2), settings_file=tmp_path / "s.toml", history=RunHistory(folder))
 
 
 def test_enter_on_a_kept_run_opens_its_summary_from_the_recording(tmp_path):

@@ -21,8 +21,9 @@ from gputui.check.result import OK, PREFLIGHT, CheckResult
 from gputui.presets.load import load_presets
 from gputui.record.recording import read_recording
 from gputui.telemetry.gpu import GpuTelemetry
-from gputui.tui.app import GpuTuiApp, make_app
+from gputui.tui.app import GpuTuiApp
 from gputui.tui.screens.dashboard import DashboardScreen
+from tests.support.dashboard import make_dashboard
 from tests.support.fake_nvml import FakeGpu, FakeNvml
 from tests.support.tui import close_all_and_quit, demo_preset, run_async, scripted_factory, wait_until
 from tests.test_tui_app import app_for, isolated  # noqa: F401  (a fixture)
@@ -95,7 +96,7 @@ def scripted_app(tmp_path, monkeypatch) -> GpuTuiApp:
     preset = demo_preset()
     # confirm_quit=False: the storms start runs, and their last q must quit at once
     # a finding: f opens the findings view only when there is something to show
-    return make_app(
+    return make_dashboard(
         {preset.name: preset},
         session_factory=scripted_factory(samples=4, findings=[FINDING]),
         settings_file=tmp_path / "settings.toml",

@@ -17,12 +17,13 @@ import pytest
 from gputui.presets.load import load_presets
 from gputui.record.recording import read_recording
 from gputui.telemetry.gpu import GpuTelemetry
-from gputui.tui.app import GpuTuiApp, make_app
+from gputui.tui.app import GpuTuiApp
 from gputui.tui.screens.dashboard import DashboardScreen
 from gputui.tui.screens.findings import FindingsScreen
 from gputui.tui.screens.summary import SummaryScreen
 from gputui.tui.widgets.gpu import GpuGrid, GpuPanel, GpuRows
 from gputui.tui.widgets.presets import PresetList
+from tests.support.dashboard import make_dashboard
 from tests.support.fake_nvml import FakeGpu, FakeNvml
 from tests.support.process import REPO
 from tests.support.tui import demo_preset, run_async, scripted_factory, shown, wait_until
@@ -51,7 +52,7 @@ def fake_gpus(count: int = 2):
 
 def app_for(presets, tmp_path: Path, **kwargs) -> GpuTuiApp:
     kwargs.setdefault("gpu_factory", fake_gpus())
-    return make_app(presets, settings_file=tmp_path / "xdg" / "gputui" / "settings.toml", interval=0.25, **kwargs)
+    return make_dashboard(presets, settings_file=tmp_path / "xdg" / "gputui" / "settings.toml", interval=0.25, **kwargs)
 
 
 def group_alive(pgid: int) -> list[int]:
@@ -221,7 +222,9 @@ def test_findings_show_in_the_strip_and_in_detail(tmp_path):
     preset = demo_preset()
 
     async def scenario():
-        app = make_app({preset.name: preset}, session_factory=scripted_factory(findings=[finding]), start_preset=preset.name, settings_file=tmp_path / "s.toml")
+        app = make_dashboard(
+            {preset.name: preset}, session_factory=scripted_factory(findings=[finding]), start_preset=preset.name, settings_file=tmp_path / "s.toml"
+        )
         async with app.run_test(size=(120, 40)) as pilot:
             await wait_until(pilot, lambda: app.state.open_findings(), what="finding")
             assert "▲ Input pipeline is CPU-bound" in await shown(pilot)
@@ -242,7 +245,7 @@ def test_keys_are_remapped_by_binding_id_from_settings(tmp_path):
     from tests.test_tui_snapshots import FINDING  # f applies (and g, remapped) once there is a finding
 
     async def scenario():
-        app = make_app({preset.name: preset}, session_factory=scripted_factory(findings=[FINDING]), settings_file=settings)
+        app = make_dashboard({preset.name: preset}, session_factory=scripted_factory(findings=[FINDING]), settings_file=settings)
         async with app.run_test(size=(120, 40)) as pilot:
             await wait_until(pilot, lambda: app.state.findings(), what="a finding")
             await pilot.press("f")

@@ -12,8 +12,8 @@ from gputui.check.check_run import CheckRun
 from gputui.check.result import FAIL, OK, PREFLIGHT, CheckResult
 from gputui.presets.load import load_presets
 from gputui.telemetry.gpu import GpuTelemetry
-from gputui.tui.app import make_app
 from gputui.tui.screens.check import CheckScreen
+from tests.support.dashboard import make_dashboard
 from tests.support.fake_nvml import FakeGpu, FakeNvml
 from tests.support.tui import run_async, wait_until
 from tests.test_trust_keys import quick_check
@@ -31,7 +31,7 @@ def _factory(stages):
 
 
 def _app(tmp_path, stages):
-    return make_app(
+    return make_dashboard(
         load_presets(cwd=tmp_path),
         settings_file=tmp_path / "settings.toml",
         interval=0.25,
@@ -76,7 +76,7 @@ def test_enter_after_a_check_asks_before_the_five_minute_full_check(tmp_path):
         asked.append(options.quick)
         return quick_check(options, listener)  # finishes at once, whatever was asked
 
-    app = make_app(load_presets(cwd=tmp_path), settings_file=tmp_path / "settings.toml", interval=0.25,
+    app = make_dashboard(load_presets(cwd=tmp_path), settings_file=tmp_path / "settings.toml", interval=0.25,
                    gpu_factory=lambda: GpuTelemetry(FakeNvml([FakeGpu()])), check_factory=counted)  # fmt: skip
 
     async def scenario():
@@ -148,7 +148,7 @@ def test_escape_stops_a_running_check(tmp_path):
 @pytest.mark.gpu
 def test_quick_check_in_the_app_on_a_real_gpu(tmp_path):
     """The Check screen with the real check behind it: real NVML, the real micro child."""
-    app = make_app(load_presets(cwd=tmp_path), settings_file=tmp_path / "settings.toml", interval=0.5)
+    app = make_dashboard(load_presets(cwd=tmp_path), settings_file=tmp_path / "settings.toml", interval=0.5)
 
     async def scenario():
         async with app.run_test(size=(160, 50)) as pilot:

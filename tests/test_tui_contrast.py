@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from gputui.tui.app import make_app
 from gputui.tui.screens.editor import PresetEditorScreen
 from gputui.tui.screens.findings import FindingsScreen
 from gputui.tui.screens.help import HelpScreen
 from gputui.tui.screens.summary import SummaryScreen
 from gputui.tui.themes import load_themes
 from tests.support.contrast import AA, contrast, low_contrast, report
+from tests.support.dashboard import make_dashboard
 from tests.support.tui import demo_preset, run_async, scripted_factory, shown, wait_until
 from tests.test_tui_snapshots import FINDING
 
@@ -72,7 +72,7 @@ def test_every_text_cell_meets_wcag_aa(theme, size, tmp_path):
     preset = demo_preset()
 
     async def scenario():
-        app = make_app(
+        app = make_dashboard(
             {preset.name: preset},
             session_factory=scripted_factory(findings=[FINDING]),
             theme=theme,

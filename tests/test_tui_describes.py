@@ -7,10 +7,10 @@ import dataclasses
 import subprocess
 import sys
 
-from gputui.tui.app import make_app
 from gputui.tui.widgets.log import LogPane
 from gputui.tui.widgets.presets import PresetDetails, PresetList
 from gputui.tui.widgets.throughput import ThroughputChart
+from tests.support.dashboard import make_dashboard
 from tests.support.tui import demo_preset, run_async, scripted_factory, shown, wait_until
 from tests.test_tui_app import app_for, fake_gpus
 
@@ -21,7 +21,7 @@ def test_with_preset_x_the_sidebar_describes_x_not_the_first_preset(tmp_path):
     presets = {p.name: p for p in (first, chosen)}
 
     async def scenario():
-        app = make_app(
+        app = make_dashboard(
             presets,
             session_factory=scripted_factory(),
             start_preset="zzz-chosen",

@@ -13,12 +13,12 @@ from gputui.model import GpuSample
 from gputui.record import events as ev
 from gputui.record.events import make_event
 from gputui.record.recording import read_recording
-from gputui.tui.app import make_app
 from gputui.tui.news import EventArrived, HeaderArrived
 from gputui.tui.state import DashboardState
 from gputui.tui.supervisor import SessionTicket
 from gputui.tui.widgets.gpu import GpuPanel, GpuRows
 from gputui.tui.widgets.gpu_rows import gpu_totals
+from tests.support.dashboard import make_dashboard
 from tests.support.ddp import ddp_factory, straggler_finding
 from tests.support.fake_nvml import FakeGpu
 from tests.support.tui import (
@@ -45,7 +45,7 @@ def dashboard(
     preset = demo_preset()
 
     async def scenario():
-        app = make_app(
+        app = make_dashboard(
             {preset.name: preset},
             session_factory=factory or scripted_factory(gpus=gpus),
             baseline=baseline,
@@ -208,9 +208,10 @@ def test_ranks_map_to_the_gpus_in_the_headers_order_the_pinned_order():
 def test_the_session_header_carries_the_baseline_and_the_dashboard_takes_one_with_its_preset(tmp_path):
     import argparse
 
-    from gputui.cli.dashboard import dashboard_baseline
+    from gputui.cli.dashboard import check_dashboard_options
     from gputui.errors import UserError
     from gputui.record.recording import Recorder
+    from gputui.session.options import RunOptions
     from gputui.session.session import Session, SessionConfig
     from gputui.telemetry.gpu import GpuTelemetry
     from tests.support.fake_nvml import FakeNvml
@@ -225,10 +226,14 @@ def test_the_session_header_carries_the_baseline_and_the_dashboard_takes_one_wit
     recorder.on_header({"schema": 1, "preset": {"name": "torch-resnet50-tuned"}})
     recorder.on_summary({"throughput": {"median": 4678.0, "readings": 40}})
     recorder.close()
-    args = argparse.Namespace(baseline=one, preset="torch-resnet50-tuned-ddp")
-    assert dashboard_baseline(args) == {"samples_per_sec": 4678.0, "source": str(one), "preset": "torch-resnet50-tuned"}
+    args = argparse.Namespace(baseline=one, baseline_run=False, preset="torch-resnet50-tuned-ddp", presets=None, run_command=None, pid=None)
+    args.__dict__.update(interval=1.0, duration=None, batch_size=None, no_probe=False, run_price=None, record=None, force=False)
+    options = RunOptions.from_command_line(args)
+    assert options.baseline == {"samples_per_sec": 4678.0, "source": str(one), "preset": "torch-resnet50-tuned"}
+    assert options.session_config(options.preset).baseline == options.baseline  # its runs scale against it
+    check_dashboard_options(options)
     with pytest.raises(UserError, match=r"^--baseline: expected --preset NAME too"):
-        dashboard_baseline(argparse.Namespace(baseline=one, preset=None))
+        check_dashboard_options(dataclasses.replace(options, preset=None))
 
 
 def test_the_dashboard_measures_the_one_gpu_twin_first_then_runs_the_ddp_preset_against_it(tmp_path):
@@ -252,7 +257,7 @@ def test_the_dashboard_measures_the_one_gpu_twin_first_then_runs_the_ddp_preset_
         return DataParallelSession(config, FakeNvml(two), world=2, slow_rank=None, findings=None)
 
     async def scenario():
-        app = make_app({ddp.name: ddp}, session_factory=make, start_preset=ddp.name, baseline_run=True, clock=lambda: 1000.0,
+        app = make_dashboard({ddp.name: ddp}, session_factory=make, start_preset=ddp.name, baseline_run=True, clock=lambda: 1000.0,
                        record_path=tmp_path / "ddp.jsonl", settings_file=tmp_path / "settings.toml", user_themes_dir=tmp_path / "none")  # fmt: skip
         async with app.run_test(size=(160, 48)) as pilot:
             await wait_until(
@@ -278,7 +283,7 @@ def test_stopping_the_one_gpu_twin_starts_nothing(tmp_path):
     ddp = dataclasses.replace(demo_preset(), name="resnet50-ddp", data_parallel=2)
 
     async def scenario():
-        app = make_app({ddp.name: ddp}, session_factory=scripted_factory(gpus=eight_gpus()[:2]), start_preset=ddp.name, baseline_run=True,
+        app = make_dashboard({ddp.name: ddp}, session_factory=scripted_factory(gpus=eight_gpus()[:2]), start_preset=ddp.name, baseline_run=True,
                        settings_file=tmp_path / "settings.toml", user_themes_dir=tmp_path / "none")  # fmt: skip
         async with app.run_test(size=(120, 40)) as pilot:
             await wait_until(pilot, lambda: app.state.live_run is not None and app.state.live_run.series.readings == 96, what="the twin")

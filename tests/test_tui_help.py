@@ -9,10 +9,10 @@ import inspect
 import pytest
 from textual.binding import Binding
 
-from gputui.tui.app import make_app
 from gputui.tui.screens.dashboard import DashboardScreen
 from gputui.tui.screens.help import HELP, HelpScreen
 from gputui.tui.screens.summary import SummaryScreen
+from tests.support.dashboard import make_dashboard
 from tests.support.fake_nvml import FakeNvml
 from tests.support.tui import ScriptedSession, demo_gpus, demo_preset, run_async, shown, wait_until
 from tests.test_tui_snapshots import FINDING
@@ -25,7 +25,7 @@ def scripted(tmp_path, findings=None, settings=None, **kwargs):
     def session_factory(config):
         return ScriptedSession(config, FakeNvml(demo_gpus()), 24, findings if config.preset else None)
 
-    return make_app(
+    return make_dashboard(
         {preset.name: preset},
         session_factory=session_factory,
         settings_file=settings or tmp_path / "settings.toml",

@@ -9,12 +9,12 @@ from gputui.check.result import OK, PREFLIGHT, WARN, CheckResult
 from gputui.check.stage_context import CheckOptions
 from gputui.record.history import RunHistory
 from gputui.telemetry.gpu import GpuTelemetry
-from gputui.tui.app import make_app
 from gputui.tui.screens.check import CheckScreen
 from gputui.tui.screens.dashboard import DashboardScreen
 from gputui.tui.screens.summary import SummaryScreen
 from gputui.tui.screenshot import screen_text
 from gputui.tui.widgets.header import RunStatus
+from tests.support.dashboard import make_dashboard
 from tests.support.fake_nvml import FakeGpu, FakeNvml
 from tests.support.tui import demo_preset, run_async, scripted_factory, shown, wait_until
 from tests.test_trust_keys import quick_check
@@ -23,7 +23,7 @@ from tests.test_trust_keys import quick_check
 def scripted_app(tmp_path, **kwargs):
     preset = demo_preset()
     kwargs.setdefault("session_factory", scripted_factory(samples=4))
-    return make_app({preset.name: preset}, settings_file=tmp_path / "settings.toml", check_factory=quick_check, confirm_quit=False, **kwargs)
+    return make_dashboard({preset.name: preset}, settings_file=tmp_path / "settings.toml", check_factory=quick_check, confirm_quit=False, **kwargs)
 
 
 def footer_keys(app) -> set[str]:

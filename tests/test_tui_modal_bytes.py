@@ -12,10 +12,10 @@ import pytest
 from gputui.model import Sample
 from gputui.record import events as ev
 from gputui.record.events import make_event
-from gputui.tui.app import make_app
 from gputui.tui.news import EventArrived, SampleArrived
 from gputui.tui.screens.findings import FindingsScreen
 from gputui.tui.screens.summary import SummaryScreen
+from tests.support.dashboard import make_dashboard
 from tests.support.tui import (
     demo_preset,
     fixed_host,
@@ -34,7 +34,7 @@ def test_panel_updates_under_an_open_view_send_nothing_until_it_closes(tmp_path,
     preset = demo_preset()
 
     async def scenario():
-        app = make_app(
+        app = make_dashboard(
             {preset.name: preset},
             session_factory=scripted_factory(),
             start_preset=preset.name,

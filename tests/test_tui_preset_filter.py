@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from gputui.tui.app import make_app
 from gputui.tui.widgets.presets import PresetDetails, PresetList
+from tests.support.dashboard import make_dashboard
 from tests.support.tui import demo_preset, run_async, scripted_factory, wait_until
 
 
@@ -19,7 +19,7 @@ def test_slash_filters_a_list_longer_than_the_screen_and_esc_clears_it(tmp_path)
         presets[preset.name] = preset
 
     async def scenario():
-        app = make_app(presets, session_factory=scripted_factory(), settings_file=tmp_path / "settings.toml", user_themes_dir=tmp_path / "no-themes")
+        app = make_dashboard(presets, session_factory=scripted_factory(), settings_file=tmp_path / "settings.toml", user_themes_dir=tmp_path / "no-themes")
         async with app.run_test(size=(80, 24)) as pilot:
             plist = app.dashboard.query_one(PresetList)
             await wait_until(pilot, lambda: plist.region.height > 0, what="the list")

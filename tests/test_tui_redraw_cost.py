@@ -28,13 +28,13 @@ from textual.message import Message
 from gputui.model import Sample
 from gputui.record import events as ev
 from gputui.record.events import make_event
-from gputui.tui.app import make_app
 from gputui.tui.news import EventArrived, HeaderArrived, SampleArrived
 from gputui.tui.screens.summary import SummaryScreen
 from gputui.tui.widgets.cpu import CpuPanel
 from gputui.tui.widgets.footer import DashboardFooter
 from gputui.tui.widgets.gpu import GpuRows
 from gputui.tui.widgets.presets import PresetList
+from tests.support.dashboard import make_dashboard
 from tests.support.fake_nvml import FakeGpu
 from tests.support.tui import demo_preset, fixed_host, run_async, scripted_factory, shown, wait_until
 from tests.test_tui_updates import Recorder, assert_same, composed
@@ -80,7 +80,7 @@ def many_presets(count: int = 30) -> dict:
 
 def one_gpu_app(tmp_path, presets=None, **kwargs):
     presets = presets or many_presets()
-    return make_app(
+    return make_dashboard(
         presets,
         session_factory=scripted_factory([FakeGpu()], samples=4),
         start_preset="resnet50-demo",
@@ -364,7 +364,7 @@ def test_a_result_arriving_on_the_check_screen_sends_its_row_not_the_table(tmp_p
         return CheckRun(options, listener=listener, gpu=GpuTelemetry(nvml), nvml_module=nvml, stages={"preflight": preflight})
 
     preset = demo_preset()
-    app = make_app(
+    app = make_dashboard(
         {preset.name: preset},
         session_factory=scripted_factory([FakeGpu()], samples=4),
         settings_file=tmp_path / "settings.toml",

@@ -8,15 +8,15 @@ from __future__ import annotations
 from textual.widgets import Input, TabbedContent, Tabs, TextArea
 
 from gputui.presets.load import user_presets_path
-from gputui.tui.app import make_app
 from gputui.tui.screens.dashboard import DashboardScreen
 from gputui.tui.screens.editor import LeaveEditorScreen, PresetEditorScreen
+from tests.support.dashboard import make_dashboard
 from tests.support.tui import demo_preset, run_async, scripted_factory, wait_until
 
 
 def scripted(tmp_path, **kwargs):
     preset = demo_preset()
-    return make_app(
+    return make_dashboard(
         {preset.name: preset}, session_factory=scripted_factory(), settings_file=tmp_path / "s.toml", user_themes_dir=tmp_path / "no-themes", **kwargs
     )
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from textual.command import CommandPalette
 
-from gputui.tui.app import make_app
+from tests.support.dashboard import make_dashboard
 from tests.support.tui import demo_preset, run_async, scripted_factory, wait_until
 
 
 def shoot_from_the_palette(tmp_path, monkeypatch) -> tuple[list[str], object]:
     monkeypatch.delenv("XDG_DOWNLOAD_DIR", raising=False)  # and the test's home (tests/conftest.py) has no Downloads folder
     preset = demo_preset()
-    app = make_app({preset.name: preset}, session_factory=scripted_factory(), settings_file=tmp_path / "s.toml")
+    app = make_dashboard({preset.name: preset}, session_factory=scripted_factory(), settings_file=tmp_path / "s.toml")
 
     async def scenario():
         async with app.run_test(size=(100, 30)) as pilot:

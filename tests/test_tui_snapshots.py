@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from gputui.tui.app import make_app
+from tests.support.dashboard import make_dashboard
 from tests.support.fake_nvml import GIB, FakeGpu
 from tests.support.tui import demo_preset, run_async, scripted_factory, shown, wait_until
 
@@ -55,7 +55,7 @@ def render(
     preset = demo_preset()
 
     async def scenario():
-        app = make_app(
+        app = make_dashboard(
             {preset.name: preset},
             session_factory=factory or scripted_factory(gpus=gpus, findings=[FINDING]),
             baseline=baseline,

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from gputui.tui.app import make_app
 from gputui.tui.widgets.cpu import CpuPanel
 from gputui.tui.widgets.gpu import GpuGrid
 from gputui.tui.widgets.runs import RunsList
 from gputui.tui.widgets.throughput import ThroughputChart
+from tests.support.dashboard import make_dashboard
 from tests.support.tui import demo_preset, run_async, scripted_factory, shown, wait_until
 
 
@@ -20,7 +20,7 @@ def dashboard(size: tuple[int, int], tmp_path: Path, check, name: str = "resnet5
     preset = dataclasses.replace(demo_preset(), name=name)
 
     async def scenario():
-        app = make_app(
+        app = make_dashboard(
             {preset.name: preset},
             session_factory=scripted_factory(gpus=gpus),
             start_preset=preset.name,

@@ -27,10 +27,10 @@ from textual.strip import Strip
 from gputui.model import Sample
 from gputui.record import events as ev
 from gputui.record.events import make_event
-from gputui.tui.app import make_app
 from gputui.tui.compositor import SUPPORTED, CroppedChopsUpdate, CroppingCompositor
 from gputui.tui.news import EventArrived, SampleArrived
 from gputui.tui.widgets.base import cells_of, changed_regions
+from tests.support.dashboard import make_dashboard
 from tests.support.tui import demo_preset, fixed_host, run_async, scripted_factory, shown, wait_until
 
 CSI = re.compile(r"\x1b\[([0-9;]*)([A-Za-z])")
@@ -160,7 +160,7 @@ def test_every_partial_update_leaves_the_screen_as_composed(tmp_path):
     size = (140, 40)
 
     async def scenario():
-        app = make_app(
+        app = make_dashboard(
             {preset.name: preset},
             session_factory=scripted_factory(),
             start_preset=preset.name,

@@ -6,48 +6,28 @@ import argparse
 import sys
 
 from gputui.errors import UserError
-from gputui.presets.load import load_config
-from gputui.session.baseline import check_baseline_options
-from gputui.session.options import check_run_options, chosen_preset, command_line_diagnosis
+from gputui.session.options import RunOptions
 
 
 def run_dashboard(args: argparse.Namespace) -> int:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise UserError("the dashboard needs a terminal: use --record FILE to record headless")
-    check_run_options(args)
     from gputui.record.history import RunHistory
     from gputui.record.recording import check_record_target
 
     if args.record is not None:
         check_record_target(args.record, args.force)  # before the screen opens, not at the first run
     history = RunHistory.from_environment(args.no_history)
-    config = load_config(extra=args.presets)  # read once: the presets and the [diagnosis] table
-    preset = chosen_preset(args, config)  # a wrong name: one line, before the screen opens
-    check_baseline_options(args.baseline, args.baseline_run, preset)
-    baseline = dashboard_baseline(args)
+    options = RunOptions.from_command_line(args)  # a wrong name: one line, before the screen opens
+    check_dashboard_options(options)
 
     from gputui.metrics.server import start_metrics  # only where a run starts: prometheus_client is not light
 
     metrics = start_metrics(args)  # a port in use is a one-line error before the screen opens
-    from gputui.tui.app import make_app  # Textual loads only now
+    from gputui.tui.app import DashboardLook, DashboardParts, make_app  # Textual loads only now
 
-    app = make_app(
-        config.presets,
-        interval=args.interval,
-        duration=args.duration,
-        attach_pid=args.pid,
-        diagnosis=config.diagnosis,
-        diagnosis_overrides=command_line_diagnosis(args),
-        start_preset=args.preset,
-        record_path=args.record,
-        theme=args.theme,
-        handle_signals=True,
-        record_force=args.force,
-        history=history,
-        confirm_quit=not args.no_confirm_quit,
-        baseline=baseline,
-        baseline_run=args.baseline_run,
-    )
+    look = DashboardLook(theme=args.theme, handle_signals=True, confirm_quit=not args.no_confirm_quit)
+    app = make_app(options, DashboardParts(history=history), look)
     if metrics is not None:
         app.supervisor.add_observer(metrics.live)
     try:
@@ -64,15 +44,11 @@ def run_dashboard(args: argparse.Namespace) -> int:
     return dashboard_exit_code(app, code)
 
 
-def dashboard_baseline(args: argparse.Namespace) -> dict | None:
-    """--baseline FILE: the one-GPU baseline the --preset's runs scale against."""
-    if args.baseline is None:
-        return None
-    if not args.preset:
+def check_dashboard_options(options: RunOptions) -> None:
+    """What the dashboard asks beyond a headless run: --baseline names the preset whose
+    runs scale against it (the dashboard runs others too)."""
+    if options.baseline is not None and options.preset is None:
         raise UserError("--baseline: expected --preset NAME too (the data-parallel preset it is the one-GPU baseline of)")
-    from gputui.session.baseline import baseline_from_recording
-
-    return baseline_from_recording(args.baseline)
 
 
 def dashboard_exit_code(app, returned: object) -> int:

@@ -15,7 +15,7 @@ from gputui.console import say
 from gputui.errors import UserError
 from gputui.fmt import printable
 from gputui.metrics import DEFAULT_ADDRESS
-from gputui.session.options import check_run_options, chosen_preset, command_line_diagnosis
+from gputui.session.options import RunOptions
 
 if TYPE_CHECKING:
     from gputui.presets.load import Preset
@@ -165,58 +165,37 @@ def probe_notice(preset: Preset | None) -> None:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    from gputui.presets.load import load_config
-    from gputui.record.history import RunHistory, label_for
-    from gputui.record.recording import Recorder, check_record_target
+    from gputui.record.history import RunHistory
+    from gputui.record.recording import check_record_target
     from gputui.session.assemble import SessionParts
-    from gputui.session.baseline import check_baseline_options
     from gputui.session.progress import ProgressPrinter
-    from gputui.session.session import SessionConfig
+    from gputui.session.recorders import run_recorders
 
     check_record_target(args.record, args.force)
     history = RunHistory.from_environment(args.no_history)
-    check_run_options(args)
-    config = load_config(extra=args.presets)  # watching needs the files' [diagnosis] table too
-    preset = chosen_preset(args, config)
-    check_baseline_options(args.baseline, args.baseline_run, preset)
+    options = RunOptions.from_command_line(args)
+    preset = options.preset
     probe_notice(preset)
     from gputui.metrics.server import start_metrics  # only where a run starts: prometheus_client is not light
 
     metrics = start_metrics(args)  # a port in use stops us before the recording exists
-    if preset is None and args.pid is None and args.duration is None and not sys.stdin.isatty():
+    if preset is None and options.attach_pid is None and options.duration is None and not sys.stdin.isatty():
         say("gputui: recording telemetry until interrupted (Ctrl-C or SIGTERM)")
-    baseline = None
-    if args.baseline is not None:
-        from gputui.session.baseline import baseline_from_recording
-
-        baseline = baseline_from_recording(args.baseline)
-    if args.baseline_run:
-        baseline, received = _measure_baseline(args, preset)
+    baseline = None  # --baseline FILE's comes with the options
+    if options.baseline_run:
+        baseline, received = _measure_baseline(options, quiet=args.quiet)
         if received:
             return signal_exit_code(received[0])
-    session = SessionParts().build(
-        SessionConfig(
-            preset=preset,
-            interval=args.interval,
-            duration=args.duration,
-            attach_pid=args.pid,
-            baseline=baseline,
-            diagnosis=config.diagnosis,
-            diagnosis_overrides=command_line_diagnosis(args),
-        )
+    session = SessionParts().build(options.session_config(preset, attach_pid=options.attach_pid, baseline=baseline, cap_watching=True))
+
+    def warn(text: str) -> None:
+        say(f"gputui: warning: {printable(text)}")
+
+    recording, kept = run_recorders(
+        session, record_path=args.record, overwrite=args.force, history=history, preset=preset, attach_pid=options.attach_pid, warn=warn
     )
-    # The disk filling up (or --record /dev/full) stops the run: a recording is its point.
-    recording = Recorder(args.record, overwrite=args.force, on_error=lambda _text: session.stop("cannot write the recording"))
-    recorders = [recording]
-    if history is not None:
-
-        def warn(text: str) -> None:
-            say(f"gputui: warning: {printable(text)}")
-
-        kept = history.start_recording(label_for(preset.name if preset else None, args.pid), warn=warn)
-        if kept is not None:  # the history copy failing only warns: the user's file still counts
-            kept.on_error = lambda text: warn(f"run history copy: {text}")
-            recorders.append(kept)
+    assert recording is not None  # --record FILE is what brought us here
+    recorders = [recording, *([kept] if kept is not None else [])]
     for recorder in recorders:
         session.add_observer(recorder)
     if not args.quiet:
@@ -247,17 +226,17 @@ def cmd_record(args: argparse.Namespace) -> int:
 RECORD_WRITE_FAILED = 74  # sysexits' EX_IOERR: the recording could not be written (disk full)
 
 
-def _measure_baseline(args: argparse.Namespace, preset) -> tuple[dict | None, list[int]]:
+def _measure_baseline(options: RunOptions, *, quiet: bool) -> tuple[dict | None, list[int]]:
     """--baseline-run: the preset's one-GPU twin, run headless before the real run."""
     from gputui.session.assemble import SessionParts
     from gputui.session.baseline import THIS_SESSION, baseline_from_summary, one_gpu_twin
     from gputui.session.progress import ProgressPrinter
-    from gputui.session.session import SessionConfig
 
-    twin = one_gpu_twin(preset)  # check_baseline_options made sure it has one
+    assert options.preset is not None  # RunOptions.from_command_line made sure of it
+    twin = one_gpu_twin(options.preset)
     say(f"gputui: measuring the one-GPU baseline first: {twin.name}")
-    session = SessionParts().build(SessionConfig(preset=twin, interval=args.interval, duration=args.duration))
-    if not args.quiet:
+    session = SessionParts().build(options.session_config(twin))
+    if not quiet:
         session.add_observer(ProgressPrinter(session.summary_builder))
     received = _stop_on_signals(session)
     summary = session.run()

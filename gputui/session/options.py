@@ -2,6 +2,10 @@
 headless recorder, the dashboard, ``gputui check``'s price): a bad value is one line and
 exit code 2 before anything starts.
 
+- :class:`RunOptions`: the one value the faces hand on, built once by
+  :meth:`RunOptions.from_command_line` (or by a test), which makes each run's
+  :class:`~gputui.session.session.SessionConfig`;
+
 - :func:`check_run_options`: ``--interval``, ``--duration``, ``--pid``, ``--batch-size``
   and ``--`` as a run can use them;
 - :func:`chosen_preset`: the preset, or the command after ``--`` made into one;
@@ -18,14 +22,91 @@ import argparse
 import dataclasses
 import math
 import os
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gputui.errors import UserError
 
 if TYPE_CHECKING:
-    from gputui.presets.load import Preset
+    from gputui.presets.load import Config, Preset
+    from gputui.session.session import SessionConfig
 
 MAX_INTERVAL_S = 3600.0  # a sampler that sleeps longer than an hour is a typo
+
+
+def _no_presets() -> Config:
+    from gputui.presets.load import Config
+
+    return Config(presets={}, diagnosis={})
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What the user asked of the runs of this invocation, checked: the headless recorder
+    and the dashboard start every session from it (:meth:`session_config`)."""
+
+    config: Config = field(default_factory=_no_presets)  # the presets and the files' [diagnosis] table
+    preset: Preset | None = None  # what to run first (--preset, or the command after --); None: watch
+    interval: float = 1.0
+    duration: float | None = None  # a cap on each run, and on watching an attached job
+    attach_pid: int | None = None  # --pid: a job started elsewhere, watched until it ends
+    diagnosis_overrides: dict[str, Any] | None = None  # the command line's (--price): they win over the files
+    baseline: dict[str, Any] | None = None  # --baseline FILE: what the runs of ``preset`` scale against
+    baseline_run: bool = False  # --baseline-run: measure that baseline first, on one GPU
+    record_path: Path | None = None  # --record FILE
+    record_force: bool = False  # --force: replace it
+
+    @classmethod
+    def from_command_line(cls, args: argparse.Namespace) -> RunOptions:
+        """Every run option of ``args`` checked, the presets files read, the preset chosen
+        and a --baseline recording read: a bad one is a UserError in one line."""
+        from gputui.presets.load import load_config
+        from gputui.session.baseline import baseline_from_recording, check_baseline_options
+
+        check_run_options(args)
+        config = load_config(extra=args.presets)  # watching needs the files' [diagnosis] table too
+        preset = chosen_preset(args, config)
+        check_baseline_options(args.baseline, args.baseline_run, preset)
+        return cls(
+            config=config,
+            preset=preset,
+            interval=args.interval,
+            duration=args.duration,
+            attach_pid=args.pid,
+            diagnosis_overrides=command_line_diagnosis(args),
+            baseline=baseline_from_recording(args.baseline) if args.baseline is not None else None,
+            baseline_run=args.baseline_run,
+            record_path=args.record,
+            record_force=args.force,
+        )
+
+    @property
+    def presets(self) -> dict[str, Preset]:
+        return self.config.presets
+
+    def session_config(
+        self, preset: Preset | None, *, attach_pid: int | None = None, baseline: dict[str, Any] | None = None, cap_watching: bool = False
+    ) -> SessionConfig:
+        """One session's config: a run of ``preset``, watching ``attach_pid``, or (neither)
+        watching the machine.  Runs and attached jobs get the --duration cap, and watching
+        the machine too with ``cap_watching`` (headless: --duration is how long to watch;
+        the dashboard watches until a run starts).  The runs of the chosen preset scale
+        against its --baseline unless ``baseline`` is given."""
+        from gputui.session.session import SessionConfig
+
+        capped = cap_watching or preset is not None or attach_pid is not None
+        if baseline is None and preset is not None and self.preset is not None and preset.name == self.preset.name:
+            baseline = self.baseline
+        return SessionConfig(
+            preset=preset,
+            interval=self.interval,
+            duration=self.duration if capped else None,
+            attach_pid=attach_pid,
+            diagnosis=self.config.diagnosis,
+            diagnosis_overrides=self.diagnosis_overrides,
+            baseline=baseline,
+        )
 
 
 def check_price(price: float | None) -> float | None:

@@ -18,6 +18,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,7 +28,6 @@ from textual.screen import Screen
 from textual.theme import Theme
 
 from gputui.errors import UserError
-from gputui.presets.load import Config, Preset
 from gputui.record.events import Observer
 from gputui.session.assemble import SessionParts
 from gputui.tui import state as st
@@ -42,6 +42,7 @@ if TYPE_CHECKING:  # the session side loads in the session thread, after the fir
     from gputui.check.stage_context import CheckOptions
     from gputui.record.history import RunHistory
     from gputui.record.recording import Recorder
+    from gputui.session.options import RunOptions
     from gputui.session.session import Session
     from gputui.telemetry.gpu import GpuTelemetry
     from gputui.telemetry.host import HostTelemetry
@@ -61,63 +62,43 @@ class GpuTuiApp(DashboardApp):
 
     def __init__(
         self,
+        options: RunOptions,
         *,
-        presets: dict[str, Preset],
         make_session: SessionFactory,
+        make_check: CheckFactory,
+        history: RunHistory | None,
         themes: dict[str, Theme],
         theme_problems: list[str],
-        settings_file: Path,
-        theme: str | None,
-        start_preset: str | None,
-        record_path: Path | None,
-        interval: float,
-        duration: float | None,
-        attach_pid: int | None,
-        diagnosis: dict | None,
-        refresh_interval: float,
-        diagnosis_overrides: dict | None = None,
-        handle_signals: bool,
-        record_force: bool = False,
-        history: RunHistory | None = None,
-        make_check: CheckFactory,
-        confirm_quit: bool = True,
-        baseline: dict | None = None,
-        baseline_run: bool = False,
+        look: DashboardLook,
     ) -> None:
         self.make_check = make_check
         super().__init__(
-            presets=presets, themes=themes, theme_problems=theme_problems, settings_file=settings_file, theme=theme, refresh_interval=refresh_interval
+            presets=options.presets,
+            themes=themes,
+            theme_problems=theme_problems,
+            settings_file=look.settings_file or default_settings_path(),
+            theme=look.theme,
+            refresh_interval=look.refresh_interval,
         )
-        self.supervisor = SessionSupervisor(
-            make_session,
-            self._observers_for,
-            self._session_ended,
-            interval=interval,
-            duration=duration,
-            attach_pid=attach_pid,
-            diagnosis=diagnosis,
-            diagnosis_overrides=diagnosis_overrides,
-            baseline=baseline,
-            baseline_preset=start_preset,
-        )
+        self.options = options
+        self.supervisor = SessionSupervisor(make_session, self._observers_for, self._session_ended, options=options)
+        start_preset = options.preset.name if options.preset else None
         self._start_preset = start_preset
         self.dashboard.initial_preset = start_preset
-        self._record_path = record_path
-        self._record_force = record_force
         self._recorder: Recorder | None = None
         self.recorded = False  # a recording was started (and is finished once the app ends)
         self._recorded_serial: int | None = None
         self.history = history
         self._kept: dict[int, Recorder] = {}  # history recorders by session serial
-        self._handle_signals = handle_signals
+        self._handle_signals = look.handle_signals
         self._bridges: dict[int, SessionBridge] = {}
         self._last_preset: str | None = start_preset
         self._quitting = False
         self._watchdog_armed = False
-        self.confirm_quit = confirm_quit
+        self.confirm_quit = look.confirm_quit
         self._quit_asked_at: float | None = None
         # --baseline-run: the preset's one-GPU twin runs first (a UserError when it is not data-parallel)
-        self._baseline_first = BaselineFirst(presets[start_preset]) if baseline_run and start_preset else None
+        self._baseline_first = BaselineFirst(options.preset) if options.baseline_run and options.preset else None
 
     # -- Start and stop ---------------------------------------------------------------
     def start_source(self) -> None:
@@ -221,34 +202,38 @@ class GpuTuiApp(DashboardApp):
         if not (ticket.is_run or ticket.attach_pid):
             return observers  # watching an idle machine is neither recorded nor kept
         measuring_baseline = self._baseline_first is not None and ticket.preset is self._baseline_first.twin
-        if self._record_path is not None and not self.recorded and not measuring_baseline:  # --record: the run, as headless
+        record_path = self.options.record_path if not (self.recorded or measuring_baseline) else None  # --record: the first run, as headless
+        from gputui.session.recorders import run_recorders
+
+        def recorders(path: Path | None) -> tuple[Recorder | None, Recorder | None]:
+            return run_recorders(
+                session,
+                record_path=path,
+                overwrite=self.options.record_force,
+                history=self.history,
+                preset=ticket.preset,
+                attach_pid=ticket.attach_pid,
+                warn=bridge.note,
+                on_record_error=lambda text: bridge.note(f"{text}; the run was stopped"),
+            )
+
+        try:
+            recording, kept = recorders(record_path)
+        except UserError as exc:  # the --record file could not be opened: the run goes on, kept but not recorded
+            bridge.note(f"not recording: {exc}")
+            self.recorded = True
+            recording, kept = recorders(None)
+        if recording is not None:
             self.recorded = True
             self._recorded_serial = ticket.serial
-            from gputui.record.recording import Recorder
-
-            try:
-                self._recorder = Recorder(self._record_path, overwrite=self._record_force, on_error=lambda text: self._recording_failed(session, bridge, text))
-            except UserError as exc:
-                bridge.note(f"not recording: {exc}")
-            else:
-                observers.insert(0, self._recorder)
-                bridge.recording(str(self._record_path))
-        if self.history is not None:
-            from gputui.record.history import label_for
-
-            kept = self.history.start_recording(label_for(ticket.preset.name if ticket.preset else None, ticket.attach_pid), warn=bridge.note)
-            if kept is not None:
-                self._kept[ticket.serial] = kept
-                observers.insert(0, kept)
-                bridge.kept(str(kept.path))
+            self._recorder = recording
+            observers.insert(0, recording)
+            bridge.recording(str(record_path))
+        if kept is not None:
+            self._kept[ticket.serial] = kept
+            observers.insert(0, kept)
+            bridge.kept(str(kept.path))
         return observers
-
-    @staticmethod
-    def _recording_failed(session: Session, bridge: SessionBridge, text: str) -> None:
-        """The disk filled up (or --record /dev/full): the run stops, as headless, and the
-        output pane says why; what was written stays readable.  Called on the session's thread."""
-        bridge.note(f"{text}; the run was stopped")
-        session.stop("cannot write the recording")
 
     def _session_ended(self, ticket: SessionTicket, error: BaseException | None) -> None:
         if self._recorder is not None and self._recorded_serial == ticket.serial:
@@ -262,7 +247,7 @@ class GpuTuiApp(DashboardApp):
 
     def recording_of(self, run: st.RunView) -> Path | None:
         if run.kept_path is None and self._recorded_serial == run.ticket.serial:
-            return self._record_path
+            return self.options.record_path
         return run.kept_path
 
     def on_session_news(self, message: SessionNews) -> None:
@@ -285,7 +270,7 @@ class GpuTuiApp(DashboardApp):
             self.state.note(f"{error}; {first.target.name} was not started")
             self.notify(str(error), severity="error")
             return
-        self.supervisor.set_baseline(baseline, first.target.name)
+        self.supervisor.set_baseline(baseline)
         self.state.note(f"{first.describe(baseline)}; starting {first.target.name}")
         if not self._quitting:
             self.start_preset(first.target.name)
@@ -371,76 +356,57 @@ class GpuTuiApp(DashboardApp):
         yield SystemCommand("Check this machine", "Is it healthy and as fast as it should be for its GPU? (k)", self.action_check)
 
 
-def make_app(
-    presets: dict[str, Preset],
-    *,
-    gpu_factory: Callable[[], GpuTelemetry] | None = None,
-    host_factory: Callable[[], HostTelemetry] | None = None,
-    session_factory: SessionFactory | None = None,
-    clock: Callable[[], float] = time.monotonic,
-    interval: float = 1.0,
-    duration: float | None = None,
-    attach_pid: int | None = None,
-    diagnosis: dict | None = None,
-    diagnosis_overrides: dict | None = None,
-    start_preset: str | None = None,
-    record_path: Path | None = None,
-    theme: str | None = None,
-    settings_file: Path | None = None,
-    user_themes_dir: Path | None = None,
-    refresh_interval: float = REFRESH_S,
-    handle_signals: bool = False,
-    check_factory: CheckFactory | None = None,
-    record_force: bool = False,
-    history: RunHistory | None = None,
-    confirm_quit: bool = True,
-    baseline: dict | None = None,
-    baseline_run: bool = False,
-) -> GpuTuiApp:
-    """The dashboard, ready to ``run()`` or ``run_test()``.
+@dataclass(frozen=True)
+class DashboardParts:
+    """What the dashboard is built from.  Telemetry comes as factories because each
+    Session opens and closes its own GpuTelemetry (NVML init/shutdown per session); tests
+    pass one built on a fake NVML, a fixed host sampler and clock, or a whole scripted
+    ``session_factory`` or ``check_factory``.  ``history`` keeps every run (the command
+    line passes the user's; tests keep none unless they ask)."""
 
-    Telemetry is injected as factories because each Session opens and closes its own
-    GpuTelemetry (NVML init/shutdown per session); tests pass one built on a fake
-    NVML, a fixed host sampler and clock, or a whole scripted ``session_factory``.
-    ``history`` keeps every run (the CLI passes the user's; tests keep none unless
-    they ask).  ``confirm_quit=False`` (``--no-confirm-quit``) lets one q stop a run and quit.
-    ``baseline`` (``--baseline FILE``, gputui.session.baseline) is what runs of ``start_preset`` scale against;
-    ``baseline_run`` (``--baseline-run``) measures it first, on one GPU (gputui.tui.baseline_first).
-    """
-    parts = SessionParts(gpu=gpu_factory, host=host_factory, clock=clock)
-    if session_factory is None:
-        session_factory = parts.build
+    gpu: Callable[[], GpuTelemetry] | None = None
+    host: Callable[[], HostTelemetry] | None = None
+    clock: Callable[[], float] = time.monotonic
+    session_factory: SessionFactory | None = None
+    check_factory: CheckFactory | None = None
+    history: RunHistory | None = None
 
-    if check_factory is None:
 
-        def check_factory(options: CheckOptions, listener: CheckListener) -> CheckRun:
-            from gputui.check.check_run import CheckRun
+@dataclass(frozen=True)
+class DashboardLook:
+    """How the dashboard looks and behaves on this terminal."""
 
-            options.interval = interval
-            options.config = Config(presets=presets, diagnosis=dict(diagnosis or {}))
-            return CheckRun(options, listener=listener, parts=parts)
+    theme: str | None = None  # --theme, else the settings file's
+    settings_file: Path | None = None  # where the theme choice is kept (tests: a temporary one)
+    user_themes_dir: Path | None = None
+    refresh_interval: float = REFRESH_S
+    handle_signals: bool = False  # TERM/HUP/INT stop the runs and quit (the command line's)
+    confirm_quit: bool = True  # False (--no-confirm-quit): one q stops a run and quits
 
-    themes, problems = app_themes(theme, user_themes_dir)
+
+def make_app(options: RunOptions, parts: DashboardParts | None = None, look: DashboardLook | None = None) -> GpuTuiApp:
+    """The dashboard, ready to ``run()`` or ``run_test()``: the runs ``options`` asks for
+    (RunOptions: the presets, the preset to start, --record, --baseline, ...), built
+    from ``parts``, looking as ``look`` says."""
+    parts = parts or DashboardParts()
+    look = look or DashboardLook()
+    session_parts = SessionParts(gpu=parts.gpu, host=parts.host, clock=parts.clock)
+    make_session = parts.session_factory or session_parts.build
+
+    def check_factory(check_options: CheckOptions, listener: CheckListener) -> CheckRun:
+        from gputui.check.check_run import CheckRun
+
+        check_options.interval = options.interval
+        check_options.config = options.config
+        return CheckRun(check_options, listener=listener, parts=session_parts)
+
+    themes, problems = app_themes(look.theme, look.user_themes_dir)
     return GpuTuiApp(
-        presets=presets,
-        make_session=session_factory,
+        options,
+        make_session=make_session,
+        make_check=parts.check_factory or check_factory,
+        history=parts.history,
         themes=themes,
         theme_problems=problems,
-        settings_file=settings_file or default_settings_path(),
-        theme=theme,
-        start_preset=start_preset,
-        record_path=record_path,
-        interval=interval,
-        duration=duration,
-        attach_pid=attach_pid,
-        diagnosis=diagnosis,
-        diagnosis_overrides=diagnosis_overrides,
-        refresh_interval=refresh_interval,
-        handle_signals=handle_signals,
-        make_check=check_factory,
-        record_force=record_force,
-        history=history,
-        confirm_quit=confirm_quit,
-        baseline=baseline,
-        baseline_run=baseline_run,
+        look=look,
     )

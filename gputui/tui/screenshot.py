@@ -21,9 +21,10 @@ from pathlib import Path
 from rich.console import Console
 
 from gputui.errors import UserError
-from gputui.presets.load import get_preset, load_presets
+from gputui.presets.load import get_preset, load_config
 from gputui.safe_write import write_atomic
 from gputui.session.baseline import baseline_from_recording
+from gputui.session.options import RunOptions
 
 
 def screen_text(app) -> str:
@@ -55,10 +56,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep-summary", action="store_true", help="if the run ended, shoot its summary, not the dashboard")
     args = parser.parse_args(argv)
     try:
-        presets = load_presets(extra=args.presets)
-        if args.preset:
-            get_preset(presets, args.preset)
+        config = load_config(extra=args.presets)
+        preset = get_preset(config.presets, args.preset) if args.preset else None
         baseline = baseline_from_recording(args.baseline) if args.baseline is not None else None
+        options = RunOptions(config=config, preset=preset, interval=args.interval, baseline=baseline)
         try:  # before the app runs: a folder that cannot be made is one line, not a traceback after the shot
             args.out.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -67,12 +68,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gputui: error: {exc}", file=sys.stderr)
         return 2
 
-    from gputui.tui.app import make_app
+    from gputui.tui.app import DashboardLook, make_app
 
     with tempfile.TemporaryDirectory(prefix="gputui-shot-") as scratch:
-        app = make_app(
-            presets, start_preset=args.preset, interval=args.interval, theme=args.theme, settings_file=Path(scratch) / "settings.toml", baseline=baseline
-        )
+        app = make_app(options, look=DashboardLook(theme=args.theme, settings_file=Path(scratch) / "settings.toml"))
 
         async def shoot(pilot) -> None:
             await pilot.pause(args.after)

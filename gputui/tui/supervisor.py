@@ -10,6 +10,7 @@ blocks: the UI asks, the loop acts.  No Textual here, so it is testable on its o
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from gputui.presets.load import Preset
 from gputui.record.events import Observer
+from gputui.session.options import RunOptions
 
 if TYPE_CHECKING:  # imported when the first session starts, after the first frame
     from gputui.session.session import Session, SessionConfig
@@ -53,24 +55,15 @@ class SessionSupervisor:
         observers_for: ObserversFor,
         on_ended: EndedCallback | None = None,
         *,
-        interval: float = 1.0,
-        duration: float | None = None,
-        attach_pid: int | None = None,
-        diagnosis: dict[str, Any] | None = None,
-        diagnosis_overrides: dict[str, Any] | None = None,
-        baseline: dict[str, Any] | None = None,
-        baseline_preset: str | None = None,
+        options: RunOptions | None = None,
     ) -> None:
         self._make_session = make_session
-        # --baseline FILE: the one-GPU baseline the runs of this preset (--preset) scale against
-        self._baseline, self._baseline_preset = baseline, baseline_preset
-        self._diagnosis = dict(diagnosis or {})  # the presets files' [diagnosis] table (presets.Config)
-        self._diagnosis_overrides = diagnosis_overrides  # the command line's (--price)
+        # the runs' options: interval, --duration (a cap on each run and on watching an
+        # attached job), --price, --baseline for the chosen preset's runs
+        self._options = options or RunOptions()
         self._observers_for = observers_for
         self._on_ended = on_ended or (lambda ticket, error: None)
-        self._interval = interval
-        self._duration = duration  # a cap on each run (and on watching an attached job)
-        self._attach_pid = attach_pid  # watched once, until that job ends
+        self._attach_pid = self._options.attach_pid  # watched once, until that job ends
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._closed = threading.Event()
@@ -111,11 +104,11 @@ class SessionSupervisor:
             self._wake.set()
             return self._pending
 
-    def set_baseline(self, baseline: dict[str, Any], preset_name: str) -> None:
-        """From the next session on, runs of ``preset_name`` scale against ``baseline``
+    def set_baseline(self, baseline: dict[str, Any]) -> None:
+        """From the next session on, runs of the chosen preset scale against ``baseline``
         (--baseline-run: measured by the preset's one-GPU twin a moment ago)."""
         with self._lock:
-            self._baseline, self._baseline_preset = baseline, preset_name
+            self._options = dataclasses.replace(self._options, baseline=baseline)
 
     def stop_run(self, reason: str = "stopped from the dashboard") -> bool:
         """Stop the run (its whole process group); False when there is none."""
@@ -184,15 +177,4 @@ class SessionSupervisor:
         return SessionTicket(serial=self._serial, attach_pid=pid)
 
     def _config(self, ticket: SessionTicket) -> SessionConfig:
-        from gputui.session.session import SessionConfig
-
-        capped = ticket.is_run or ticket.attach_pid is not None
-        return SessionConfig(
-            preset=ticket.preset,
-            interval=self._interval,
-            duration=self._duration if capped else None,
-            attach_pid=ticket.attach_pid,
-            diagnosis=self._diagnosis,
-            diagnosis_overrides=self._diagnosis_overrides,
-            baseline=self._baseline if ticket.preset is not None and ticket.preset.name == self._baseline_preset else None,
-        )
+        return self._options.session_config(ticket.preset, attach_pid=ticket.attach_pid)
