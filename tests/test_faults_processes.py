@@ -144,7 +144,7 @@ time.sleep(600)
 
 def guard_of(gputui_pid: int) -> int:
     for child in psutil.Process(gputui_pid).children():
-        if any(arg.endswith("_guard.py") for arg in child.cmdline()):
+        if any(arg.endswith("gputui/run/guard.py") for arg in child.cmdline()):
             return child.pid
     raise AssertionError("no guard process under gputui")
 

@@ -614,7 +614,7 @@ def test_children_die_when_gputui_is_sigkilled(child_code):
 def test_guard_notices_a_dead_parent_by_polling_without_pdeathsig():
     """Where prctl is unavailable (or PDEATHSIG went to a finished thread), the guard
     still sees gputui die because its getppid() changes."""
-    fake_guard = f"import sys; sys.path.insert(0, {REPO_ROOT!r}); from gputui import _guard; _guard.set_pdeathsig = lambda sig: False; sys.exit(_guard.main())"
+    fake_guard = f"import sys; sys.path.insert(0, {REPO_ROOT!r}); from gputui.run import guard; guard.set_pdeathsig = lambda sig: False; sys.exit(guard.main())"
     child = "import os, time; print('pid', os.getpid(), flush=True); time.sleep(60)"
     intermediate = textwrap.dedent(
         f"""
