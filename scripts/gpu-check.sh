@@ -42,6 +42,11 @@
 #               written into this copy's baselines.toml; then quick checks beside a planted co-runner taking
 #               10 % and 25 % of the GPU (benchmarks/planted_slowdown.py). All under accuracy/
 #     matmulbench, repeats, planted  the three parts of accuracy on their own (~3, ~1 and ~1 min)
+#     tuicost   issue 25 (~9 min): benchmarks/tui_cost.py --all beside nvitop (from .whl/) at 140x40 and 80x24:
+#               idle, a GPU preset running, its summary, findings, the editor, the Check screen; tables,
+#               raw streams and breakdowns under tui-cost/ (packed: the device returns few files)
+#     tuicost2  issue 25 on a machine with 2+ GPUs (~3 min): idle and a DDP run on every GPU
+#               (benchmarks/gpu-presets.toml tui-ddp) at 140x40, beside nvitop; under tui-cost-2gpu/
 #     cotenant  issue 28 (~5 min): the tuned ResNet-50 preset while a second, separate process (not gputui's
 #               child) holds 20 GiB and runs a bf16 matmul loop: recording, co_tenant finding, the
 #               process list and an 80x24 dashboard screenshot; then the same run alone: no finding.
@@ -194,6 +199,14 @@ PY
     planted) planted ;;
     accuracy) mkdir -p "$out/accuracy"; python3 benchmarks/matmul_vs_check.py --gpu 0 --out "$out/accuracy" 2>&1 | tail -12
               repeats; planted ;;
+    tuicost) python3 benchmarks/tui_cost.py --all --sizes 140x40,80x24 --preset torch-resnet50 \
+               --running-preset torch-resnet50-input-fed --findings-preset torch-resnet50-input-bound \
+               --nvitop --warmup 15 --seconds 15 --out "$out/tui-cost" 2>&1 | tail -30 ;;
+    tuicost2) mkdir -p "$out/tui-cost-2gpu"
+              python3 benchmarks/tui_cost.py --state watching --preset watch --nvitop --warmup 10 --seconds 15 \
+                 --out "$out/tui-cost-2gpu/idle" 2>&1 | tail -8
+              python3 benchmarks/tui_cost.py --state running --preset tui-ddp --presets benchmarks/gpu-presets.toml --nvitop \
+                 --warmup 40 --seconds 15 --out "$out/tui-cost-2gpu/ddp" 2>&1 | tail -8 ;;
     tests) GPUTUI_SCREENSHOT_DIR="$out" python3 -m pytest -m gpu -q -rs tests 2>&1 | tee "$out/pytest-gpu.txt" | tail -25 ;;
     core)
       python3 -m gputui --presets benchmarks/gpu-presets.toml --record "$out/gpu-loop.jsonl" --preset gpu-loop \

@@ -60,7 +60,8 @@ def test_a_bad_price_in_a_diagnosis_table_names_the_key(tmp_path):
 def test_the_dashboard_takes_price_as_the_headless_recorder_does(tmp_path):
     import argparse
 
-    from gputui.session.options import command_line_diagnosis
+    from gputui.presets.load import Config
+    from gputui.session.options import RunOptions, command_line_diagnosis
     from gputui.tui.supervisor import SessionSupervisor, SessionTicket
 
     assert command_line_diagnosis(argparse.Namespace(run_price=None)) is None
@@ -71,8 +72,10 @@ def test_the_dashboard_takes_price_as_the_headless_recorder_does(tmp_path):
     supervisor = SessionSupervisor(
         lambda config: None,
         lambda session, ticket: [],
-        diagnosis={"thermal_warn_c": 50, "price_per_hour": 0.5},
-        diagnosis_overrides=command_line_diagnosis(argparse.Namespace(run_price=2.5)),
+        options=RunOptions(
+            config=Config(presets={}, diagnosis={"thermal_warn_c": 50, "price_per_hour": 0.5}),
+            diagnosis_overrides=command_line_diagnosis(argparse.Namespace(run_price=2.5)),
+        ),
     )
     settings = supervisor._config(SessionTicket(serial=1, run=1, preset=preset)).diagnosis_settings()
     assert settings.price_per_hour == 2.5 and settings.thermal_warn_c == 50

@@ -14,6 +14,7 @@ from gputui.model import GpuSample, Sample
 from gputui.presets.load import Preset, Reference
 from gputui.record import events as ev
 from gputui.record.events import make_event
+from gputui.session.options import RunOptions
 from gputui.session.session import SessionConfig
 from gputui.tui import charts
 from gputui.tui.bridge import SessionBridge, SessionNews
@@ -255,7 +256,7 @@ def test_supervisor_runs_one_session_at_a_time_and_watches_between_runs():
         tickets.append(ticket)
         return []
 
-    sup = SessionSupervisor(make, observers_for, lambda t, e: ended.append(t), interval=0.5, duration=99.0)
+    sup = SessionSupervisor(make, observers_for, lambda t, e: ended.append(t), options=RunOptions(interval=0.5, duration=99.0))
     thread = threading.Thread(target=sup.loop)
     thread.start()
     try:

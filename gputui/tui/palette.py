@@ -12,6 +12,8 @@ search still running when keys close the palette finds its list gone: it just en
 from __future__ import annotations
 
 import inspect
+from collections.abc import Iterable
+from typing import Protocol, cast
 
 from textual import work
 from textual.command import CommandList, CommandPalette
@@ -52,11 +54,17 @@ class SafeCommandPalette(DismissOnce, CommandPalette):
             super()._action_cursor_down()
 
 
+class _KeepsThemes(Protocol):
+    """DashboardApp, as the palette sees it (importing it would be a circle)."""
+
+    def gputui_themes(self) -> Iterable[str]: ...
+
+
 class GputuiThemes(ThemeProvider):
     """The palette's theme search over gputui's themes and the user's: the ones kept at
     WCAG AA contrast, not Textual's two dozen built-ins."""
 
     @property
     def commands(self):
-        ours = set(self.app.gputui_themes())  # DashboardApp's
+        ours = set(cast(_KeepsThemes, self.app).gputui_themes())
         return [(name, choose) for name, choose in super().commands if name in ours]

@@ -110,6 +110,7 @@ def host_dataset(tf, kind: str, *, batch_size: int, workers: int, image_size: in
     else:
         import numpy as np
 
+        assert seq_len is not None, "a text model's pipeline needs seq_len"
         texts, labels, tokenizer_path = images.ensure_text_dataset()
         local = threading.local()  # one tokenizer per tf.data thread
 

@@ -270,7 +270,7 @@ def _run_tf_metal(args, emitter, tf, keras, spec, model, optimizer, loss_fn, ima
 
     windows: list[Window] = []
 
-    class EpochClock(keras.callbacks.Callback):
+    class EpochClock(keras.callbacks.Callback):  # type: ignore[name-defined]  # keras is imported at run time
         """One protocol line per timed epoch.  No ``_supports_tf_logs``: Keras converts
         the epoch's logs to numbers before calling us, i.e. waits for the device."""
 

@@ -263,8 +263,8 @@ class _PerProcessRng:
     """A numpy Generator per process (each forked DataLoader worker gets its own)."""
 
     def __init__(self) -> None:
-        self._pid = None
-        self._rng = None
+        self._pid: int | None = None
+        self._rng: Any = None  # numpy's Generator, made in the worker process that uses it
 
     def get(self):
         import numpy as np

@@ -176,8 +176,8 @@ class InputBound(Rule):
         if cause == "by_workers":
             plural = "worker runs" if workers == 1 else "workers run"
             title = f"Input-bound: GPU {busy} while {workers:.0f} data-loader {plural} at {worker_cpu:.0f}% of a core"
-        elif cause == "by_cores":
-            title = f"Input-bound: GPU {busy} while the run uses {run_cpu / 100:.1f} of {cores} CPU cores"
+        elif cause == "by_cores":  # it had samples with the run's CPU, so its median is there
+            title = f"Input-bound: GPU {busy} while the run uses {(run_cpu or 0.0) / 100:.1f} of {cores} CPU cores"
         elif cause == "by_host":
             title = f"Input-bound: GPU {busy} while the machine's CPU is {host_cpu:.0f}% busy"
         else:

@@ -148,7 +148,7 @@ def data_site(frame):
 def _look():
     """One look at the loop thread's stack."""
     global _looks, _data_looks
-    frame = sys._current_frames().get(_loop_thread)
+    frame = sys._current_frames().get(_loop_thread) if _loop_thread is not None else None
     if frame is None:
         return
     site = data_site(frame)
@@ -182,11 +182,13 @@ def _take_looks():
     sites, _sites = _sites, {}
     window = (looks - _looks_reported[0], data - _looks_reported[1])
     _looks_reported = (looks, data)
-    return window[0], window[1], max(sites, key=sites.get) if sites else None
+    return window[0], window[1], max(sites, key=lambda site: sites[site]) if sites else None
 
 
 def _send(line):
     global _sock
+    if _path is None:
+        return  # started without gputui's socket: nobody to tell
     try:
         if _sock is None:
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -297,7 +299,7 @@ def _wrap_next(original):
             _off(exc)
         return batch
 
-    __next__.__gputui_probe__ = True
+    __next__.__gputui_probe__ = True  # type: ignore[attr-defined]  # our mark: patched once
     return __next__
 
 

@@ -31,6 +31,8 @@ def _patch(name, module):
             import importlib.util
 
             spec = importlib.util.spec_from_file_location("_gputui_probe", os.path.join(_HERE, "_gputui_probe.py"))
+            if spec is None or spec.loader is None:
+                raise ImportError("_gputui_probe.py is not beside this sitecustomize")
             probe = importlib.util.module_from_spec(spec)
             sys.modules["_gputui_probe"] = probe
             spec.loader.exec_module(probe)
