@@ -24,9 +24,9 @@ import re
 import types
 from pathlib import Path
 
-from gputui import events as ev
-from gputui.events import make_event
 from gputui.model import ProcessSample
+from gputui.record import events as ev
+from gputui.record.events import make_event
 from gputui.tui.news import EventArrived
 from gputui.tui.widgets import base as base_widgets
 from gputui.tui.widgets import cpu as cpu_widgets
