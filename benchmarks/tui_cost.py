@@ -870,7 +870,9 @@ def main() -> int:
             if not args.headless:
                 targets += [("bytes_per_s", 2048), ("first_frame_s", 1.0)]
             failed = [k for k, lim in targets if result[k] is None or result[k] > lim]
-            print("targets: " + ("all met" if not failed else "missed: " + ", ".join(failed)))
+            # issue 11's fixed limits, then this state's own (issue 25: beside nvitop, or 1 KB/s)
+            print("fixed targets (<= 3.4 % of a core, <= 2 KB/s, first frame <= 1 s): " + ("all met" if not failed else "missed: " + ", ".join(failed)))
+            print(f"this state's targets ({result['bytes_target']['rule']}): {targets_met(result)}")
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "tui-cost.json").write_text(json.dumps(results, indent=2) + "\n")
