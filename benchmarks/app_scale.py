@@ -36,7 +36,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from synthetic import sample
 
-from gputui.presets.load import Config
+from gputui.presets.preset import Config
 from gputui.record import events as ev
 from gputui.record.events import make_event
 from gputui.session.options import RunOptions

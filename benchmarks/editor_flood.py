@@ -143,7 +143,7 @@ class Terminal:
 
 
 def saved_description(scratch: Path) -> str | None:
-    from gputui.presets.load import load_file
+    from gputui.presets.preset import load_file
 
     path = scratch / "xdg" / "gputui" / "presets.toml"
     return load_file(path)["smoke"].description if path.exists() else None

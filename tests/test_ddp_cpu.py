@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from gputui.presets.load import load_file
+from gputui.presets.preset import load_file
 from gputui.record import events as ev
 from gputui.record.recording import read_recording
 from tests.support.process import REPO, run_gputui

@@ -8,7 +8,7 @@ import pytest
 from gputui.cli.main import main
 from gputui.diagnosis import Settings
 from gputui.errors import UserError
-from gputui.presets.load import Preset
+from gputui.presets.preset import Preset
 from gputui.session.session import SessionConfig
 from tests.support.diagnosis_traces import findings, load, of_kind
 
@@ -49,7 +49,7 @@ def test_a_bad_price_is_a_one_line_user_error(tmp_path, capsys):
 
 def test_a_bad_price_in_a_diagnosis_table_names_the_key(tmp_path):
     from gputui.errors import UserError
-    from gputui.presets.load import load_diagnosis_file
+    from gputui.presets.preset import load_diagnosis_file
 
     path = tmp_path / "presets.toml"
     path.write_text("[diagnosis]\nprice_per_hour = 0\n")
@@ -60,7 +60,7 @@ def test_a_bad_price_in_a_diagnosis_table_names_the_key(tmp_path):
 def test_the_dashboard_takes_price_as_the_headless_recorder_does(tmp_path):
     import argparse
 
-    from gputui.presets.load import Config
+    from gputui.presets.preset import Config
     from gputui.session.options import RunOptions, command_line_diagnosis
     from gputui.tui.supervisor import SessionSupervisor, SessionTicket
 

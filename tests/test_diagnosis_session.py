@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from gputui.model import GpuSample, HostSample, Sample
-from gputui.presets.load import load_file
+from gputui.presets.preset import load_file
 from gputui.record import events as ev
 from gputui.record.recording import Recorder, read_recording
 from gputui.session.progress import ProgressPrinter, progress_line

@@ -9,7 +9,7 @@ import pytest
 
 from gputui.diagnosis import DEFAULTS, KEYS, Settings
 from gputui.errors import UserError
-from gputui.presets.load import (
+from gputui.presets.preset import (
     builtin_presets_path,
     load_config,
     load_diagnosis_file,

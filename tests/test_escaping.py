@@ -202,9 +202,9 @@ def raw_screen(app) -> str:
 
 
 def test_dashboard_shows_a_hostile_preset_and_kept_run_without_raw_controls(hostile, tmp_path):
-    from gputui.presets.load import Preset
+    from gputui.presets.preset import Preset
     from gputui.record.history import RunHistory
-    from gputui.tui.screens.findings import FindingsScreen
+    from gputui.tui.screens.findings_screen import FindingsScreen
     from tests.support.dashboard import make_dashboard
     from tests.support.tui import run_async, scripted_factory, shown, wait_until
 

@@ -90,11 +90,11 @@ def test_a_redraw_tick_while_the_app_closes_is_skipped_not_a_crash(tmp_path, mon
 def _screens_over_the_dashboard(app):
     """Every screen gputui pushes over the dashboard, built as the app builds them."""
     from gputui.tui.screens.check import CheckScreen
-    from gputui.tui.screens.compare import CompareScreen
+    from gputui.tui.screens.compare_screen import CompareScreen
     from gputui.tui.screens.editor import PresetEditorScreen
-    from gputui.tui.screens.findings import FindingsScreen
+    from gputui.tui.screens.findings_screen import FindingsScreen
     from gputui.tui.screens.help import HelpScreen
-    from gputui.tui.screens.summary import SummaryScreen
+    from gputui.tui.screens.summary_screen import SummaryScreen
     from gputui.tui.state import RunView
     from gputui.tui.supervisor import SessionTicket
 

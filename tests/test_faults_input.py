@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from gputui.cli.main import main
 from gputui.errors import UserError
-from gputui.presets.load import parse_text
+from gputui.presets.preset import parse_text
 from gputui.record.recording import read_recording
 
 TRACE = Path(__file__).parent / "data" / "traces" / "input_bound_1worker.jsonl"

@@ -23,7 +23,7 @@ from gputui.session.summary import SummaryBuilder
 from gputui.telemetry.gpu import GpuTelemetry
 from gputui.telemetry.gpu_processes import NvmlProcess, ProcessAttributor, ProcessFacts, merge_lists, short_command
 from gputui.tui import state as st
-from gputui.tui.screens.gpu_processes import processes_text
+from gputui.tui.screens.processes_screen import processes_text
 from gputui.tui.widgets.gpu_owners import ownership
 from tests.support.fake_nvml import FakeGpu, FakeNvml
 
@@ -335,8 +335,8 @@ def test_the_panel_line_and_the_drill_down_list():
 
 
 def test_the_dashboard_shows_ownership_at_80x24_and_p_opens_the_process_list(tmp_path: Path):
-    from gputui.tui.screens.gpu_processes import GpuProcessesScreen
-    from gputui.tui.widgets.gpu import GpuPanel
+    from gputui.tui.screens.processes_screen import GpuProcessesScreen
+    from gputui.tui.widgets.gpu_panel import GpuPanel
     from tests.support.dashboard import make_dashboard
     from tests.support.tui import demo_preset, run_async, scripted_factory, wait_until
 

@@ -146,7 +146,7 @@ def test_record_refuses_to_overwrite_without_force(tmp_path):
 
 
 def test_the_dashboard_refuses_an_existing_record_file_before_its_screen_opens(tmp_path, monkeypatch, capsys):
-    from gputui.cli import dashboard as launch
+    from gputui.cli import dashboard_cli as launch
     from gputui.cli import main as cli
 
     out = tmp_path / "r.jsonl"
@@ -165,7 +165,7 @@ def test_the_dashboard_refuses_an_existing_record_file_before_its_screen_opens(t
 
 
 def test_the_dashboard_keeps_every_run_and_records_over_a_file_only_with_force(tmp_path):
-    from gputui.presets.load import load_presets
+    from gputui.presets.preset import load_presets
     from tests.support.dashboard import make_dashboard
     from tests.support.tui import run_async, wait_until
     from tests.test_tui_app import fake_gpus

@@ -14,8 +14,8 @@ import pytest
 
 from gputui.errors import UserError
 from gputui.text_files import MAX_TEXT_BYTES, load_toml, read_text_file
-from gputui.tui.settings import load_settings
 from gputui.tui.themes import load_themes, parse_theme
+from gputui.tui.user_settings import load_settings
 from tests.support.dashboard import make_dashboard
 from tests.support.process import run_gputui
 from tests.support.tui import demo_preset, run_async, scripted_factory

@@ -13,7 +13,7 @@ CORE_MODULES = [
     "gputui.session.session",
     "gputui.record.recording",
     "gputui.session.summary",
-    "gputui.presets.load",
+    "gputui.presets.preset",
     "gputui.run.runner",
     "gputui.run.output_stream",
     "gputui.run.outcome",
@@ -77,6 +77,6 @@ def test_the_package_roots_stay_lazy():
     # gputui/__init__ imports nothing; gputui.diagnosis loads its engine and rules only
     # when a name is asked for (the presets read its settings alone: issue 27)
     assert _modules_loaded_by_importing(["gputui"], "gputui") == ["gputui"]
-    assert _modules_loaded_by_importing(["gputui.presets.load"], "gputui.diagnosis") == ["gputui.diagnosis", "gputui.diagnosis.settings"]
+    assert _modules_loaded_by_importing(["gputui.presets.preset"], "gputui.diagnosis") == ["gputui.diagnosis", "gputui.diagnosis.settings"]
     # And the check itself can fail: asking the package for the engine loads every rule.
     assert "gputui.diagnosis.rules.clocks" in _modules_loaded_by_importing(["gputui.diagnosis.engine"], "gputui.diagnosis")

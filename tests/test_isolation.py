@@ -21,7 +21,7 @@ INNER_TEST = textwrap.dedent(
     import os
     from pathlib import Path
 
-    from gputui.presets.load import load_presets
+    from gputui.presets.preset import load_presets
 
 
     def test_the_planted_preset_is_out_of_sight(tmp_path):
@@ -53,7 +53,7 @@ def test_a_test_cannot_see_a_presets_file_planted_in_the_real_users_config(tmp_p
 
     # The plant works: outside the suite, gputui reads it.
     seen = subprocess.run(
-        [sys.executable, "-c", "from gputui.presets.load import load_presets; print(sorted(load_presets()))"],
+        [sys.executable, "-c", "from gputui.presets.preset import load_presets; print(sorted(load_presets()))"],
         cwd=tmp_path,
         env=user_env,
         capture_output=True,

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from gputui.presets.command import command_name, command_preset
-from gputui.presets.load import load_presets
-from gputui.tui.screens.command import CommandScreen, split_command
+from gputui.presets.command_preset import command_name, command_preset
+from gputui.presets.preset import load_presets
+from gputui.tui.screens.command_screen import CommandScreen, split_command
 from tests.support.process import run_gputui
 from tests.support.tui import run_async, wait_until
 from tests.test_tui_app import app_for

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gputui.errors import UserError
-from gputui.presets.load import load_file
+from gputui.presets.preset import load_file
 from gputui.presets.store import ConflictError, PresetFile
 from tests.support.process import REPO, gputui_env, run_gputui
 

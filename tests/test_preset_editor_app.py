@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from textual.widgets import Input
 
-from gputui.presets.load import load_file, load_presets
-from gputui.tui.screens.dashboard import DashboardScreen
+from gputui.presets.preset import load_file, load_presets
+from gputui.tui.screens.dashboard_screen import DashboardScreen
 from gputui.tui.screens.editor import ConflictScreen, NameScreen, PresetEditorScreen
 from gputui.tui.widgets.presets import PresetList
 from tests.support.process import try_read

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gputui.errors import UserError
-from gputui.presets.load import builtin_presets_path, load_file, load_presets, search_path
+from gputui.presets.preset import builtin_presets_path, load_file, load_presets, search_path
 
 
 def write(tmp_path: Path, text: str, name: str = "presets.toml") -> Path:

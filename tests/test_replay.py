@@ -15,9 +15,9 @@ from gputui.record import events as ev
 from gputui.record.recording import read_recording
 from gputui.tui.replay import make_replay_app
 from gputui.tui.replay_player import ReplayPlayer
-from gputui.tui.screens.summary import SummaryScreen
-from gputui.tui.widgets.gpu import GpuPanel
-from gputui.tui.widgets.throughput import ThroughputChart
+from gputui.tui.screens.summary_screen import SummaryScreen
+from gputui.tui.widgets.gpu_panel import GpuPanel
+from gputui.tui.widgets.throughput_chart import ThroughputChart
 from tests.support.process import REPO, run_gputui
 from tests.support.tui import run_async, shown, wait_until
 
@@ -250,7 +250,7 @@ def test_two_marked_runs_open_the_comparison_or_say_it_is_missing(tmp_path, monk
     import sys
     import types
 
-    from gputui.tui.screens.compare import CompareScreen
+    from gputui.tui.screens.compare_screen import CompareScreen
 
     async def mark_two(app, pilot):
         await wait_until(pilot, lambda: len(app.state.history) == 2, what="history listed")

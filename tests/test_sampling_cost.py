@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from gputui.model import GpuSample, Sample
-from gputui.presets.load import load_file
+from gputui.presets.preset import load_file
 from gputui.record import events as ev
 from gputui.record.events import Event
 from gputui.session.session import Session, SessionConfig

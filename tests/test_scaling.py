@@ -13,7 +13,7 @@ import pytest
 from gputui import protocol
 from gputui.diagnosis import replay_recording
 from gputui.errors import UserError
-from gputui.presets.load import load_file
+from gputui.presets.preset import load_file
 from gputui.record import events as ev
 from gputui.record.events import make_event
 from gputui.record.recording import read_recording
@@ -195,7 +195,7 @@ def test_bad_data_parallel_values(tmp_path, body, message):
 
 
 def test_the_builtin_data_parallel_presets_load():
-    from gputui.presets.load import builtin_presets_path
+    from gputui.presets.preset import builtin_presets_path
 
     presets = load_file(builtin_presets_path())
     for name in ("torch-resnet50-tuned-ddp", "torch-bert-large-tuned-ddp", "torch-resnet50-input-bound-ddp", "tf-resnet50-mirrored"):

@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from gputui.presets.load import load_file
+from gputui.presets.preset import load_file
 from gputui.record import events as ev
 from gputui.record.recording import Recorder, read_recording
 from gputui.session.session import Session, SessionConfig

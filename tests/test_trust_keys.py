@@ -18,11 +18,11 @@ from textual.command import CommandPalette
 
 from gputui.check.check_run import CheckRun
 from gputui.check.result import OK, PREFLIGHT, CheckResult
-from gputui.presets.load import load_presets
+from gputui.presets.preset import load_presets
 from gputui.record.recording import read_recording
 from gputui.telemetry.gpu import GpuTelemetry
 from gputui.tui.app import GpuTuiApp
-from gputui.tui.screens.dashboard import DashboardScreen
+from gputui.tui.screens.dashboard_screen import DashboardScreen
 from tests.support.dashboard import make_dashboard
 from tests.support.fake_nvml import FakeGpu, FakeNvml
 from tests.support.tui import close_all_and_quit, demo_preset, run_async, scripted_factory, wait_until
@@ -223,7 +223,7 @@ def test_a_crash_exits_non_zero_and_still_finishes_the_recording(isolated, tmp_p
             await wait_until(pilot, lambda: run.series.readings >= 2, what="throughput")
             await pilot.press("t")
 
-    from gputui.cli.dashboard import dashboard_exit_code
+    from gputui.cli.dashboard_cli import dashboard_exit_code
 
     with pytest.raises(RuntimeError, match="injected crash"):
         run_async(scenario())
@@ -240,7 +240,7 @@ def test_the_exit_code_of_a_dashboard_that_ended_normally_is_what_it_returned(tm
         async with app.run_test(size=(100, 30)) as pilot:
             await pilot.press("q")
 
-    from gputui.cli.dashboard import dashboard_exit_code
+    from gputui.cli.dashboard_cli import dashboard_exit_code
 
     run_async(scenario())
     assert dashboard_exit_code(app, app.return_value) == 0

@@ -367,7 +367,7 @@ def test_a_recording_without_samples_does_not_claim_a_clean_bill(tmp_path, capsy
 
 
 def test_the_dashboard_shows_a_presets_control_characters_escaped():
-    from gputui.presets.load import Preset
+    from gputui.presets.preset import Preset
     from gputui.tui.widgets.presets import describe_preset
 
     preset = Preset(name="evil\x1b]0;owned\x07", source=Path("presets.toml"), description="desc\x1b[2J", command=("echo", "\x1b[31mred"))

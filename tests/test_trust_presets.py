@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from gputui.errors import UserError
-from gputui.presets.load import load_file, load_presets
+from gputui.presets.preset import load_file, load_presets
 from gputui.session.progress import ProgressPrinter
 from tests.support.process import gputui_env, run_gputui
 

@@ -14,14 +14,14 @@ from pathlib import Path
 import psutil
 import pytest
 
-from gputui.presets.load import load_presets
+from gputui.presets.preset import load_presets
 from gputui.record.recording import read_recording
 from gputui.telemetry.gpu import GpuTelemetry
 from gputui.tui.app import GpuTuiApp
-from gputui.tui.screens.dashboard import DashboardScreen
-from gputui.tui.screens.findings import FindingsScreen
-from gputui.tui.screens.summary import SummaryScreen
-from gputui.tui.widgets.gpu import GpuGrid, GpuPanel, GpuRows
+from gputui.tui.screens.dashboard_screen import DashboardScreen
+from gputui.tui.screens.findings_screen import FindingsScreen
+from gputui.tui.screens.summary_screen import SummaryScreen
+from gputui.tui.widgets.gpu_panel import GpuGrid, GpuPanel, GpuRows
 from gputui.tui.widgets.presets import PresetList
 from tests.support.dashboard import make_dashboard
 from tests.support.fake_nvml import FakeGpu, FakeNvml
@@ -260,10 +260,10 @@ def test_keys_are_remapped_by_binding_id_from_settings(tmp_path):
 def _all_bindings():
     from gputui.tui.replay import ReplayApp
     from gputui.tui.screens.check_report import CheckReportScreen
-    from gputui.tui.screens.compare import CompareScreen
+    from gputui.tui.screens.compare_screen import CompareScreen
     from gputui.tui.screens.editor import ConflictScreen, NameScreen, PresetEditorScreen
-    from gputui.tui.screens.findings import FindingsScreen as F
-    from gputui.tui.screens.summary import SummaryScreen as S
+    from gputui.tui.screens.findings_screen import FindingsScreen as F
+    from gputui.tui.screens.summary_screen import SummaryScreen as S
     from gputui.tui.widgets.log import LogPane
     from gputui.tui.widgets.presets import PresetFilter
     from gputui.tui.widgets.runs import RunsList

@@ -10,7 +10,7 @@ import pytest
 
 from gputui.check.check_run import CheckRun
 from gputui.check.result import FAIL, OK, PREFLIGHT, CheckResult
-from gputui.presets.load import load_presets
+from gputui.presets.preset import load_presets
 from gputui.telemetry.gpu import GpuTelemetry
 from gputui.tui.screens.check import CheckScreen
 from tests.support.dashboard import make_dashboard

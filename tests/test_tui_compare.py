@@ -10,9 +10,9 @@ import pytest
 from textual.app import App
 from textual.widget import Widget
 
-from gputui.tui.screens.compare import CompareScreen
-from gputui.tui.screens.dashboard import DashboardScreen
-from gputui.tui.screens.summary import SummaryScreen
+from gputui.tui.screens.compare_screen import CompareScreen
+from gputui.tui.screens.dashboard_screen import DashboardScreen
+from gputui.tui.screens.summary_screen import SummaryScreen
 from gputui.tui.screenshot import screen_text
 from tests.support.tui import run_async, shown, wait_until
 from tests.test_replay import dashboard_with_history

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from gputui.tui.screens.editor import PresetEditorScreen
-from gputui.tui.screens.findings import FindingsScreen
+from gputui.tui.screens.findings_screen import FindingsScreen
 from gputui.tui.screens.help import HelpScreen
-from gputui.tui.screens.summary import SummaryScreen
+from gputui.tui.screens.summary_screen import SummaryScreen
 from gputui.tui.themes import load_themes
 from tests.support.contrast import AA, contrast, low_contrast, report
 from tests.support.dashboard import make_dashboard

@@ -9,7 +9,7 @@ import sys
 
 from gputui.tui.widgets.log import LogPane
 from gputui.tui.widgets.presets import PresetDetails, PresetList
-from gputui.tui.widgets.throughput import ThroughputChart
+from gputui.tui.widgets.throughput_chart import ThroughputChart
 from tests.support.dashboard import make_dashboard
 from tests.support.tui import demo_preset, run_async, scripted_factory, shown, wait_until
 from tests.test_tui_app import app_for, fake_gpus

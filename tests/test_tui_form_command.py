@@ -9,7 +9,7 @@ import time
 import pytest
 from textual.widgets import Input
 
-from gputui.presets.load import load_file, load_presets
+from gputui.presets.preset import load_file, load_presets
 from gputui.tui.screens.editor import PresetEditorScreen
 from gputui.tui.widgets.presets import PresetDetails, PresetList
 from tests.support.tui import run_async, shown, shown_field, wait_until

@@ -16,7 +16,7 @@ from gputui.record.recording import read_recording
 from gputui.tui.news import EventArrived, HeaderArrived
 from gputui.tui.state import DashboardState
 from gputui.tui.supervisor import SessionTicket
-from gputui.tui.widgets.gpu import GpuPanel, GpuRows
+from gputui.tui.widgets.gpu_panel import GpuPanel, GpuRows
 from gputui.tui.widgets.gpu_rows import gpu_totals
 from tests.support.dashboard import make_dashboard
 from tests.support.ddp import ddp_factory, straggler_finding
@@ -208,7 +208,7 @@ def test_ranks_map_to_the_gpus_in_the_headers_order_the_pinned_order():
 def test_the_session_header_carries_the_baseline_and_the_dashboard_takes_one_with_its_preset(tmp_path):
     import argparse
 
-    from gputui.cli.dashboard import check_dashboard_options
+    from gputui.cli.dashboard_cli import check_dashboard_options
     from gputui.errors import UserError
     from gputui.record.recording import Recorder
     from gputui.session.options import RunOptions
@@ -239,7 +239,7 @@ def test_the_session_header_carries_the_baseline_and_the_dashboard_takes_one_wit
 def test_the_dashboard_measures_the_one_gpu_twin_first_then_runs_the_ddp_preset_against_it(tmp_path):
     """--preset NAME --baseline-run: the twin runs (and ends) first, no summary over it;
     its median becomes the baseline in the DDP run's header, and the scaling shows."""
-    from gputui.tui.screens.summary import SummaryScreen
+    from gputui.tui.screens.summary_screen import SummaryScreen
     from tests.support.ddp import DataParallelSession
     from tests.support.fake_nvml import FakeNvml
     from tests.support.tui import ScriptedSession

@@ -9,9 +9,9 @@ import inspect
 import pytest
 from textual.binding import Binding
 
-from gputui.tui.screens.dashboard import DashboardScreen
+from gputui.tui.screens.dashboard_screen import DashboardScreen
 from gputui.tui.screens.help import HELP, HelpScreen
-from gputui.tui.screens.summary import SummaryScreen
+from gputui.tui.screens.summary_screen import SummaryScreen
 from tests.support.dashboard import make_dashboard
 from tests.support.fake_nvml import FakeNvml
 from tests.support.tui import ScriptedSession, demo_gpus, demo_preset, run_async, shown, wait_until
@@ -65,7 +65,11 @@ def _gputui_binding_ids() -> set[str]:
     """Every binding id of gputui's screens and widgets (the replay's and dialogs' too)."""
     import gputui.tui.app as app_module
     import gputui.tui.replay as replay
-    from gputui.tui.screens import check, compare, dashboard, editor, findings, summary
+    from gputui.tui.screens import check, editor
+    from gputui.tui.screens import compare_screen as compare
+    from gputui.tui.screens import dashboard_screen as dashboard
+    from gputui.tui.screens import findings_screen as findings
+    from gputui.tui.screens import summary_screen as summary
     from gputui.tui.widgets import presets, runs
 
     ids = set()

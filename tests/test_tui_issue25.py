@@ -10,8 +10,8 @@ from gputui.check.stage_context import CheckOptions
 from gputui.record.history import RunHistory
 from gputui.telemetry.gpu import GpuTelemetry
 from gputui.tui.screens.check import CheckScreen
-from gputui.tui.screens.dashboard import DashboardScreen
-from gputui.tui.screens.summary import SummaryScreen
+from gputui.tui.screens.dashboard_screen import DashboardScreen
+from gputui.tui.screens.summary_screen import SummaryScreen
 from gputui.tui.screenshot import screen_text
 from gputui.tui.widgets.header import RunStatus
 from tests.support.dashboard import make_dashboard

@@ -12,7 +12,7 @@ from gputui.record.recording import read_recording
 from gputui.tui import state as st
 from gputui.tui.messages import CompareRuns, OpenRun, StartPreset
 from gputui.tui.replay import make_replay_app
-from gputui.tui.widgets.gpu import GpuPanel
+from gputui.tui.widgets.gpu_panel import GpuPanel
 from gputui.tui.widgets.presets import PresetList
 from gputui.tui.widgets.runs import RunsList
 from tests.support.process import REPO

@@ -13,8 +13,8 @@ from gputui.model import Sample
 from gputui.record import events as ev
 from gputui.record.events import make_event
 from gputui.tui.news import EventArrived, SampleArrived
-from gputui.tui.screens.findings import FindingsScreen
-from gputui.tui.screens.summary import SummaryScreen
+from gputui.tui.screens.findings_screen import FindingsScreen
+from gputui.tui.screens.summary_screen import SummaryScreen
 from tests.support.dashboard import make_dashboard
 from tests.support.tui import (
     demo_preset,

@@ -9,7 +9,7 @@ import threading
 import time
 from pathlib import Path
 
-from gputui.presets.load import Preset
+from gputui.presets.preset import Preset
 from gputui.run.runner import Runner
 from gputui.tui import state as st
 from gputui.tui.widgets.log import LogPane

@@ -11,7 +11,7 @@ import pytest
 
 from gputui.errors import UserError
 from gputui.model import GpuSample, Sample
-from gputui.presets.load import Preset, Reference
+from gputui.presets.preset import Preset, Reference
 from gputui.record import events as ev
 from gputui.record.events import make_event
 from gputui.session.options import RunOptions
@@ -19,10 +19,10 @@ from gputui.session.session import SessionConfig
 from gputui.tui import charts
 from gputui.tui.bridge import SessionBridge, SessionNews
 from gputui.tui.news import EventArrived, HeaderArrived, RunStarted, SampleArrived, SessionEnded, SummaryArrived
-from gputui.tui.settings import DashboardSettings, load_settings, save_setting
 from gputui.tui.state import DashboardState, ThroughputSeries, pick_reference
 from gputui.tui.supervisor import SessionSupervisor, SessionTicket
 from gputui.tui.themes import DEFAULT_THEME, builtin_themes_path, load_themes, parse_theme
+from gputui.tui.user_settings import DashboardSettings, load_settings, save_setting
 
 # --- charts ------------------------------------------------------------------------
 
@@ -313,7 +313,7 @@ def test_the_dashboard_logic_needs_no_textual():
     from tests.support.process import REPO
 
     code = (
-        "import sys\nimport gputui.tui.supervisor, gputui.tui.state, gputui.tui.charts, gputui.tui.settings\n"
+        "import sys\nimport gputui.tui.supervisor, gputui.tui.state, gputui.tui.charts, gputui.tui.user_settings\n"
         "print(any(m == 'textual' or m.startswith('textual.') for m in sys.modules))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)

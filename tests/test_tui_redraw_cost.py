@@ -29,10 +29,10 @@ from gputui.model import Sample
 from gputui.record import events as ev
 from gputui.record.events import make_event
 from gputui.tui.news import EventArrived, HeaderArrived, SampleArrived
-from gputui.tui.screens.summary import SummaryScreen
+from gputui.tui.screens.summary_screen import SummaryScreen
 from gputui.tui.widgets.cpu import CpuPanel
 from gputui.tui.widgets.footer import DashboardFooter
-from gputui.tui.widgets.gpu import GpuRows
+from gputui.tui.widgets.gpu_panel import GpuRows
 from gputui.tui.widgets.presets import PresetList
 from tests.support.dashboard import make_dashboard
 from tests.support.fake_nvml import FakeGpu

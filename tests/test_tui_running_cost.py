@@ -28,10 +28,10 @@ from gputui.model import ProcessSample
 from gputui.record import events as ev
 from gputui.record.events import make_event
 from gputui.tui.news import EventArrived
-from gputui.tui.widgets import base as base_widgets
 from gputui.tui.widgets import cpu as cpu_widgets
+from gputui.tui.widgets import state_view as base_widgets
 from gputui.tui.widgets.cpu import CpuPanel
-from gputui.tui.widgets.throughput import GUTTER, ThroughputChart
+from gputui.tui.widgets.throughput_chart import GUTTER, ThroughputChart
 from tests.support.tui import run_async, shown
 from tests.test_tui_redraw_cost import IDLE_CORES, SIZE, in_region, one_gpu_app, sample, started, written_cells
 from tests.test_tui_updates import Recorder, assert_same, composed

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from textual.widgets import Input, TabbedContent, Tabs, TextArea
 
-from gputui.presets.load import user_presets_path
-from gputui.tui.screens.dashboard import DashboardScreen
+from gputui.presets.preset import user_presets_path
+from gputui.tui.screens.dashboard_screen import DashboardScreen
 from gputui.tui.screens.editor import LeaveEditorScreen, PresetEditorScreen
 from tests.support.dashboard import make_dashboard
 from tests.support.tui import demo_preset, run_async, scripted_factory, wait_until

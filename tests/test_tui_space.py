@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from gputui.tui.widgets.cpu import CpuPanel
-from gputui.tui.widgets.gpu import GpuGrid
+from gputui.tui.widgets.gpu_panel import GpuGrid
 from gputui.tui.widgets.runs import RunsList
-from gputui.tui.widgets.throughput import ThroughputChart
+from gputui.tui.widgets.throughput_chart import ThroughputChart
 from tests.support.dashboard import make_dashboard
 from tests.support.tui import demo_preset, run_async, scripted_factory, shown, wait_until
 

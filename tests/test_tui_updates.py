@@ -2,7 +2,7 @@
 
 The dashboard's screen sends each changed span from its first changed cell
 (gputui.tui.compositor), and its panels mark dirty only the cells that changed
-(gputui.tui.widgets.base.changed_regions).  Both would leave stale cells on the
+(gputui.tui.widgets.state_view.changed_regions).  Both would leave stale cells on the
 user's screen if they were wrong, so these tests replay every update the app writes
 on a small terminal emulator and compare it, cell by cell and colour by colour,
 with the screen as Textual composes it; and they pin what typical updates cost.
@@ -29,7 +29,7 @@ from gputui.record import events as ev
 from gputui.record.events import make_event
 from gputui.tui.compositor import SUPPORTED, CroppedChopsUpdate, CroppingCompositor
 from gputui.tui.news import EventArrived, SampleArrived
-from gputui.tui.widgets.base import cells_of, changed_regions
+from gputui.tui.widgets.state_view import cells_of, changed_regions
 from tests.support.dashboard import make_dashboard
 from tests.support.tui import demo_preset, fixed_host, run_async, scripted_factory, shown, wait_until
 

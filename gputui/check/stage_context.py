@@ -18,7 +18,7 @@ from gputui import protocol
 from gputui.check.result import CheckResult
 from gputui.gpus.models import GpuModel, find_model
 from gputui.model import GpuInfo
-from gputui.presets.load import Config
+from gputui.presets.preset import Config
 from gputui.record import events as ev
 from gputui.run.outcome import Outcome
 from gputui.run.output_stream import OutputLine

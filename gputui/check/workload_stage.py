@@ -15,7 +15,7 @@ from gputui.check.result import FAIL, INFO, OK, SKIPPED, WARN, WORKLOAD, CheckRe
 from gputui.check.stage_context import GpuUnderTest, StageContext
 from gputui.check.thresholds import OK_RATIO, grade_ratio
 from gputui.gpus.models import datasheet_peak, expect
-from gputui.presets.load import Preset, load_presets
+from gputui.presets.preset import Preset, load_presets
 from gputui.telemetry.host import host_info
 
 # (preset, check metric, unit, warm-up steps, measured steps): enough warm-up for

@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.record is not None:
         check_record_target(args.record, args.force)  # before minutes of checking, not after
-    from gputui.presets.load import load_config
+    from gputui.presets.preset import load_config
 
     config = load_config(extra=args.presets)  # a broken presets file: one line now, not after the micro-benchmarks
 

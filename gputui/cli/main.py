@@ -18,7 +18,7 @@ from gputui.metrics import DEFAULT_ADDRESS
 from gputui.session.options import RunOptions
 
 if TYPE_CHECKING:
-    from gputui.presets.load import Preset
+    from gputui.presets.preset import Preset
     from gputui.run.signal_relay import SignalRelay
 
 
@@ -111,13 +111,13 @@ TAKE_WHAT_FOLLOWS = ("fleet",)
 
 
 def _load(args: argparse.Namespace):
-    from gputui.presets.load import load_presets
+    from gputui.presets.preset import load_presets
 
     return load_presets(extra=args.presets)
 
 
 def cmd_presets(args: argparse.Namespace) -> int:
-    from gputui.presets.load import get_preset
+    from gputui.presets.preset import get_preset
 
     if args.presets_command not in ("list", "show"):
         from gputui.cli.preset_cli import run
@@ -302,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_record(args)
         if args.headless:
             raise UserError("--headless needs --record FILE")
-        from gputui.cli.dashboard import run_dashboard  # Textual loads only for the dashboard
+        from gputui.cli.dashboard_cli import run_dashboard  # Textual loads only for the dashboard
 
         return run_dashboard(args)
     except UserError as exc:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from gputui.errors import UserError
 from gputui.fmt import printable
-from gputui.presets.load import builtin_presets_path, get_preset, load_diagnosis_file, load_file, load_presets, search_path, user_presets_path
+from gputui.presets.preset import builtin_presets_path, get_preset, load_diagnosis_file, load_file, load_presets, search_path, user_presets_path
 from gputui.presets.store import TEMPLATE, ConflictError, PresetFile, backup_path, check_name, is_builtin, source_table, user_file_path
 from gputui.safe_write import write_atomic_with
 

@@ -4,7 +4,7 @@ editor both go through :class:`PresetFile`.
 - Edits go through tomlkit and touch only the keys that changed, so comments, key
   order and formatting elsewhere survive.
 - Nothing invalid is written: the new text is validated exactly as loading validates
-  it (:func:`gputui.presets.load.parse_text`) before the file is touched.
+  it (:func:`gputui.presets.preset.parse_text`) before the file is touched.
 - A file changed on disk since it was loaded is detected (a SHA-256 of its bytes,
   taken at load) and raises :class:`ConflictError` unless the caller forces the save.
 - The write is atomic (:func:`gputui.safe_write.write_atomic`) and the previous
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from gputui.errors import UserError
-from gputui.presets.load import Preset, builtin_presets_path, parse_text, user_presets_path
+from gputui.presets.preset import Preset, builtin_presets_path, parse_text, user_presets_path
 from gputui.safe_write import write_atomic
 from gputui.text_files import read_text_file
 
@@ -272,7 +272,7 @@ def _merge(table: Any, values: dict[str, Any]) -> None:
 def source_table(preset: Preset) -> dict[str, Any]:
     """The keys of ``preset`` as written in its file (plain values)."""
     from gputui.config import tomllib
-    from gputui.presets.command import SOURCE
+    from gputui.presets.command_preset import SOURCE
 
     if preset.source == SOURCE:  # typed on the dashboard (x): no file holds it yet
         return {k: v for k, v in preset.describe().items() if k not in ("name", "source")}

@@ -10,7 +10,7 @@ from typing import Any
 
 from gputui.errors import UserError
 from gputui.model import run_figure
-from gputui.presets.load import Preset
+from gputui.presets.preset import Preset
 
 THIS_SESSION = "this session, one GPU"
 

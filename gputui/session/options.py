@@ -29,14 +29,14 @@ from typing import TYPE_CHECKING, Any
 from gputui.errors import UserError
 
 if TYPE_CHECKING:
-    from gputui.presets.load import Config, Preset
+    from gputui.presets.preset import Config, Preset
     from gputui.session.session import SessionConfig
 
 MAX_INTERVAL_S = 3600.0  # a sampler that sleeps longer than an hour is a typo
 
 
 def _no_presets() -> Config:
-    from gputui.presets.load import Config
+    from gputui.presets.preset import Config
 
     return Config(presets={}, diagnosis={})
 
@@ -61,7 +61,7 @@ class RunOptions:
     def from_command_line(cls, args: argparse.Namespace) -> RunOptions:
         """Every run option of ``args`` checked, the presets files read, the preset chosen
         and a --baseline recording read: a bad one is a UserError in one line."""
-        from gputui.presets.load import load_config
+        from gputui.presets.preset import load_config
         from gputui.session.baseline import baseline_from_recording, check_baseline_options
 
         check_run_options(args)
@@ -120,11 +120,11 @@ def chosen_preset(args: argparse.Namespace, config) -> Preset | None:
     """What this invocation runs: the command after ``--`` (a preset made on the spot,
     added to ``config.presets`` so the dashboard finds it by name), else ``--preset``,
     with ``--batch-size`` and ``--no-probe`` applied; None to watch."""
-    from gputui.presets.load import get_preset
+    from gputui.presets.preset import get_preset
 
     probe = False if args.no_probe else None
     if args.run_command is not None:
-        from gputui.presets.command import command_preset
+        from gputui.presets.command_preset import command_preset
 
         preset = command_preset(args.run_command, config.presets, batch_size=args.batch_size, probe=probe)
     elif args.preset:

@@ -12,7 +12,7 @@ from gputui.record.history import RunHistory, label_for
 from gputui.record.recording import Recorder
 
 if TYPE_CHECKING:
-    from gputui.presets.load import Preset
+    from gputui.presets.preset import Preset
     from gputui.session.session import Session
 
 

@@ -27,7 +27,7 @@ from gputui.diagnosis import Diagnoser
 from gputui.diagnosis import Settings as DiagnosisSettings
 from gputui.errors import UserError
 from gputui.model import HostSample, Sample, Throughput, to_dict
-from gputui.presets.load import Preset
+from gputui.presets.preset import Preset
 from gputui.record import events as ev
 from gputui.record.events import Event, Observer
 from gputui.record.recording import SCHEMA_VERSION

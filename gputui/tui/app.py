@@ -34,8 +34,8 @@ from gputui.tui import state as st
 from gputui.tui.baseline_first import BaselineFirst
 from gputui.tui.bridge import SessionBridge, SessionNews
 from gputui.tui.dashboard_app import REFRESH_S, DashboardApp, app_themes
-from gputui.tui.settings import settings_path as default_settings_path
 from gputui.tui.supervisor import SessionFactory, SessionSupervisor, SessionTicket
+from gputui.tui.user_settings import settings_path as default_settings_path
 
 if TYPE_CHECKING:  # the session side loads in the session thread, after the first frame
     from gputui.check.check_run import CheckListener, CheckRun
@@ -312,12 +312,12 @@ class GpuTuiApp(DashboardApp):
 
     def action_run_command(self) -> None:
         """``x``: any command, run as ``gputui -- CMD`` runs it, or saved as a preset."""
-        from gputui.tui.screens.command import RUN, CommandScreen
+        from gputui.tui.screens.command_screen import RUN, CommandScreen
 
         def answered(answer: tuple[str, list[str]] | None) -> None:
             if answer is None:
                 return
-            from gputui.presets.command import command_preset
+            from gputui.presets.command_preset import command_preset
 
             action, argv = answer
             try:

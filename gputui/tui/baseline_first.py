@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from gputui import fmt
-from gputui.presets.load import Preset
+from gputui.presets.preset import Preset
 from gputui.session.baseline import THIS_SESSION, baseline_from_summary, one_gpu_twin
 from gputui.tui.state import RunView
 

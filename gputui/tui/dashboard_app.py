@@ -20,20 +20,20 @@ from textual.theme import Theme
 
 from gputui.errors import UserError
 from gputui.escape import for_terminal
-from gputui.presets.load import Preset
+from gputui.presets.preset import Preset
 from gputui.tui import state as st
 from gputui.tui.compositor import displaying
 from gputui.tui.messages import CompareRuns, OpenRun, RefreshDashboard, StartPreset
 from gputui.tui.palette import GputuiThemes, SafeCommandPalette
-from gputui.tui.screens.dashboard import DashboardScreen
-from gputui.tui.screens.findings import FindingsScreen
-from gputui.tui.screens.summary import SummaryScreen
-from gputui.tui.settings import load_settings, save_setting
+from gputui.tui.screens.dashboard_screen import DashboardScreen
+from gputui.tui.screens.findings_screen import FindingsScreen
+from gputui.tui.screens.summary_screen import SummaryScreen
 from gputui.tui.themes import DEFAULT_THEME, AnsiMutedDim, load_themes
 from gputui.tui.typing_bursts import TypingBursts
-from gputui.tui.widgets.base import StateView
-from gputui.tui.widgets.gpu import GpuGrid
+from gputui.tui.user_settings import load_settings, save_setting
+from gputui.tui.widgets.gpu_panel import GpuGrid
 from gputui.tui.widgets.runs import entry_name
+from gputui.tui.widgets.state_view import StateView
 
 if TYPE_CHECKING:  # the run history loads with the session side, after the first frame
     from gputui.record.history import KeptRun
@@ -359,7 +359,7 @@ class DashboardApp(TypingBursts[int]):
 
     def _load_comparison(self, paths: list[Path], labels: list[str]) -> None:
         from gputui.record.recording import read_recording
-        from gputui.tui.screens.compare import CompareScreen
+        from gputui.tui.screens.compare_screen import CompareScreen
 
         try:
             from gputui.lookback.compare import compare_rows

@@ -12,8 +12,8 @@ from gputui.escape import for_terminal
 from gputui.record.recording import Recording
 from gputui.tui.dashboard_app import REFRESH_S, DashboardApp, app_themes
 from gputui.tui.replay_player import SPEEDS, TICK_S, ReplayPlayer
-from gputui.tui.settings import settings_path as default_settings_path
 from gputui.tui.state import speed_label
+from gputui.tui.user_settings import settings_path as default_settings_path
 
 
 class ReplayApp(DashboardApp):

@@ -21,7 +21,7 @@ from typing import Any
 
 from gputui.errors import UserError
 from gputui.model import Sample
-from gputui.presets.load import Preset, check_preset
+from gputui.presets.preset import Preset, check_preset
 from gputui.protocol import MEASURE
 from gputui.record import events as ev
 from gputui.record.events import Event

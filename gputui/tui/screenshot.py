@@ -21,7 +21,7 @@ from pathlib import Path
 from rich.console import Console
 
 from gputui.errors import UserError
-from gputui.presets.load import get_preset, load_config
+from gputui.presets.preset import get_preset, load_config
 from gputui.safe_write import write_atomic
 from gputui.session.baseline import baseline_from_recording
 from gputui.session.options import RunOptions

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from gputui import fmt
 from gputui.model import GpuInfo, GpuProcess, GpuSample, HostSample, Sample, Throughput, from_dict, run_figure
-from gputui.presets.load import Preset, Reference
+from gputui.presets.preset import Preset, Reference
 from gputui.protocol import WARMUP
 from gputui.record import events as ev
 from gputui.record.events import Event

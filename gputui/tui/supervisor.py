@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gputui.presets.load import Preset
+from gputui.presets.preset import Preset
 from gputui.record.events import Observer
 from gputui.session.options import RunOptions
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
-from gputui.presets.load import Config, Preset
+from gputui.presets.preset import Config, Preset
 from gputui.session.options import RunOptions
 from gputui.tui.app import DashboardLook, DashboardParts, GpuTuiApp, make_app
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gputui.model import HostSample, ProcessSample, Sample
-from gputui.presets.load import Preset, Reference
+from gputui.presets.preset import Preset, Reference
 from gputui.record import events as ev
 from gputui.record.events import Observer, make_event
 from gputui.session.session import SessionConfig
@@ -195,7 +195,7 @@ async def close_all_and_quit(app, pilot, attempts: int = 40) -> None:
     """
     from textual.widgets import Input
 
-    from gputui.tui.screens.dashboard import DashboardScreen
+    from gputui.tui.screens.dashboard_screen import DashboardScreen
 
     for _ in range(attempts):
         if not app.is_running:

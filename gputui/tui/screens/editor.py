@@ -1,6 +1,6 @@
 """The preset editor: a form for the common keys and the raw TOML of the preset,
 validated as you type by the same checkers that load presets files
-(:func:`gputui.presets.load.check_preset`), saved through
+(:func:`gputui.presets.preset.check_preset`), saved through
 :class:`gputui.presets.store.PresetFile` (only changed keys, atomic, backed up,
 conflict-checked).  Built-in presets are read-only: "Save as" makes an editable copy
 in the user's presets file."""
@@ -20,8 +20,8 @@ from textual.widgets import Footer, Input, Label, Select, Static, TabbedContent,
 
 from gputui.catalog import FRAMEWORKS, PIPELINES
 from gputui.errors import UserError
-from gputui.presets.command import SOURCE as COMMAND_SOURCE
-from gputui.presets.load import WORKLOAD_CHECKS, Preset, check_preset, parse_text, user_presets_path
+from gputui.presets.command_preset import SOURCE as COMMAND_SOURCE
+from gputui.presets.preset import WORKLOAD_CHECKS, Preset, check_preset, parse_text, user_presets_path
 from gputui.presets.store import TEMPLATE, ConflictError, PresetFile, check_name, is_builtin, source_table
 from gputui.tui.compositor import crop_updates
 from gputui.tui.messages import StartPreset
@@ -112,7 +112,7 @@ def unused_copy_name(name: str, taken: set[str]) -> str:
 
 
 def builtin_names() -> set[str]:
-    from gputui.presets.load import builtin_presets_path, load_file
+    from gputui.presets.preset import builtin_presets_path, load_file
 
     return set(load_file(builtin_presets_path()))
 

@@ -2,7 +2,7 @@
 power, throttle flag; in a data-parallel run its rank's samples/s and a straggler
 flag) and a totals row (the run's throughput, the GPUs' power, the energy each sample
 costs and, given a one-GPU baseline, the scaling efficiency).  A cursor picks the GPU whose full panel shows
-(gputui.tui.widgets.gpu.GpuGrid lays the two out)."""
+(gputui.tui.widgets.gpu_panel.GpuGrid lays the two out)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from gputui import fmt
 from gputui.model import GpuSample
 from gputui.session.ranks import header_baseline_rate
 from gputui.tui import state as st
-from gputui.tui.widgets.base import StateView
 from gputui.tui.widgets.gpu_owners import ownership
+from gputui.tui.widgets.state_view import StateView
 
 HOT_LINE_C = 80.0  # GPUs above this throttle themselves: Dettmers' rule of thumb
 WIDE_ROW_MIN = 84  # columns from which rows spell VRAM and power limits out

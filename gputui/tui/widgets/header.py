@@ -11,8 +11,8 @@ from textual.containers import Horizontal
 
 from gputui import fmt
 from gputui.tui import state as st
-from gputui.tui.widgets.base import StateSource, StateView
-from gputui.tui.widgets.gpu import short_name
+from gputui.tui.widgets.gpu_panel import short_name
+from gputui.tui.widgets.state_view import StateSource, StateView
 
 gpu_summary = fmt.gpu_summary
 

@@ -20,7 +20,7 @@ from textual import events
 from textual.binding import Binding
 
 from gputui.tui import state as st
-from gputui.tui.widgets.base import StateView
+from gputui.tui.widgets.state_view import StateView
 
 
 class LogPane(StateView):

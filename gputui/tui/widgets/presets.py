@@ -12,7 +12,7 @@ from textual.widgets.option_list import Option
 
 from gputui import fmt
 from gputui.escape import for_widget, widget_text
-from gputui.presets.load import Preset
+from gputui.presets.preset import Preset
 from gputui.tui.compositor import SteadyScrollbars
 from gputui.tui.state import pick_reference
 

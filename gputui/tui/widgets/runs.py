@@ -17,7 +17,7 @@ from gputui import fmt
 from gputui.record.history import KeptRun
 from gputui.tui import state as st
 from gputui.tui.messages import CompareRuns, OpenRun, RunEntry
-from gputui.tui.widgets.base import StateView
+from gputui.tui.widgets.state_view import StateView
 
 _MARKS = {"ok": "✓", "running": "●", "stopping": "■", "stopped": "■", "watched": "○"}
 Entry = RunEntry

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from gputui.errors import UserError
-from gputui.presets.load import Preset
+from gputui.presets.preset import Preset
 
 SOURCE = Path("(command line)")
 # Programs that start the real job: the name comes from what they start.

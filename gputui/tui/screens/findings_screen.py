@@ -15,7 +15,7 @@ from textual.widgets.option_list import Option
 from gputui import fmt
 from gputui.escape import for_widget, widget_text
 from gputui.tui.screens.once import DismissOnce
-from gputui.tui.widgets.findings import SEVERITY_MARK
+from gputui.tui.widgets.findings_panel import SEVERITY_MARK
 
 
 def finding_text(finding: dict[str, Any]) -> Text:

@@ -11,19 +11,19 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import OptionList
 
-from gputui.presets.load import Preset
+from gputui.presets.preset import Preset
 from gputui.tui.compositor import crop_updates, settle_covered
 from gputui.tui.messages import RefreshDashboard, StartPreset
-from gputui.tui.widgets.base import StateSource, StateView
 from gputui.tui.widgets.cpu import CpuPanel
-from gputui.tui.widgets.findings import FindingsStrip
+from gputui.tui.widgets.findings_panel import FindingsStrip
 from gputui.tui.widgets.footer import DashboardFooter
-from gputui.tui.widgets.gpu import GpuGrid
+from gputui.tui.widgets.gpu_panel import GpuGrid
 from gputui.tui.widgets.header import MachineHeader, RunStatus
 from gputui.tui.widgets.log import LogPane
 from gputui.tui.widgets.presets import PresetDetails, PresetFilter, PresetList
 from gputui.tui.widgets.runs import RunsList
-from gputui.tui.widgets.throughput import ThroughputChart
+from gputui.tui.widgets.state_view import StateSource, StateView
+from gputui.tui.widgets.throughput_chart import ThroughputChart
 
 WIDE_MIN = (120, 34)  # columns, rows
 
@@ -134,7 +134,7 @@ class DashboardScreen(Screen):
 
     # -- The preset list's filter ---------------------------------------------------------
     def action_show_gpu_processes(self) -> None:
-        from gputui.tui.screens.gpu_processes import GpuProcessesScreen  # opened rarely
+        from gputui.tui.screens.processes_screen import GpuProcessesScreen  # opened rarely
 
         self.app.push_screen(GpuProcessesScreen(self.state_source()))
 

@@ -12,7 +12,7 @@ from rich.text import Text
 from gputui import fmt
 from gputui.tui import charts
 from gputui.tui import state as st
-from gputui.tui.widgets.base import StateView
+from gputui.tui.widgets.state_view import StateView
 
 GUTTER = 6  # y-axis labels
 

@@ -21,9 +21,9 @@ from gputui.escape import for_widget
 from gputui.model import GpuInfo, GpuSample
 from gputui.tui import charts
 from gputui.tui import state as st
-from gputui.tui.widgets.base import StateSource, StateView
 from gputui.tui.widgets.gpu_owners import ownership
 from gputui.tui.widgets.gpu_rows import HOT_LINE_C, SHORT_REASON, GpuRows, temp_role, throttle_badges
+from gputui.tui.widgets.state_view import StateSource, StateView
 
 __all__ = ["GpuGrid", "GpuPanel", "GpuRows", "SHORT_REASON"]
 

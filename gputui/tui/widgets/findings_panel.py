@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from gputui.tui import state as st
-from gputui.tui.widgets.base import StateView
+from gputui.tui.widgets.state_view import StateView
 
 SEVERITY_MARK = {"critical": "✖", "warning": "▲", "info": "●"}
 
