@@ -36,6 +36,7 @@ from gputui.run.outcome import Outcome
 from gputui.run.output_stream import OutputLine
 from gputui.run.runner import Runner
 from gputui.run.throughput import PROBE, ThroughputParser
+from gputui.session.queue_items import EventPosted, LineRead, ProbeReported, QueueItem, RunEnded, SampleTaken, Wake
 from gputui.session.summary import SummaryBuilder
 from gputui.telemetry.gpu import GpuTelemetry, gpm_wanted
 from gputui.telemetry.host import HostTelemetry, host_info
@@ -99,7 +100,7 @@ class Session:
         self.host = host or HostTelemetry()
         self._clock = clock
         self._observers: list[Observer] = []
-        self._queue: queue.Queue[tuple[str, Any]] = queue.Queue()
+        self._queue: queue.Queue[QueueItem] = queue.Queue()
         self._stop = threading.Event()
         self._stop_reason: str | None = None
         self._runner: Runner | None = None
@@ -130,12 +131,12 @@ class Session:
         if self._stop_reason is None:
             self._stop_reason = reason
         self._stop.set()
-        self._queue.put(("wake", None))
+        self._queue.put(Wake())
 
     def post_event(self, kind: str, data: Mapping[str, Any]) -> None:
         """Emit an event from another thread (a driver such as ``gputui check``): it is
         written in order with the samples, from the session's own thread."""
-        self._queue.put(("event", (kind, dict(data))))
+        self._queue.put(EventPosted(kind, dict(data)))
 
     def watch(self, pids: list[int]) -> None:
         """Follow these processes' trees in the host samples (runs the session did not
@@ -216,13 +217,13 @@ class Session:
 
             self._probe = ProbeChannel()
             env.update(self._probe.env(env))
-            self._probe.start(lambda text: self._queue.put(("probe", text)))
+            self._probe.start(lambda text: self._queue.put(ProbeReported(text)))
         self._runner = Runner(
             preset.argv(),
             env=env,
             cwd=preset.cwd,
             timeout=preset.timeout,
-            on_line=lambda line: self._queue.put(("line", line)),
+            on_line=lambda line: self._queue.put(LineRead(line)),
         )
         self._runner.start()
         waiter = threading.Thread(target=self._wait_for_runner, name="gputui-waiter", daemon=True)
@@ -231,7 +232,7 @@ class Session:
 
     def _wait_for_runner(self) -> None:
         assert self._runner is not None
-        self._queue.put(("outcome", self._runner.wait()))
+        self._queue.put(RunEnded(self._runner.wait()))
 
     def _dispatch_until_done(self) -> None:
         deadline = self._t0 + self.config.duration if self.config.duration else None
@@ -248,14 +249,14 @@ class Session:
                 self._emit_event(ev.STOPPING, ev.Stopping(f"process {self.config.attach_pid} ended"))
                 return
             try:
-                kind, payload = self._queue.get(timeout=0.2)
+                item = self._queue.get(timeout=0.2)
             except queue.Empty:
                 continue
-            if kind == "outcome":
-                self.outcome = payload
+            if isinstance(item, RunEnded):
+                self.outcome = item.outcome
                 self._runner = None  # it has ended: nothing to stop
                 return
-            self._handle(kind, payload)
+            self._handle(item)
 
     def _drain(self, limit: int | None = None) -> None:
         """Handle what is queued (at most ``limit`` items: a flooding child never empties it)."""
@@ -263,15 +264,15 @@ class Session:
         while limit is None or handled < limit:
             handled += 1
             try:
-                kind, payload = self._queue.get_nowait()
+                item = self._queue.get_nowait()
             except queue.Empty:
                 return
-            if kind == "outcome":
-                self.outcome = self.outcome or payload
-            elif kind == "line" and self._backlog_full():
+            if isinstance(item, RunEnded):
+                self.outcome = self.outcome or item.outcome
+            elif isinstance(item, LineRead) and self._backlog_full():
                 self._lines_skipped += 1
             else:
-                self._handle(kind, payload)
+                self._handle(item)
 
     def _backlog_full(self) -> bool:
         """After a stop: have enough of the queued output lines been handled?"""
@@ -280,17 +281,20 @@ class Session:
         self._lines_after_stop += 1
         return self._lines_after_stop > STOP_BACKLOG_LINES
 
-    def _handle(self, kind: str, payload: Any) -> None:
-        if kind == "sample":
-            for observer in self._receivers():
-                observer.on_sample(payload)
-            self._emit_findings(self.diagnoser.on_sample(payload))
-        elif kind == "line":
-            self._handle_line(payload)
-        elif kind == "probe":
-            self._handle_probe(payload)
-        elif kind == "event":
-            self._emit(ev.make_event(self.elapsed, *payload))
+    def _handle(self, item: QueueItem) -> None:
+        match item:
+            case SampleTaken(sample):
+                for observer in self._receivers():
+                    observer.on_sample(sample)
+                self._emit_findings(self.diagnoser.on_sample(sample))
+            case LineRead(line):
+                self._handle_line(line)
+            case ProbeReported(text):
+                self._handle_probe(text)
+            case EventPosted(kind, data):
+                self._emit(ev.make_event(self.elapsed, kind, data))
+            case RunEnded() | Wake():
+                pass  # the dispatch loop and the drain take the end; a wake-up only wakes
 
     # -- Output lines -----------------------------------------------------------------
     def _handle_line(self, line: OutputLine) -> None:
@@ -366,7 +370,7 @@ class Session:
             try:
                 sample = self._take_sample()
                 if sample.gpus or sample.host is not None:  # without GPUs, a tick between host readings holds nothing
-                    self._queue.put(("sample", sample))
+                    self._queue.put(SampleTaken(sample))
             except Exception:  # a sampler bug must not end the run; say it once per tick
                 log.exception("sampling failed")
             next_tick += interval
@@ -397,7 +401,7 @@ class Session:
         """One last sample at the run's end, with exact counter readings, so the
         summary's energy and throttle times cover the run to its end."""
         try:
-            self._queue.put(("sample", self._take_sample(exact=True)))
+            self._queue.put(SampleTaken(self._take_sample(exact=True)))
         except Exception:  # as in the sampler loop: a sampler bug must not lose the summary
             log.exception("sampling failed")
 
