@@ -21,7 +21,7 @@ class ModelSpec:
     # Training FLOPs (forward + backward) of one sample at the default image_size /
     # seq_len, as the PyTorch workload counts them (FlopCounterMode on the meta device,
     # matmul/conv/attention only; see torch_workload.count_train_flops, which also
-    # counts other sizes at run time).  tests/test_workloads_torch.py checks the table.
+    # counts other sizes at run time).  tests/workloads/test_workloads_torch.py checks the table.
     train_flops: float | None = None
 
 

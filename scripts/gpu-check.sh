@@ -229,8 +229,8 @@ PY
            python3 benchmarks/probe_overhead.py --runs 3 --pattern 'throughput: ([0-9.]+)' \
              -- python3 benchmarks/own_training/torch_tqdm_loop.py --variant fed --seconds 25 2>&1 | tee "$out/probe/resnet50.txt" | tail -6 ;;
     tui) if [ -x benchmarks/tui-gpu.sh ]; then benchmarks/tui-gpu.sh "$out/tui"; else echo "no benchmarks/tui-gpu.sh"; fi ;;
-    faults) python3 -m pytest -m gpu -q -rs tests/test_faults_*.py 2>&1 | tee "$out/pytest-gpu-faults.txt" | tail -25 ;;
-    checktests) python3 -m pytest -m gpu -q -rs tests/test_check_*.py 2>&1 | tee "$out/pytest-gpu-check.txt" | tail -25 ;;
+    faults) python3 -m pytest -m gpu -q -rs tests/reliability/test_faults_*.py 2>&1 | tee "$out/pytest-gpu-faults.txt" | tail -25 ;;
+    checktests) python3 -m pytest -m gpu -q -rs tests/check/test_check_*.py 2>&1 | tee "$out/pytest-gpu-check.txt" | tail -25 ;;
     quickcheck) python3 -m gputui check --quick --price "${PRICE:-3.0}" --record "$out/quickcheck.jsonl" \
                   --markdown "$out/quickcheck.md" --json > "$out/quickcheck.json" 2> "$out/quickcheck.log"
                 echo "quick check exit $?"; cat "$out/quickcheck.log" ;;

@@ -14,8 +14,8 @@ It leans on Textual internals (``Screen._compositor``, ``Compositor`` and
 (:data:`TESTED_TEXTUAL`) and where their signatures are still the ones written for;
 anywhere else the screen keeps Textual's own compositor (more bytes, same picture).
 That makes a Textual upgrade this module's decision alone: pyproject.toml allows any
-8.x, and tests/test_tui_compositor.py checks both the cropped frames and the fallback;
-tests/test_tui_updates.py replays the updates on a terminal emulator and compares
+8.x, and tests/tui/test_tui_compositor.py checks both the cropped frames and the fallback;
+tests/tui/test_tui_updates.py replays the updates on a terminal emulator and compares
 them with the composed screen, cell by cell.
 
 Two more fixes of Textual 8.2 behaviour live here for the same reason:

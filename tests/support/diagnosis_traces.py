@@ -1,4 +1,4 @@
-"""Shared by the tests/test_diagnosis_*.py files: the committed traces read back,
+"""Shared by the tests/diagnosis/test_diagnosis_*.py files: the committed traces read back,
 reshaped for a scenario (GPM taken away, counters added), and replayed."""
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ cores, 128 GiB): header, 1-Hz samples, the events a session emits (started,
 workload, phase, throughput, oom, result, outcome) and a summary computed by
 gputui's own SummaryBuilder, written by gputui's own Recorder.  Values are
 deterministic (seeded noise) so the files are reproducible byte for byte;
-tests/test_diagnosis_traces.py checks that they are.  The traces hold no finding
+tests/diagnosis/test_diagnosis_traces.py checks that they are.  The traces hold no finding
 events: the tests produce those by replaying the traces through the diagnoser.
 
 The thermal, power and hardware-slowdown scenarios are synthetic on purpose: the

@@ -1,0 +1,104 @@
+"""`gputui runs`: the kept runs, newest first, from each file's header and summary line;
+`gputui runs prune` by count, by age, or to the cap."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+from gputui.record.history import read_kept_run
+from tests.lookback.test_replay import cut_copy
+from tests.record.test_history import with_started_at
+from tests.support.process import run_gputui
+
+NOW = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+
+
+def runs_folder(tmp_path):
+    folder = tmp_path / "state" / "gputui" / "runs"
+    folder.mkdir(parents=True)
+    with_started_at(folder, "a-bert.jsonl", "torch-bert-large.jsonl", NOW - dt.timedelta(days=10))
+    with_started_at(folder, "b-input-bound.jsonl", "torch-resnet50-input-bound.jsonl", NOW - dt.timedelta(days=1))
+    cut = cut_copy(tmp_path)  # started now: the newest
+    lines = cut.read_text(encoding="utf-8").splitlines(keepends=True)
+    header = json.loads(lines[0])
+    header["started_at"] = NOW.isoformat()
+    (folder / "c-cut.jsonl").write_text(json.dumps(header) + "\n" + "".join(lines[1:]), encoding="utf-8")
+    (folder / "notes.jsonl").write_text("not a recording\n")
+    return folder
+
+
+def test_runs_lists_newest_first_with_outcome_median_and_findings(tmp_path):
+    runs_folder(tmp_path)
+    result = run_gputui(["runs"], tmp_path, timeout=60)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["STARTED", "PRESET", "GPU", "OUTCOME", "MEDIAN/S", "FINDINGS", "FILE"]
+    rows = [line.split() for line in lines[1:]]
+    # newest first: the unreadable file (written just now: no start time to go by), the cut
+    # one (started now), the input-bound one (a day ago), BERT (10 days ago)
+    assert [r[-1] for r in rows] == ["notes.jsonl", "c-cut.jsonl", "b-input-bound.jsonl", "a-bert.jsonl"]
+    notes, cut, input_bound, bert = rows
+    assert cut[2:4] == ["torch-resnet50-input-bound", "1×"] and "cut" in cut and cut[-3:-1] == ["-", "-"]
+    assert input_bound[2:] == ["torch-resnet50-input-bound", "1×", "H200", "ok", "133", "1", "b-input-bound.jsonl"]
+    assert bert[-4] == "ok" and bert[2] == "torch-bert-large"
+    assert "unreadable" in notes
+
+
+def test_runs_json_has_every_field(tmp_path):
+    folder = runs_folder(tmp_path)
+    result = run_gputui(["runs", "--json"], tmp_path, timeout=60)
+    data = json.loads(result.stdout)
+    by_name = {d["name"]: d for d in data}
+    assert by_name["b-input-bound.jsonl"]["median"] > 132 and by_name["b-input-bound.jsonl"]["findings"] == 1
+    assert by_name["b-input-bound.jsonl"]["gpus"] == ["NVIDIA H200"] and by_name["b-input-bound.jsonl"]["cut"] is None
+    assert by_name["c-cut.jsonl"]["outcome"] == "cut" and "incomplete" in by_name["c-cut.jsonl"]["cut"]
+    assert by_name["notes.jsonl"]["problem"] == f"{folder / 'notes.jsonl'}:1: not a gputui recording line (expected a JSON object)"
+    assert by_name["a-bert.jsonl"]["path"] == str(folder / "a-bert.jsonl")
+
+
+def test_listing_reads_the_header_and_the_last_line_only(tmp_path, monkeypatch):
+    folder = runs_folder(tmp_path)
+    import gputui.record.recording
+
+    def no_full_read(*args, **kwargs):
+        raise AssertionError("the listing parsed the whole file")
+
+    monkeypatch.setattr(gputui.record.recording, "read_recording", no_full_read)
+    run = read_kept_run(folder / "b-input-bound.jsonl")
+    assert run.outcome == "ok" and run.findings == 1
+
+
+def test_a_recording_being_written_lists_as_running_not_cut(tmp_path):
+    from gputui.record.recording import Recorder
+
+    recorder = Recorder(tmp_path / "live.jsonl")
+    recorder.on_header({"schema": 1, "preset": {"name": "live"}, "gpus": []})
+    try:
+        assert read_kept_run(tmp_path / "live.jsonl").outcome == "running"
+    finally:
+        recorder.close()
+    assert read_kept_run(tmp_path / "live.jsonl").outcome == "cut"  # closed without a summary
+
+
+def test_prune_by_count_by_age_and_bad_values(tmp_path):
+    folder = runs_folder(tmp_path)
+    result = run_gputui(["runs", "prune", "--older-than", "5"], tmp_path, timeout=60)
+    assert result.returncode == 0 and result.stdout.startswith("removed 1 run(s)")
+    assert not (folder / "a-bert.jsonl").exists() and (folder / "b-input-bound.jsonl").exists()
+    result = run_gputui(["runs", "prune", "--keep", "1"], tmp_path, timeout=60)
+    assert result.returncode == 0 and result.stdout.startswith("removed 2 run(s)"), result.stdout
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.jsonl"]  # the newest
+    for args, expected in (
+        (["--keep", "-1"], "--keep: expected a number of runs of 0 or more, got -1"),
+        (["--older-than", "0"], "--older-than: expected a number of days greater than 0, got 0.0"),
+    ):
+        result = run_gputui(["runs", "prune", *args], tmp_path, timeout=60)
+        assert result.returncode == 2 and result.stderr.strip() == f"gputui: error: {expected}"
+
+
+def test_no_runs_says_where_they_would_be(tmp_path):
+    result = run_gputui(["runs"], tmp_path, timeout=60)
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"no runs kept in {tmp_path / 'state' / 'gputui' / 'runs'}"
+    assert run_gputui(["runs", "path"], tmp_path, timeout=60).stdout.strip() == str(tmp_path / "state" / "gputui" / "runs")

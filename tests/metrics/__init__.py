@@ -1,0 +1,1 @@
+"""The Prometheus exporter (gputui.metrics), alone and scraped by a real Prometheus."""

@@ -1,0 +1,1 @@
+"""Presets files (gputui.presets): schema, merging, errors, editing."""

@@ -1,0 +1,1 @@
+"""Recordings and the run history (gputui.record), and `gputui --record` end to end."""

@@ -1,0 +1,124 @@
+"""Recordings: what is written reads back equal; a cut file reads up to its last whole line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gputui.errors import UserError
+from gputui.model import GpuProcess, GpuSample, HostSample, ProcessSample, Sample, Throughput
+from gputui.record import events as ev
+from gputui.record.events import make_event
+from gputui.record.recording import Recorder, read_recording
+from gputui.run.outcome import Outcome
+from tests.support.lookback import TRACES
+
+
+def make_sample(t: float) -> Sample:
+    return Sample(
+        t=t,
+        gpus=[
+            GpuSample(
+                index=0, util_gpu=97.0, temp_c=66.0, throttle_reasons=["SwPowerCap"], throttle_mask=4, processes=[GpuProcess(pid=42, used_memory=1 << 30)]
+            ),
+            GpuSample(index=1, lost=True),
+        ],
+        host=HostSample(cpu_percent=12.5, per_core=[10.0, 15.0], processes=[ProcessSample(pid=42, role="main", cpu_percent=99.0, rss=1 << 28)]),
+    )
+
+
+def test_round_trip_is_lossless(tmp_path):
+    path = tmp_path / "r.jsonl"
+    recorder = Recorder(path)
+    recorder.on_header({"schema": 1, "gpus": []})
+    samples = [make_sample(0.0), make_sample(1.0)]
+    recorder.on_sample(samples[0])
+    recorder.on_event(make_event(0.5, ev.THROUGHPUT, {"samples_per_sec": 10.0, "source": "gputui"}))
+    recorder.on_sample(samples[1])
+    recorder.on_summary({"throughput": {"median": 10.0}})
+
+    recording = read_recording(path)
+    assert recording.cut is None
+    assert recording.header == {"schema": 1, "gpus": []}
+    assert recording.samples == samples
+    assert recording.events == [make_event(0.5, ev.THROUGHPUT, {"samples_per_sec": 10.0, "source": "gputui"})]
+    assert recording.summary == {"throughput": {"median": 10.0}}
+    # Absent values are not written at all.
+    first_sample = json.loads(path.read_text().splitlines()[1])
+    assert "power_w" not in first_sample["gpus"][0]
+
+
+def test_non_finite_numbers_are_written_as_null(tmp_path):
+    path = tmp_path / "r.jsonl"
+    recorder = Recorder(path)
+    recorder.on_header({"x": float("nan")})
+    recorder.close()
+    assert read_recording(path).header == {"x": None}
+
+
+def test_each_line_is_on_disk_as_soon_as_it_is_written(tmp_path):
+    path = tmp_path / "r.jsonl"
+    recorder = Recorder(path)
+    recorder.on_header({"schema": 1})
+    recorder.on_sample(make_sample(0.0))
+    # Not closed: another reader sees both whole lines already.
+    recording = read_recording(path)
+    assert len(recording.samples) == 1
+    assert recording.cut == "no summary: the recorder was stopped before it could finish"
+    recorder.close()
+
+
+def test_a_cut_last_line_is_dropped_and_reported(tmp_path):
+    path = tmp_path / "r.jsonl"
+    recorder = Recorder(path)
+    recorder.on_header({"schema": 1})
+    recorder.on_sample(make_sample(0.0))
+    recorder.close()
+    with open(path, "a") as f:
+        f.write('{"type":"sample","t":1.0,"gp')
+    recording = read_recording(path)
+    assert len(recording.samples) == 1
+    assert "cut while being written" in recording.cut
+
+
+@pytest.mark.parametrize(
+    "content, expected",
+    [
+        ("", "empty file"),
+        ('{"type":"sample","t":0}\n', ":1: not a gputui recording (expected a header line first)"),
+        ('{"type":"header"}\nnot json\n', ":2: not a gputui recording line"),
+    ],
+)
+def test_bad_files_give_one_line_errors(tmp_path, content, expected):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(content)
+    with pytest.raises(UserError, match=expected.replace("(", r"\(").replace(")", r"\)")):
+        read_recording(path)
+
+
+def test_todays_recording_reads_back_typed_and_writes_out_identically(tmp_path):
+    """A recording written by gputui's Recorder (the DDP scaling fixture) loads into typed
+    payloads and, written again, is the same bytes line for line."""
+    source = TRACES / "scaling" / "ddp_balanced.jsonl"
+    recording = read_recording(source)
+    kinds = {type(e.payload) for e in recording.events}
+    assert ev.Fields not in kinds
+    assert {ev.Started, ev.PhaseChange, ev.WorkloadInfo, Throughput, Outcome} <= kinds
+    event_lines = [line for line in source.read_text().splitlines() if line.startswith('{"type":"event"')]
+    copy = tmp_path / "copy.jsonl"
+    recorder = Recorder(copy)
+    for event in recording.events:
+        recorder.on_event(event)
+    recorder.close()
+    assert copy.read_text().splitlines() == event_lines
+
+
+def test_unknown_kinds_and_keys_load_and_write_back(tmp_path):
+    """A newer gputui's event kind and an extra key on a known kind survive a round trip."""
+    new_kind = {"t": 1.0, "event": "power_cap_changed", "watts": 500}
+    extra_key = {"t": 2.0, "event": "phase", "phase": "measure", "step": 40}
+    first, second = ev.event_from_dict(new_kind), ev.event_from_dict(extra_key)
+    assert isinstance(first.payload, ev.Fields) and first.payload.fields == {"watts": 500}
+    assert isinstance(second.payload, ev.PhaseChange) and second.payload.phase == "measure"
+    assert ev.event_to_dict(first) == new_kind and ev.event_to_dict(second) == extra_key

@@ -1,0 +1,1 @@
+"""The samplers (gputui.telemetry): GPU (fake and real NVML), host, GPU processes, sampling cost."""

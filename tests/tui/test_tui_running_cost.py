@@ -1,0 +1,333 @@
+"""Issue 25, "a run in progress": what the throughput chart and the CPU panel write
+while a run goes (on a 16-core H200 box with a dozen data-loader workers they were
+most of the dashboard's bytes).
+
+The dashboard runs headless (Textual's run_test) over the NVML test double; what it
+writes is replayed on the terminal emulator of tests/tui/test_tui_updates.py:
+
+- each throughput reading used to land in a half-second column of a plot whose span
+  changed at 5, 10, 20 and 30 s, each change rewriting every column; now a reading
+  writes its own column (columns of a second or more), without gaps;
+- busy cores and workers wander by tens of points a second: a bar or a worker's figure
+  moves once its mean moved by a step (10 points, or into another colour and 5 past
+  its line), and shows the mean since it was drawn; the main process stays live;
+- workers near each other swapped lines at every redraw: while all fit they keep
+  their lines, and when they do not the busiest come first within a margin;
+- the cost table lacked nvitop's CPU.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import re
+import types
+
+from gputui.model import ProcessSample
+from gputui.record import events as ev
+from gputui.record.events import make_event
+from gputui.tui.news import EventArrived
+from gputui.tui.widgets import cpu as cpu_widgets
+from gputui.tui.widgets import state_view as base_widgets
+from gputui.tui.widgets.cpu import CpuPanel
+from gputui.tui.widgets.throughput_chart import GUTTER, ThroughputChart
+from tests.support.process import REPO
+from tests.support.tui import run_async, shown
+from tests.tui.test_tui_redraw_cost import IDLE_CORES, SIZE, in_region, one_gpu_app, sample, started, written_cells
+from tests.tui.test_tui_updates import Recorder, assert_same, composed
+
+
+def reading(t: float, rate: float) -> EventArrived:
+    payload = {"samples_per_sec": rate, "source": "gputui", "phase": "measure", "samples": 256, "seconds": 256 / rate}
+    return EventArrived(make_event(t, ev.THROUGHPUT, payload))
+
+
+def plot_region(chart: ThroughputChart):
+    """The chart's plot and time axis: its content under the figures (one or two lines)."""
+    content = chart.content_region
+    lines = str(chart.render()).splitlines()
+    top = next(i for i, line in enumerate(lines) if line[GUTTER - 1 : GUTTER] in ("┤", "│"))
+    return content._replace(y=content.y + top, height=content.height - top)
+
+
+def test_a_reading_a_second_writes_its_own_column_and_leaves_no_gaps(tmp_path):
+    """The first minute of a run, a reading every 1.1 s (so a column now and then holds
+    none of its own): each redraw writes the new columns and none drawn before; the
+    bars run unbroken from the first reading to the last."""
+    app = one_gpu_app(tmp_path)
+
+    async def scenario():
+        recorder = Recorder(app, *SIZE)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(app, pilot)
+            chart = app.dashboard.query_one(ThroughputChart)
+            plot = plot_region(chart)
+            await shown(pilot)
+            recorder.take()
+            rewritten: dict[float, list[int]] = {}
+            newest = plot.x
+            for i in range(45):
+                t = round(5.0 + 1.1 * i, 2)
+                app.state.apply(app.state.run.ticket, [reading(t, 2750.0 + 40 * (i % 3))])
+                app.refresh_dashboard(force=True)
+                await pilot.pause()
+                columns = sorted({x for x, _ in in_region(written_cells("".join(d for _, d in recorder.take())), plot)})
+                if columns and (columns[0] < newest or len(columns) > 2):  # the last one drawn may be again
+                    rewritten[t] = columns
+                newest = max([newest, *columns])
+            assert not rewritten, f"readings that rewrote columns drawn before: {rewritten}"
+
+            bottom = plot.bottom - 2  # the plot's last row, above the time axis
+            bars = recorder.term.lines()[bottom][plot.x + GUTTER : newest + 1]
+            assert bars and " " not in bars, f"a gap in the bars: {bars!r}"
+            assert_same(recorder.term, composed(app, recorder.console), "after the readings")
+
+    run_async(scenario())
+
+
+class FakeClock:
+    """time.monotonic for the panels, moved by the test (the app's loop keeps the real one)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def with_clock(monkeypatch) -> FakeClock:
+    clock = FakeClock()
+    fake_time = types.SimpleNamespace(monotonic=clock.monotonic)
+    monkeypatch.setattr(base_widgets, "time", fake_time)
+    monkeypatch.setattr(cpu_widgets, "time", fake_time, raising=False)
+    return clock
+
+
+def core_cells(cpu: CpuPanel):
+    """The rows of the per-core bars (below the CPU and memory lines): two cores a row."""
+    content = cpu.content_region
+    return content._replace(y=content.y + 2, height=8)
+
+
+def core_figure(text: str, core: int) -> int:
+    """The percentage a core's bar shows: " 0 ██████▌    45%" (a 9-cell bar)."""
+    match = re.search(rf"(?:^|\s){core} .{{9}} +(\d+)%", text, re.MULTILINE)
+    assert match, f"no bar for core {core} in:\n{text}"
+    return int(match.group(1))
+
+
+def test_busy_cores_jittering_within_a_cell_of_their_bars_are_not_redrawn(tmp_path):
+    """Cores at 30-75 % moving by up to 8 points, and one at 88-91 % crossing the red
+    line back and forth: no bar is rewritten.  One settling 7 points higher and into
+    red is, alone."""
+    app = one_gpu_app(tmp_path)
+    busy = [70.0, 40.0, 88.0, 75.0, 72.0, 20.0] + IDLE_CORES[6:]  # none 8 points from a colour's line but core 2
+
+    async def scenario():
+        recorder = Recorder(app, *SIZE)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(app, pilot)
+            app.state.apply(app.state.run.ticket, [sample(app, 99.0, cores=busy)])
+            await shown(pilot)
+            cpu = app.dashboard.query_one(CpuPanel)
+            bars = core_cells(cpu)
+            recorder.take()
+            written = set()
+            for i in range(6):
+                wander = list(busy)
+                for k in range(6):
+                    wander[k] = busy[k] + (8.0 if (i + k) % 2 else -7.0)
+                wander[2] = 91.0 if i % 2 else 88.5  # across 90 %, the red line, by a point or two
+                app.state.apply(app.state.run.ticket, [sample(app, 100.0 + i, cores=wander)])
+                app.refresh_dashboard(force=True)
+                await pilot.pause()
+                written |= written_cells("".join(d for _, d in recorder.take()))
+            assert not in_region(written, bars), f"{len(in_region(written, bars))} cells of the bars rewritten"
+
+            settled = list(busy)
+            settled[2] = 95.0  # 7 points up, and red
+            app.state.apply(app.state.run.ticket, [sample(app, 110.0, cores=settled)])
+            app.refresh_dashboard(force=True)
+            await pilot.pause()
+            changed = in_region(written_cells("".join(d for _, d in recorder.take())), bars)
+            assert changed and {y for _, y in changed} == {bars.y + 1}, "core 2's row, and only it"
+            assert core_figure(str(cpu.render()), 2) == 95
+            assert_same(recorder.term, composed(app, recorder.console), "after the move")
+
+    run_async(scenario())
+
+
+def host_with(
+    app, t: float, *, cores: list[float] | None = None, main_cpu: float | None = None, workers: list[float] | None = None, worker_mib: list[int] | None = None
+):
+    """A sample of the fixed host (main pid 4242, workers 4250-4253) with these figures."""
+    event = sample(app, t, cores=cores)
+
+    def figures(proc: ProcessSample) -> ProcessSample:
+        if proc.role == "main":
+            return dataclasses.replace(proc, cpu_percent=main_cpu if main_cpu is not None else proc.cpu_percent)
+        i = proc.pid - 4250
+        cpu = workers[i] if workers is not None else proc.cpu_percent
+        return dataclasses.replace(proc, cpu_percent=cpu, rss=worker_mib[i] * 1024 * 1024 if worker_mib is not None else proc.rss)
+
+    host = dataclasses.replace(event.sample.host, processes=[figures(p) for p in event.sample.host.processes])
+    return dataclasses.replace(event, sample=dataclasses.replace(event.sample, host=host))
+
+
+def worker_lines(text: str) -> list[list[str]]:
+    return [line.split() for line in text.splitlines() if line.split()[1:2] == ["worker"]]
+
+
+def test_bars_and_workers_show_their_mean_since_they_were_drawn_and_the_main_process_stays_live(tmp_path, monkeypatch):
+    """A sample a second, the panel redrawn every two: the run's main process follows
+    each redraw; the bars and the workers' figures move on every four seconds, showing
+    the mean over them (a core at 80, 40, 80, 40 % shows 60 %, not the last 40 %)."""
+    clock = with_clock(monkeypatch)
+    app = one_gpu_app(tmp_path)
+    workers = [97.0, 92.0, 88.0, 61.0]
+
+    async def scenario():
+        async with app.run_test(size=SIZE) as pilot:
+            await started(app, pilot)
+            app.state.apply(app.state.run.ticket, [host_with(app, 99.0, cores=[0.0] + IDLE_CORES[1:], main_cpu=100.0, workers=workers)])
+            await shown(pilot)  # drawn now: core 0 at 0 %, worker 4253 at 61 %
+            cpu = app.dashboard.query_one(CpuPanel)
+            seen = {}
+            for second, (load, main_cpu, worker) in enumerate([(80.0, 150.0, 90.0), (40.0, 170.0, 10.0), (80.0, 190.0, 90.0), (40.0, 210.0, 10.0)], 1):
+                clock.now += 1.0
+                sample_now = host_with(app, 99.0 + second, cores=[load] + IDLE_CORES[1:], main_cpu=main_cpu, workers=workers[:3] + [worker])
+                app.state.apply(app.state.run.ticket, [sample_now])
+                app.refresh_dashboard()
+                await pilot.pause()
+                seen[second] = str(cpu.render())
+            assert "170%" in seen[2], "at 2 s: the main process's CPU is new"
+            assert core_figure(seen[2], 0) == 0 and worker_lines(seen[2])[-1][2] == "61%", "... the bars and the workers' as drawn"
+            assert "210%" in seen[4], "at 4 s: the main process's CPU"
+            assert core_figure(seen[4], 0) == 60 and worker_lines(seen[4])[-1][2] == "50%", "... and the means since they were drawn"
+
+    run_async(scenario())
+
+
+def test_workers_jittering_within_a_step_are_not_redrawn_while_main_is(tmp_path):
+    """Four workers moving by up to 8 points and 1 % of their memory at every sample:
+    their lines are not rewritten; the main process's is, at each new figure.  One
+    becoming the busiest is rewritten in its place."""
+    app = one_gpu_app(tmp_path)
+    workers, memory = [97.0, 75.0, 70.0, 30.0], [410, 420, 430, 440]
+
+    async def scenario():
+        recorder = Recorder(app, *SIZE)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(app, pilot)
+            app.state.apply(app.state.run.ticket, [host_with(app, 99.0, main_cpu=100.0, workers=workers, worker_mib=memory)])
+            await shown(pilot)
+            cpu = app.dashboard.query_one(CpuPanel)
+            content = cpu.content_region
+            lines = str(cpu.render()).splitlines()
+            first_worker = content.y + next(i for i, line in enumerate(lines) if line.split()[1:2] == ["worker"])
+            main_row, rows = first_worker - 1, content._replace(y=first_worker, height=len(workers))
+            recorder.take()
+            written = set()
+            for i in range(6):
+                wander = [max(0.0, cpu_ + (8.0 if (i + k) % 2 else -7.0)) for k, cpu_ in enumerate(workers)]
+                wander[0] = 100.0 if i % 2 else 93.0  # pegged: red all along
+                mib = [m + (4 if (i + k) % 2 else -4) for k, m in enumerate(memory)]
+                app.state.apply(app.state.run.ticket, [host_with(app, 100.0 + i, main_cpu=100.0 + 10 * i, workers=wander, worker_mib=mib)])
+                app.refresh_dashboard(force=True)
+                await pilot.pause()
+                written |= written_cells("".join(d for _, d in recorder.take()))
+            assert not in_region(written, rows), f"{len(in_region(written, rows))} cells of the workers' lines rewritten"
+            assert main_row in {y for x, y in written if content.contains(x, y)}, "the main process's line follows its CPU"
+            assert "150%" in str(cpu.render())
+
+            busiest_now = [97.0, 75.0, 70.0, 100.0]  # the last worker busier than all: it keeps its line
+            app.state.apply(app.state.run.ticket, [host_with(app, 110.0, main_cpu=150.0, workers=busiest_now, worker_mib=memory)])
+            app.refresh_dashboard(force=True)
+            await pilot.pause()
+            changed = in_region(written_cells("".join(d for _, d in recorder.take())), rows)
+            assert {y for _, y in changed} == {rows.bottom - 1}, "the last worker's line, alone"
+            assert_same(recorder.term, composed(app, recorder.console), "after the samples")
+
+    run_async(scenario())
+
+
+def with_workers(app, t: float, cpus: list[float]):
+    """A sample of the fixed host with as many workers as ``cpus``: worker i has pid
+    5000 + i and 400 + i MiB (the panel is too narrow at 140x40 for pids)."""
+    event = sample(app, t)
+    host = event.sample.host
+    main = [p for p in host.processes if p.role == "main"]
+    workers = [
+        ProcessSample(pid=5000 + i, ppid=4242, name="pt_data_worker", role="worker", cpu_percent=cpu, rss=(400 + i) * 1024 * 1024) for i, cpu in enumerate(cpus)
+    ]
+    return dataclasses.replace(event, sample=dataclasses.replace(event.sample, host=dataclasses.replace(host, processes=main + workers)))
+
+
+def listed_workers(cpu: CpuPanel) -> list[int]:
+    """The workers listed, in order, by their number (see with_workers)."""
+    return [int(words[3].rstrip("M")) - 400 for words in worker_lines(str(cpu.render()))]
+
+
+def test_workers_that_all_fit_keep_their_lines_and_the_busiest_come_first_when_they_do_not(tmp_path):
+    """Four workers trading places by CPU stay on their lines (the order they started
+    in).  Twenty, more than the panel has lines for: the busiest are listed, those within
+    10 points of each other keep their places, and one that falls far behind goes down."""
+    app = one_gpu_app(tmp_path)
+    many = [50.0 + i for i in range(20)]  # worker 19 the busiest
+
+    async def scenario():
+        async with app.run_test(size=SIZE) as pilot:
+            await started(app, pilot)
+            cpu = app.dashboard.query_one(CpuPanel)
+            for t, cpus in ((100.0, [97.0, 92.0, 88.0, 61.0]), (101.0, [20.0, 40.0, 99.0, 70.0])):
+                app.state.apply(app.state.run.ticket, [with_workers(app, t, cpus)])
+                await shown(pilot)
+                assert listed_workers(cpu) == [0, 1, 2, 3], f"at {t}"
+
+            app.state.apply(app.state.run.ticket, [with_workers(app, 102.0, many)])
+            await shown(pilot)
+            busiest = listed_workers(cpu)
+            assert busiest == sorted(busiest, reverse=True) and busiest[0] == 19 and "more" in str(cpu.render())
+            jitter = [c + (6.0 if i % 2 else -3.0) for i, c in enumerate(many)]
+            app.state.apply(app.state.run.ticket, [with_workers(app, 103.0, jitter)])
+            await shown(pilot)
+            assert listed_workers(cpu) == busiest, "within 10 points: as they were"
+            fallen = list(many)
+            fallen[19] = 5.0
+            app.state.apply(app.state.run.ticket, [with_workers(app, 104.0, fallen)])
+            await shown(pilot)
+            assert listed_workers(cpu)[:3] == busiest[1:4] and 19 not in listed_workers(cpu)[:-1], "worker 19 fell behind"
+
+    run_async(scenario())
+
+
+def load_tui_cost():
+    """benchmarks/tui_cost.py, which is no package's module."""
+    spec = importlib.util.spec_from_file_location("tui_cost", REPO / "benchmarks" / "tui_cost.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_cost_table_shows_nvitop_s_cpu_beside_gputui_s_and_its_target():
+    """The H200 table of the running state lacked nvitop's CPU: the comparison the issue
+    asks for (gputui's CPU no more than nvitop's) could not be read off it."""
+    tui_cost = load_tui_cost()
+    result = {
+        "name": "running-140x40",
+        "state": "running",
+        "size": "140x40",
+        "bytes_per_s": 200.0,
+        "cpu_percent_of_one_core": 2.5,
+        "nvitop": {"bytes_per_s": 440.0, "cpu_percent_of_one_core": 2.0},
+    }
+    limit, rule = tui_cost.target_of(result)
+    result["bytes_target"] = {"bytes_per_s": limit, "rule": rule, "met": result["bytes_per_s"] <= limit}
+    result["cpu_target"] = tui_cost.cpu_target_of(result)
+    head, _, row = tui_cost.table([result]).splitlines()
+    cells = dict(zip([c.strip() for c in head.split("|")], [c.strip() for c in row.split("|")]))
+    assert cells["nvitop CPU %"] == "2.0" and cells["gputui CPU %"] == "2.5"
+    assert cells["met"] == "NO (CPU)", "bytes met, CPU above nvitop's"
+    argv = tui_cost.nvitop_argv(1.0)  # None where nvitop is not installed
+    assert argv is None or argv[-4:] == ["-m", "full", "--interval", "1"], "nvitop as the issue measured it"

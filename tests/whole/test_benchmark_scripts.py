@@ -1,0 +1,88 @@
+"""The benchmark and helper scripts still run against today's gputui.
+
+They live outside the package and no test imported them, so a refactor could break one
+unseen (app_scale.py still built events the old way until this test). The CPU-only ones
+run here at toy sizes and their figures are checked for shape; the GPU ones at least
+parse their arguments and import what they use (``--help``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.process import REPO
+
+RECORDING = REPO / "docs" / "recordings" / "h200-torch-resnet50.jsonl"
+NO_TORCH = importlib.util.find_spec("torch") is None
+
+
+def run_script(*args: str | Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, *map(str, args)], cwd=REPO, capture_output=True, text=True, timeout=timeout)
+
+
+def test_long_run_reports_flat_memory_and_file_size_for_a_short_feed(tmp_path):
+    done = run_script("benchmarks/long_run.py", "--hours", "0.02", "--gpus", "2", "--cores", "4", "--out", tmp_path)
+    assert done.returncode == 0, done.stderr
+    result = json.loads((tmp_path / "long-run.json").read_text())
+    assert result["samples"] == 72  # 0.02 h at 1 Hz
+    assert len(result["rss_mib"]) == 21  # 20 checkpoints along the feed, and its end
+    assert 0 < 2 * result["bytes_per_gpu_sample"] < result["bytes_per_sample"]  # two GPUs and the host in each line
+    assert 0 < result["gzip_ratio"] < 1
+    assert not (tmp_path / "long-run.jsonl").exists()  # only the figures are kept
+    assert "bytes per GPU-sample" in (tmp_path / "long-run.md").read_text()
+
+
+def test_app_scale_measures_frames_and_memory_by_simulated_hour(tmp_path):
+    done = run_script("benchmarks/app_scale.py", "--gpus", "2", "--cores", "8", "--frames", "3", "--hours", "1", "--out", tmp_path)
+    assert done.returncode == 0, done.stderr
+    result = json.loads((tmp_path / "app-scale.json").read_text())
+    assert result["frames"] == 3 and result["frame_ms_median"] > 0
+    assert [hour for hour, _ in result["rss_mib_by_hour"]] == [0, 1]
+
+
+def test_summarize_makes_a_table_row_per_recording_and_refuses_a_missing_one_in_one_line(tmp_path):
+    done = run_script("benchmarks/summarize.py", RECORDING)
+    assert done.returncode == 0, done.stderr
+    table = done.stdout.splitlines()
+    assert table[0].startswith("| preset |") and len(table) == 3
+    assert table[2].startswith("| `torch-resnet50` |")
+
+    missing = run_script("benchmarks/summarize.py", tmp_path / "nope.jsonl")
+    assert missing.returncode == 2
+    assert missing.stderr.strip().count("\n") == 0 and "nope.jsonl" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_replay_screenshot_draws_a_recording(tmp_path):
+    out = tmp_path / "shot.svg"
+    done = run_script("scripts/replay-screenshot.py", RECORDING, out, "--size", "100x30")
+    assert done.returncode == 0, done.stderr
+    svg = out.read_text(encoding="utf-8")
+    assert svg.lstrip().startswith("<svg") and "gputui" in svg
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "benchmarks/gpu_loop.py",
+        # imports torch before it parses its arguments (gpu_loop.py answers --help without it)
+        pytest.param(
+            "benchmarks/matmul_bench.py",
+            marks=pytest.mark.skipif(NO_TORCH, reason='benchmarks/matmul_bench.py imports torch, which is not installed here (pip install ".[torch]")'),
+        ),
+        "benchmarks/perturb.py",
+        "benchmarks/sample_cost.py",
+        "benchmarks/sampler_table.py",
+        "benchmarks/tui_cost.py",
+        "scripts/dashboard-screens.py",
+    ],
+)
+def test_gpu_and_terminal_benchmarks_import_and_parse_their_arguments(script):
+    done = run_script(script, "--help")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage:")
