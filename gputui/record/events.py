@@ -256,12 +256,20 @@ class Event:
     payload: Payload
     # Keys a newer gputui wrote that this one has no field for: kept to be written back.
     extra: Mapping[str, Any] = field(default_factory=dict)
+    # A live throughput reading, as observers hear it: the median of the run's readings so
+    # far, this one included (SummaryBuilder.counted).  Not written to recordings.
+    running_median: float | None = field(default=None, compare=False)
 
     @property
     def data(self) -> dict[str, Any]:
         """The payload's keys as the recording writes them (a fresh copy), for tests and
         debugging; code reads the payload's attributes."""
         return {**payload_fields(self.payload), **self.extra}
+
+
+def is_live_reading(event: Event) -> bool:
+    """A throughput reading taken while the run goes (not the tool's own final figure)."""
+    return event.kind == THROUGHPUT and isinstance(event.payload, Throughput) and not event.payload.final
 
 
 # --- The recording's dicts: the recorder, the exporter and the JSON printers ----------

@@ -143,10 +143,6 @@ class Session:
         start itself); thread-safe."""
         self._watch_pids = list(pids)
 
-    def recent_median(self) -> float | None:
-        """The median of the latest measured throughput readings (cheap: for every tick)."""
-        return self.summary_builder.recent_median()
-
     @property
     def elapsed(self) -> float:
         return self._clock() - self._t0
@@ -284,7 +280,8 @@ class Session:
     def _handle(self, item: QueueItem) -> None:
         match item:
             case SampleTaken(sample):
-                for observer in self._receivers():
+                self.summary_builder.on_sample(sample)
+                for observer in self._observers:
                     observer.on_sample(sample)
                 self._emit_findings(self.diagnoser.on_sample(sample))
             case LineRead(line):
@@ -407,7 +404,8 @@ class Session:
 
     # -- Emitting -----------------------------------------------------------------------
     def _receivers(self) -> list[Observer]:
-        """The summary builder first, so observers that read it see the latest sample."""
+        """Who hears the header and the summary: the session's own summary builder and the
+        observers (samples and events reach the builder first, in _handle and _emit)."""
         return [self.summary_builder, *self._observers]
 
     def _emit_event(self, kind: str, payload: ev.Payload) -> None:
@@ -416,7 +414,8 @@ class Session:
     def _emit(self, event: Event) -> None:
         if event.kind == ev.PHASE:
             self._exact_next = True
-        for observer in self._receivers():
+        event = self.summary_builder.counted(event)  # a live reading now carries the running median
+        for observer in self._observers:
             observer.on_event(event)
         if event.kind != ev.FINDING:
             self._emit_findings(self.diagnoser.on_event(event))

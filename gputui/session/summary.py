@@ -12,6 +12,7 @@ the samples in which a GPU worked; else the whole session.  The summary says whi
 
 from __future__ import annotations
 
+import dataclasses
 from array import array
 from collections import Counter
 from typing import Any
@@ -335,6 +336,15 @@ class SummaryBuilder(Observer):
         if self.workload is not None and self.workload.fields:
             summary["workload"] = {k: v for k, v in self.workload.fields.items() if k not in ("event", "v")}
         return summary
+
+    def counted(self, event: Event) -> Event:
+        """``event`` added to the summary, and returned as the other observers get it: a
+        live throughput reading carries the running median, itself included, so that no
+        observer depends on hearing it after this builder."""
+        self.on_event(event)
+        if ev.is_live_reading(event):
+            return dataclasses.replace(event, running_median=self.recent_median())
+        return event
 
     def recent_median(self, window: int = 1000) -> float | None:
         """Median of the latest measured readings: cheap enough for every sample tick."""

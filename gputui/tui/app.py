@@ -195,7 +195,7 @@ class GpuTuiApp(DashboardApp):
 
     # -- Sessions (the observers run in the session thread) ----------------------------
     def _observers_for(self, session: Session, ticket: SessionTicket) -> list[Observer]:
-        bridge = SessionBridge(ticket, self.post_message, session.recent_median)
+        bridge = SessionBridge(ticket, self.post_message)
         self._bridges[ticket.serial] = bridge
         bridge.started()
         observers: list[Observer] = [bridge]

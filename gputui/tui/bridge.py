@@ -14,8 +14,7 @@ from typing import Any
 
 from textual.message import Message
 
-from gputui.model import Sample, Throughput
-from gputui.record import events as ev
+from gputui.model import Sample
 from gputui.record.events import Event, Observer
 from gputui.tui.news import (
     EventArrived,
@@ -41,15 +40,9 @@ class SessionNews(Message):
 
 
 class SessionBridge(Observer):
-    def __init__(
-        self,
-        ticket: SessionTicket,
-        post: Callable[[Message], Any],
-        running_median: Callable[[], float | None] = lambda: None,
-    ) -> None:
+    def __init__(self, ticket: SessionTicket, post: Callable[[Message], Any]) -> None:
         self.ticket = ticket
         self._post = post
-        self._running_median = running_median
         self._lock = threading.Lock()
         self._items: list[News] = []
 
@@ -90,11 +83,7 @@ class SessionBridge(Observer):
         self._put(SampleArrived(sample))
 
     def on_event(self, event: Event) -> None:
-        # The summary builder has already seen this reading (the Session calls it
-        # first), so its running median includes it.
-        live_reading = event.kind == ev.THROUGHPUT and isinstance(event.payload, Throughput) and not event.payload.final
-        median = self._running_median() if live_reading else None
-        self._put(EventArrived(event, median))
+        self._put(EventArrived(event, event.running_median))  # set on live readings (SummaryBuilder.counted)
 
     def on_summary(self, summary: dict[str, Any]) -> None:
         self._put(SummaryArrived(summary))

@@ -142,8 +142,7 @@ class ReplayPlayer:
     # -- Folding -------------------------------------------------------------------------
     def _reset(self, state: st.DashboardState) -> None:
         self._builder = SummaryBuilder()
-        self._bridge = SessionBridge(self.ticket, post=lambda message: None, running_median=self._builder.recent_median)
-        self._observers = (self._builder, self._bridge)
+        self._bridge = SessionBridge(self.ticket, post=lambda message: None)
         self._next = 0
         self._position = self.start_t
         self._finished = False
@@ -155,8 +154,11 @@ class ReplayPlayer:
         fed = 0
         while self._next < len(self.timeline) and due(self.timeline[self._next][0]):
             _, item = self.timeline[self._next]
-            for observer in self._observers:
-                observer.on_sample(item) if isinstance(item, Sample) else observer.on_event(item)
+            if isinstance(item, Sample):
+                self._builder.on_sample(item)
+                self._bridge.on_sample(item)
+            else:  # a live reading carries the running median, as in a live session
+                self._bridge.on_event(self._builder.counted(item))
             self._next += 1
             fed += 1
             if limit is not None and fed >= limit:

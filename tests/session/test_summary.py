@@ -207,3 +207,18 @@ def test_the_first_window_of_a_job_is_its_start_and_not_counted():
     for i in range(1, 6):
         b.on_event(Event(20.0 + i, ev.THROUGHPUT, Throughput(samples_per_sec=2000.0, source="probe", samples=2000.0, seconds=1.0)))
     assert b.build()["throughput"]["figure"] == b.build()["throughput"]["mean"] == 2000.0
+
+
+def test_a_live_reading_leaves_the_builder_carrying_the_running_median():
+    """Observers hear a live reading with the median of the run's readings so far, itself
+    included, whatever their order; the tool's final figure and other events carry none,
+    and the median is never written to the recording."""
+    from gputui.record.events import event_to_dict
+
+    b = SummaryBuilder()
+    counted = [b.counted(Event(float(t), ev.THROUGHPUT, Throughput(samples_per_sec=rate, source="tqdm"))) for t, rate in enumerate([10.0, 30.0, 20.0])]
+    assert [e.running_median for e in counted] == [10.0, 20.0, 20.0]
+    final = b.counted(Event(3.0, ev.THROUGHPUT, Throughput(samples_per_sec=99.0, source="tqdm", final=True)))
+    phase = b.counted(make_event(3.0, ev.PHASE, {"phase": "measure"}))
+    assert final.running_median is None and phase.running_median is None
+    assert "running_median" not in event_to_dict(counted[-1]) and counted[-1] == Event(2.0, ev.THROUGHPUT, Throughput(samples_per_sec=20.0, source="tqdm"))

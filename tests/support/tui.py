@@ -91,9 +91,6 @@ class ScriptedSession:
     def add_observer(self, observer: Observer) -> None:
         self._observers.append(observer)
 
-    def recent_median(self) -> float | None:
-        return self.summary_builder.recent_median()
-
     def stop(self, reason: str = "stopped") -> None:
         self._reason = self._reason or reason
         self._stop.set()
@@ -102,8 +99,9 @@ class ScriptedSession:
         return [self.summary_builder, *self._observers]
 
     def _event(self, t: float, what: str, **data: Any) -> None:
-        for observer in self._all():
-            observer.on_event(make_event(t, what, data))
+        event = self.summary_builder.counted(make_event(t, what, data))  # as Session: the builder first
+        for observer in self._observers:
+            observer.on_event(event)
 
     def run(self) -> dict[str, Any]:
         preset = self.config.preset

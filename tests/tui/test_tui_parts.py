@@ -16,6 +16,7 @@ from gputui.record import events as ev
 from gputui.record.events import make_event
 from gputui.session.options import RunOptions
 from gputui.session.session import SessionConfig
+from gputui.session.summary import SummaryBuilder
 from gputui.tui import charts
 from gputui.tui.bridge import SessionBridge, SessionNews
 from gputui.tui.news import EventArrived, HeaderArrived, RunStarted, SampleArrived, SessionEnded, SummaryArrived
@@ -282,8 +283,10 @@ def test_supervisor_runs_one_session_at_a_time_and_watches_between_runs():
 
 def test_bridge_posts_one_message_until_the_app_takes_the_items():
     posted = []
-    bridge = SessionBridge(SessionTicket(serial=1), posted.append, lambda: 42.0)
-    bridge.on_event(make_event(0.0, ev.THROUGHPUT, {"samples_per_sec": 1.0, "source": "gputui"}))
+    bridge = SessionBridge(SessionTicket(serial=1), posted.append)
+    builder = SummaryBuilder()
+    builder.on_event(make_event(0.0, ev.THROUGHPUT, {"samples_per_sec": 40.0, "source": "gputui"}))
+    bridge.on_event(builder.counted(make_event(1.0, ev.THROUGHPUT, {"samples_per_sec": 44.0, "source": "gputui"})))
     bridge.on_sample(Sample(t=0.0))
     assert len(posted) == 1 and isinstance(posted[0], SessionNews)
     items = bridge.take()
