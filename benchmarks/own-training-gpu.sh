@@ -37,3 +37,4 @@ for script in "${scripts[@]}"; do
   done
 done
 python3 benchmarks/own_training_table.py "$out"/*.jsonl | tee "$out/table.md"
+python3 benchmarks/own_training_table.py --figures "$out"/*.jsonl | tee "$out/figures.md"
