@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from gputui.safe_write import write_atomic
     from gputui.tui.themes import load_themes
-    from tests.tui.test_tui_snapshots import render
+    from tests.support.snapshots import render
 
     with tempfile.TemporaryDirectory(prefix="gputui-screens-") as scratch:
         themes = sorted(load_themes(Path(scratch) / "no-user-themes")[0])

@@ -18,18 +18,10 @@ from gputui.tui.replay_player import ReplayPlayer
 from gputui.tui.screens.summary_screen import SummaryScreen
 from gputui.tui.widgets.gpu_panel import GpuPanel
 from gputui.tui.widgets.throughput_chart import ThroughputChart
-from tests.support.process import REPO, run_gputui
+from tests.support.dashboard import dashboard_with_history
+from tests.support.process import run_gputui
+from tests.support.replay import INPUT_BOUND, cut_copy
 from tests.support.tui import run_async, shown, wait_until
-
-INPUT_BOUND = REPO / "docs" / "recordings" / "torch-resnet50-input-bound.jsonl"
-
-
-def cut_copy(tmp_path: Path, keep_lines: int = 60) -> Path:
-    """The fixture as a killed recorder leaves it: no summary, the last line half written."""
-    lines = INPUT_BOUND.read_text(encoding="utf-8").splitlines(keepends=True)
-    path = tmp_path / "cut.jsonl"
-    path.write_text("".join(lines[:keep_lines]) + lines[keep_lines][:40], encoding="utf-8")
-    return path
 
 
 def as_recorded_at(recording, t: float):
@@ -204,19 +196,6 @@ def test_replay_resolves_a_kept_runs_name(tmp_path, monkeypatch):
 
 
 # -- The Runs list: past runs open, two marked compare ------------------------------------------
-
-
-def dashboard_with_history(tmp_path):
-    from gputui.record.history import RunHistory
-    from tests.support.dashboard import make_dashboard
-    from tests.support.tui import demo_preset, scripted_factory
-
-    folder = tmp_path / "runs"
-    folder.mkdir()
-    shutil.copy(INPUT_BOUND, folder / "20261121-072940-torch-resnet50-input-bound.jsonl")
-    shutil.copy(REPO / "docs" / "recordings" / "torch-resnet50.jsonl", folder / "20261121-080000-torch-resnet50.jsonl")
-    preset = demo_preset()
-    return make_dashboard({preset.name: preset}, session_factory=scripted_factory(samples=2), settings_file=tmp_path / "s.toml", history=RunHistory(folder))
 
 
 def test_enter_on_a_kept_run_opens_its_summary_from_the_recording(tmp_path):

@@ -7,9 +7,9 @@ import datetime as dt
 import json
 
 from gputui.record.history import read_kept_run
-from tests.lookback.test_replay import cut_copy
-from tests.record.test_history import with_started_at
+from tests.support.lookback import with_started_at
 from tests.support.process import run_gputui
+from tests.support.replay import cut_copy
 
 NOW = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
 

@@ -424,8 +424,8 @@ def test_gputui_check_writes_its_results_as_a_metrics_file(tmp_path):
 
 
 def test_a_check_from_the_dashboard_feeds_the_metrics_server(tmp_path, monkeypatch):
-    from tests.reliability.test_trust_keys import quick_check
     from tests.support.dashboard import make_dashboard
+    from tests.support.keys import quick_check
     from tests.support.tui import demo_preset, run_async, scripted_factory, wait_until
 
     preset = demo_preset()

@@ -11,9 +11,9 @@ import pytest
 from gputui.presets.command_preset import command_name, command_preset
 from gputui.presets.preset import load_presets
 from gputui.tui.screens.command_screen import CommandScreen, split_command
+from tests.support.dashboard import app_for
 from tests.support.process import REPO, run_gputui
 from tests.support.tui import run_async, wait_until
-from tests.tui.test_tui_app import app_for
 
 # A training loop's tqdm bar, as tqdm draws it to a terminal (tests/data/progress/tqdm_its.log's
 # format), ten redraws a second apart; no torch needed.

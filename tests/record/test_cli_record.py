@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 
 import psutil
 import pytest
@@ -15,27 +14,10 @@ import pytest
 from gputui.record import events as ev
 from gputui.record.recording import read_recording
 from tests.support.leftovers import no_leftovers  # noqa: F401  (the fixture)
+from tests.support.presets import slow_presets
 from tests.support.process import REPO, gone, run_gputui, start_gputui, try_read, wait_for
 
 pytestmark = pytest.mark.usefixtures("no_leftovers")  # every test: nothing it started survives it
-
-# A command preset that speaks the protocol slowly, so tests can act mid-run.
-SLOW_WORKLOAD = textwrap.dedent(
-    """
-    import json, sys, time
-    for step in range(1, 10_000):
-        print("@gputui " + json.dumps({"event": "step", "phase": "measure", "step": step, "samples": 8, "seconds": 0.1}), flush=True)
-        time.sleep(0.1)
-    """
-)
-
-
-def slow_presets(tmp_path):
-    script = tmp_path / "slow.py"
-    script.write_text(SLOW_WORKLOAD)
-    path = tmp_path / "slow.toml"
-    path.write_text(f"[presets.slow]\ncommand = [{json.dumps(sys.executable)}, {json.dumps(str(script))}]\n")
-    return path
 
 
 def test_smoke_preset_records_header_samples_events_and_a_matching_summary(tmp_path):

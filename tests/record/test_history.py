@@ -13,6 +13,7 @@ import pytest
 from gputui.errors import UserError
 from gputui.record.history import RunHistory, cap_bytes, history_disabled, list_kept_runs, runs_dir
 from gputui.record.recording import read_recording
+from tests.support.lookback import with_started_at
 from tests.support.process import REPO, gputui_env, run_gputui
 
 FIXTURES = REPO / "docs" / "recordings"
@@ -27,16 +28,6 @@ def fail_preset(tmp_path):
     """A command preset that ends at once: a quick run with an outcome."""
     path = tmp_path / "p.toml"
     path.write_text(f'[presets.quick]\ncommand = [{json.dumps(sys.executable)}, "-c", "print(1)"]\n')
-    return path
-
-
-def with_started_at(tmp_path, name: str, source: str, started: dt.datetime):
-    """A fixture copied into a runs folder with its own start time."""
-    lines = (FIXTURES / source).read_text(encoding="utf-8").splitlines(keepends=True)
-    header = json.loads(lines[0])
-    header["started_at"] = started.isoformat(timespec="seconds")
-    path = tmp_path / name
-    path.write_text(json.dumps(header) + "\n" + "".join(lines[1:]), encoding="utf-8")
     return path
 
 
@@ -166,9 +157,8 @@ def test_the_dashboard_refuses_an_existing_record_file_before_its_screen_opens(t
 
 def test_the_dashboard_keeps_every_run_and_records_over_a_file_only_with_force(tmp_path):
     from gputui.presets.preset import load_presets
-    from tests.support.dashboard import make_dashboard
+    from tests.support.dashboard import fake_gpus, make_dashboard
     from tests.support.tui import run_async, wait_until
-    from tests.tui.test_tui_app import fake_gpus
 
     presets = load_presets(extra=fail_preset(tmp_path), cwd=tmp_path)
     record = tmp_path / "r.jsonl"

@@ -18,10 +18,10 @@ from gputui.record import events as ev
 from gputui.record.events import make_event
 from gputui.record.history import read_kept_run
 from gputui.record.recording import STREAM_CUT, Recorder, is_live, read_recording
-from tests.record.test_record import make_sample
 from tests.support.leftovers import no_leftovers  # noqa: F401  (the fixture)
 from tests.support.lookback import RECORDINGS
 from tests.support.process import run_gputui
+from tests.support.recording import make_sample
 
 pytestmark = pytest.mark.usefixtures("no_leftovers")
 

@@ -10,7 +10,7 @@ import pytest
 from textual.events import Resize
 from textual.geometry import Size
 
-from tests.reliability.test_trust_keys import STORM_KEYS, scripted_app, send_keys
+from tests.support.keys import STORM_KEYS, scripted_app, send_keys
 from tests.support.tui import close_all_and_quit, run_async, wait_until
 
 SIZES = [(1, 1), (2, 1), (10, 3), (20, 5), (40, 10), (80, 24), (100, 30), (140, 40), (300, 100), (1000, 1)]

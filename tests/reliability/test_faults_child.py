@@ -3,9 +3,7 @@ the recording is finished and readable and that no process is left (``no_leftove
 
 from __future__ import annotations
 
-import json
 import sys
-import textwrap
 import threading
 import time
 from pathlib import Path
@@ -15,6 +13,7 @@ import pytest
 from gputui.record import events as ev
 from gputui.record.recording import read_recording
 from tests.support.leftovers import no_leftovers  # noqa: F401  (the fixture)
+from tests.support.presets import write_preset
 from tests.support.process import start_gputui
 
 pytestmark = [
@@ -23,17 +22,6 @@ pytestmark = [
 ]
 
 RSS_BOUND_MB = 400  # generous: gputui idles near 60 MB; an unbounded queue of 1M lines is far more
-
-
-def write_preset(tmp_path: Path, code: str, timeout: float | None = None) -> Path:
-    script = tmp_path / "child.py"
-    script.write_text(textwrap.dedent(code))
-    line = f"[presets.fault]\ncommand = [{json.dumps(sys.executable)}, {json.dumps(str(script))}]\n"
-    if timeout is not None:
-        line += f"timeout = {timeout}\n"
-    path = tmp_path / "fault.toml"
-    path.write_text(line)
-    return path
 
 
 def rss_mb(pid: int) -> float:

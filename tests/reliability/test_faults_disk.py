@@ -15,11 +15,11 @@ import pytest
 from gputui.cli.main import RECORD_WRITE_FAILED
 from gputui.errors import UserError
 from gputui.record.recording import Recorder, read_recording
-from tests.record.test_cli_record import slow_presets
+from tests.support.dashboard import app_for, isolated  # noqa: F401  (a fixture)
 from tests.support.leftovers import no_leftovers  # noqa: F401  (the fixture)
+from tests.support.presets import slow_presets
 from tests.support.process import gputui_env, run_gputui
 from tests.support.tui import run_async, wait_until
-from tests.tui.test_tui_app import app_for, isolated  # noqa: F401  (a fixture)
 
 pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc"),

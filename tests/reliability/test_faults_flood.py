@@ -17,10 +17,10 @@ from textual.widgets import Input, Static
 
 from gputui.tui.screens.editor import FIELDS, PresetEditorScreen
 from gputui.tui.typing_bursts import TypingBursts
+from tests.support.dashboard import app_for
+from tests.support.editor import open_editor, setup
 from tests.support.process import REPO
 from tests.support.tui import run_async, wait_until
-from tests.tui.test_preset_editor_app import open_editor, setup
-from tests.tui.test_tui_app import app_for
 
 TEXT = "the quick brown fox jumps over the lazy dog "
 

@@ -21,8 +21,8 @@ import pytest
 from gputui.console import LineWriter
 from gputui.record import events as ev
 from gputui.record.recording import read_recording
-from tests.reliability.test_faults_child import write_preset
 from tests.support.leftovers import no_leftovers  # noqa: F401  (the fixture)
+from tests.support.presets import write_preset
 from tests.support.process import gputui_env, start_gputui, try_read, wait_for
 
 pytestmark = [

@@ -17,8 +17,8 @@ import pytest
 
 from gputui.record import events as ev
 from gputui.record.recording import read_recording
-from tests.record.test_cli_record import slow_presets
 from tests.support.leftovers import no_leftovers  # noqa: F401  (the fixture)
+from tests.support.presets import slow_presets
 from tests.support.process import gputui_env, try_read, wait_for
 
 pytestmark = [

@@ -13,21 +13,15 @@ import random
 import sys
 
 import pytest
-from textual import events
 from textual.command import CommandPalette
 
-from gputui.check.check_run import CheckRun
-from gputui.check.result import OK, PREFLIGHT, CheckResult
 from gputui.presets.preset import load_presets
 from gputui.record.recording import read_recording
-from gputui.telemetry.gpu import GpuTelemetry
 from gputui.tui.app import GpuTuiApp
 from gputui.tui.screens.dashboard_screen import DashboardScreen
-from tests.support.dashboard import make_dashboard
-from tests.support.fake_nvml import FakeGpu, FakeNvml
-from tests.support.tui import close_all_and_quit, demo_preset, run_async, scripted_factory, wait_until
-from tests.tui.test_tui_app import app_for, isolated  # noqa: F401  (a fixture)
-from tests.tui.test_tui_snapshots import FINDING
+from tests.support.dashboard import app_for, isolated  # noqa: F401  (a fixture)
+from tests.support.keys import STORM_KEYS, scripted_app, send_keys
+from tests.support.tui import close_all_and_quit, run_async, wait_until
 
 FLOOD = f"""
 [presets.flood]
@@ -35,74 +29,11 @@ description = "prints lines as fast as it can, for ever"
 command = ["{sys.executable}", "-c", "import sys\\nwhile True: sys.stdout.write('x' * 60 + '\\\\n')"]
 """
 
-# Everything but the quit keys (q, Ctrl-Q, Ctrl-C): they end the storm.
-STORM_KEYS = [
-    "up",
-    "down",
-    "left",
-    "right",
-    "pageup",
-    "pagedown",
-    "home",
-    "end",
-    "ctrl+home",
-    "ctrl+end",
-    "shift+home",
-    "shift+end",
-    "enter",
-    "escape",
-    "tab",
-    "shift+tab",
-    "backspace",
-    "delete",
-    "space",
-    "ctrl+p",
-    "f",
-    "u",
-    "k",
-    "t",
-    "s",
-    "r",
-    "a",
-    "x",
-    "1",
-]
 # A burst starts with a key that opens or closes a screen, the rest lands on it before it is drawn.
 OPENERS = ["ctrl+p", "ctrl+p", "f", "u", "k", "escape", "enter"]
 # The dashboard's key for each screen the storm must reach, and keys that move within a screen.
 OPENS = {"FindingsScreen": "f", "CheckScreen": "k", "CommandPalette": "ctrl+p"}
 MOVES = ["up", "down", "left", "right", "pageup", "pagedown", "home", "end", "tab", "shift+tab"]
-
-
-def send_keys(app, *keys: str) -> None:
-    """Queue keys at once, as a terminal delivers a burst: none waits for the last one's effect."""
-    for key in keys:
-        event = events.Key(key, key if len(key) == 1 else None)
-        event.set_sender(app)
-        app._driver.send_message(event)
-
-
-def quick_check(options, listener) -> CheckRun:
-    """A check of one result, so Enter on the Check screen finishes at once."""
-
-    def preflight(ctx):
-        ctx.report(CheckResult(id="host.shm", group=PREFLIGHT, name="/dev/shm", status=OK, value=16.0, unit="GiB"))
-
-    return CheckRun(options, listener=listener, gpu=GpuTelemetry(FakeNvml([FakeGpu()])), nvml_module=FakeNvml([FakeGpu()]), stages={"preflight": preflight})
-
-
-def scripted_app(tmp_path, monkeypatch) -> GpuTuiApp:
-    monkeypatch.chdir(tmp_path)  # the palette's "Save screenshot" writes to the working directory
-    preset = demo_preset()
-    # confirm_quit=False: the storms start runs, and their last q must quit at once
-    # a finding: f opens the findings view only when there is something to show
-    return make_dashboard(
-        {preset.name: preset},
-        session_factory=scripted_factory(samples=4, findings=[FINDING]),
-        settings_file=tmp_path / "settings.toml",
-        check_factory=quick_check,
-        confirm_quit=False,
-    )
 
 
 @pytest.mark.parametrize(

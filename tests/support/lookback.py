@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 
@@ -103,3 +104,13 @@ def two_check_recordings(tmp_path: Path) -> tuple[Path, Path]:
         CheckResult(id="host.disk", group="preflight", name="disk read", status="skipped", cause="no fio"),
     ]
     return (check_recording(tmp_path / "node-a.jsonl", "node-a", fast, "ok"), check_recording(tmp_path / "node-b.jsonl", "node-b", slow, "fail"))
+
+
+def with_started_at(tmp_path, name: str, source: str, started: dt.datetime):
+    """A fixture copied into a runs folder with its own start time."""
+    lines = (RECORDINGS / source).read_text(encoding="utf-8").splitlines(keepends=True)
+    header = json.loads(lines[0])
+    header["started_at"] = started.isoformat(timespec="seconds")
+    path = tmp_path / name
+    path.write_text(json.dumps(header) + "\n" + "".join(lines[1:]), encoding="utf-8")
+    return path

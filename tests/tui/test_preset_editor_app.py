@@ -5,7 +5,6 @@ file byte-identical; a built-in is read-only; a change on disk asks to overwrite
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
 from textual.widgets import Input
@@ -13,34 +12,11 @@ from textual.widgets import Input
 from gputui.presets.preset import load_file, load_presets
 from gputui.tui.screens.dashboard_screen import DashboardScreen
 from gputui.tui.screens.editor import ConflictScreen, NameScreen, PresetEditorScreen
-from gputui.tui.widgets.presets import PresetList
+from tests.support.dashboard import app_for
+from tests.support.editor import USER_SMOKE, open_editor, setup
 from tests.support.process import try_read
+from tests.support.tmux import needs_tmux, tmux, wait_gone  # noqa: F401 (tmux: the fixture)
 from tests.support.tui import run_async, shown, shown_field, wait_until
-from tests.tui.test_tui_app import app_for
-from tests.tui.test_tui_tmux import needs_tmux, tmux, wait_gone  # noqa: F401 (tmux: the fixture)
-
-USER_SMOKE = """\
-# my copy of smoke
-[presets.smoke]
-description = "smoke, my way"
-framework = "smoke"
-batch_size = 32   # small
-steps = 20
-warmup_steps = 2
-"""
-
-
-def setup(tmp_path) -> tuple[Path, dict]:
-    user = tmp_path / "xdg" / "gputui" / "presets.toml"
-    user.parent.mkdir(parents=True)
-    user.write_text(USER_SMOKE)
-    return user, load_presets(cwd=tmp_path)
-
-
-async def open_editor(pilot, app, name: str) -> PresetEditorScreen:
-    app.dashboard.query_one(PresetList).select_name(name)
-    await pilot.press("e")
-    return await wait_until(pilot, lambda: isinstance(app.screen, PresetEditorScreen) and app.screen, what="editor")
 
 
 async def retype(pilot, editor: PresetEditorScreen, field: str, text: str) -> None:

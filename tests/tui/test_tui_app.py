@@ -9,50 +9,19 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 
 import psutil
-import pytest
 
-from gputui.presets.preset import load_presets
 from gputui.record.recording import read_recording
-from gputui.telemetry.gpu import GpuTelemetry
 from gputui.tui.app import GpuTuiApp
 from gputui.tui.screens.dashboard_screen import DashboardScreen
 from gputui.tui.screens.findings_screen import FindingsScreen
 from gputui.tui.screens.summary_screen import SummaryScreen
 from gputui.tui.widgets.gpu_panel import GpuGrid, GpuPanel, GpuRows
 from gputui.tui.widgets.presets import PresetList
-from tests.support.dashboard import make_dashboard
-from tests.support.fake_nvml import FakeGpu, FakeNvml
+from tests.support.dashboard import app_for, fake_gpus, isolated, make_dashboard  # noqa: F401  (isolated: the fixture)
 from tests.support.process import REPO
 from tests.support.tui import demo_preset, run_async, scripted_factory, shown, wait_until
-
-LONG_SMOKE = """
-[presets.smoke-long]
-description = "the smoke workload, long enough to stop by hand"
-framework = "smoke"
-batch_size = 64
-steps = 1000000
-warmup_steps = 3
-"""
-
-
-@pytest.fixture
-def isolated(tmp_path):
-    """No user presets, themes or settings leak in; the built-in smoke preset and a long one."""
-    extra = tmp_path / "long.toml"
-    extra.write_text(LONG_SMOKE)
-    return load_presets(extra=extra, cwd=tmp_path)
-
-
-def fake_gpus(count: int = 2):
-    return lambda: GpuTelemetry(FakeNvml([FakeGpu(uuid=f"GPU-{i}") for i in range(count)]))
-
-
-def app_for(presets, tmp_path: Path, **kwargs) -> GpuTuiApp:
-    kwargs.setdefault("gpu_factory", fake_gpus())
-    return make_dashboard(presets, settings_file=tmp_path / "xdg" / "gputui" / "settings.toml", interval=0.25, **kwargs)
 
 
 def group_alive(pgid: int) -> list[int]:
@@ -66,7 +35,7 @@ def group_alive(pgid: int) -> list[int]:
     return alive
 
 
-def test_pick_smoke_run_it_see_throughput_and_its_summary(isolated, tmp_path):
+def test_pick_smoke_run_it_see_throughput_and_its_summary(isolated, tmp_path):  # noqa: F811
     async def scenario():
         app = app_for(isolated, tmp_path)
         async with app.run_test(size=(120, 40)) as pilot:
@@ -86,7 +55,7 @@ def test_pick_smoke_run_it_see_throughput_and_its_summary(isolated, tmp_path):
     run_async(scenario())
 
 
-def test_stop_run_again_and_quit_leave_no_process_and_a_finished_recording(isolated, tmp_path):
+def test_stop_run_again_and_quit_leave_no_process_and_a_finished_recording(isolated, tmp_path):  # noqa: F811
     record = tmp_path / "run.jsonl"
     groups = []
 
@@ -125,7 +94,7 @@ def test_stop_run_again_and_quit_leave_no_process_and_a_finished_recording(isola
     assert recording.header["preset"]["name"] == "smoke-long"
 
 
-def test_theme_by_key_palette_and_option_is_remembered(isolated, tmp_path):
+def test_theme_by_key_palette_and_option_is_remembered(isolated, tmp_path):  # noqa: F811
     settings = tmp_path / "xdg" / "gputui" / "settings.toml"
 
     async def first_session():
@@ -156,7 +125,7 @@ def test_theme_by_key_palette_and_option_is_remembered(isolated, tmp_path):
     run_async(second_session("gputui-high-contrast"))
 
 
-def test_resize_from_200x60_to_80x24_collapses_panels_instead_of_cutting_them(isolated, tmp_path):
+def test_resize_from_200x60_to_80x24_collapses_panels_instead_of_cutting_them(isolated, tmp_path):  # noqa: F811
     async def scenario():
         app = app_for(isolated, tmp_path, gpu_factory=fake_gpus(3))
         async with app.run_test(size=(200, 60)) as pilot:
@@ -184,7 +153,7 @@ def test_resize_from_200x60_to_80x24_collapses_panels_instead_of_cutting_them(is
     run_async(scenario())
 
 
-def test_watching_a_job_started_elsewhere_shows_its_process_tree(isolated, tmp_path):
+def test_watching_a_job_started_elsewhere_shows_its_process_tree(isolated, tmp_path):  # noqa: F811
     import subprocess
     import sys
 
@@ -242,7 +211,7 @@ def test_keys_are_remapped_by_binding_id_from_settings(tmp_path):
     settings = tmp_path / "settings.toml"
     settings.write_text('[keys]\nshow_findings = "g"\n')
     preset = demo_preset()
-    from tests.tui.test_tui_snapshots import FINDING  # f applies (and g, remapped) once there is a finding
+    from tests.support.snapshots import FINDING  # f applies (and g, remapped) once there is a finding
 
     async def scenario():
         app = make_dashboard({preset.name: preset}, session_factory=scripted_factory(findings=[FINDING]), settings_file=settings)

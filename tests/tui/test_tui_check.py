@@ -13,9 +13,9 @@ from gputui.check.result import FAIL, OK, PREFLIGHT, CheckResult
 from gputui.presets.preset import load_presets
 from gputui.telemetry.gpu import GpuTelemetry
 from gputui.tui.screens.check import CheckScreen
-from tests.reliability.test_trust_keys import quick_check
 from tests.support.dashboard import make_dashboard
 from tests.support.fake_nvml import FakeGpu, FakeNvml
+from tests.support.keys import quick_check
 from tests.support.tui import run_async, wait_until
 
 # Read before tests/conftest.py clears GPUTUI_* for each test: scripts/gpu-check.sh

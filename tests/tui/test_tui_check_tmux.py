@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.tui.test_tui_tmux import Tmux, needs_tmux
+from tests.support.tmux import Tmux, needs_tmux
 
 pytestmark = pytest.mark.serial  # a real terminal, and a check that measures the machine: alone, after the parallel pass
 

@@ -14,7 +14,7 @@ from gputui.tui.screens.compare_screen import CompareScreen
 from gputui.tui.screens.dashboard_screen import DashboardScreen
 from gputui.tui.screens.summary_screen import SummaryScreen
 from gputui.tui.screenshot import screen_text
-from tests.lookback.test_replay import dashboard_with_history
+from tests.support.dashboard import dashboard_with_history
 from tests.support.tui import run_async, shown, wait_until
 
 LONG_MACHINE = "vm; Intel(R) Xeon(R) Processor, 16 cores; 125.9 GiB RAM"  # docs/recordings/torch-resnet50.jsonl's

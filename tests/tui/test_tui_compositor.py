@@ -23,8 +23,8 @@ from textual.widget import Widget
 
 from gputui.tui import compositor
 from gputui.tui.compositor import CroppingCompositor, crop_updates
+from tests.support.terminal import Recorder, assert_same, composed
 from tests.support.tui import run_async
-from tests.tui.test_tui_updates import Recorder, assert_same, composed
 
 SIZE = (60, 8)
 PREFIX = "行 {row}: "  # a double-width character left of the changes

@@ -15,8 +15,8 @@ from gputui.tui.screens.summary_screen import SummaryScreen
 from gputui.tui.themes import load_themes
 from tests.support.contrast import AA, contrast, low_contrast, report
 from tests.support.dashboard import make_dashboard
+from tests.support.snapshots import FINDING
 from tests.support.tui import demo_preset, run_async, scripted_factory, shown, wait_until
-from tests.tui.test_tui_snapshots import FINDING
 
 
 def shipped_themes() -> list[str]:

@@ -10,9 +10,8 @@ import sys
 from gputui.tui.widgets.log import LogPane
 from gputui.tui.widgets.presets import PresetDetails, PresetList
 from gputui.tui.widgets.throughput_chart import ThroughputChart
-from tests.support.dashboard import make_dashboard
+from tests.support.dashboard import app_for, fake_gpus, make_dashboard
 from tests.support.tui import demo_preset, run_async, scripted_factory, shown, wait_until
-from tests.tui.test_tui_app import app_for, fake_gpus
 
 
 def test_with_preset_x_the_sidebar_describes_x_not_the_first_preset(tmp_path):

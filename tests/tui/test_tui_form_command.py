@@ -12,9 +12,9 @@ from textual.widgets import Input
 from gputui.presets.preset import load_file, load_presets
 from gputui.tui.screens.editor import PresetEditorScreen
 from gputui.tui.widgets.presets import PresetDetails, PresetList
+from tests.support.dashboard import app_for
+from tests.support.tmux import needs_tmux, tmux, wait_gone  # noqa: F401 (tmux: the fixture)
 from tests.support.tui import run_async, shown, shown_field, wait_until
-from tests.tui.test_tui_app import app_for
-from tests.tui.test_tui_tmux import needs_tmux, tmux, wait_gone  # noqa: F401 (tmux: the fixture)
 
 COMMAND = "python3 -c \"print('hi there')\""
 

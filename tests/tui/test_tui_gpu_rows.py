@@ -21,6 +21,7 @@ from gputui.tui.widgets.gpu_rows import gpu_totals
 from tests.support.dashboard import make_dashboard
 from tests.support.ddp import ddp_factory, straggler_finding
 from tests.support.fake_nvml import FakeGpu
+from tests.support.snapshots import eight_gpus
 from tests.support.tui import (
     demo_preset,
     run_async,
@@ -28,7 +29,6 @@ from tests.support.tui import (
     shown,
     wait_until,
 )
-from tests.tui.test_tui_snapshots import eight_gpus
 
 
 def dashboard(

@@ -14,8 +14,8 @@ from gputui.tui.screens.help import HELP, HelpScreen
 from gputui.tui.screens.summary_screen import SummaryScreen
 from tests.support.dashboard import make_dashboard
 from tests.support.fake_nvml import FakeNvml
+from tests.support.snapshots import FINDING
 from tests.support.tui import ScriptedSession, demo_gpus, demo_preset, run_async, shown, wait_until
-from tests.tui.test_tui_snapshots import FINDING
 
 
 def scripted(tmp_path, findings=None, settings=None, **kwargs):

@@ -14,9 +14,9 @@ from gputui.tui.screens.dashboard_screen import DashboardScreen
 from gputui.tui.screens.summary_screen import SummaryScreen
 from gputui.tui.screenshot import screen_text
 from gputui.tui.widgets.header import RunStatus
-from tests.reliability.test_trust_keys import quick_check
 from tests.support.dashboard import make_dashboard
 from tests.support.fake_nvml import FakeGpu, FakeNvml
+from tests.support.keys import quick_check
 from tests.support.tui import demo_preset, run_async, scripted_factory, shown, wait_until
 
 
@@ -146,7 +146,7 @@ def test_the_theme_search_offers_gputuis_themes_not_textuals(tmp_path):
 def test_the_replay_neither_offers_nor_runs_run_edit_and_new(tmp_path):
     from gputui.record.recording import read_recording
     from gputui.tui.replay import make_replay_app
-    from tests.lookback.test_replay import INPUT_BOUND
+    from tests.support.replay import INPUT_BOUND
 
     app = make_replay_app(read_recording(INPUT_BOUND), start_paused=True, settings_file=tmp_path / "s.toml")
 
@@ -166,7 +166,7 @@ def test_the_replay_neither_offers_nor_runs_run_edit_and_new(tmp_path):
 def test_at_80x24_runs_rows_keep_the_preset_name_and_no_footer_key_is_cut(tmp_path):
     from textual.widgets._footer import FooterKey
 
-    from tests.lookback.test_replay import dashboard_with_history
+    from tests.support.dashboard import dashboard_with_history
 
     app = dashboard_with_history(tmp_path)
 

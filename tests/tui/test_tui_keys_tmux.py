@@ -9,8 +9,8 @@ import time
 
 import pytest
 
+from tests.support.tmux import needs_tmux, tmux, wait_gone  # noqa: F401  (tmux: the fixture)
 from tests.support.tui import shown_field
-from tests.tui.test_tui_tmux import needs_tmux, tmux, wait_gone  # noqa: F401  (tmux: the fixture)
 
 pytestmark = pytest.mark.serial  # a real terminal, keys sent without delay: alone, after the parallel pass
 

@@ -16,6 +16,7 @@ from gputui.tui.news import EventArrived, SampleArrived
 from gputui.tui.screens.findings_screen import FindingsScreen
 from gputui.tui.screens.summary_screen import SummaryScreen
 from tests.support.dashboard import make_dashboard
+from tests.support.terminal import Recorder, assert_same, composed
 from tests.support.tui import (
     demo_preset,
     fixed_host,
@@ -24,7 +25,6 @@ from tests.support.tui import (
     shown,
     wait_until,
 )
-from tests.tui.test_tui_updates import Recorder, assert_same, composed
 
 SIZE = (140, 40)
 

@@ -13,8 +13,8 @@ from gputui.presets.preset import Preset
 from gputui.run.runner import Runner
 from gputui.tui import state as st
 from gputui.tui.widgets.log import LogPane
+from tests.support.dashboard import app_for, fake_gpus
 from tests.support.tui import run_async, shown, wait_until
-from tests.tui.test_tui_app import app_for, fake_gpus
 
 CRASH = textwrap.dedent(
     """

@@ -32,9 +32,9 @@ from gputui.tui.widgets import state_view as base_widgets
 from gputui.tui.widgets.cpu import CpuPanel
 from gputui.tui.widgets.throughput_chart import GUTTER, ThroughputChart
 from tests.support.process import REPO
+from tests.support.redraw import IDLE_CORES, SIZE, in_region, one_gpu_app, sample, started, written_cells
+from tests.support.terminal import Recorder, assert_same, composed
 from tests.support.tui import run_async, shown
-from tests.tui.test_tui_redraw_cost import IDLE_CORES, SIZE, in_region, one_gpu_app, sample, started, written_cells
-from tests.tui.test_tui_updates import Recorder, assert_same, composed
 
 
 def reading(t: float, rate: float) -> EventArrived:

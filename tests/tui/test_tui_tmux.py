@@ -5,107 +5,18 @@ terminal) leave no process of the benchmark behind."""
 from __future__ import annotations
 
 import os
-import re
 import shutil
-import subprocess
-import sys
-import time
-import uuid
 
 import psutil
 import pytest
 
 from gputui.record.recording import read_recording
-from tests.support.process import gone, gputui_env, run_gputui
-from tests.tui.test_tui_app import LONG_SMOKE
+from tests.support.process import run_gputui
+from tests.support.tmux import needs_tmux, tmux, wait_gone  # noqa: F401  (tmux: the fixture)
 
-TMUX = shutil.which("tmux")
-needs_tmux = pytest.mark.skipif(TMUX is None, reason="tmux is not installed: the real-terminal tests need it")
 # Real terminals waited on by the screenful, and keys sent without delay: run after the
 # parallel pass, alone (a test elsewhere that uses the tmux fixture is marked serial too).
 pytestmark = pytest.mark.serial
-
-
-class Tmux:
-    """One private tmux server (its own socket, no user config) with one session."""
-
-    def __init__(self, tmp_path) -> None:
-        self.socket = f"gputui-test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        self.tmp_path = tmp_path
-
-    def tmux(self, *args: str) -> str:
-        result = subprocess.run([TMUX, "-L", self.socket, "-f", "/dev/null", *args], capture_output=True, text=True, timeout=10)
-        if result.returncode != 0:
-            raise AssertionError(f"tmux {' '.join(args)}: {result.stderr}")
-        return result.stdout
-
-    def start(self, args: list[str], size=(80, 24), term: str = "tmux-256color") -> int:
-        env = gputui_env(self.tmp_path)
-        # exec (and env's own exec): the pane's pid is gputui's
-        command = " ".join(["exec", "env", f"TERM={term}", sys.executable, "-m", "gputui", *args])
-        self.tmux(
-            "new-session",
-            "-d",
-            "-s",
-            "t",
-            "-x",
-            str(size[0]),
-            "-y",
-            str(size[1]),
-            "-c",
-            str(self.tmp_path),
-            "-e",
-            f"XDG_CONFIG_HOME={env['XDG_CONFIG_HOME']}",
-            "-e",
-            f"XDG_STATE_HOME={env['XDG_STATE_HOME']}",
-            "-e",
-            f"PYTHONPATH={env['PYTHONPATH']}",
-            "-e",
-            "COLORTERM=",
-            command,
-        )
-        return int(self.tmux("display-message", "-p", "-t", "t", "#{pane_pid}").strip())
-
-    def screen(self) -> str:
-        try:
-            return self.tmux("capture-pane", "-p", "-t", "t")
-        except AssertionError:
-            return ""  # the session ended with gputui
-
-    def screen_with_colours(self) -> str:
-        return self.tmux("capture-pane", "-p", "-e", "-t", "t")
-
-    def keys(self, *keys: str) -> None:
-        self.tmux("send-keys", "-t", "t", *keys)
-
-    def wait_for(self, pattern: str, timeout: float = 30.0) -> re.Match:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            self.last_screen = self.screen()
-            match = re.search(pattern, self.last_screen)
-            if match:
-                return match
-            time.sleep(0.1)
-        raise AssertionError(f"{pattern!r} never appeared; the screen:\n{self.screen()}")
-
-    def wait_until_gone(self, pattern: str, timeout: float = 30.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not re.search(pattern, self.screen()):
-                return
-            time.sleep(0.1)
-        raise AssertionError(f"{pattern!r} stayed; the screen:\n{self.screen()}")
-
-    def kill_server(self) -> None:
-        subprocess.run([TMUX, "-L", self.socket, "kill-server"], capture_output=True, timeout=10)
-
-
-@pytest.fixture
-def tmux(tmp_path):
-    (tmp_path / "long.toml").write_text(LONG_SMOKE)
-    session = Tmux(tmp_path)
-    yield session
-    session.kill_server()
 
 
 def descendants(pid: int) -> list[int]:
@@ -115,18 +26,8 @@ def descendants(pid: int) -> list[int]:
         return []
 
 
-def wait_gone(pids: list[int], timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if gone(pids):
-            return
-        time.sleep(0.1)
-    alive = [p for p in pids if not gone([p])]
-    raise AssertionError(f"processes left behind: {alive}")
-
-
 @needs_tmux
-def test_run_smoke_by_keys_at_80x24_see_throughput_quit_and_leave_no_child(tmux):
+def test_run_smoke_by_keys_at_80x24_see_throughput_quit_and_leave_no_child(tmux):  # noqa: F811
     gputui = tmux.start(["--presets", "long.toml"], term="screen")  # screen: 16 colours
     tmux.wait_for(r"Presets")
     tmux.wait_for(r"○ watching")
@@ -160,7 +61,7 @@ def test_run_smoke_by_keys_at_80x24_see_throughput_quit_and_leave_no_child(tmux)
 
 
 @needs_tmux
-def test_ctrl_c_quits_and_stops_the_benchmark_group(tmux):
+def test_ctrl_c_quits_and_stops_the_benchmark_group(tmux):  # noqa: F811
     gputui = tmux.start(["--presets", "long.toml", "--preset", "smoke-long"])  # tmux-256color
     tmux.wait_for(r"[\d,]+ samples/s now")
     children = descendants(gputui)
@@ -174,7 +75,7 @@ def test_ctrl_c_quits_and_stops_the_benchmark_group(tmux):
 
 
 @needs_tmux
-def test_a_dropped_terminal_stops_the_benchmark_group(tmux):
+def test_a_dropped_terminal_stops_the_benchmark_group(tmux):  # noqa: F811
     gputui = tmux.start(["--presets", "long.toml", "--preset", "smoke-long"])
     tmux.wait_for(r"[\d,]+ samples/s now")
     children = descendants(gputui)
@@ -184,7 +85,7 @@ def test_a_dropped_terminal_stops_the_benchmark_group(tmux):
 
 
 @needs_tmux
-def test_sigterm_stops_the_benchmark_group_and_finishes_the_recording(tmux, tmp_path):
+def test_sigterm_stops_the_benchmark_group_and_finishes_the_recording(tmux, tmp_path):  # noqa: F811
     record = tmp_path / "run.jsonl"
     gputui = tmux.start(["--presets", "long.toml", "--preset", "smoke-long", "--record", str(record)])
     tmux.wait_for(r"REC run.jsonl")
@@ -197,7 +98,7 @@ def test_sigterm_stops_the_benchmark_group_and_finishes_the_recording(tmux, tmp_
 
 
 @needs_tmux
-def test_record_on_a_terminal_shows_the_dashboard(tmux, tmp_path):
+def test_record_on_a_terminal_shows_the_dashboard(tmux, tmp_path):  # noqa: F811
     record = tmp_path / "smoke.jsonl"
     gputui = tmux.start(["--record", str(record), "--preset", "smoke"])
     tmux.wait_for(r"throughput median", timeout=60)
@@ -219,7 +120,7 @@ KEPT_RUN = "torch-resnet50-input-bound.jsonl"
 
 
 @needs_tmux
-def test_open_a_past_run_from_the_runs_list_by_keys(tmux, tmp_path):
+def test_open_a_past_run_from_the_runs_list_by_keys(tmux, tmp_path):  # noqa: F811
     from tests.support.process import REPO
 
     runs = tmp_path / "state" / "gputui" / "runs"  # XDG_STATE_HOME of gputui_env
@@ -241,7 +142,7 @@ def test_open_a_past_run_from_the_runs_list_by_keys(tmux, tmp_path):
 
 
 @needs_tmux
-def test_replay_plays_a_recording_to_its_end(tmux, tmp_path):
+def test_replay_plays_a_recording_to_its_end(tmux, tmp_path):  # noqa: F811
     from tests.support.process import REPO
 
     gputui = tmux.start(["replay", str(REPO / "docs" / "recordings" / KEPT_RUN), "--speed", "max"])

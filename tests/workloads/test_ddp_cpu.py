@@ -19,7 +19,7 @@ pytest.importorskip("torch")
 
 def test_two_gloo_ranks_report_each_and_add_up(tmp_path):
     """Through the CLI, with --baseline-run: the one-rank twin first, then the 2 ranks."""
-    from tests.workloads.test_workloads_torch import needs
+    from tests.support.workloads import needs
 
     needs("mobilenetv2")
     env = {
