@@ -3,18 +3,12 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
 
 from gputui.errors import UserError
 from gputui.presets.preset import builtin_presets_path, load_file, load_presets, search_path
-
-
-def write(tmp_path: Path, text: str, name: str = "presets.toml") -> Path:
-    path = tmp_path / name
-    path.write_text(text)
-    return path
+from tests.support.presets import load_error, write_presets
 
 
 def test_builtin_presets_load_and_resolve_to_the_workload_module():
@@ -28,7 +22,7 @@ def test_builtin_presets_load_and_resolve_to_the_workload_module():
 
 
 def test_command_preset_with_env_gpus_and_reference(tmp_path):
-    path = write(
+    path = write_presets(
         tmp_path,
         """
 [presets.mine]
@@ -55,7 +49,7 @@ source = "seed article 000"
 
 
 def test_boolean_workload_flags_become_paired_options(tmp_path):
-    path = write(tmp_path, '[presets.t]\nframework = "torch"\nmodel = "resnet50"\ncompile = false\nchannels_last = true\n')
+    path = write_presets(tmp_path, '[presets.t]\nframework = "torch"\nmodel = "resnet50"\ncompile = false\nchannels_last = true\n')
     argv = load_file(path)["t"].argv()
     assert "--channels-last" in argv and "--no-compile" in argv
 
@@ -79,17 +73,15 @@ def test_boolean_workload_flags_become_paired_options(tmp_path):
     ],
 )
 def test_schema_errors_name_file_and_key(tmp_path, body, expected):
-    path = write(tmp_path, body)
-    with pytest.raises(UserError) as info:
-        load_file(path)
-    message = str(info.value)
+    path = write_presets(tmp_path, body)
+    message = load_error(path)
     assert message.startswith(f"{path}: ")
     assert expected in message
     assert "\n" not in message
 
 
 def test_syntax_error_names_file_line_and_column(tmp_path):
-    path = write(tmp_path, '[presets.a]\nframework = "smoke"\nsteps = = 3\n')
+    path = write_presets(tmp_path, '[presets.a]\nframework = "smoke"\nsteps = = 3\n')
     with pytest.raises(UserError) as info:
         load_file(path)
     assert str(info.value).startswith(f"{path}:3:9: TOML syntax error")
@@ -99,11 +91,11 @@ def test_merge_order_builtin_user_cwd_extra(tmp_path, monkeypatch):
     config = tmp_path / "config"
     (config / "gputui").mkdir(parents=True)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
-    write(config / "gputui", '[presets.smoke]\ncommand = ["user"]\n[presets.u]\ncommand = ["u"]\n')
+    write_presets(config / "gputui", '[presets.smoke]\ncommand = ["user"]\n[presets.u]\ncommand = ["u"]\n')
     cwd = tmp_path / "project"
     cwd.mkdir()
-    write(cwd, '[presets.smoke]\ncommand = ["cwd"]\n')
-    extra = write(tmp_path, '[presets.x]\ncommand = ["extra"]\n', "extra.toml")
+    write_presets(cwd, '[presets.smoke]\ncommand = ["cwd"]\n')
+    extra = write_presets(tmp_path, '[presets.x]\ncommand = ["extra"]\n', "extra.toml")
 
     merged = load_presets(extra=extra, cwd=cwd)
     assert merged["smoke"].command == ("cwd",)  # ./presets.toml beats the user's file
@@ -112,7 +104,7 @@ def test_merge_order_builtin_user_cwd_extra(tmp_path, monkeypatch):
     assert merged["x"].command == ("extra",)
     assert [p.name for p in search_path(extra, cwd)][-1] == "extra.toml"
 
-    write(tmp_path, '[presets.smoke]\ncommand = ["extra"]\n', "extra.toml")
+    write_presets(tmp_path, '[presets.smoke]\ncommand = ["extra"]\n', "extra.toml")
     assert load_presets(extra=extra, cwd=cwd)["smoke"].command == ("extra",)
 
 

@@ -20,6 +20,7 @@ from gputui.tui.app import DashboardLook, DashboardParts, GpuTuiApp, make_app
 from tests.support.fake_nvml import FakeGpu, FakeNvml
 from tests.support.process import REPO
 from tests.support.replay import INPUT_BOUND
+from tests.support.tui import scripted_factory
 
 # make_app's parts under the names the tests give them
 _PARTS = {
@@ -69,6 +70,19 @@ def isolated(tmp_path):
 
 def fake_gpus(count: int = 2):
     return lambda: GpuTelemetry(FakeNvml([FakeGpu(uuid=f"GPU-{i}") for i in range(count)]))
+
+
+def scripted_dashboard(preset: Preset, tmp_path: Path) -> GpuTuiApp:
+    """The dashboard playing ``preset``'s scripted run (tests.support.tui) at a fixed clock,
+    with its own settings file and no user themes: what the drawing tests look at."""
+    return make_dashboard(
+        {preset.name: preset},
+        session_factory=scripted_factory(),
+        start_preset=preset.name,
+        clock=lambda: 1000.0,
+        settings_file=tmp_path / "settings.toml",
+        user_themes_dir=tmp_path / "no-themes",
+    )
 
 
 def app_for(presets, tmp_path: Path, **kwargs) -> GpuTuiApp:

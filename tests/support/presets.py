@@ -7,6 +7,11 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
+from gputui.errors import UserError
+from gputui.presets.preset import load_file
+
 # A command preset that speaks the protocol slowly, so tests can act mid-run.
 SLOW_WORKLOAD = textwrap.dedent(
     """
@@ -35,3 +40,18 @@ def write_preset(tmp_path: Path, code: str, timeout: float | None = None) -> Pat
     path = tmp_path / "fault.toml"
     path.write_text(line)
     return path
+
+
+def write_presets(directory: Path, text: str, name: str = "presets.toml") -> Path:
+    """A presets file with ``text`` in ``directory`` (made if missing)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / name
+    path.write_text(text)
+    return path
+
+
+def load_error(path: Path) -> str:
+    """The UserError message reading the presets file at ``path`` gives."""
+    with pytest.raises(UserError) as info:
+        load_file(path)
+    return str(info.value)

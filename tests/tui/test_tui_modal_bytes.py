@@ -15,13 +15,12 @@ from gputui.record.events import make_event
 from gputui.tui.news import EventArrived, SampleArrived
 from gputui.tui.screens.findings_screen import FindingsScreen
 from gputui.tui.screens.summary_screen import SummaryScreen
-from tests.support.dashboard import make_dashboard
+from tests.support.dashboard import scripted_dashboard
 from tests.support.terminal import Recorder, assert_same, composed
 from tests.support.tui import (
     demo_preset,
     fixed_host,
     run_async,
-    scripted_factory,
     shown,
     wait_until,
 )
@@ -34,14 +33,7 @@ def test_panel_updates_under_an_open_view_send_nothing_until_it_closes(tmp_path,
     preset = demo_preset()
 
     async def scenario():
-        app = make_dashboard(
-            {preset.name: preset},
-            session_factory=scripted_factory(),
-            start_preset=preset.name,
-            clock=lambda: 1000.0,
-            settings_file=tmp_path / "settings.toml",
-            user_themes_dir=tmp_path / "no-themes",
-        )
+        app = scripted_dashboard(preset, tmp_path)
         recorder = Recorder(app, *SIZE)
         async with app.run_test(size=SIZE) as pilot:
             await wait_until(pilot, lambda: app.state.run is not None and app.state.run.series.readings == 96, what="script played")

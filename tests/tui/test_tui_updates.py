@@ -25,9 +25,9 @@ from gputui.record.events import make_event
 from gputui.tui.compositor import SUPPORTED, CroppedChopsUpdate, CroppingCompositor
 from gputui.tui.news import EventArrived, SampleArrived
 from gputui.tui.widgets.state_view import cells_of, changed_regions
-from tests.support.dashboard import make_dashboard
+from tests.support.dashboard import scripted_dashboard
 from tests.support.terminal import Recorder, Terminal, assert_same, composed, console_for
-from tests.support.tui import demo_preset, fixed_host, run_async, scripted_factory, shown, wait_until
+from tests.support.tui import demo_preset, fixed_host, run_async, shown, wait_until
 
 
 def test_the_dashboard_uses_the_cropping_compositor():
@@ -42,14 +42,7 @@ def test_every_partial_update_leaves_the_screen_as_composed(tmp_path):
     size = (140, 40)
 
     async def scenario():
-        app = make_dashboard(
-            {preset.name: preset},
-            session_factory=scripted_factory(),
-            start_preset=preset.name,
-            clock=lambda: 1000.0,
-            settings_file=tmp_path / "settings.toml",
-            user_themes_dir=tmp_path / "no-themes",
-        )
+        app = scripted_dashboard(preset, tmp_path)
         recorder = Recorder(app, *size)
         async with app.run_test(size=size) as pilot:
             await wait_until(pilot, lambda: app.state.run is not None and app.state.run.series.readings == 96, what="script played")
