@@ -78,8 +78,10 @@ import platform
 import pty
 import re
 import select
+import shutil
 import signal
 import struct
+import subprocess
 import sys
 import tempfile
 import termios
@@ -324,11 +326,15 @@ class Terminal:
             size = match.end() - pos
             if match.re is CSI:
                 params, command = match.group(1), match.group(2)
-                if command == b"H":
+                if command in (b"H", b"G", b"C"):  # to a cell, to a column, forward
                     self._moved()  # a move followed by another: the cursor parked, nothing drawn
-                    row, col = (params.split(b";") + [b"1", b"1"])[:2]
-                    self.y = min(self.rows - 1, max(0, int(row or 1) - 1))
-                    self.x = min(self.cols - 1, max(0, int(col or 1) - 1))
+                    if command == b"H":
+                        row, col = (params.split(b";") + [b"1", b"1"])[:2]
+                        self.y = min(self.rows - 1, max(0, int(row or 1) - 1))
+                        self.x = min(self.cols - 1, max(0, int(col or 1) - 1))
+                    else:
+                        column = int(params or 1) - 1 if command == b"G" else self.x + int(params or 1)
+                        self.x = min(self.cols - 1, max(0, column))
                     self._move_bytes = size  # counted where the next thing is drawn
                     pos = match.end()
                     continue
@@ -679,6 +685,7 @@ def measure(args: argparse.Namespace, scratch: Path, name: str) -> dict:
     first_frame: float | None = None
     first_frame_cpu: float | None = None
     window_end: float | None = None
+    profiler: subprocess.Popen | None = None
     ready_since = gputui.started + args.warmup
     deadline = gputui.started + args.warmup + VIEW_TIMEOUT_S
     try:
@@ -691,6 +698,8 @@ def measure(args: argparse.Namespace, scratch: Path, name: str) -> dict:
                         nvitop = Pty(nvitop_cmd, terminal_env(cols, rows, args.truecolor), cols, rows)
                         continue
                     gputui.open_window()
+                    if args.profile:
+                        profiler = start_profiler(gputui.pid, args.seconds, scratch / f"{name}.pyspy.txt")
                     driver.check_running_at_start = "Running:" in gputui.term.text()
                     if nvitop is not None:
                         nvitop.open_window()
@@ -701,6 +710,8 @@ def measure(args: argparse.Namespace, scratch: Path, name: str) -> dict:
                 gputui.close_window()
                 if nvitop is not None:
                     nvitop.close_window()
+                if profiler is not None:  # it writes its stacks at the end of its duration, from a live process
+                    profiler.wait(timeout=30)
                 break
             fds = [gputui.fd] + ([nvitop.fd] if nvitop is not None and not nvitop.ended else [])
             ready_fds, _, _ = select.select(fds, [], [], 0.05)
@@ -758,11 +769,45 @@ def measure(args: argparse.Namespace, scratch: Path, name: str) -> dict:
         (args.out / f"{name}.stream").write_bytes(bytes(gputui.stream))
         (args.out / f"{name}.layout.jsonl").write_text(layout.read_text() if layout.exists() else "")
         result["stream_window"] = list(gputui.window or ())
+        for log in scratch.glob("*.pyspy.log"):
+            print(log.read_text(), file=sys.stderr)
+        profile = scratch / f"{name}.pyspy.txt"
+        if profile.exists():
+            (args.out / profile.name).write_text(profile.read_text())
+            result["profile"] = profile_totals(profile)
         if nvitop is not None:
             (args.out / f"{name}.nvitop.stream").write_bytes(bytes(nvitop.stream))
             result["nvitop"]["stream_window"] = list(nvitop.window or ())
             result["nvitop"]["command"] = nvitop_cmd
     return result
+
+
+def start_profiler(pid: int, seconds: float, output: Path) -> subprocess.Popen | None:
+    """py-spy over gputui's threads for the window: the samples where a thread holds the GIL
+    (py-spy cannot tell a thread blocked in a system call from one running without it)."""
+    py_spy = shutil.which("py-spy") or shutil.which("py-spy", path=str(Path(sys.executable).parent))
+    if py_spy is None:
+        print("--profile: py-spy is not installed here (pip install py-spy)", file=sys.stderr)
+        return None
+    argv = [py_spy, "record", "--pid", str(pid), "--duration", f"{max(1, round(seconds))}", "--rate", "200"]
+    argv += ["--format", "raw", "--gil", "--threads", "--output", str(output)]
+    return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=open(output.with_suffix(".log"), "wb"))
+
+
+def profile_totals(path: Path, top: int = 25) -> dict:
+    """Where gputui's CPU went in the window: the share of samples under each function
+    (anywhere on the stack), from py-spy's collapsed stacks."""
+    under: dict[str, int] = {}
+    total = 0
+    for line in path.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not count.isdigit():
+            continue
+        total += int(count)
+        for frame in set(stack.split(";")):
+            under[frame] = under.get(frame, 0) + int(count)
+    ranked = sorted(under.items(), key=lambda item: -item[1])[:top]
+    return {"samples": total, "share_under": {frame: round(n / total, 3) for frame, n in ranked} if total else {}}
 
 
 def machine() -> str:
@@ -828,6 +873,11 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write the result here")
     parser.add_argument("--out", type=Path, help="keep each measurement's terminal stream and breakdown in this folder")
     parser.add_argument("--dump", type=argparse.FileType("wb"), help="write the window's terminal output here")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="py-spy samples gputui's threads over the window (collapsed stacks: NAME.pyspy.txt under --out); it costs gputui CPU, so measure without it",
+    )
     args = parser.parse_args()
     if args.nvitop and nvitop_argv(args.interval) is None:
         print("nvitop cannot be imported here: measuring gputui alone", file=sys.stderr)

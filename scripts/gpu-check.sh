@@ -45,6 +45,8 @@
 #     tuicost   issue 25 (~9 min): benchmarks/tui_cost.py --all beside nvitop (from .whl/) at 140x40 and 80x24:
 #               idle, a GPU preset running, its summary, findings, the editor, the Check screen; tables,
 #               raw streams and breakdowns under tui-cost/ (packed: the device returns few files)
+#     tuiprofile issue 25 (~2 min): where the dashboard's CPU goes, idle and running, at 140x40: py-spy's
+#               collapsed stacks over the window (needs py-spy in .whl/), under tui-profile/
 #     tuicost2  issue 25 on a machine with 2+ GPUs (~3 min): idle and a DDP run on every GPU
 #               (benchmarks/gpu-presets.toml tui-ddp) at 140x40, beside nvitop; under tui-cost-2gpu/
 #     cotenant  issue 28 (~5 min): the tuned ResNet-50 preset while a second, separate process (not gputui's
@@ -64,7 +66,7 @@ cd "$(dirname "$0")/.."
 
 if [ -d .whl ]; then  # the device has no network: pure-Python deps travel as wheels
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site:$PWD
+  export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH  # bin: py-spy, for tuiprofile
 fi
 export PYTHONUNBUFFERED=1 XDG_CONFIG_HOME=/tmp/gputui-xdg GPUTUI_CACHE_DIR=/tmp/gputui-cache
 # A pip install compiles the bytecode; this carried tree and the --no-compile wheels have
@@ -202,6 +204,13 @@ PY
     tuicost) python3 benchmarks/tui_cost.py --all --sizes 140x40,80x24 --preset torch-resnet50 \
                --running-preset torch-resnet50-input-fed --findings-preset torch-resnet50-input-bound \
                --nvitop --warmup 15 --seconds 15 --out "$out/tui-cost" 2>&1 | tail -30 ;;
+    tuiprofile) for state in watching running; do
+                  python3 benchmarks/tui_cost.py --state $state --preset torch-resnet50 --running-preset torch-resnet50-input-fed \
+                    --warmup 15 --seconds 30 --profile --out "$out/tui-profile" 2>&1 | grep -E "cpu_percent|bytes_per_s:|py-spy"
+                done
+                # the same run recorded headless: what the session costs without the dashboard
+                python3 benchmarks/tui_cost.py --state running --headless --preset torch-resnet50-input-fed \
+                  --warmup 15 --seconds 30 --out "$out/tui-profile/headless" 2>&1 | grep -E "cpu_percent|bytes_per_s:" ;;
     tuicost2) mkdir -p "$out/tui-cost-2gpu"
               python3 benchmarks/tui_cost.py --state watching --preset watch --nvitop --warmup 10 --seconds 15 \
                  --out "$out/tui-cost-2gpu/idle" 2>&1 | tail -8

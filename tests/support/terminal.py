@@ -14,14 +14,52 @@ from textual._compositor import ChopsUpdate, CompositorUpdate
 CSI = re.compile(r"\x1b\[([0-9;]*)([A-Za-z])")
 
 
+def _sgr_apply(state: tuple[tuple[str, ...], str, str], params: str) -> tuple[tuple[str, ...], str, str]:
+    """A terminal's colours and attributes after ``ESC[params m``: (attributes, fg, bg)."""
+    attributes, fg, bg = state
+    codes = params.split(";") if params else ["0"]
+    i = 0
+    while i < len(codes):
+        code = codes[i]
+        if code in ("38", "48"):
+            size = 3 if codes[i + 1] == "5" else 5
+            group = ";".join(codes[i : i + size])
+            fg, bg = (group, bg) if code == "38" else (fg, group)
+            i += size
+            continue
+        number = int(code or "0")
+        if number == 0:
+            attributes, fg, bg = (), "", ""
+        elif number == 39:
+            fg = ""
+        elif number == 49:
+            bg = ""
+        elif 30 <= number <= 37 or 90 <= number <= 97:
+            fg = code
+        elif 40 <= number <= 47 or 100 <= number <= 107:
+            bg = code
+        elif code not in attributes:
+            attributes = (*attributes, code)
+        i += 1
+    return attributes, fg, bg
+
+
+def _sgr_text(state: tuple[tuple[str, ...], str, str]) -> str:
+    """A cell's colours as one SGR string, the way Rich orders them."""
+    attributes, fg, bg = state
+    return ";".join([*attributes, *(part for part in (fg, bg) if part)])
+
+
 class Terminal:
-    """Just enough of a terminal for what Textual writes: cursor moves, SGR colours
-    and text (wide characters take two cells)."""
+    """Just enough of a terminal for what Textual and gputui's compositor write: cursor
+    moves (to a cell, to a column, forward), SGR colours changed in part or whole, and
+    text (wide characters take two cells)."""
 
     def __init__(self, width: int, height: int) -> None:
         self.width, self.height = width, height
         self.cells = [[(" ", "")] * width for _ in range(height)]
         self.x = self.y = 0
+        self.state: tuple[tuple[str, ...], str, str] = ((), "", "")
         self.sgr = ""
 
     def feed(self, data: str) -> None:
@@ -32,8 +70,13 @@ class Terminal:
             if command == "H":
                 row, col = (params.split(";") + ["1", "1"])[:2]
                 self.y, self.x = int(row or 1) - 1, int(col or 1) - 1
+            elif command == "G":
+                self.x = int(params or 1) - 1
+            elif command == "C":
+                self.x = min(self.width - 1, self.x + int(params or 1))
             elif command == "m":
-                self.sgr = "" if params in ("", "0") else params
+                self.state = _sgr_apply(self.state, params)
+                self.sgr = _sgr_text(self.state)
             pos = match.end()
         self._text(data[pos:])
 

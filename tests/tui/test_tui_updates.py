@@ -22,7 +22,7 @@ from textual.strip import Strip
 from gputui.model import Sample
 from gputui.record import events as ev
 from gputui.record.events import make_event
-from gputui.tui.compositor import SUPPORTED, CroppedChopsUpdate, CroppingCompositor
+from gputui.tui.compositor import SUPPORTED, CroppedChopsUpdate, CroppingCompositor, cursor_move, sgr_change
 from gputui.tui.news import EventArrived, SampleArrived
 from gputui.tui.widgets.state_view import cells_of, changed_regions
 from tests.support.dashboard import scripted_dashboard
@@ -130,6 +130,50 @@ def test_cropped_spans_start_at_the_change_and_keep_wide_characters_whole():
     full = Terminal(40, 1)
     full.feed(ChopsUpdate(chops, [(0, 3, 4)], ends).render_segments(console))
     assert full.lines()[0].rstrip() == "│ ab"  # Textual's own: from the widget's edge
+
+
+def test_a_change_of_colour_sends_only_the_colour_that_changed():
+    """Rich writes each style whole after a reset; between two cells that differ in one
+    colour only that colour goes out, and a terminal replaying it shows both cells in
+    exactly the colours Rich would have written."""
+    red_on_navy, amber_on_navy = "38;5;203;48;5;17", "38;5;221;48;5;17"
+    assert sgr_change(red_on_navy, amber_on_navy) == "\x1b[38;5;221m"
+    assert sgr_change("1;38;5;203;48;5;17", "1;38;5;203;48;5;16") == "\x1b[48;5;16m"
+    assert sgr_change(red_on_navy, "48;5;17") == "\x1b[39m"  # the default foreground, the same background
+    assert sgr_change(red_on_navy, "38;2;10;20;30") == "\x1b[38;2;10;20;30;49m"
+    assert sgr_change(red_on_navy, "1;" + red_on_navy) == "\x1b[0m\x1b[1;" + red_on_navy + "m"  # bold on: whole
+    assert sgr_change("1;" + red_on_navy, red_on_navy) == "\x1b[0m\x1b[" + red_on_navy + "m"  # and off
+    assert sgr_change(red_on_navy, "") == "\x1b[0m" and sgr_change("", red_on_navy) == f"\x1b[{red_on_navy}m"
+
+    console = console_for(40, 1)
+    styles = [Style(color="red", bgcolor="blue"), Style(color="yellow", bgcolor="blue"), Style(bold=True, color="yellow"), Style(color="green")]
+    strip = Strip([Segment(char, style) for char, style in zip("abcd", styles)])
+    ours, reference = Terminal(40, 1), Terminal(40, 1)
+    sent = CroppedChopsUpdate([{0: strip}], [(0, 0, 4)], [[4]]).render_segments(console)
+    ours.feed(sent)
+    reference.feed(strip.render(console))
+    assert_same(ours, reference, "four cells, each in other colours")
+    assert sent.count("\x1b[0m") == 3, repr(sent)  # bold on, bold off, and the reset that ends the update
+    assert "\x1b[33mb" in sent  # red to yellow on blue: the foreground alone
+
+
+def test_cursor_moves_are_the_shortest_that_get_there():
+    assert cursor_move((10, 5), 14, 5) == "\x1b[4C"  # forward along the row
+    assert cursor_move((10, 5), 11, 5) == "\x1b[C"
+    assert cursor_move((10, 5), 2, 5) == "\x1b[3G"  # back along the row: to the column
+    assert cursor_move((10, 5), 14, 6) == "\x1b[7;15H"  # another row
+    assert cursor_move(None, 14, 5) == "\x1b[6;15H"  # where the cursor is is not known
+
+    console = console_for(40, 2)
+    strip = Strip([Segment("ab"), Segment("XY", Style(color="red")), Segment("cdefgh")])
+    ours, reference = Terminal(40, 2), Terminal(40, 2)
+    for term in (ours, reference):
+        term.feed("\x1b[2;1H" + strip.render(console))
+    changed = Strip([Segment("ab"), Segment("XZ", Style(color="red")), Segment("cdefgq")])
+    sent = CroppedChopsUpdate([{}, {0: changed}], [(1, 0, 10)], [[], [10]]).render_segments(console)
+    reference.feed("\x1b[2;1H" + changed.render(console))
+    ours.feed(sent)
+    assert_same(ours, reference, "two changes on one row")
 
 
 def test_the_compositor_is_only_swapped_for_textual_s_own():
