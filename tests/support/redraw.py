@@ -35,6 +35,10 @@ def written_cells(data: str) -> set[tuple[int, int]]:
         if command == "H":
             row, col = (params.split(";") + ["1", "1"])[:2]
             y, x = int(row or 1) - 1, int(col or 1) - 1
+        elif command == "G":  # to a column of this row
+            x = int(params or 1) - 1
+        elif command == "C":  # forward along the row
+            x += int(params or 1)
         pos = match.end()
     return cells
 

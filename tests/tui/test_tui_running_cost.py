@@ -23,6 +23,8 @@ import importlib.util
 import re
 import types
 
+from textual.visual import Visual
+
 from gputui.model import ProcessSample
 from gputui.record import events as ev
 from gputui.record.events import make_event
@@ -331,3 +333,43 @@ def test_the_cost_table_shows_nvitop_s_cpu_beside_gputui_s_and_its_target():
     assert cells["met"] == "NO (CPU)", "bytes met, CPU above nvitop's"
     argv = tui_cost.nvitop_argv(1.0)  # None where nvitop is not installed
     assert argv is None or argv[-4:] == ["-m", "full", "--interval", "1"], "nvitop as the issue measured it"
+
+
+def test_a_redraw_makes_only_the_lines_that_changed_and_they_keep_their_place_for_the_mouse(tmp_path, monkeypatch):
+    """Textual turns a panel's whole text into cells whenever any of it changed (over
+    half of a running dashboard's CPU on the H200); the panels make only the lines that
+    changed, each carrying its own row for selecting text with the mouse, and the
+    terminal still shows exactly the composed screen."""
+    app = one_gpu_app(tmp_path)
+    made: list[str] = []
+    to_strips = Visual.to_strips
+
+    def counting(widget, visual, *args, **kwargs):
+        strips = to_strips(widget, visual, *args, **kwargs)
+        made.extend([type(widget).__name__] * len(strips))  # the lines made
+        return strips
+
+    async def scenario():
+        recorder = Recorder(app, *SIZE)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(app, pilot)
+            cpu = app.dashboard.query_one(CpuPanel)
+            lines = len(str(cpu.render()).splitlines())
+            monkeypatch.setattr(Visual, "to_strips", classmethod(lambda cls, *args, **kwargs: counting(*args, **kwargs)))
+            made.clear()
+            before = base_widgets.cells_of(cpu.render())
+            cores = list(IDLE_CORES)
+            cores[3] = 80.0  # one core's bar moves: one line of the CPU panel
+            app.state.apply(app.state.run.ticket, [sample(app, 200.0, cores=cores)])
+            app.refresh_dashboard(force=True)
+            await shown(pilot)
+            after = base_widgets.cells_of(cpu.render())
+            changed = sum(1 for old, new in zip(before, after) if old != new)
+            assert 0 < changed < lines // 2
+            assert made.count("CpuPanel") == changed, f"{made.count('CpuPanel')} of the CPU panel's {lines} lines made again, {changed} changed"
+            assert_same(recorder.term, composed(app, recorder.console), "after one core moved")
+            for y in (0, 3, lines - 1):
+                offsets = {style.meta.get("offset", (0, -1))[1] for _, style, _ in cpu.render_line(y) if style and style.meta}
+                assert offsets == {y}, f"line {y} says it is at rows {offsets}"
+
+    run_async(scenario())

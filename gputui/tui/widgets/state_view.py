@@ -18,6 +18,8 @@ from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 from textual.geometry import Region, Size
+from textual.strip import Strip
+from textual.visual import Visual, visualize
 from textual.widget import Widget
 
 from gputui.escape import widget_text
@@ -101,6 +103,9 @@ class StateView(Widget):
         self._seen: tuple[int, ...] | None = None
         self._drawn_at = float("-inf")
         self._text: Text | None = None
+        self._lines: list[Text] = []
+        self._strips: list[Strip | None] = []  # each line as Textual draws it, made when first asked for
+        self._strips_style: object = None  # the panel's style the strips were made in
         self._cells: list[Cells] = []
         self._built_for = Size(0, 0)
 
@@ -123,15 +128,46 @@ class StateView(Widget):
         assert self._text is not None
         return self._text
 
+    def render_line(self, y: int) -> Strip:
+        # Textual's own render_line turns the whole text into strips whenever any of it
+        # changed: for a clock's digit, or a worker's figure in the CPU panel, every line
+        # of the panel (over half of a running dashboard's CPU on the H200, issue 25).
+        # Textual asks only for the lines it marked dirty, and each is made alone here.
+        if self.text_selection is not None:  # the mouse selects text: Textual draws its highlight
+            self._strips = []
+            return super().render_line(y)
+        self._dirty_regions.clear()  # Textual's own render_line clears them as it draws
+        if self._text is None or self.content_size != self._built_for:
+            self._remember(self.build())
+        width, style = self.content_size.width, self.visual_style
+        if y >= len(self._lines):
+            return Strip.blank(width, style.rich_style)
+        if style is not self._strips_style:  # the panel's own colours changed (Textual keeps the style while they do not)
+            self._strips, self._strips_style = [None] * len(self._lines), style
+        strip = self._strips[y]
+        if strip is None:
+            # drawn alone, the line would say it is the first: selecting text with the mouse
+            # goes by the offsets in the cells' styles
+            strip = Visual.to_strips(self, visualize(self, self._lines[y]), width, 1, style)[0].apply_offsets(0, y)
+            self._strips[y] = strip
+        return strip
+
     def _remember(self, text: Text) -> None:
         # Panels show preset names, run labels, GPU names and a job's output: every
         # panel's text passes gputui.escape here, so no control character reaches Rich.
         text = widget_text(text)
-        self._text, self._cells, self._built_for = text, cells_of(text), self.content_size
+        cells = cells_of(text)
+        lines = list(text.split("\n", allow_blank=True))
+        strips: list[Strip | None] = [None] * len(lines)
+        if self._text is not None and self.content_size == self._built_for and len(self._strips) == len(self._cells) == len(cells):
+            # a redraw of the same panel: the lines that did not change keep their strips
+            strips = [strip if old == new else None for strip, old, new in zip(self._strips, self._cells, cells)]
+        self._text, self._lines, self._strips, self._cells, self._built_for = text, lines, strips, cells, self.content_size
 
     def invalidate(self) -> None:
         """Forget what was drawn (the theme or the layout changed): redraw it all."""
         self._text = None
+        self._strips = []
         self.refresh(layout=self._auto_height or self._auto_width)
 
     @property
