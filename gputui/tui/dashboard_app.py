@@ -125,6 +125,8 @@ class DashboardApp(TypingBursts[int]):
             if milestone == self._seen_milestone:
                 return
             force = True
+        elif milestone != self._seen_milestone:
+            force = True  # a run started or ended: drawn now, not at the panels' next step
         self._seen_milestone = milestone
         # GPU panels come and go with the machine's GPUs, not with every sample.
         reason = (self.state.header or {}).get("gpu_unavailable_reason")

@@ -373,3 +373,39 @@ def test_a_redraw_makes_only_the_lines_that_changed_and_they_keep_their_place_fo
                 assert offsets == {y}, f"line {y} says it is at rows {offsets}"
 
     run_async(scenario())
+
+
+def test_the_live_panels_step_every_two_seconds_and_a_run_starting_or_ending_is_drawn_at_once(tmp_path, monkeypatch):
+    """A sample a second is drawn every LIVE_REDRAW_S (nvitop's default interval): at
+    140x40 a redraw each second was more bytes than nvitop's.  A milestone (a run starting
+    or ending) does not wait for the step."""
+    app = one_gpu_app(tmp_path)
+    clock = [1000.0]
+    monkeypatch.setattr(base_widgets, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))  # the panels' clock alone
+
+    async def scenario():
+        recorder = Recorder(app, *SIZE)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(app, pilot)
+            recorder.take()
+            clock[0] += 0.5
+            app.state.apply(app.state.run.ticket, [sample(app, 300.0, power_w=437.0)])
+            app.refresh_dashboard()
+            await pilot.pause()
+            assert not "".join(d for _, d in recorder.take()), "drawn half a second after the last redraw"
+            assert "437" not in "\n".join(recorder.term.lines())
+
+            clock[0] += base_widgets.LIVE_REDRAW_S
+            app.refresh_dashboard()
+            await pilot.pause()
+            assert recorder.take() and "437" in "\n".join(recorder.term.lines()), "the new power, once the step has passed"
+
+            clock[0] += 0.5
+            app.state.apply(app.state.run.ticket, [sample(app, 301.0, power_w=383.0)])
+            monkeypatch.setattr(app, "milestone", lambda: ("a run ended",))
+            app.refresh_dashboard()
+            await pilot.pause()
+            assert recorder.take() and "383" in "\n".join(recorder.term.lines()), "a milestone draws the panels at once"
+            assert_same(recorder.term, composed(app, recorder.console), "after the milestone")
+
+    run_async(scenario())

@@ -20,7 +20,7 @@ from gputui import fmt
 from gputui.model import HostSample, ProcessSample
 from gputui.tui import charts
 from gputui.tui import state as st
-from gputui.tui.widgets.state_view import StateView
+from gputui.tui.widgets.state_view import LIVE_REDRAW_S, StateView
 
 CORE_BAR_CELL = 18  # " 0 ██████▌    45%" per core when they fit as bars
 # A steady figure moves once its mean has moved about a cell of a core's bar (9 cells
@@ -69,7 +69,7 @@ class SteadyFigures:
 
 
 class CpuPanel(StateView):
-    MIN_REDRAW_S = 2.0  # every other sample at 1 s: numbers stay fresh, the link stays quiet
+    MIN_REDRAW_S = LIVE_REDRAW_S
     SECTIONS = (st.HOST,)
     COMPONENT_CLASSES = {"cpu--label", "cpu--low", "cpu--mid", "cpu--high", "cpu--dim", "cpu--main", "cpu--worker"}
     DEFAULT_CSS = """

@@ -23,7 +23,7 @@ from gputui.tui import charts
 from gputui.tui import state as st
 from gputui.tui.widgets.gpu_owners import ownership
 from gputui.tui.widgets.gpu_rows import HOT_LINE_C, SHORT_REASON, GpuRows, temp_role, throttle_badges
-from gputui.tui.widgets.state_view import StateSource, StateView
+from gputui.tui.widgets.state_view import LIVE_REDRAW_S, StateSource, StateView
 
 __all__ = ["GpuGrid", "GpuPanel", "GpuRows", "SHORT_REASON"]
 
@@ -40,7 +40,7 @@ short_name = fmt.short_gpu_name  # the name the panels and the header use
 
 
 class GpuPanel(StateView):
-    MIN_REDRAW_S = 2.0  # every other sample at 1 s: numbers stay fresh, the link stays quiet
+    MIN_REDRAW_S = LIVE_REDRAW_S
     SECTIONS = (st.GPUS, st.HEADER, st.FINDINGS)  # findings: a straggler is named in its GPU's title
     COMPONENT_CLASSES = {"gpu--label", "gpu--spark", "gpu--ok", "gpu--warn", "gpu--hot", "gpu--dim", "gpu--badge", "gpu--badge-severe", "gpu--gauge"}
     DEFAULT_CSS = """

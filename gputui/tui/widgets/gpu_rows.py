@@ -19,7 +19,7 @@ from gputui.model import GpuSample
 from gputui.session.ranks import header_baseline_rate
 from gputui.tui import state as st
 from gputui.tui.widgets.gpu_owners import ownership
-from gputui.tui.widgets.state_view import StateView
+from gputui.tui.widgets.state_view import LIVE_REDRAW_S, StateView
 
 HOT_LINE_C = 80.0  # GPUs above this throttle themselves: Dettmers' rule of thumb
 WIDE_ROW_MIN = 84  # columns from which rows spell VRAM and power limits out
@@ -84,6 +84,7 @@ class GpuRows(StateView):
 
     can_focus = True
     SECTIONS = (st.GPUS, st.HEADER, st.THROUGHPUT, st.RUNS, st.FINDINGS)
+    MIN_REDRAW_S = LIVE_REDRAW_S
     BINDINGS = [
         Binding("up", "move(-1)", "Previous GPU", id="gpu_previous", show=False),
         Binding("down", "move(1)", "Next GPU", id="gpu_next", show=False),

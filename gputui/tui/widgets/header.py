@@ -12,7 +12,7 @@ from textual.containers import Horizontal
 from gputui import fmt
 from gputui.tui import state as st
 from gputui.tui.widgets.gpu_panel import short_name
-from gputui.tui.widgets.state_view import StateSource, StateView
+from gputui.tui.widgets.state_view import LIVE_REDRAW_S, StateSource, StateView
 
 gpu_summary = fmt.gpu_summary
 
@@ -65,6 +65,7 @@ class RunStatus(StateView):
     whole top line."""
 
     SECTIONS = (st.STATUS,)
+    MIN_REDRAW_S = LIVE_REDRAW_S  # the clock steps with the panels
     COMPONENT_CLASSES = {"header--dim", "header--live", "header--stopping", "header--rec"}
     DEFAULT_CSS = """
     RunStatus { width: auto; max-width: 75%; height: 1; }

@@ -31,6 +31,11 @@ if TYPE_CHECKING:
 # when it seeks back, so panels hold the app's accessor rather than one object.
 StateSource = Callable[[], "DashboardState"]
 Cells = tuple[str, tuple[tuple[Any, ...], ...]]  # one line: its characters and, per character, its styles
+# The pace of the panels that follow a run (GPUs, CPU, the chart's figures, the clock):
+# nvitop's default interval.  Once a second, each redraw a cell or a line of news, was
+# more bytes than nvitop over SSH on the H200 (issue 25); samples and recordings keep
+# the sampler's interval, and a run starting or ending is drawn at once.
+LIVE_REDRAW_S = 2.0
 
 
 def cells_of(text: Text) -> list[Cells]:

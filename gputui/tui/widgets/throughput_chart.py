@@ -12,7 +12,7 @@ from rich.text import Text
 from gputui import fmt
 from gputui.tui import charts
 from gputui.tui import state as st
-from gputui.tui.widgets.state_view import StateView
+from gputui.tui.widgets.state_view import LIVE_REDRAW_S, StateView
 
 GUTTER = 6  # y-axis labels
 
@@ -34,7 +34,7 @@ class ThroughputChart(StateView):
     5, 10...) or a higher y scale redraws every column."""
 
     SECTIONS = (st.THROUGHPUT, st.HEADER)
-    MIN_REDRAW_S = 1.0
+    MIN_REDRAW_S = LIVE_REDRAW_S
     COMPONENT_CLASSES = {"chart--bar", "chart--warmup", "chart--median", "chart--reference", "chart--axis", "chart--value", "chart--dim"}
     DEFAULT_CSS = """
     ThroughputChart .chart--bar { color: $primary; }
