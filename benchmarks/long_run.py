@@ -33,6 +33,7 @@ from synthetic import gpu_sample, sample
 from gputui.model import to_dict
 from gputui.record.gzip_lines import GzipLineWriter
 from gputui.record.recording import Recorder
+from gputui.record.schema import Header
 from gputui.session.summary import SummaryBuilder
 
 MIB = 1024**2
@@ -67,7 +68,7 @@ def main() -> int:
     count = int(args.hours * 3600 / args.interval)
     me = psutil.Process()
     recorder, builder = Recorder(path), SummaryBuilder()
-    header = {"schema": 1, "interval": args.interval, "synthetic": True}
+    header = Header(interval=args.interval, extra={"synthetic": True})
     for observer in (builder, recorder):
         observer.on_header(header)
     rss: list[tuple[float, float]] = []  # (simulated hours, MiB)

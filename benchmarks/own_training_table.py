@@ -10,7 +10,7 @@ share of its time the loop waited for data (the probe), the GPU's median SM acti
 
     python benchmarks/own_training_table.py --figures RUN.jsonl [RUN.jsonl ...]
 
-One row per recording: the run's figure (gputui.model.run_figure, counted again from the
+One row per recording: the run's figure (ThroughputSummary.run_figure, counted again from the
 readings for recordings from before the summary wrote one), its median, the script's own
 final figure, and how far each is from it.
 """
@@ -25,9 +25,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gputui import fmt
 from gputui.lookback.load import load_recording, run_summary
-from gputui.model import Throughput, is_bursty, mean_is_figure, run_figure
+from gputui.model import Throughput
 from gputui.record import events as ev
 from gputui.record.recording import read_recording, recording_stem
+from gputui.record.schema import Stats, Summary, ThroughputSummary
 
 COLUMNS = ("run", "unit", "median", "script's own", "Δ", "first reading", "data wait", "GPU busy", "window", "findings")
 FIGURE_COLUMNS = ("run", "gputui's figure", "median", "the script's own", "Δ figure", "Δ median")
@@ -55,18 +56,17 @@ def data_wait(rec) -> float | None:
 
 def row(path: Path) -> tuple[str, ...]:
     rec = read_recording(path)
-    summary = rec.summary or {}
-    tp = summary.get("throughput") or {}
-    unit = tp.get("unit") or "samples"
-    median, reported = tp.get("median"), tp.get("reported") or {}
-    own = reported.get("samples_per_sec") if reported.get("unit", "samples") == unit else None
+    summary = rec.summary or Summary()
+    tp = summary.throughput or ThroughputSummary()
+    unit = tp.unit_name
+    median = tp.median
+    own = own_figure(tp)
     delta = f"{100.0 * (median - own) / own:+.1f}%" if median and own else "-"
     first = first_reading_after_start(rec, unit)
     wait = data_wait(rec)
-    gpus = summary.get("gpus") or []
-    busy = [(g.get("sm_active") or g.get("util_gpu") or {}).get("median") for g in gpus]
+    busy = [(g.sm_active or g.util_gpu or Stats()).median for g in summary.gpus]
     busy_text = ", ".join(fmt.pct(b) for b in busy if b is not None) or "-"
-    findings = sorted({f.get("kind", "?") for f in summary.get("findings") or [] if f.get("severity") in ("warning", "critical")})
+    findings = sorted({f.kind for f in summary.findings or [] if f.severity in ("warning", "critical")})
     return (
         recording_stem(path),
         unit,
@@ -76,9 +76,15 @@ def row(path: Path) -> tuple[str, ...]:
         f"{first:.1f} s" if first is not None else "-",
         f"{wait:.0f}%" if wait is not None else "-",
         busy_text,
-        str(summary.get("window", "-")),
+        summary.window or "-",
         ", ".join(findings) or "none",
     )
+
+
+def own_figure(tp: ThroughputSummary) -> float | None:
+    """The script's own closing figure, where it is in the run's unit."""
+    reported = tp.reported
+    return reported.samples_per_sec if reported is not None and (reported.unit or "samples") == tp.unit_name else None
 
 
 def percent_off(value: float | None, own: float | None) -> str:
@@ -86,14 +92,13 @@ def percent_off(value: float | None, own: float | None) -> str:
 
 
 def figure_row(path: Path) -> tuple[str, ...]:
-    tp = run_summary(load_recording(path)).get("throughput") or {}
-    reported = tp.get("reported") or {}
-    own = reported.get("samples_per_sec") if reported.get("unit", "samples") == (tp.get("unit") or "samples") else None
-    figure, median = run_figure(tp), tp.get("median")
-    kind = "" if figure is None or mean_is_figure(tp) and not is_bursty(tp) else " (bursty)" if is_bursty(tp) else " (median)"
+    tp = run_summary(load_recording(path)).throughput or ThroughputSummary()
+    own = own_figure(tp)
+    figure, median = tp.run_figure, tp.median
+    kind = "" if figure is None or tp.mean_is_figure and not tp.is_bursty else " (bursty)" if tp.is_bursty else " (median)"
     return (
         recording_stem(path),
-        fmt.rate_in(figure, tp.get("unit")) + kind,
+        fmt.rate_in(figure, tp.unit) + kind,
         fmt.rate(median),
         fmt.rate(own),
         percent_off(figure, own),

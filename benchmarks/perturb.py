@@ -72,9 +72,11 @@ def monitored(workload: list[str], interval: float, scratch: Path, n: int) -> di
     )
     rec = read_recording(recording)
     result = dict(rec.events_of(ev.RESULT)[-1].data)
-    result["gputui_median"] = rec.summary["throughput"]["median"]
-    result["gputui_window"] = rec.summary["window"]
-    result["samples_recorded"] = rec.summary["samples"]
+    summary = rec.summary
+    assert summary is not None and summary.throughput is not None, f"{recording}: {rec.cut}"
+    result["gputui_median"] = summary.throughput.median
+    result["gputui_window"] = summary.window
+    result["samples_recorded"] = summary.samples
     return result
 
 

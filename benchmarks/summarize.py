@@ -18,6 +18,7 @@ from gputui import fmt
 from gputui.errors import UserError
 from gputui.record import events as ev
 from gputui.record.recording import read_recording
+from gputui.record.schema import PresetRecord
 
 # Dense datasheet peaks in TFLOP/s (shared/reference/gpu-specs.toml): fp32 for fp32 runs,
 # the tensor-core half-precision figure for bf16/fp16 (and TF32 at half of it).
@@ -26,21 +27,22 @@ PEAK_TFLOPS = {"NVIDIA H200": {"fp32": 67.0, "tf32": 494.5, "bf16": 989.0, "fp16
 
 def row(path: Path) -> str:
     rec = read_recording(path)
-    preset = rec.header.get("preset") or {}
-    gpus = rec.header.get("gpus") or [{}]
+    preset = rec.header.preset or PresetRecord()
+    gpus = rec.header.gpu_list
     results = rec.events_of(ev.RESULT)
     result = results[-1].data if results else {}
     workload = rec.events_of(ev.WORKLOAD)
     start = workload[0].data if workload else {}
-    outcome = (rec.summary or {}).get("outcome") or {}
-    what = f"{preset.get('framework')} {preset.get('model')} bs{result.get('batch_size', preset.get('batch_size'))} {preset.get('precision', 'fp32')}"
-    extras = [k for k in ("channels_last", "compile") if preset.get(k)]
-    if preset.get("pipeline") == "host":
-        extras.append(f"host pipeline, {preset.get('workers')} workers, {preset.get('augment', 'light')} augment")
+    outcome = rec.summary.outcome if rec.summary else None
+    precision = preset.precision or "fp32"
+    what = f"{preset.framework} {preset.model} bs{result.get('batch_size', preset.batch_size)} {precision}"
+    extras = [k for k in ("channels_last", "compile") if preset.setting(k)]
+    if preset.pipeline == "host":
+        extras.append(f"host pipeline, {preset.workers} workers, {preset.setting('augment') or 'light'} augment")
     if extras:
         what += " (" + ", ".join(extras) + ")"
-    if not outcome.get("ok"):
-        return f"| `{preset.get('name')}` | {what} | {outcome.get('message', 'no outcome')} | | | | |"
+    if outcome is None or not outcome.ok:
+        return f"| `{preset.name}` | {what} | {outcome.message if outcome else 'no outcome'} | | | | |"
     if "curve" in result:  # --find-max-batch
         curve = ", ".join(f"{t['batch_size']}: {fmt.rate(t.get('samples_per_sec'))}" if t.get("fits") else f"{t['batch_size']}: OOM" for t in result["curve"])
         return f"| `{preset.get('name')}` | {what} | largest batch **{result.get('max_batch_size')}**; samples/s by batch: {curve} | | | | |"
@@ -48,15 +50,15 @@ def row(path: Path) -> str:
     spread = f"{fmt.rate(result.get('p5'))}–{fmt.rate(result.get('p95'))}"
     peak = result.get("peak_memory_bytes")
     tflops = result.get("achieved_tflops")
-    gpu_peak = PEAK_TFLOPS.get(gpus[0].get("name", ""), {}).get(preset.get("precision", "fp32"))
+    gpu_peak = PEAK_TFLOPS.get(gpus[0].name if gpus else "", {}).get(precision)
     share = f" ({tflops / gpu_peak:.0%} of {gpu_peak:g})" if tflops and gpu_peak else ""
-    refs = "; ".join(f"{r['gpu']}: {fmt.rate(r['samples_per_sec'])} ({r['source']})" for r in preset.get("reference", []))
+    refs = "; ".join(f"{r.gpu}: {fmt.rate(r.samples_per_sec)} ({r.source})" for r in preset.references)
     device = start.get("device", "?")
     return (
-        f"| `{preset.get('name')}` | {what} on {device} | **{fmt.rate(median)}** ({spread}; mean {fmt.rate(result.get('mean'))}) "
+        f"| `{preset.name}` | {what} on {device} | **{fmt.rate(median)}** ({spread}; mean {fmt.rate(result.get('mean'))}) "
         f"| {fmt.gib(peak)} GiB | {tflops:.1f}{share} | {refs or '-'} |"
         if tflops is not None
-        else f"| `{preset.get('name')}` | {what} on {device} | **{fmt.rate(median)}** ({spread}) | {fmt.gib(peak)} GiB | - | {refs or '-'} |"
+        else f"| `{preset.name}` | {what} on {device} | **{fmt.rate(median)}** ({spread}) | {fmt.gib(peak)} GiB | - | {refs or '-'} |"
     )
 
 

@@ -40,9 +40,10 @@ def rate_in(value: float | None, unit: str | None) -> str:
     return f"{rate(value)} {per_second(unit)}"
 
 
-def phase_line(phases: list[dict]) -> str:
-    """The phases a job went through, with their durations: "startup 0:17, training 2:03, tail 0:04"."""
-    return ", ".join(f"{p.get('phase')} {duration(p.get('duration_s'))}" for p in phases)
+def phase_line(phases: list[tuple[str | None, float | None]]) -> str:
+    """The phases a job went through, (name, seconds) each, with their durations:
+    "startup 0:17, training 2:03, tail 0:04"."""
+    return ", ".join(f"{name} {duration(seconds)}" for name, seconds in phases)
 
 
 def pct(value: float | None) -> str:

@@ -290,29 +290,3 @@ WORKLOAD_SOURCE = "gputui"
 #: works in bursts with stalls between them, which the median leaves out.
 BURSTY_BELOW = 0.90
 BURSTY_NOTE = "it stalls between bursts, which the median leaves out"
-
-
-def mean_counts(throughput: dict[str, Any]) -> bool:
-    """Whether a run is known by its mean: a job of the user's own, whose readings said how
-    many samples in how many seconds.  Its mean over the training phase (the first window,
-    the start-up, left out) is how the job's own tools count (the Trainer's
-    ``train_samples_per_second``, Keras' callback, a loop's printed mean), and how the bill
-    does.  gputui's own workloads keep the median of their timed windows."""
-    return throughput.get("mean") is not None and throughput.get("source") != WORKLOAD_SOURCE
-
-
-def mean_is_figure(throughput: dict[str, Any]) -> bool:
-    """Whether the summary's ``figure`` is its mean (summaries from before there was a
-    ``figure`` are known by their median)."""
-    return throughput.get("figure") is not None and throughput.get("figure") == throughput.get("mean")
-
-
-def is_bursty(throughput: dict[str, Any]) -> bool:
-    """Whether the summary found a job that stalls between bursts, known by its mean."""
-    return bool(throughput.get("bursty")) and mean_is_figure(throughput)
-
-
-def run_figure(throughput: dict[str, Any]) -> float | None:
-    """The one figure a run is known by: the summary's ``figure``, else its median."""
-    figure = throughput.get("figure", throughput.get("median"))
-    return float(figure) if figure is not None else None

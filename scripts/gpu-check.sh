@@ -149,9 +149,12 @@ import sys
 from pathlib import Path
 from gputui.record.recording import read_recording
 for path in map(Path, sys.argv[1:]):
-    tp = (read_recording(path).summary or {}).get("throughput") or {}
-    ranks = ", ".join(f"rank {r['rank']} {r.get('median')}" for r in tp.get("ranks") or [])
-    print(f"{path.name}: median {tp.get('median')} samples/s, world {tp.get('world_size')}; {ranks or 'no ranks'}; scaling {tp.get('scaling')}")
+    summary = read_recording(path).summary
+    tp = summary.throughput if summary is not None else None
+    if tp is None:
+        print(f"{path.name}: no summary"); continue
+    ranks = ", ".join(f"rank {r.rank} {r.median}" for r in tp.ranks or [])
+    print(f"{path.name}: median {tp.median} samples/s, world {tp.world_size}; {ranks or 'no ranks'}; scaling {tp.scaling}")
 PY
       cat "$d/numbers.txt"
       # The dashboard on the largest run, headless: 80x24 shows a row per GPU with its rank's samples/s
@@ -188,7 +191,7 @@ from gputui.record.recording import read_recording
 for path in map(Path, sys.argv[1:]):
     rec = read_recording(path)
     last = next((s.gpus[0].processes for s in reversed(rec.samples) if s.gpus and s.gpus[0].processes is not None), None)
-    print(f"== {path.name}: summary gpus {[(g.get('others_max'), g.get('others_seconds'), g.get('others_peak_memory')) for g in (rec.summary or {}).get('gpus', [])]}")
+    print(f"== {path.name}: summary gpus {[(g.others_max, g.others_seconds, g.others_peak_memory) for g in (rec.summary.gpus if rec.summary else [])]}")
     print("   last process list:", [(p.pid, p.owner, p.user, p.command, p.used_memory, p.sm_util) for p in last or ()])
     found = [e.payload for e in rec.events if e.kind == "finding" and e.payload.kind == "co_tenant"]
     print(f"   co_tenant findings: {len(found)}")

@@ -24,7 +24,8 @@ from gputui.check.result import CheckResult, exit_code
 from gputui.check.stage_context import CHECK_EVENT, STAGE_EVENT, CheckOptions, StageContext, gpus_under_test
 from gputui.check.under_load import LoadWatcher, load_results
 from gputui.errors import UserError
-from gputui.record.events import Observer
+from gputui.record.observer import Observer
+from gputui.record.schema import CheckSettings, CheckSummary, Header
 from gputui.run.signal_relay import STOP_SIGNALS, SignalRelay
 from gputui.session.assemble import SessionParts
 from gputui.session.session import SessionConfig
@@ -42,8 +43,8 @@ LOADED_STAGES = ("micro", "workload")  # the GPUs are under load: heat, throttli
 @dataclass
 class CheckReport:
     results: list[CheckResult]
-    header: dict[str, Any]
-    summary: dict[str, Any]
+    header: Header
+    summary: CheckSummary  # the verdict and its counts
     stopped: bool = False
 
     @property
@@ -80,7 +81,7 @@ class CheckRun:
         diagnosis = options.config.diagnosis if options.config is not None else {}
         if parts is None:  # telemetry instances handed in (tests), else this machine's
             parts = SessionParts(gpu=None if gpu is None else (lambda: gpu), host=None if host is None else (lambda: host))
-        self.session = parts.build(SessionConfig(interval=options.interval, diagnosis=diagnosis, header_extra={"check": _options_dict(options)}))
+        self.session = parts.build(SessionConfig(interval=options.interval, diagnosis=diagnosis, check=_options_record(options)))
         for observer in observers:
             self.session.add_observer(observer)
         self.load = LoadWatcher()
@@ -124,7 +125,7 @@ class CheckRun:
         finally:
             results = list(ctx.results)
             summary = render.verdict_summary(results)
-            session.summary_extra = {"check": {**summary, "stopped": ctx.stopped.is_set()}}
+            session.summary_check = dataclasses.replace(summary, stopped=ctx.stopped.is_set())
             session.stop("check finished")
             sampler.join(timeout=60)
             if nvml_ok:
@@ -191,20 +192,24 @@ class CheckRun:
         self.listener.on_result(result)
 
 
-def _options_dict(options: CheckOptions) -> dict[str, Any]:
+def _options_record(options: CheckOptions) -> CheckSettings:
     # The loaded config is not an option: the header says which file (presets_file).
-    out = {f.name: getattr(options, f.name) for f in dataclasses.fields(options) if f.name != "config"}
-    out["skip"] = sorted(options.skip)
-    out["workdir"] = str(options.workdir)
-    out["presets_file"] = str(options.presets_file) if options.presets_file else None
-    return out
+    return CheckSettings(
+        quick=options.quick,
+        price_per_hour=options.price_per_hour,
+        gpus=options.gpus,
+        skip=sorted(options.skip),
+        workdir=str(options.workdir),
+        interval=options.interval,
+        presets_file=str(options.presets_file) if options.presets_file else None,
+    )
 
 
 class _HeaderKeeper(Observer):
     def __init__(self) -> None:
-        self.header: dict[str, Any] = {}
+        self.header = Header()
 
-    def on_header(self, header: dict[str, Any]) -> None:
+    def on_header(self, header: Header) -> None:
         self.header = header
 
 

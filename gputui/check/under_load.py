@@ -18,7 +18,7 @@ from gputui.check.stage_context import GpuUnderTest
 from gputui.check.thresholds import THERMAL_WARN_C, THROTTLE_FAULT_SHARE
 from gputui.diagnosis.settings import DEFAULTS
 from gputui.model import GpuProcess, Sample, co_runners
-from gputui.record.events import Observer
+from gputui.record.observer import Observer
 
 MIB = 1024**2
 

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from gputui.check.result import FAIL, OK, SKIPPED, WARN, CheckResult, with_bound
+from gputui.record.schema import CheckSummary, Header
 
 MARK = {"ok": "ok", "warn": "WARN", "fail": "FAIL", "skipped": "skip", "info": "info"}
 
@@ -44,9 +45,9 @@ def progress_line(result: CheckResult) -> str:
 def verdict_line(results: list[CheckResult]) -> str:
     """``verdict: OK (27 ok, 2 warn)``; ``verdict: OK, host only (…)`` when no GPU was checked."""
     summary = verdict_summary(results)
-    parts = ", ".join(f"{n} {s}" for s, n in summary["counts"].items() if n)
-    scope = f", {summary['scope']}" if summary.get("scope") else ""
-    return f"verdict: {summary['verdict'].upper()}{scope} ({parts})"
+    parts = ", ".join(f"{n} {s}" for s, n in (summary.counts or {}).items() if n)
+    scope = f", {summary.scope}" if summary.scope else ""
+    return f"verdict: {(summary.verdict or '?').upper()}{scope} ({parts})"
 
 
 def _expected_text(result: CheckResult) -> str:
@@ -72,21 +73,20 @@ def table_rows(results: list[CheckResult]) -> list[list[str]]:
 TABLE_HEADER = ["status", "where", "check", "measured", "expected (measured/expected)", "notes"]
 
 
-def markdown(results: list[CheckResult], header: dict[str, Any]) -> str:
+def markdown(results: list[CheckResult], header: Header) -> str:
     """The whole check as a Markdown document: machine, verdict, table, sources."""
     lines = ["# gputui check", ""]
-    host = header.get("host") or {}
-    gpus = header.get("gpus") or []
-    lines.append(
-        f"- Machine: {host.get('hostname', '?')}, {host.get('cpu_model') or '?'}, {host.get('cpu_available') or host.get('cpu_logical') or '?'} cores available"
-    )
-    gpu_names = ", ".join(f"{g.get('index')}: {g.get('name')}" for g in gpus) or header.get("gpu_unavailable_reason") or "none"
+    host = header.host
+    if host is None:
+        lines.append("- Machine: ?, ?, ? cores available")
+    else:
+        lines.append(f"- Machine: {host.hostname}, {host.cpu_model or '?'}, {host.cpu_available or host.cpu_logical or '?'} cores available")
+    gpu_names = ", ".join(f"{g.index}: {g.name}" for g in header.gpu_list) or header.gpu_unavailable_reason or "none"
     lines.append(f"- GPUs: {gpu_names}")
     lines.append(
-        f"- Driver {header.get('driver_version') or '-'}, CUDA {header.get('cuda_version') or '-'}, "
-        f"gputui {header.get('gputui', '?')}, started {header.get('started_at', '?')}"
+        f"- Driver {header.driver_version or '-'}, CUDA {header.cuda_version or '-'}, gputui {header.gputui or '?'}, started {header.started_at or '?'}"
     )
-    options = header.get("check") or {}
+    options = header.check.to_dict() if header.check is not None else {}
     if options:
         lines.append("- Options: " + ", ".join(f"{k}={v}" for k, v in options.items() if v not in (None, [], False)))
     lines += ["", f"**{verdict_line(results)}**", ""]
@@ -100,8 +100,10 @@ def markdown(results: list[CheckResult], header: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def to_json(results: list[CheckResult], header: dict[str, Any], summary: dict[str, Any]) -> str:
-    return json.dumps({"header": header, "verdict": summary, "checks": [r.to_dict() for r in results]}, indent=2, allow_nan=False, default=str)
+def to_json(results: list[CheckResult], header: Header, summary: CheckSummary) -> str:
+    return json.dumps(
+        {"header": header.to_dict(), "verdict": summary.to_dict(), "checks": [r.to_dict() for r in results]}, indent=2, allow_nan=False, default=str
+    )
 
 
 GPU_CHECK_PREFIXES = ("gpu", "driver.", "cuda.", "micro.")
@@ -112,12 +114,9 @@ def gpu_checked(results: list[CheckResult]) -> bool:
     return any(r.status in (OK, WARN, FAIL) and (r.gpu is not None or r.id.startswith(GPU_CHECK_PREFIXES)) for r in results)
 
 
-def verdict_summary(results: list[CheckResult]) -> dict[str, Any]:
+def verdict_summary(results: list[CheckResult]) -> CheckSummary:
     """The verdict and its counts; ``scope`` "host only" when every GPU check was skipped,
     so that a machine whose GPUs could not be tested never reads as a healthy GPU box."""
     counts = {s: sum(r.status == s for r in results) for s in ("ok", "warn", "fail", "skipped", "info")}
     verdict = FAIL if counts["fail"] else WARN if counts["warn"] else OK
-    summary: dict[str, Any] = {"verdict": verdict, "counts": counts}
-    if results and not gpu_checked(results):
-        summary["scope"] = "host only"
-    return summary
+    return CheckSummary(verdict=verdict, counts=counts, scope="host only" if results and not gpu_checked(results) else None)

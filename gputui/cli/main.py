@@ -19,6 +19,7 @@ from gputui.session.options import RunOptions
 
 if TYPE_CHECKING:
     from gputui.presets.preset import Preset
+    from gputui.record.schema import Baseline
     from gputui.run.signal_relay import SignalRelay
 
 
@@ -215,18 +216,18 @@ def cmd_record(args: argparse.Namespace) -> int:
         return RECORD_WRITE_FAILED
     if received:  # the shell's convention: 130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP
         return signal_exit_code(received[0])
-    outcome = summary.get("outcome")
+    outcome = summary.outcome
     if outcome is None:
         return 0
-    if outcome["kind"] == "stopped":
+    if outcome.kind == "stopped":
         return 130
-    return 0 if outcome.get("ok") else 1
+    return 0 if outcome.ok else 1
 
 
 RECORD_WRITE_FAILED = 74  # sysexits' EX_IOERR: the recording could not be written (disk full)
 
 
-def _measure_baseline(options: RunOptions, *, quiet: bool) -> tuple[dict | None, list[int]]:
+def _measure_baseline(options: RunOptions, *, quiet: bool) -> tuple[Baseline | None, list[int]]:
     """--baseline-run: the preset's one-GPU twin, run headless before the real run."""
     from gputui.session.assemble import SessionParts
     from gputui.session.baseline import THIS_SESSION, baseline_from_summary, one_gpu_twin

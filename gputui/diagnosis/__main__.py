@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         rec = read_recording(args.recording)
-        table = {k: v for k, v in (rec.header.get("diagnosis") or {}).items() if k in KEYS}
+        table = {k: v for k, v in (rec.header.diagnosis or {}).items() if k in KEYS}
         for item in args.set:
             key, sep, raw = item.partition("=")
             key = key.strip()

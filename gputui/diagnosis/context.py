@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gputui.diagnosis.settings import Settings
-from gputui.model import RUN, SAMPLES, GpuInfo, GpuProcess, GpuSample, HostSample, ProcessSample, Sample, from_dict
+from gputui.model import RUN, SAMPLES, GpuInfo, GpuProcess, GpuSample, HostSample, ProcessSample, Sample
 from gputui.record.events import ProbeReport
+from gputui.record.schema import Header, PresetRecord
 from gputui.stats import median
 
 RATE_KEEP_S = 300.0  # throughput readings kept for baselines
@@ -53,9 +54,9 @@ class Context:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.gpu_info: dict[int, GpuInfo] = {}
-        self.cores: int | None = None
+        self.cores: float | None = None  # cpu_available may be a fraction (a cgroup quota)
         self.n_gpus = 0
-        self.preset: dict[str, Any] = {}
+        self.preset = PresetRecord()  # the header's (an empty one where nothing was run)
         self.workload: dict[str, Any] = {}
         self.expects_phases = False
         self.phase: str | None = None
@@ -84,22 +85,21 @@ class Context:
         self.rate_unit = SAMPLES  # what self.rates count: one unit at a time
 
     # --- the run -------------------------------------------------------------------
-    def on_header(self, header: dict[str, Any]) -> None:
-        for raw in header.get("gpus") or []:
-            info = from_dict(GpuInfo, raw)
+    def on_header(self, header: Header) -> None:
+        for info in header.gpu_list:
             self.gpu_info[info.index] = info
         self.n_gpus = len(self.gpu_info)
-        host = header.get("host") or {}
+        host = header.host
         # cpu_available: cores the run may use (affinity, cgroup quota) where recorded
-        self.cores = host.get("cpu_available") or host.get("cpu_logical")
-        self.cores_visible = host.get("cpu_logical")
-        self.preset = header.get("preset") or {}
-        self.expects_phases = "framework" in self.preset  # gputui's own workloads announce phases
+        self.cores = (host.cpu_available or host.cpu_logical) if host else None
+        self.cores_visible = host.cpu_logical if host else None
+        self.preset = header.preset or PresetRecord()
+        self.expects_phases = self.preset.framework is not None  # gputui's own workloads announce phases
 
     def setting(self, key: str) -> Any:
         """What the run itself says (workload line, else preset), e.g. pipeline, workers."""
         value = self.workload.get(key)
-        return self.preset.get(key) if value is None else value
+        return self.preset.setting(key) if value is None else value
 
     @property
     def framework(self) -> str | None:

@@ -18,6 +18,8 @@ from gputui.model import Sample, Throughput
 from gputui.protocol import MEASURE, WARMUP
 from gputui.record import events as ev
 from gputui.record.events import Event
+from gputui.record.recording import Recording
+from gputui.record.schema import Header
 from gputui.run.outcome import Outcome
 
 log = logging.getLogger(__name__)
@@ -40,7 +42,7 @@ class Diagnoser:
         self._finished = False
 
     # --- feeding -------------------------------------------------------------------
-    def on_header(self, header: dict[str, Any]) -> None:
+    def on_header(self, header: Header) -> None:
         self.ctx.on_header(header)
 
     def judging(self) -> bool:
@@ -228,7 +230,7 @@ class Diagnoser:
         return [f.payload() for f in sorted(self._all, key=lambda f: (f.since, f.id))]
 
 
-def replay(header: dict[str, Any], samples: Iterable[Sample], events: Iterable[Event], settings: Settings | None = None) -> list[Event]:
+def replay(header: Header, samples: Iterable[Sample], events: Iterable[Event], settings: Settings | None = None) -> list[Event]:
     """Diagnose a recorded run: samples and events merged by time (events first on
     ties, as a phase change announced with a sample applies to it).  Returns the
     ``finding`` events a live session would have emitted, the final updates last."""
@@ -245,10 +247,10 @@ def replay(header: dict[str, Any], samples: Iterable[Sample], events: Iterable[E
     return out
 
 
-def replay_recording(recording, settings: Settings | None = None) -> list[Event]:
+def replay_recording(recording: Recording, settings: Settings | None = None) -> list[Event]:
     """:func:`replay` over a :class:`gputui.record.recording.Recording`; settings default to the
     ones the recording's header says were used, else the defaults."""
     if settings is None:
-        recorded = recording.header.get("diagnosis") or {}
+        recorded = recording.header.diagnosis or {}
         settings = Settings.from_tables({k: v for k, v in recorded.items() if k in Settings.__dataclass_fields__})
     return replay(recording.header, recording.samples, recording.events, settings)

@@ -13,10 +13,9 @@ from gputui import fmt
 from gputui.errors import UserError
 from gputui.escape import for_terminal
 from gputui.lookback.facts import RunFacts, findings_text, run_facts, throttle_text
-from gputui.lookback.load import check_results, is_check
+from gputui.lookback.load import check_results, check_summary, is_check
 from gputui.lookback.noise import ratio_of_medians
 from gputui.lookback.report import ratio_text, usd, value_text
-from gputui.model import is_bursty, mean_is_figure
 from gputui.record.recording import Recording, recording_stem
 
 
@@ -34,8 +33,8 @@ def _by_preset(recordings: list[Recording]) -> list[int]:
     """Column order: runs grouped by preset, presets in order of first appearance."""
     first_seen: dict[str | None, int] = {}
     for i, rec in enumerate(recordings):
-        first_seen.setdefault((rec.header.get("preset") or {}).get("name"), i)
-    return sorted(range(len(recordings)), key=lambda i: (first_seen[(recordings[i].header.get("preset") or {}).get("name")], i))
+        first_seen.setdefault(rec.header.preset_name, i)
+    return sorted(range(len(recordings)), key=lambda i: (first_seen[recordings[i].header.preset_name], i))
 
 
 def noise_text(baseline: RunFacts, run: RunFacts) -> str:
@@ -49,15 +48,15 @@ def noise_text(baseline: RunFacts, run: RunFacts) -> str:
 
 
 def figure_text(run: RunFacts) -> str:
-    """The run's figure (gputui.model.run_figure), marked where it is a mean."""
-    if is_bursty(run.throughput):
+    """The run's figure (ThroughputSummary.run_figure), marked where it is a mean."""
+    if run.throughput.is_bursty:
         return f"{fmt.rate(run.figure)} (mean: bursty)"
-    return f"{fmt.rate(run.figure)} (mean)" if mean_is_figure(run.throughput) else fmt.rate(run.figure)
+    return f"{fmt.rate(run.figure)} (mean)" if run.throughput.mean_is_figure else fmt.rate(run.figure)
 
 
 def check_one_unit(facts: list[RunFacts]) -> None:
     """Runs are compared in one unit: samples/s beside tokens/s would read as a speed-up."""
-    measured = [f for f in facts if f.throughput.get("median") is not None]
+    measured = [f for f in facts if f.throughput.median is not None]
     units = {f.unit for f in measured}
     if len(units) > 1:
         by_unit = "; ".join(f"{fmt.printable(f.label)}: {fmt.per_second(f.unit)}" for f in measured)
@@ -84,7 +83,7 @@ def _run_table(recordings: list[Recording], labels: list[str], price_per_hour: f
         row("preset", lambda f: f.preset or "-"),
         row("outcome", lambda f: f.outcome + (" (cut)" if f.cut else "")),
         row(f"throughput ({fmt.per_second(unit)})", figure_text),
-        row("p5–p95", lambda f: f"{fmt.rate(f.throughput.get('p5'))}–{fmt.rate(f.throughput.get('p95'))}"),
+        row("p5–p95", lambda f: f"{fmt.rate(f.throughput.p5)}–{fmt.rate(f.throughput.p95)}"),
         row("readings", lambda f: str(len(f.rates))),
         row("energy per sample", lambda f: value_text(f.energy_per_sample_j, "J")),
         row(f"cost per million {unit}", lambda f: usd(f.cost_per_million)),
@@ -102,6 +101,13 @@ def _check_cell(result, first) -> str:
     return text
 
 
+def _verdict_cell(recording: Recording) -> str:
+    recorded = check_summary(recording)
+    if recorded is not None and recorded.verdict is not None:
+        return recorded.verdict
+    return "- (cut)" if recording.cut else "-"
+
+
 def _check_table(recordings: list[Recording], labels: list[str]) -> tuple[list[str], list[list[str]]]:
     per_run = [{r.id: r for r in check_results(rec)} for rec in recordings]
     ids: list[str] = []
@@ -111,7 +117,7 @@ def _check_table(recordings: list[Recording], labels: list[str]) -> tuple[list[s
     rows = [
         ["machine", *[f.machine for f in facts]],
         ["GPU", *[f.gpu for f in facts]],
-        ["verdict", *[((rec.summary or {}).get("check") or {}).get("verdict", "- (cut)" if rec.cut else "-") for rec in recordings]],
+        ["verdict", *[_verdict_cell(rec) for rec in recordings]],
     ]
     for check_id in ids:
         present = [results.get(check_id) for results in per_run]

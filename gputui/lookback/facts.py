@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, field
-from typing import Any
 
 from gputui import fmt
 from gputui.lookback.load import is_check, measured_rates, recorded_findings, run_summary
-from gputui.model import run_figure
 from gputui.record import events as ev
 from gputui.record.recording import Recording, recording_stem
+from gputui.record.schema import Header, PhaseSpan, Summary, ThroughputSummary
 
 
 @dataclass
@@ -23,7 +22,7 @@ class ReferenceFact:
     gpu: str
     samples_per_sec: float
     source: str
-    ratio: float | None  # this run's figure (gputui.model.run_figure) over the published one
+    ratio: float | None  # this run's figure (ThroughputSummary.run_figure) over the published one
     same_gpu: bool  # the reference was measured on this run's GPU model
 
 
@@ -39,7 +38,7 @@ class RunFacts:
     ok: bool | None
     cut: str | None
     check: bool
-    throughput: dict[str, Any]  # median, p5, p95, readings, source, reported (the summary's)
+    throughput: ThroughputSummary  # the summary's
     rates: list[float]  # the measured readings
     energy_per_sample_j: float | None
     price_per_hour: float | None
@@ -48,17 +47,17 @@ class RunFacts:
     peak_vram_source: str | None
     peak_vram_nvml: dict[int, int]  # GPU index -> bytes used at the peak sample
     throttle: dict[int, dict[str, float]]  # GPU index -> reason -> share of samples; only GPUs sampled
-    findings: list[dict[str, Any]]
+    findings: list[ev.Finding]
     findings_replayed: bool
     references: list[ReferenceFact] = field(default_factory=list)
     window: str = "all"
     unit: str = "samples"  # what the throughput counts (gputui.model.UNITS)
-    phases: list[dict[str, Any]] = field(default_factory=list)  # a job's own phases (gputui.session.phases)
+    phases: list[PhaseSpan] = field(default_factory=list)  # a job's own phases (gputui.session.phases)
 
     @property
     def figure(self) -> float | None:
-        """The figure the run is known by (gputui.model.run_figure)."""
-        return run_figure(self.throughput)
+        """The figure the run is known by (ThroughputSummary.run_figure)."""
+        return self.throughput.run_figure
 
 
 def cost_per_million(price_per_hour: float | None, samples_per_sec: float | None) -> float | None:
@@ -68,58 +67,57 @@ def cost_per_million(price_per_hour: float | None, samples_per_sec: float | None
     return price_per_hour / 3600.0 / samples_per_sec * 1e6
 
 
-def machine_of(header: dict[str, Any]) -> str:
-    host = header.get("host") or {}
-    parts = [host.get("hostname") or "?"]
-    if host.get("cpu_model"):
-        cores = host.get("cpu_available") or host.get("cpu_logical")
-        parts.append(f"{host['cpu_model']}" + (f", {fmt.num(cores)} cores" if cores else ""))
-    if host.get("memory_total"):
-        parts.append(f"{fmt.gib(host['memory_total'])} GiB RAM")
+def machine_of(header: Header) -> str:
+    host = header.host
+    if host is None:
+        return "?"
+    parts = [host.hostname or "?"]
+    if host.cpu_model:
+        cores = host.cpu_available or host.cpu_logical
+        parts.append(f"{host.cpu_model}" + (f", {fmt.num(cores)} cores" if cores else ""))
+    if host.memory_total:
+        parts.append(f"{fmt.gib(host.memory_total)} GiB RAM")
     return "; ".join(parts)
 
 
-def gpu_of(header: dict[str, Any]) -> tuple[str, str | None]:
+def gpu_of(header: Header) -> tuple[str, str | None]:
     """("2× NVIDIA H200 (140.4 GiB), driver 580.95.05", "NVIDIA H200"), or why there is none."""
-    gpus = header.get("gpus") or []
+    gpus = header.gpu_list
     if not gpus:
-        return f"none ({header.get('gpu_unavailable_reason') or 'no GPU found'})", None
-    names = sorted({g.get("name", "?") for g in gpus})
-    text = ", ".join(f"{sum(g.get('name', '?') == n for g in gpus)}× {n}" for n in names)
-    memory = gpus[0].get("memory_total")
+        return f"none ({header.gpu_unavailable_reason or 'no GPU found'})", None
+    names = sorted({g.name for g in gpus})
+    text = ", ".join(f"{sum(g.name == n for g in gpus)}× {n}" for n in names)
+    memory = gpus[0].memory_total
     if memory:
         text += f" ({fmt.gib(memory)} GiB)"
-    if header.get("driver_version"):
-        text += f", driver {header['driver_version']}"
+    if header.driver_version:
+        text += f", driver {header.driver_version}"
     return text, names[0] if len(names) == 1 else None
 
 
-def outcome_of(summary: dict[str, Any], cut: str | None) -> tuple[str, bool | None]:
-    outcome = summary.get("outcome")
-    if not outcome:
+def outcome_of(summary: Summary, cut: str | None) -> tuple[str, bool | None]:
+    outcome = summary.outcome
+    if outcome is None:
         return ("cut before the run ended" if cut else "no command run (telemetry only)"), None
-    text = outcome.get("message") or outcome.get("kind", "?")
-    if outcome.get("duration_s") is not None:
-        text += f" after {fmt.duration(outcome['duration_s'])}"
-    return text, outcome.get("ok")
+    text = outcome.message or outcome.kind or "?"
+    if outcome.duration_s is not None:
+        text += f" after {fmt.duration(outcome.duration_s)}"
+    return text, outcome.ok
 
 
-def references_of(header: dict[str, Any], figure: float | None, gpu_name: str | None) -> list[ReferenceFact]:
-    raw = (header.get("preset") or {}).get("reference") or []
-    if isinstance(raw, dict):
-        raw = [raw]
+def references_of(header: Header, figure: float | None, gpu_name: str | None) -> list[ReferenceFact]:
     out = []
-    for ref in raw:
-        published = ref.get("samples_per_sec")
-        if not isinstance(published, (int, float)) or published <= 0:
+    for ref in header.preset.references if header.preset is not None else []:
+        published = ref.samples_per_sec
+        if published is None or published <= 0:
             continue
         out.append(
             ReferenceFact(
-                gpu=str(ref.get("gpu", "?")),
+                gpu=ref.gpu or "?",
                 samples_per_sec=float(published),
-                source=str(ref.get("source", "")),
+                source=ref.source or "",
                 ratio=figure / published if figure else None,
-                same_gpu=gpu_name is not None and ref.get("gpu") == gpu_name,
+                same_gpu=gpu_name is not None and ref.gpu == gpu_name,
             )
         )
     return out
@@ -138,55 +136,55 @@ def price_of(recording: Recording, price_per_hour: float | None) -> float | None
     """--price wins; else a price the recording was made with (gputui check --price)."""
     if price_per_hour is not None:
         return price_per_hour
-    check = recording.header.get("check")
-    price = check.get("price_per_hour") if isinstance(check, dict) else None
-    return price if isinstance(price, (int, float)) and price > 0 else None
+    check = recording.header.check
+    price = check.price_per_hour if check is not None else None
+    return price if price is not None and price > 0 else None
 
 
 def run_facts(recording: Recording, price_per_hour: float | None = None) -> RunFacts:
     header = recording.header
     summary = run_summary(recording)
-    throughput = dict(summary.get("throughput") or {})
+    throughput = summary.throughput or ThroughputSummary()
     gpu_text, gpu_name = gpu_of(header)
     outcome, ok = outcome_of(summary, recording.cut)
     peak_workload, peak_source = _peak_vram_workload(recording)
     findings, replayed = recorded_findings(recording)
-    command = header.get("command")
+    command = header.command
     price = price_of(recording, price_per_hour)
-    figure = run_figure(throughput)
+    figure = throughput.run_figure
     return RunFacts(
         label=recording_stem(recording.path),
         machine=machine_of(header),
         gpu=gpu_text,
         gpu_name=gpu_name,
-        preset=(header.get("preset") or {}).get("name"),
-        command=shlex.join(command) if isinstance(command, list) else command,
+        preset=header.preset_name,
+        command=shlex.join(command) if command is not None else None,
         outcome=outcome,
         ok=ok,
         cut=recording.cut,
         check=is_check(recording),
         throughput=throughput,
         rates=measured_rates(recording),
-        energy_per_sample_j=summary.get("energy_per_sample_j"),
+        energy_per_sample_j=summary.energy_per_sample_j,
         price_per_hour=price,
         cost_per_million=cost_per_million(price, figure),
         peak_vram_workload=peak_workload,
         peak_vram_source=peak_source,
-        peak_vram_nvml={g["index"]: g["peak_memory_used"] for g in summary.get("gpus", []) if "peak_memory_used" in g},
+        peak_vram_nvml={g.index: g.peak_memory_used for g in summary.gpus if g.peak_memory_used is not None},
         throttle=_throttle_of(summary),
         findings=findings,
         findings_replayed=replayed,
         references=references_of(header, figure, gpu_name),
-        window=summary.get("window", "all"),
-        unit=throughput.get("unit") or "samples",
-        phases=[p for p in summary.get("phases") or [] if isinstance(p, dict)],
+        window=summary.window or "all",
+        unit=throughput.unit_name,
+        phases=list(summary.phases or []),
     )
 
 
-def _throttle_of(summary: dict[str, Any]) -> dict[int, dict[str, float]]:
+def _throttle_of(summary: Summary) -> dict[int, dict[str, float]]:
     """Each sampled GPU's active reasons; a GPU without samples has no share to report
     (the summary leaves throttle_share out), so it is left out rather than read as 0%."""
-    return {g["index"]: {k: v for k, v in g["throttle_share"].items() if v} for g in summary.get("gpus", []) if "throttle_share" in g}
+    return {g.index: {k: v for k, v in g.throttle_share.items() if v} for g in summary.gpus if g.throttle_share is not None}
 
 
 NOT_MEASURED = "not measured (no GPU)"
@@ -207,4 +205,4 @@ def throttle_text(facts: RunFacts) -> str:
 
 def findings_text(facts: RunFacts) -> str:
     """Titles of the findings, one phrase each, or "none"."""
-    return "; ".join(f"{f.get('severity', '?')}: {f.get('title') or f.get('kind', '?')}" for f in facts.findings) or "none"
+    return "; ".join(f"{f.severity or '?'}: {f.title or f.kind or '?'}" for f in facts.findings) or "none"

@@ -8,14 +8,15 @@ findings (re-diagnosed for recordings made without the diagnosis).
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 from pathlib import Path
-from typing import Any
 
 from gputui.errors import UserError
 from gputui.record import events as ev
 from gputui.record.events import Event
-from gputui.record.recording import SCHEMA_VERSION, Recording, read_recording
+from gputui.record.recording import Recording, read_recording
+from gputui.record.schema import CheckSummary, Summary
 from gputui.session.summary import SummaryBuilder
 
 CHECK_EVENT = ev.CHECK  # one recording event per check result
@@ -28,13 +29,7 @@ def load_recording(path: Path) -> Recording:
         raise UserError(f"{path}: no such file")
     if path.is_dir():
         raise UserError(f"{path}: is a directory, expected a recording (.jsonl or .jsonl.gz)")
-    recording = read_recording(path)
-    schema = recording.header.get("schema")
-    if not isinstance(schema, int):
-        raise UserError(f"{path}:1: not a gputui recording (the header has no schema version)")
-    if schema > SCHEMA_VERSION:
-        raise UserError(f"{path}:1: recording format {schema} is newer than this gputui reads (up to {SCHEMA_VERSION}): upgrade gputui")
-    return recording
+    return read_recording(path)  # its header's schema checked (check_schema)
 
 
 def _in_time_order(recording: Recording):
@@ -46,7 +41,7 @@ def _in_time_order(recording: Recording):
         yield which == 0, item
 
 
-def run_summary(recording: Recording) -> dict[str, Any]:
+def run_summary(recording: Recording) -> Summary:
     """The recording's summary, its throughput figure counted by today's rule (see
     :func:`todays_figure`); for a cut file, the same summary rebuilt from what it has."""
     if recording.summary is not None:
@@ -64,19 +59,20 @@ def run_summary(recording: Recording) -> dict[str, Any]:
 FIGURE_KEYS = ("mean", "figure", "bursty")
 
 
-def todays_figure(recording: Recording, summary: dict[str, Any]) -> dict[str, Any]:
+def todays_figure(recording: Recording, summary: Summary) -> Summary:
     """A recorded summary with its figure counted again from its readings: summaries from
-    before the ``figure`` (gputui.model.run_figure) counted a job's start-up in its mean,
-    and are otherwise known by their median.  Everything else stays as recorded."""
-    throughput = summary.get("throughput")
-    if not throughput or "figure" in throughput:
+    before the ``figure`` (ThroughputSummary.run_figure) counted a job's start-up in its
+    mean, and are otherwise known by their median.  Everything else stays as recorded."""
+    throughput = summary.throughput
+    if throughput is None or throughput.figure is not None:
         return summary
     builder = SummaryBuilder()
     for event in recording.events_of(ev.THROUGHPUT):
         builder.on_event(event)
-    counted = builder.build()["throughput"]
-    kept = {key: value for key, value in throughput.items() if key not in FIGURE_KEYS}
-    return {**summary, "throughput": {**kept, **{key: counted[key] for key in FIGURE_KEYS if key in counted}}}
+    counted = builder.build().throughput
+    assert counted is not None  # the builder always counts one
+    recounted = {key: getattr(counted, key) for key in FIGURE_KEYS}
+    return dataclasses.replace(summary, throughput=dataclasses.replace(throughput, **recounted))
 
 
 def measured_rates(recording: Recording) -> list[float]:
@@ -88,34 +84,39 @@ def measured_rates(recording: Recording) -> list[float]:
     return list(builder.rates)
 
 
-def recorded_findings(recording: Recording) -> tuple[list[dict[str, Any]], bool]:
+def recorded_findings(recording: Recording) -> tuple[list[ev.Finding], bool]:
     """Each finding in its final state, and whether they were re-diagnosed here.
 
     The summary's list when there is one; for a cut file, the latest update of each
     finding event; for a recording made without the diagnosis (no ``diagnosis``
     settings in its header), a replay of today's diagnosis over its samples."""
-    if recording.summary is not None and "findings" in recording.summary:
-        return list(recording.summary["findings"]), False
-    latest: dict[str, dict[str, Any]] = {}
-    for event in recording.events_of(ev.FINDING):
-        latest[_finding_id(event, len(latest))] = ev.payload_fields(event.payload)
-    if latest or "diagnosis" in recording.header or is_check(recording):
-        return list(latest.values()), False
+    if recording.summary is not None and recording.summary.findings is not None:
+        return list(recording.summary.findings), False
+    latest = _latest_findings(recording.events_of(ev.FINDING))
+    if latest or recording.header.diagnosis is not None or is_check(recording):
+        return latest, False
     from gputui.diagnosis.engine import replay_recording
 
-    replayed: dict[str, dict[str, Any]] = {}
-    for event in replay_recording(recording):
-        replayed[_finding_id(event, len(replayed))] = ev.payload_fields(event.payload)
-    return list(replayed.values()), True
+    return _latest_findings(replay_recording(recording)), True
 
 
-def _finding_id(event: Event, number: int) -> str:
-    return event.payload.id if isinstance(event.payload, ev.Finding) else str(number)
+def _latest_findings(events: list[Event]) -> list[ev.Finding]:
+    """The latest update of each finding, in the order they first came."""
+    latest: dict[str, ev.Finding] = {}
+    for event in events:
+        if isinstance(event.payload, ev.Finding):
+            latest[event.payload.id] = event.payload
+    return list(latest.values())
+
+
+def check_summary(recording: Recording) -> CheckSummary | None:
+    """A check recording's verdict and counts, where its summary was written."""
+    return recording.summary.check if recording.summary is not None else None
 
 
 def is_check(recording: Recording) -> bool:
     """A ``gputui check`` recording: its header carries the check's options."""
-    return "check" in recording.header
+    return recording.header.check is not None
 
 
 def check_results(recording: Recording) -> list:

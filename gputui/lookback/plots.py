@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from gputui.fmt import GIB, per_second
-from gputui.model import Throughput, run_figure
+from gputui.model import GpuInfo, Throughput
 from gputui.protocol import MEASURE, WARMUP
 from gputui.record import events as ev
 from gputui.record.recording import Recording
+from gputui.record.schema import Summary, ThroughputSummary
 from gputui.safe_write import write_atomic_with
 
 WIDTH_IN, HEIGHT_IN, DPI = 9.0, 3.2, 100
@@ -110,8 +111,9 @@ def _time_unit(recording: Recording) -> tuple[float, str]:
     return 1.0, "seconds"
 
 
-def _header_limits(recording: Recording, key: str) -> list[float]:
-    return sorted({g[key] for g in recording.header.get("gpus") or [] if isinstance(g.get(key), (int, float))})
+def _header_limits(recording: Recording, limit: Callable[[GpuInfo], float | None]) -> list[float]:
+    """One limit of each GPU in the header (its slowdown temperature, its power limit)."""
+    return sorted({value for value in map(limit, recording.header.gpu_list) if value is not None})
 
 
 class _Canvas:
@@ -191,8 +193,9 @@ def _warmup_span(recording: Recording) -> tuple[float, float] | None:
 # Each returns a canvas to save, or a string saying why there is nothing to draw.
 
 
-def _throughput(recording: Recording, summary: dict, unit: tuple[float, str]) -> _Canvas | str:
-    unit_name = (summary.get("throughput") or {}).get("unit") or "samples"
+def _throughput(recording: Recording, summary: Summary, unit: tuple[float, str]) -> _Canvas | str:
+    throughput = summary.throughput or ThroughputSummary()
+    unit_name = throughput.unit_name
     # one unit on one axis: steps read before the batch size was known are left out
     readings = [
         (e.t, e.payload)
@@ -216,18 +219,17 @@ def _throughput(recording: Recording, summary: dict, unit: tuple[float, str]) ->
         linewidth=1.0,
         label="readings",
     )
-    throughput = summary.get("throughput") or {}
-    median = throughput.get("median")
+    median = throughput.median
     if median is not None:
         canvas.hline(median, MEDIAN_COLOUR, f"median {median:,.1f}", style="-")
         canvas.include(0.0, median)
-    figure = run_figure(throughput)
+    figure = throughput.run_figure
     if figure is not None and figure != median:  # a bursty job: its mean is its figure
         canvas.hline(figure, MEDIAN_COLOUR, f"mean {figure:,.1f} (stalls between bursts)", style="--")
     return canvas
 
 
-def _utilization(recording: Recording, summary: dict, unit: tuple[float, str]) -> _Canvas | str:
+def _utilization(recording: Recording, summary: Summary, unit: tuple[float, str]) -> _Canvas | str:
     util = gpu_series(recording, "util_gpu")
     active = gpu_series(recording, "sm_active")
     if not util and not active:
@@ -240,11 +242,11 @@ def _utilization(recording: Recording, summary: dict, unit: tuple[float, str]) -
 
 
 def thermal_warn_c(recording: Recording) -> float:
-    value = (recording.header.get("diagnosis") or {}).get("thermal_warn_c")
+    value = (recording.header.diagnosis or {}).get("thermal_warn_c")
     return float(value) if isinstance(value, (int, float)) else THERMAL_WARN_C
 
 
-def _temperature(recording: Recording, summary: dict, unit: tuple[float, str]) -> _Canvas | str:
+def _temperature(recording: Recording, summary: Summary, unit: tuple[float, str]) -> _Canvas | str:
     temps = gpu_series(recording, "temp_c")
     if not temps:
         return "no GPU temperature in the recording"
@@ -252,53 +254,53 @@ def _temperature(recording: Recording, summary: dict, unit: tuple[float, str]) -
     canvas.lines(temps, _gpu_label, _gpu_colour)
     warn = thermal_warn_c(recording)
     canvas.hline(warn, WARN_COLOUR, f"{warn:.0f} °C")
-    slowdowns = _header_limits(recording, "temp_slowdown_c")
+    slowdowns = _header_limits(recording, lambda g: g.temp_slowdown_c)
     for slowdown in slowdowns:
         canvas.hline(slowdown, LIMIT_COLOUR, f"slowdown {slowdown:.0f} °C")
     canvas.include(None, max([warn, *slowdowns]))
     return canvas
 
 
-def _power(recording: Recording, summary: dict, unit: tuple[float, str]) -> _Canvas | str:
+def _power(recording: Recording, summary: Summary, unit: tuple[float, str]) -> _Canvas | str:
     power = gpu_series(recording, "power_w")
     if not power:
         return "no GPU power draw in the recording"
     canvas = _Canvas("Power", "W", *unit)
     canvas.lines(power, _gpu_label, _gpu_colour)
-    limits = sorted({v for _ts, vs in gpu_series(recording, "power_limit_w").values() for v in vs}) or _header_limits(recording, "power_limit_w")
+    limits = sorted({v for _ts, vs in gpu_series(recording, "power_limit_w").values() for v in vs}) or _header_limits(recording, lambda g: g.power_limit_w)
     for limit in limits:
         canvas.hline(limit, LIMIT_COLOUR, f"limit {limit:.0f} W")
     canvas.include(0.0, max(limits) if limits else None)
     return canvas
 
 
-def _sm_clock(recording: Recording, summary: dict, unit: tuple[float, str]) -> _Canvas | str:
+def _sm_clock(recording: Recording, summary: Summary, unit: tuple[float, str]) -> _Canvas | str:
     clocks = gpu_series(recording, "sm_clock_mhz")
     if not clocks:
         return "no SM clock in the recording"
     canvas = _Canvas("SM clock", "MHz", *unit)
     canvas.lines(clocks, _gpu_label, _gpu_colour)
-    maxima = _header_limits(recording, "sm_clock_max_mhz")
+    maxima = _header_limits(recording, lambda g: g.sm_clock_max_mhz)
     for maximum in maxima:
         canvas.hline(maximum, LIMIT_COLOUR, f"max {maximum:.0f} MHz")
     canvas.include(0.0, max(maxima) if maxima else None)
     return canvas
 
 
-def _vram(recording: Recording, summary: dict, unit: tuple[float, str]) -> _Canvas | str:
+def _vram(recording: Recording, summary: Summary, unit: tuple[float, str]) -> _Canvas | str:
     used = gpu_series(recording, "memory_used", scale=GIB)
     if not used:
         return "no GPU memory use in the recording"
     canvas = _Canvas("GPU memory (VRAM)", "GiB", *unit)
     canvas.lines(used, _gpu_label, _gpu_colour)
-    totals = [t / GIB for t in _header_limits(recording, "memory_total")]
+    totals = [t / GIB for t in _header_limits(recording, lambda g: g.memory_total)]
     for total in totals:
         canvas.hline(total, LIMIT_COLOUR, f"total {total:.1f} GiB")
     canvas.include(0.0, max(totals) if totals else None)
     return canvas
 
 
-def _cpu_roles(recording: Recording, summary: dict, unit: tuple[float, str]) -> _Canvas | str:
+def _cpu_roles(recording: Recording, summary: Summary, unit: tuple[float, str]) -> _Canvas | str:
     roles = role_cpu_series(recording)
     if not roles:
         return "no process of the run was sampled (telemetry only, or the run ended at once)"
@@ -311,7 +313,7 @@ def _cpu_roles(recording: Recording, summary: dict, unit: tuple[float, str]) -> 
     return canvas
 
 
-CHARTS: list[tuple[str, str, Callable[[Recording, dict, tuple[float, str]], _Canvas | str]]] = [
+CHARTS: list[tuple[str, str, Callable[[Recording, Summary, tuple[float, str]], _Canvas | str]]] = [
     ("throughput", "Throughput over time", _throughput),
     ("utilization", "GPU utilization and SM activity", _utilization),
     ("temperature", "Temperature", _temperature),
@@ -322,7 +324,7 @@ CHARTS: list[tuple[str, str, Callable[[Recording, dict, tuple[float, str]], _Can
 ]
 
 
-def make_plots(recording: Recording, summary: dict[str, Any], out_dir: Path) -> list[ReportPlot]:
+def make_plots(recording: Recording, summary: Summary, out_dir: Path) -> list[ReportPlot]:
     """Draw every chart into ``out_dir`` (``NAME.png``); raises OSError when it cannot write."""
     unit = _time_unit(recording)
     plots = []

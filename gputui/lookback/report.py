@@ -14,11 +14,12 @@ from gputui.check.result import with_bound
 from gputui.errors import UserError
 from gputui.lookback.document import Block, Bold, Bullets, Code, Heading, Image, Line, Paragraph, ReportNote, Table, to_html, to_markdown
 from gputui.lookback.facts import RunFacts, run_facts, throttle_text
-from gputui.lookback.load import check_results, run_summary
+from gputui.lookback.load import check_results, check_summary, run_summary
 from gputui.lookback.plots import ReportPlot, make_plots
-from gputui.model import BURSTY_NOTE, is_bursty, mean_is_figure
+from gputui.model import BURSTY_NOTE
 from gputui.record import events as ev
 from gputui.record.recording import Recording
+from gputui.record.schema import Summary
 from gputui.safe_write import write_atomic
 
 
@@ -43,43 +44,45 @@ def usd(value: float | None) -> str:
     return "-" if value is None else f"${value:,.2f}" if value >= 1 else f"${value:.4f}"
 
 
-def _run_table(recording: Recording, facts: RunFacts, summary: dict[str, Any]) -> Table:
+def _run_table(recording: Recording, facts: RunFacts, summary: Summary) -> Table:
     rows: list[list[Line]] = [["Machine", facts.machine], ["GPU", facts.gpu]]
     if facts.preset:
         rows.append(["Preset", facts.preset])
     if facts.command:
         rows.append(["Command", (Code(facts.command),)])
     rows.append(["Outcome", facts.outcome + ("" if facts.ok is None else " (ok)" if facts.ok else " (failed)")])
-    if recording.header.get("started_at"):
-        rows.append(["Started", str(recording.header["started_at"])])
-    rows.append(["Sampled", f"{fmt.duration(summary.get('duration_s'))} ({summary.get('samples', 0)} samples every {recording.header.get('interval', '?')} s)"])
+    header = recording.header
+    if header.started_at:
+        rows.append(["Started", header.started_at])
+    interval = header.interval if header.interval is not None else "?"
+    rows.append(["Sampled", f"{fmt.duration(summary.duration_s)} ({summary.samples or 0} samples every {interval} s)"])
     return Table(["", ""], rows)
 
 
 def _throughput_blocks(facts: RunFacts) -> list[Block]:
     tp, unit = facts.throughput, facts.unit
-    if tp.get("median") is None:
-        reported = tp.get("reported") or {}
-        if reported.get("samples_per_sec") is not None:
-            figure = fmt.rate_in(reported["samples_per_sec"], reported.get("unit"))
+    reported = tp.reported
+    if tp.median is None:
+        if reported is not None and reported.samples_per_sec is not None:
+            figure = fmt.rate_in(reported.samples_per_sec, reported.unit)
             return [Heading(2, "Throughput"), Paragraph(f"The tool's own figure: {figure} (no readings over time).")]
         return [Heading(2, "Throughput"), Paragraph("No throughput readings: the run printed no rate gputui could parse.")]
     window = {"measure": "measured phase, warm-up left out", "training": "training phase: start-up, evaluation and the idle tail left out"}
-    mean = ["Mean (all it did over all the time it took)", fmt.rate_in(tp.get("mean"), unit)]
-    if mean_is_figure(tp):  # a job of the user's: counted the way its own tools count
-        mean[1] += f" (the run's figure: {BURSTY_NOTE})" if is_bursty(tp) else " (the run's figure)"
-        rows = [mean, ["Median", fmt.rate_in(tp["median"], unit)]]
+    mean = ["Mean (all it did over all the time it took)", fmt.rate_in(tp.mean, unit)]
+    if tp.mean_is_figure:  # a job of the user's: counted the way its own tools count
+        mean[1] += f" (the run's figure: {BURSTY_NOTE})" if tp.is_bursty else " (the run's figure)"
+        rows = [mean, ["Median", fmt.rate_in(tp.median, unit)]]
     else:
-        rows = [["Median", fmt.rate_in(tp["median"], unit)], *([mean] if tp.get("mean") else [])]
+        rows = [["Median", fmt.rate_in(tp.median, unit)], *([mean] if tp.mean else [])]
+    readings = tp.readings if tp.readings is not None else len(facts.rates)
     rows += [
-        ["p5 – p95", f"{fmt.rate(tp.get('p5'))} – {fmt.rate_in(tp.get('p95'), unit)}"],
-        ["Readings", f"{tp.get('readings', len(facts.rates))} ({window.get(facts.window, 'every reading')}; source {tp.get('source', '?')})"],
+        ["p5 – p95", f"{fmt.rate(tp.p5)} – {fmt.rate_in(tp.p95, unit)}"],
+        ["Readings", f"{readings} ({window.get(facts.window, 'every reading')}; source {tp.source or '?'})"],
     ]
-    reported = tp.get("reported")
     if reported:
-        rows.append(["The tool's own figure", fmt.rate_in(reported.get("samples_per_sec"), reported.get("unit"))])
+        rows.append(["The tool's own figure", fmt.rate_in(reported.samples_per_sec, reported.unit)])
     if facts.phases:
-        rows.append(["Phases", fmt.phase_line(facts.phases)])
+        rows.append(["Phases", fmt.phase_line([(p.phase, p.duration_s) for p in facts.phases])])
     one = unit[:-1] if unit.endswith("s") else unit
     rows.append([f"Energy per {one}", value_text(facts.energy_per_sample_j, "J")])
     if facts.cost_per_million is not None:
@@ -163,21 +166,22 @@ def _finding_blocks(facts: RunFacts) -> list[Block]:
         blocks.append(Paragraph("None: the diagnosis saw nothing holding the run back."))
         return blocks
     for finding in facts.findings:
-        since, until = finding.get("since"), finding.get("until")
+        since, until = finding.since, finding.until
         when = f"from {fmt.num(since, ' s', 1)}" + (f" to {fmt.num(until, ' s', 1)}" if until is not None else "")
-        blocks.append(Heading(3, f"{finding.get('severity', '?')}: {finding.get('title') or finding.get('kind')}"))
-        blocks.append(Paragraph((Code(str(finding.get("kind", "?"))), f", {finding.get('state', '?')}, {when}.")))
-        evidence = finding.get("evidence") or {}
+        blocks.append(Heading(3, f"{finding.severity or '?'}: {finding.title or finding.kind}"))
+        blocks.append(Paragraph((Code(finding.kind), f", {finding.state or '?'}, {when}.")))
+        evidence = finding.evidence or {}
         if evidence:
             blocks.append(Paragraph("Evidence: " + ", ".join(f"{k} = {value_text(v)}" for k, v in evidence.items())))
-        if finding.get("advice"):
-            blocks.append(Bullets([str(a) for a in finding["advice"]]))
+        if finding.advice:
+            blocks.append(Bullets([str(a) for a in finding.advice]))
     return blocks
 
 
 def _check_blocks(recording: Recording) -> list[Block]:
     results = check_results(recording)
-    verdict = ((recording.summary or {}).get("check") or {}).get("verdict")
+    recorded = check_summary(recording)
+    verdict = recorded.verdict if recorded is not None else None
     if verdict is None:
         from gputui.check.result import worst
 

@@ -15,7 +15,9 @@ from typing import Any
 from gputui.check.result import name_and_gpu
 from gputui.model import GpuProcess, HostSample, Sample, Throughput
 from gputui.record import events as ev
-from gputui.record.events import Event, Observer
+from gputui.record.events import Event
+from gputui.record.observer import Observer
+from gputui.record.schema import Header
 from gputui.session import ranks
 
 
@@ -103,20 +105,16 @@ class LiveMetrics(Observer):
     def _update(self, **changes: Any) -> None:
         self.snapshot = dataclasses.replace(self.snapshot, **changes)
 
-    def on_header(self, header: dict[str, Any]) -> None:
-        host = header.get("host") or {}
-        preset = header.get("preset") or {}
-        gpus = {
-            int(g["index"]): GpuLabels(gpu=str(g["index"]), uuid=str(g.get("uuid") or ""), model_name=str(g.get("name") or ""))
-            for g in header.get("gpus") or []
-        }
-        checks = {} if "check" in header else self.snapshot.checks  # a new check starts afresh
+    def on_header(self, header: Header) -> None:
+        host = header.host
+        gpus = {g.index: GpuLabels(gpu=str(g.index), uuid=g.uuid or "", model_name=g.name or "") for g in header.gpu_list}
+        checks = {} if header.check is not None else self.snapshot.checks  # a new check starts afresh
         self.snapshot = MetricsSnapshot(
             checks=checks,
-            hostname=str(host.get("hostname") or ""),
-            preset=str(preset.get("name") or ""),
-            version=str(header.get("gputui") or ""),
-            cpu_available=host.get("cpu_available"),
+            hostname=(host.hostname if host else None) or "",
+            preset=header.preset_name or "",
+            version=header.gputui or "",
+            cpu_available=host.cpu_available if host else None,
             gpus=gpus,
             price_per_hour=self._price,
             rank_gpus=tuple(ranks.rank_gpus(header)),

@@ -1,8 +1,5 @@
-"""What a Session tells its observers (the recorder, the progress line, the dashboard).
-
-Observers are called from one thread, in order: header first, then samples and events
-as they happen, then the summary.
-"""
+"""The events a Session tells its observers (gputui.record.observer) and writes to a
+recording: one frozen payload class per kind."""
 
 from __future__ import annotations
 
@@ -11,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gputui.model import SAMPLES, Sample, Throughput, to_dict
+from gputui.model import SAMPLES, Throughput, to_dict
 from gputui.run.outcome import Outcome
 
 # Event kinds, in the order a run usually produces them.
@@ -326,19 +323,3 @@ def event_from_dict(record: Mapping[str, Any]) -> Event:
     """A recording's event line (``t``, ``event`` and the payload's keys) as an Event."""
     fields = {k: v for k, v in record.items() if k not in ("type", "t", "event")}
     return make_event(float(record["t"]), str(record["event"]), fields)
-
-
-class Observer:
-    """Base class: override what you need."""
-
-    def on_header(self, header: dict[str, Any]) -> None:
-        pass
-
-    def on_sample(self, sample: Sample) -> None:
-        pass
-
-    def on_event(self, event: Event) -> None:
-        pass
-
-    def on_summary(self, summary: dict[str, Any]) -> None:
-        pass

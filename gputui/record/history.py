@@ -25,9 +25,10 @@ from typing import Any
 
 from gputui.errors import UserError
 from gputui.fmt import gpu_summary, short_gpu_name
-from gputui.model import run_figure
 from gputui.record.gzip_lines import GzipChunks, is_gzip_path
 from gputui.record.recording import MAX_LINE_BYTES, NewerFormat, Recorder, check_line, is_live, parse_line, read_header_line
+from gputui.record.schema import Header, Summary
+from gputui.run.outcome import Outcome
 from gputui.text_files import open_regular_file
 
 NO_HISTORY_ENV = "GPUTUI_NO_HISTORY"
@@ -61,15 +62,15 @@ def cap_bytes(environ: Mapping[str, str] = os.environ) -> int:
     return int(value * MB)
 
 
-def outcome_word(outcome: dict[str, Any] | None) -> str:
+def outcome_word(outcome: Outcome | None) -> str:
     """How a finished run ended, in a word: ok, exit 3, stopped, oom, ..."""
-    outcome = outcome or {}
-    kind = outcome.get("kind")
-    if outcome.get("ok"):
+    if outcome is None:
+        return "ended"
+    if outcome.ok:
         return "ok"
-    if kind == "exited":
-        return f"exit {outcome.get('exit_code')}"
-    return kind or "ended"
+    if outcome.kind == "exited":
+        return f"exit {outcome.exit_code}"
+    return outcome.kind or "ended"
 
 
 def label_for(preset_name: str | None, attach_pid: int | None) -> str:
@@ -79,10 +80,10 @@ def label_for(preset_name: str | None, attach_pid: int | None) -> str:
     return f"pid {attach_pid}" if attach_pid else "watch"
 
 
-def run_label(header: dict[str, Any]) -> str:
-    if header.get("check") is not None:
+def run_label(header: Header) -> str:
+    if header.check is not None:
         return "check"  # a gputui check: its header carries the check's options
-    return label_for((header.get("preset") or {}).get("name"), header.get("attach_pid"))
+    return label_for(header.preset_name, header.attach_pid)
 
 
 @dataclass
@@ -203,7 +204,7 @@ def _read_ends(path: Path, size: int) -> tuple[bytes, bytes | None, bool]:
     return _gzip_ends(path) if is_gzip_path(path) else _plain_ends(path, size)
 
 
-def _summary_of(path: Path, last: bytes | None) -> dict[str, Any] | None:
+def _summary_of(path: Path, last: bytes | None) -> Summary | None:
     """The last line as a checked summary; None when it is another kind of line (the
     file ends before its summary).  A UserError when it is not a recording line, or a
     summary of the wrong shape."""
@@ -213,7 +214,7 @@ def _summary_of(path: Path, last: bytes | None) -> dict[str, Any] | None:
     record = parse_line(where, last)
     kind = record.pop("type", None)
     check_line(where, kind, record)
-    return record if kind == "summary" else None
+    return Summary.from_dict(record) if kind == "summary" else None
 
 
 def read_kept_run(path: Path) -> KeptRun:
@@ -237,9 +238,9 @@ def read_kept_run(path: Path) -> KeptRun:
     except UserError as exc:
         run.outcome, run.problem = "unreadable", str(exc)
         return run
-    run.started_at = header.get("started_at")
+    run.started_at = header.started_at
     run.label = run_label(header)
-    run.gpus = [g["name"] for g in header.get("gpus") or []]
+    run.gpus = [g.name for g in header.gpu_list]
     try:
         summary = _summary_of(path, last)
     except UserError as exc:
@@ -253,12 +254,12 @@ def read_kept_run(path: Path) -> KeptRun:
                 "no summary: the recorder was stopped before it could finish" if whole else "the last line is incomplete: the file was cut while being written"
             )
         return run
-    run.outcome = outcome_word(summary.get("outcome")) if summary.get("outcome") else "watched"
-    if isinstance(summary.get("check"), dict):
-        run.outcome = f"check {summary['check'].get('verdict', '?')}"
-    run.median = run_figure(summary.get("throughput") or {})
-    run.unit = (summary.get("throughput") or {}).get("unit")
-    run.findings = len(summary.get("findings") or [])
+    run.outcome = outcome_word(summary.outcome) if summary.outcome else "watched"
+    if summary.check is not None:
+        run.outcome = f"check {summary.check.verdict or '?'}"
+    run.median = summary.figure
+    run.unit = summary.throughput.unit if summary.throughput else None
+    run.findings = len(summary.findings or [])
     return run
 
 

@@ -10,15 +10,11 @@ The format is documented in docs/record-format.md.
 
 from __future__ import annotations
 
-import dataclasses
 import errno
-import functools
 import json
 import logging
 import os
 import time
-import types
-import typing
 
 try:
     import fcntl
@@ -30,16 +26,18 @@ from pathlib import Path
 from typing import IO, Any
 
 from gputui.errors import UserError
-from gputui.model import GpuInfo, HostInfo, Sample, Throughput, from_dict, to_dict
+from gputui.model import Sample, from_dict, to_dict
 from gputui.protocol import json_safe
 from gputui.record import events as ev
-from gputui.record.events import Event, Observer
+from gputui.record.codec import Wrong, check
+from gputui.record.events import Event
 from gputui.record.gzip_lines import MAX_BYTES, GzipLineWriter, is_gzip_path, read_gzip
+from gputui.record.observer import Observer
+from gputui.record.schema import EVENT_SHAPES, SCHEMA_VERSION, Header, Summary
 from gputui.text_files import open_regular_file, read_bytes_bounded
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
 FSYNC_EVERY_S = 1.0
 
 
@@ -136,8 +134,8 @@ class Recorder(Observer):
         if self.on_error is not None:
             self.on_error(self.error)
 
-    def on_header(self, header: dict[str, Any]) -> None:
-        self._write({"type": "header", **header})
+    def on_header(self, header: Header) -> None:
+        self._write({"type": "header", **header.to_dict()})
 
     def on_sample(self, sample: Sample) -> None:
         self._write({"type": "sample", **to_dict(sample)})
@@ -145,8 +143,8 @@ class Recorder(Observer):
     def on_event(self, event: Event) -> None:
         self._write({"type": "event", **ev.event_to_dict(event)})
 
-    def on_summary(self, summary: dict[str, Any]) -> None:
-        self._write({"type": "summary", **summary})
+    def on_summary(self, summary: Summary) -> None:
+        self._write({"type": "summary", **summary.to_dict()})
         self.close()
 
     def close(self) -> None:
@@ -164,10 +162,10 @@ class Recorder(Observer):
 @dataclass
 class Recording:
     path: Path
-    header: dict[str, Any]
+    header: Header
     samples: list[Sample] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
-    summary: dict[str, Any] | None = None
+    summary: Summary | None = None
     cut: str | None = None  # why the file ends early, if it does
 
     def events_of(self, kind: str) -> list[Event]:
@@ -217,268 +215,19 @@ def is_live(path: Path) -> bool:
 # The one validating reader: every face that reads a recording (report, compare, export,
 # replay, --baseline, the diagnosis, and `gputui runs`, which reads only the header and the
 # last line) parses each line with parse_line and holds it to its kind's shape with
-# check_line.  The shapes are what gputui writes, for every field a reader relies on, so
-# that nothing downstream meets a string where it counts on a number.  A field of the
-# wrong type makes the whole file refused (one line naming the file, the line, the key,
-# what was expected and what was found) rather than dropped: a report that silently
-# left out a figure would look like a run that never had one.  Keys not listed are let
-# through: they are text or numbers no reader relies on.
+# check_line.  The shapes are the dataclasses the reader builds (gputui.record.schema, the
+# Sample, the event payloads), so that nothing downstream meets a string where it counts
+# on a number.  A field of the wrong type makes the whole file refused (one line naming
+# the file, the line, the key, what was expected and what was found) rather than
+# dropped: a report that silently left out a figure would look like a run that never
+# had one.  Keys the classes have no field for are let through (kept in the header's and
+# the summary's ``extra``): a newer gputui's.
 
 MAX_LINE_BYTES = 16 * 1024 * 1024  # gputui's lines are a few KB; a sample of 8 GPUs and a big process tree ~50 KB
 
 
-class Required:
-    """A key that an object in a dict shape must have (the others are optional).  Not a
-    dataclass: _check reads dataclasses as object shapes."""
-
-    def __init__(self, hint: Any) -> None:
-        self.hint = hint
-
-
-class ListOf:
-    """A list of dict shapes (``list[X]`` takes types only)."""
-
-    def __init__(self, item: Any) -> None:
-        self.item = item
-
-
-_RUN_SETTINGS: dict[str, Any] = {  # what diagnosis reads from the preset and the workload line
-    "framework": str | None,
-    "model": str | None,
-    "device": str | None,
-    "pipeline": str | None,
-    "precision": str | None,
-    "batch_size": int | None,
-    "workers": int | None,
-    "find_max_batch": bool | None,
-}
-_REFERENCE: dict[str, Any] = {"gpu": str | None, "samples_per_sec": float | None, "source": str | None, "note": str | None}
-_PRESET: dict[str, Any] = {
-    **_RUN_SETTINGS,
-    "name": str | None,
-    "source": str | None,
-    "overrides": str | None,
-    "description": str | None,
-    "reference": (ListOf(_REFERENCE), _REFERENCE, None),  # presets.toml takes one table or a list of them
-}
-HEADER_FIELDS: dict[str, Any] = {
-    "schema": int,
-    "interval": float | None,
-    "started_at": str | None,
-    "gputui": str | None,
-    "host": HostInfo | None,
-    "gpus": list[GpuInfo] | None,
-    "driver_version": str | None,
-    "cuda_version": str | None,
-    "gpu_unavailable_reason": str | None,
-    "preset": (_PRESET, None),
-    "command": list[str] | None,
-    "env": dict[str, str] | None,
-    "env_redacted": list[str] | None,
-    "cwd": str | None,
-    "attach_pid": int | None,
-    "diagnosis": dict | None,
-    "baseline": ({"samples_per_sec": float | None, "source": str | None, "preset": str | None}, None),
-    "check": dict | None,
-}
-_OUTCOME: dict[str, Any] = {
-    "kind": str,
-    "ok": bool | None,
-    "exit_code": int | None,
-    "signal": str | None,
-    "message": str | None,
-    "duration_s": float | None,
-}
-_FINDING: dict[str, Any] = {
-    "id": str,
-    "kind": str,
-    "state": str | None,
-    "severity": str | None,
-    "title": str | None,
-    "since": float | None,
-    "until": float | None,
-    "evidence": dict | None,
-    "advice": list[str] | None,
-    "gpu": int | None,
-}
-EVENT_FIELDS: dict[str, Any] = {
-    ev.STARTED: {"pid": int | None, "command": list[str] | None},
-    ev.WORKLOAD: _RUN_SETTINGS,
-    ev.PHASE: {"phase": str | None},
-    ev.THROUGHPUT: Throughput,
-    ev.RANK_THROUGHPUT: Throughput,
-    ev.OUTPUT: {"stream": str | None, "text": str | None},
-    ev.OOM: {"message": str | None, "batch_size": int | None},
-    ev.OUTCOME: _OUTCOME,
-    ev.STOPPING: {"reason": str | None},
-    ev.FINDING: _FINDING,
-}
-_STATS = ({"median": float | None, "max": float | None}, None)  # a summary's {median, max}
-_THROUGHPUT: dict[str, Any] = {
-    "median": float | None,
-    "p5": float | None,
-    "p95": float | None,
-    "mean": float | None,
-    "figure": float | None,
-    "unit": str | None,
-    "bursty": bool | None,
-    "readings": int | None,
-    "source": str | None,
-    "reported": ({"samples_per_sec": float | None, "source": str | None, "unit": str | None}, None),
-    "world_size": int | None,
-    "ranks": (ListOf({"rank": Required(int), "median": float | None, "readings": int | None}), None),
-    "scaling": ({"efficiency": float | None, "baseline_samples_per_sec": float | None, "baseline_source": str | None}, None),
-}
-_SUMMARY_GPU: dict[str, Any] = {
-    "index": Required(int),
-    **{name: _STATS for name in ("util_gpu", "sm_active", "sm_occupancy", "tensor_active", "temp_c", "power_w", "sm_clock_mhz")},
-    "samples": int | None,
-    "lost": bool | None,
-    "peak_memory_used": int | None,
-    "throttle_share": dict[str, float] | None,
-    "throttle_share_counted": list[str] | None,
-    "energy_j": float | None,
-    "energy_seconds": float | None,
-    "others_max": int | None,
-    "others_seconds": float | None,
-    "others_peak_memory": int | None,
-}
-_SUMMARY_HOST: dict[str, Any] = {
-    "cpu_percent": _STATS,
-    "run_cpu_percent": _STATS,
-    "peak_memory_used": int | None,
-    "run_peak_rss": int | None,
-    "max_workers": int | None,
-}
-_PHASE: dict[str, Any] = {"phase": str | None, "since": float | None, "until": float | None, "duration_s": float | None}
-SUMMARY_FIELDS: dict[str, Any] = {
-    "window": str | None,
-    "phases": (ListOf(_PHASE), None),
-    "duration_s": float | None,
-    "samples": int | None,
-    "throughput": (_THROUGHPUT, None),
-    "gpus": ListOf(_SUMMARY_GPU),  # never null: readers go over it
-    "energy_j": float | None,
-    "energy_per_sample_j": float | None,
-    "host": (_SUMMARY_HOST, None),
-    "outcome": (_OUTCOME, None),
-    "lost_gpus": list[int] | None,
-    "output_lines_skipped": int | None,
-    "workload": (_RUN_SETTINGS, None),
-    "findings": ListOf(_FINDING),  # never null: readers go over it
-    "check": ({"verdict": str | None, "counts": dict[str, int] | None, "stopped": bool | None}, None),
-}
-_NAMES = {int: "a whole number", float: "a number", str: "a string", bool: "true or false", list: "a list", dict: "an object", type(None): "null"}
-_ABSENT = object()  # no value to name: a key that is missing
-
-
-class _Wrong(Exception):
-    """A value of the wrong shape: ``where`` (a dotted key), what was expected and what came."""
-
-    def __init__(self, where: str, expected: str, got: Any = _ABSENT) -> None:
-        super().__init__(f"{where}: expected {expected}" + ("" if got is _ABSENT else f", got {_kind_of(got)}"))
-
-
-def _kind_of(value: Any) -> str:
-    """What a JSON value is, in the words of an error message."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return "a number"
-    return _NAMES.get(type(value), "a value")
-
-
-@functools.cache
-def _hints(cls: type) -> dict[str, Any]:
-    hints = typing.get_type_hints(cls)
-    required = {f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
-    return {f.name: (hints[f.name], f.name in required) for f in dataclasses.fields(cls)}
-
-
-def _describe(hint: Any) -> str:
-    if isinstance(hint, Required):
-        return _describe(hint.hint)
-    if isinstance(hint, ListOf):
-        return "a list"
-    if isinstance(hint, tuple):
-        return " or ".join(_describe(type(None) if arg is None else arg) for arg in hint)
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        return " or ".join(_describe(arg) for arg in typing.get_args(hint))
-    if isinstance(hint, dict) or dataclasses.is_dataclass(hint):
-        return "an object"
-    return _NAMES.get(typing.get_origin(hint) or hint, "a value")
-
-
-def _object_fields(hint: Any) -> dict[str, tuple[Any, bool]]:
-    """key -> (hint, required) of a dict shape or a dataclass."""
-    if isinstance(hint, dict):
-        return {k: (h.hint, True) if isinstance(h, Required) else (h, False) for k, h in hint.items()}
-    return _hints(hint if isinstance(hint, type) else type(hint))
-
-
-def _check(value: Any, hint: Any, where: str) -> None:
-    """Raise _Wrong unless ``value`` fits ``hint``: a type, ``X | None``, ``list[X]``,
-    ``dict[str, X]``, a dataclass, a dict of key -> hint (every key optional unless
-    marked Required), ListOf such a dict, or a tuple of such hints (None in it: null)."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if isinstance(hint, ListOf):
-        origin, args = list, (hint.item,)
-    if isinstance(hint, tuple):  # (a dict of key -> hint, None): that object, or null
-        origin, args = typing.Union, tuple(type(None) if arg is None else arg for arg in hint)
-    if origin in (typing.Union, types.UnionType):
-        if value is None and type(None) in args:
-            return
-        others = [arg for arg in args if arg is not type(None)]
-        if len(others) == 1:  # X | None: say what inside X is wrong
-            return _check(value, others[0], where) if value is not None else _fail(where, hint, value)
-        if not any(_fits(value, arg, where) for arg in others):
-            _fail(where, hint, value)
-        return
-    if isinstance(hint, dict) or dataclasses.is_dataclass(hint):
-        if not isinstance(value, dict):
-            raise _Wrong(where, "an object", value)
-        for key, (inner, required) in _object_fields(hint).items():
-            if key in value:
-                _check(value[key], inner, f"{where}.{key}" if where else key)
-            elif required:
-                raise _Wrong(f"{where}.{key}" if where else key, f"{_describe(inner)} (it is missing)")
-        return
-    if origin is list:
-        if not isinstance(value, list):
-            raise _Wrong(where, "a list", value)
-        for index, item in enumerate(value):
-            _check(item, args[0], f"{where}[{index}]")
-        return
-    if origin is dict:
-        if not isinstance(value, dict):
-            raise _Wrong(where, "an object", value)
-        for key, item in value.items():
-            _check(item, args[1], f"{where}.{key}")
-        return
-    if hint is Any:
-        return
-    if isinstance(value, bool) and hint is not bool:  # JSON true is no number
-        raise _Wrong(where, _describe(hint), value)
-    if hint is float and isinstance(value, (int, float)):
-        return
-    if not isinstance(value, hint):
-        raise _Wrong(where, _describe(hint), value)
-
-
-def _fits(value: Any, hint: Any, where: str) -> bool:
-    try:
-        _check(value, hint, where)
-    except _Wrong:
-        return False
-    return True
-
-
-def _fail(where: str, hint: Any, value: Any) -> None:
-    raise _Wrong(where, _describe(hint), value)
-
-
 def _check_header(record: dict[str, Any]) -> None:
-    _check(record, HEADER_FIELDS, "header")
+    check(record, Header, "header")
     from gputui.diagnosis.settings import KEYS, check_value  # diagnosis is heavier than this reader
 
     for key, value in (record.get("diagnosis") or {}).items():
@@ -486,19 +235,29 @@ def _check_header(record: dict[str, Any]) -> None:
             try:
                 check_value(key, value)
             except ValueError as exc:
-                raise _Wrong(f"header.diagnosis.{key}", str(exc), value) from None
+                raise Wrong(f"header.diagnosis.{key}", str(exc), value) from None
+
+
+@dataclass(frozen=True)
+class _EventLine:
+    """What every event line has; its kind's keys are checked against EVENT_SHAPES."""
+
+    t: float
+    event: str
 
 
 def _check_event(record: dict[str, Any]) -> None:
-    _check(record, {"t": Required(float), "event": Required(str)}, "event")
-    _check(record, EVENT_FIELDS.get(record["event"], {}), "event")
+    check(record, _EventLine, "event")
+    shape = EVENT_SHAPES.get(record["event"])
+    if shape is not None:
+        check(record, shape, "event")
 
 
 _LINE_SHAPES: dict[str, Callable[[dict[str, Any]], None]] = {
     "header": _check_header,
-    "sample": lambda record: _check(record, Sample, "sample"),
+    "sample": lambda record: check(record, Sample, "sample"),
     "event": _check_event,
-    "summary": lambda record: _check(record, SUMMARY_FIELDS, "summary"),
+    "summary": lambda record: check(record, Summary, "summary"),
 }
 
 
@@ -509,14 +268,14 @@ def check_line(where: str, kind: Any, record: dict[str, Any]) -> None:
     shape = _LINE_SHAPES.get(kind) if isinstance(kind, str) else None
     try:
         if shape is None:
-            raise _Wrong("type", '"header", "sample", "event" or "summary"', kind)
+            raise Wrong("type", '"header", "sample", "event" or "summary"', kind)
         shape(record)
-    except _Wrong as exc:
+    except Wrong as exc:
         raise UserError(f"{where}: {exc}") from None
 
 
 def _refuse_constant(name: str) -> None:
-    raise _Wrong(name, "a finite number or null (JSON has no NaN or Infinity, and gputui writes neither)")
+    raise Wrong(name, "a finite number or null (JSON has no NaN or Infinity, and gputui writes neither)")
 
 
 def parse_line(where: str, line: bytes) -> dict[str, Any]:
@@ -525,7 +284,7 @@ def parse_line(where: str, line: bytes) -> dict[str, Any]:
         raise UserError(f"{where}: a line of {len(line):,} bytes (expected at most {MAX_LINE_BYTES:,}; gputui's lines are a few KB)")
     try:
         record = json.loads(line, parse_constant=_refuse_constant)
-    except _Wrong as exc:
+    except Wrong as exc:
         raise UserError(f"{where}: {exc}") from None
     except RecursionError:  # json's C decoder gives up near Python's recursion limit (~1,000 deep)
         raise UserError(f"{where}: JSON nested too deeply to be a gputui recording line") from None
@@ -536,15 +295,15 @@ def parse_line(where: str, line: bytes) -> dict[str, Any]:
     return record
 
 
-def read_header_line(path: Path, line: bytes) -> dict[str, Any]:
-    """The first line as a checked header (``type`` removed): a UserError naming the file
-    for anything else, or for a header from a newer gputui (check_schema's message)."""
+def read_header_line(path: Path, line: bytes) -> Header:
+    """The first line as a checked header: a UserError naming the file for anything
+    else, or for a header from a newer gputui (check_schema's message)."""
     record = parse_line(f"{path}:1", line)
     if record.pop("type", None) != "header":
         raise UserError(f"{path}:1: not a gputui recording (expected a header line first)")
     check_schema(path, record)
     check_line(f"{path}:1", "header", record)
-    return record
+    return Header.from_dict(record)
 
 
 STREAM_CUT = "the compressed stream ends early: the file was cut while being written"
@@ -586,7 +345,7 @@ def read_recording(path: Path) -> Recording:
         elif kind == "event":
             recording.events.append(ev.event_from_dict(record))
         elif kind == "summary":
-            recording.summary = record
+            recording.summary = Summary.from_dict(record)
         else:  # a second header
             raise UserError(f'{where}: type: expected "sample", "event" or "summary" (the header is line 1 alone)')
     if recording is None:

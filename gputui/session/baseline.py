@@ -6,36 +6,34 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
 
 from gputui.errors import UserError
-from gputui.model import run_figure
 from gputui.presets.preset import Preset
+from gputui.record.schema import Baseline, Summary
 
 THIS_SESSION = "this session, one GPU"
 
 
-def baseline_from_recording(path: Path) -> dict[str, Any]:
-    """``{"samples_per_sec", "source", "preset"}`` from a recording's summary: its
-    measured median throughput.  The recording must be of a run on one GPU (no
-    data-parallel ranks); a UserError naming the file says what is wrong otherwise."""
+def baseline_from_recording(path: Path) -> Baseline:
+    """The samples/s, the file and its preset from a recording's summary: its measured
+    throughput.  The recording must be of a run on one GPU (no data-parallel ranks); a
+    UserError naming the file says what is wrong otherwise."""
     from gputui.record.recording import read_recording
 
     recording = read_recording(path)  # a UserError naming the file when it is not one
-    baseline = baseline_from_summary(recording.summary or {}, str(path), f"--baseline {path}")
-    baseline["preset"] = ((recording.header or {}).get("preset") or {}).get("name")
-    return baseline
+    baseline = baseline_from_summary(recording.summary, str(path), f"--baseline {path}")
+    return dataclasses.replace(baseline, preset=recording.header.preset_name)
 
 
-def baseline_from_summary(summary: dict[str, Any], source: str, where: str) -> dict[str, Any]:
+def baseline_from_summary(summary: Summary | None, source: str, where: str) -> Baseline:
     """The baseline in a finished run's summary; ``where`` starts the error message."""
-    throughput = summary.get("throughput") or {}
-    rate = run_figure(throughput)
-    if not isinstance(rate, (int, float)) or rate <= 0:
+    throughput = summary.throughput if summary is not None else None
+    rate = throughput.run_figure if throughput is not None else None
+    if throughput is None or rate is None or rate <= 0:
         raise UserError(f"{where}: expected a finished run with a measured throughput in its summary")
-    if (throughput.get("world_size") or 1) > 1:
-        raise UserError(f"{where}: expected a one-GPU run, got one on {throughput['world_size']} ranks")
-    return {"samples_per_sec": float(rate), "source": source}
+    if (throughput.world_size or 1) > 1:
+        raise UserError(f"{where}: expected a one-GPU run, got one on {throughput.world_size} ranks")
+    return Baseline(samples_per_sec=rate, source=source)
 
 
 def check_baseline_options(baseline: Path | None, baseline_run: bool, preset: Preset | None) -> None:

@@ -30,6 +30,7 @@ from gputui.errors import UserError
 
 if TYPE_CHECKING:
     from gputui.presets.preset import Config, Preset
+    from gputui.record.schema import Baseline
     from gputui.session.session import SessionConfig
 
 MAX_INTERVAL_S = 3600.0  # a sampler that sleeps longer than an hour is a typo
@@ -52,7 +53,7 @@ class RunOptions:
     duration: float | None = None  # a cap on each run, and on watching an attached job
     attach_pid: int | None = None  # --pid: a job started elsewhere, watched until it ends
     diagnosis_overrides: dict[str, Any] | None = None  # the command line's (--price): they win over the files
-    baseline: dict[str, Any] | None = None  # --baseline FILE: what the runs of ``preset`` scale against
+    baseline: Baseline | None = None  # --baseline FILE: what the runs of ``preset`` scale against
     baseline_run: bool = False  # --baseline-run: measure that baseline first, on one GPU
     record_path: Path | None = None  # --record FILE
     record_force: bool = False  # --force: replace it
@@ -86,7 +87,7 @@ class RunOptions:
         return self.config.presets
 
     def session_config(
-        self, preset: Preset | None, *, attach_pid: int | None = None, baseline: dict[str, Any] | None = None, cap_watching: bool = False
+        self, preset: Preset | None, *, attach_pid: int | None = None, baseline: Baseline | None = None, cap_watching: bool = False
     ) -> SessionConfig:
         """One session's config: a run of ``preset``, watching ``attach_pid``, or (neither)
         watching the machine.  Runs and attached jobs get the --duration cap, and watching

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
 
 from gputui.model import Sample
+from gputui.record.schema import PhaseSpan
 from gputui.stats import spread
 
 STARTUP, TRAINING, EVALUATION, CHECKPOINT, STALL, TAIL = "startup", "training", "evaluation", "checkpoint", "stall", "tail"
@@ -49,8 +49,9 @@ class Span:
     since: float
     until: float
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"phase": self.phase, "since": round(self.since, 3), "until": round(self.until, 3), "duration_s": round(self.until - self.since, 3)}
+    def record(self) -> PhaseSpan:
+        """As the summary lists it."""
+        return PhaseSpan(phase=self.phase, since=round(self.since, 3), until=round(self.until, 3), duration_s=round(self.until - self.since, 3))
 
 
 class PhaseTracker:
@@ -103,7 +104,7 @@ class PhaseTracker:
             last = self.spans.pop()
             self.spans[-1].until = last.until
 
-    def build(self) -> list[dict[str, Any]]:
+    def build(self) -> list[PhaseSpan]:
         """The spans, the gap after the last progress named the idle tail; [] for a run
         that never made progress (nothing tells its phases apart)."""
         if self.first_progress is None:
@@ -115,4 +116,4 @@ class PhaseTracker:
             tail = Span(TAIL, last.since, tail.until if tail else last.until)
         if tail is not None:
             spans.append(tail)
-        return [s.to_dict() for s in spans]
+        return [s.record() for s in spans]

@@ -8,12 +8,14 @@ off rather than the run.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, TextIO
+from typing import TextIO
 
 from gputui import console, fmt
-from gputui.model import BURSTY_NOTE, HostSample, Sample, Throughput, is_bursty, mean_is_figure
+from gputui.model import BURSTY_NOTE, HostSample, Sample, Throughput
 from gputui.record import events as ev
-from gputui.record.events import Event, Observer
+from gputui.record.events import Event
+from gputui.record.observer import Observer
+from gputui.record.schema import Header, PresetRecord, Stats, Summary, ThroughputSummary
 from gputui.run.outcome import Outcome
 from gputui.session.summary import SummaryBuilder
 
@@ -34,15 +36,15 @@ class ProgressPrinter(Observer):
     def _print(self, text: str) -> None:
         self._out.line(text)
 
-    def on_header(self, header: dict[str, Any]) -> None:
-        gpus = header.get("gpus") or []
+    def on_header(self, header: Header) -> None:
+        gpus = header.gpu_list
         if gpus:
-            names = ", ".join(f"{g['index']}: {fmt.printable(g['name'])}" for g in gpus)
-            self._print(f"gputui: {len(gpus)} GPU(s) [{names}], driver {header.get('driver_version')}, CUDA {header.get('cuda_version')}")
+            names = ", ".join(f"{g.index}: {fmt.printable(g.name)}" for g in gpus)
+            self._print(f"gputui: {len(gpus)} GPU(s) [{names}], driver {header.driver_version}, CUDA {header.cuda_version}")
         else:
-            self._print(f"gputui: no GPU: {fmt.printable(header.get('gpu_unavailable_reason'))}")
-        if header.get("command"):
-            self._print("gputui: running " + " ".join(fmt.printable(arg) for arg in header["command"]) + fmt.printable(_origin(header.get("preset") or {})))
+            self._print(f"gputui: no GPU: {fmt.printable(header.gpu_unavailable_reason)}")
+        if header.command:
+            self._print("gputui: running " + " ".join(fmt.printable(arg) for arg in header.command) + fmt.printable(_origin(header.preset)))
 
     def on_event(self, event: Event) -> None:
         payload = event.payload
@@ -82,17 +84,17 @@ class ProgressPrinter(Observer):
         shown = sample if sample.host is not None else replace(sample, host=self._host)
         self._print(progress_line(shown, self._phase, self._rate, self._summary, list(self._findings.values()), self._unit))
 
-    def on_summary(self, summary: dict[str, Any]) -> None:
+    def on_summary(self, summary: Summary) -> None:
         for line in summary_table(summary):
             self._print(line)
 
 
-def _origin(preset: dict[str, Any]) -> str:
+def _origin(preset: PresetRecord | None) -> str:
     """Where a preset that replaces a built-in of the same name comes from: a
     ./presets.toml in a shared folder must not change what `smoke` runs unseen."""
-    if not preset.get("overrides"):
+    if preset is None or not preset.overrides:
         return ""
-    return f" (preset {preset.get('name')!r} from {preset.get('source')}, which overrides the built-in)"
+    return f" (preset {preset.name!r} from {preset.source}, which overrides the built-in)"
 
 
 def finding_label(finding: ev.Finding) -> str:
@@ -136,68 +138,65 @@ def progress_line(
     return " | ".join(parts)
 
 
-def rank_rows(tp: dict[str, Any], device: str | None = None) -> list[tuple[str, str]]:
+def rank_rows(tp: ThroughputSummary, device: str | None = None) -> list[tuple[str, str]]:
     """A data-parallel run's ranks and its scaling, as (label, value) rows; ``device`` is
     the workload's ("cpu": gloo ranks on the host, counted as ranks rather than GPUs)."""
-    rows = [(f"rank {r['rank']} median", fmt.rate_in(r.get("median"), tp.get("unit"))) for r in tp.get("ranks") or []]
-    scaling = tp.get("scaling")
-    if scaling and scaling.get("efficiency") is not None:
+    rows = [(f"rank {r.rank} median", fmt.rate_in(r.median, tp.unit)) for r in tp.ranks or []]
+    scaling = tp.scaling
+    if scaling and scaling.efficiency is not None:
         unit = "rank" if device == "cpu" else "GPU"
         rows.append(
             (
-                f"scaling on {tp.get('world_size')} {unit}{'' if tp.get('world_size') == 1 else 's'}",
-                f"{scaling['efficiency']:.0%} of {tp.get('world_size')}× {fmt.rate_in(scaling.get('baseline_samples_per_sec'), tp.get('unit'))}"
-                f" on one ({fmt.printable(scaling.get('baseline_source'))})",
+                f"scaling on {tp.world_size} {unit}{'' if tp.world_size == 1 else 's'}",
+                f"{scaling.efficiency:.0%} of {tp.world_size}× {fmt.rate_in(scaling.baseline_samples_per_sec, tp.unit)}"
+                f" on one ({fmt.printable(scaling.baseline_source)})",
             )
         )
     return rows
 
 
-def _window_note(summary: dict[str, Any]) -> str:
+def _window_note(summary: Summary) -> str:
     """Which samples the GPU medians cover, where that is not the whole run."""
-    window = summary.get("window")
-    return f" ({window})" if window in ("training", "gpu-active") else ""
+    return f" ({summary.window})" if summary.window in ("training", "gpu-active") else ""
 
 
-def summary_table(summary: dict[str, Any]) -> list[str]:
+def _median(stats: Stats | None) -> float | None:
+    return stats.median if stats else None
+
+
+def summary_table(summary: Summary) -> list[str]:
     rows: list[tuple[str, str]] = []
-    tp = summary.get("throughput") or {}
-    if tp.get("median") is not None:
-        readings = f"({tp.get('readings')} readings, {tp.get('source')})"
-        if mean_is_figure(tp):  # a job of the user's: counted the way its own tools count
-            why = f": {BURSTY_NOTE}" if is_bursty(tp) else ""
-            rows.append(("throughput", f"{fmt.rate_in(tp['mean'], tp.get('unit'))}, samples over seconds of training{why}"))
-            rows.append(("throughput median", f"{fmt.rate_in(tp['median'], tp.get('unit'))} {readings}"))
+    tp = summary.throughput or ThroughputSummary()
+    if tp.median is not None:
+        readings = f"({tp.readings} readings, {tp.source})"
+        if tp.mean_is_figure:  # a job of the user's: counted the way its own tools count
+            why = f": {BURSTY_NOTE}" if tp.is_bursty else ""
+            rows.append(("throughput", f"{fmt.rate_in(tp.mean, tp.unit)}, samples over seconds of training{why}"))
+            rows.append(("throughput median", f"{fmt.rate_in(tp.median, tp.unit)} {readings}"))
         else:
-            rows.append(("throughput median", f"{fmt.rate_in(tp['median'], tp.get('unit'))} {readings}"))
-        rows.append(("throughput p5 / p95", f"{fmt.rate(tp.get('p5'))} / {fmt.rate(tp.get('p95'))}"))
-    if tp.get("reported"):
-        reported = tp["reported"]
-        rows.append(("reported by the run", fmt.rate_in(reported.get("samples_per_sec"), reported.get("unit"))))
-    phases = summary.get("phases") or []
-    if phases:
-        rows.append(("phases", fmt.phase_line(phases)))
-    rows += rank_rows(tp, (summary.get("workload") or {}).get("device"))
-    for gpu in summary.get("gpus", []):
-        name = f"GPU{gpu['index']}"
-        util = gpu.get("util_gpu") or {}
-        sm = gpu.get("sm_active") or {}
-        temp = gpu.get("temp_c") or {}
-        power = gpu.get("power_w") or {}
-        rows.append((f"{name} util / SM active", f"{fmt.pct(util.get('median'))} / {fmt.pct(sm.get('median'))} median{_window_note(summary)}"))
-        rows.append((f"{name} temp / power", f"{fmt.num(temp.get('max'), '°C')} max / {fmt.num(power.get('median'), 'W')} median"))
-        rows.append((f"{name} peak memory", f"{fmt.gib(gpu.get('peak_memory_used'))} GiB"))
-        throttled = {k: v for k, v in (gpu.get("throttle_share") or {}).items() if k != "GpuIdle" and v > 0}
+            rows.append(("throughput median", f"{fmt.rate_in(tp.median, tp.unit)} {readings}"))
+        rows.append(("throughput p5 / p95", f"{fmt.rate(tp.p5)} / {fmt.rate(tp.p95)}"))
+    if tp.reported:
+        rows.append(("reported by the run", fmt.rate_in(tp.reported.samples_per_sec, tp.reported.unit)))
+    if summary.phases:
+        rows.append(("phases", fmt.phase_line([(p.phase, p.duration_s) for p in summary.phases])))
+    rows += rank_rows(tp, summary.workload.device if summary.workload else None)
+    for gpu in summary.gpus:
+        name = f"GPU{gpu.index}"
+        rows.append((f"{name} util / SM active", f"{fmt.pct(_median(gpu.util_gpu))} / {fmt.pct(_median(gpu.sm_active))} median{_window_note(summary)}"))
+        rows.append((f"{name} temp / power", f"{fmt.num(gpu.temp_c.max if gpu.temp_c else None, '°C')} max / {fmt.num(_median(gpu.power_w), 'W')} median"))
+        rows.append((f"{name} peak memory", f"{fmt.gib(gpu.peak_memory_used)} GiB"))
+        throttled = {k: v for k, v in (gpu.throttle_share or {}).items() if k != "GpuIdle" and v > 0}
         if throttled:
             rows.append((f"{name} throttled", ", ".join(f"{k} {v:.0%}" for k, v in throttled.items())))
-    if summary.get("energy_per_sample_j") is not None:
-        rows.append(("energy per sample", f"{summary['energy_per_sample_j']:.4f} J"))
-    outcome = summary.get("outcome")
+    if summary.energy_per_sample_j is not None:
+        rows.append(("energy per sample", f"{summary.energy_per_sample_j:.4f} J"))
+    outcome = summary.outcome
     if outcome:
-        rows.append(("outcome", fmt.printable(outcome.get("message") or outcome.get("kind"))))
-    rows.append(("duration", fmt.duration(summary.get("duration_s"))))
-    for finding in summary.get("findings") or []:
-        span = f"{fmt.duration(finding.get('since'))}-{fmt.duration(finding.get('until'))}"
-        rows.append((f"finding ({finding.get('severity')})", f"{fmt.printable(finding.get('title'))} [{span}]"))
+        rows.append(("outcome", fmt.printable(outcome.message or outcome.kind)))
+    rows.append(("duration", fmt.duration(summary.duration_s)))
+    for finding in summary.findings or []:
+        span = f"{fmt.duration(finding.since)}-{fmt.duration(finding.until)}"
+        rows.append((f"finding ({finding.severity})", f"{fmt.printable(finding.title)} [{span}]"))
     width = max(len(label) for label, _ in rows)
     return ["", "gputui summary"] + [f"  {label:<{width}}  {value}" for label, value in rows]

@@ -14,26 +14,27 @@ from __future__ import annotations
 
 from typing import Any
 
+from gputui.record.schema import Header
 from gputui.session.summary import scaling_efficiency
 
 STRAGGLER = "straggler"  # the diagnosis rule's finding kind (gputui.diagnosis.rules.straggler)
 
 
-def rank_gpus(header: dict[str, Any] | None) -> list[int]:
+def rank_gpus(header: Header | None) -> list[int]:
     """The NVML index each rank drives, rank 0 first (only single-machine runs: a rank
     past the list is on another machine)."""
-    return [int(g["index"]) for g in (header or {}).get("gpus") or [] if isinstance(g.get("index"), int)]
+    return [g.index for g in header.gpu_list] if header is not None else []
 
 
 def gpu_of_rank(order: list[int], rank: int) -> int | None:
     return order[rank] if 0 <= rank < len(order) else None
 
 
-def header_baseline_rate(header: dict[str, Any] | None) -> float | None:
+def header_baseline_rate(header: Header | None) -> float | None:
     """The one-GPU baseline's samples/s the session was given (``--baseline`` or
     ``--baseline-run``; the header's ``baseline``), else None."""
-    rate = ((header or {}).get("baseline") or {}).get("samples_per_sec")
-    return float(rate) if isinstance(rate, (int, float)) and rate > 0 else None
+    rate = header.baseline.samples_per_sec if header is not None and header.baseline is not None else None
+    return float(rate) if rate is not None and rate > 0 else None
 
 
 def world_size_of(data: dict[str, Any]) -> int | None:

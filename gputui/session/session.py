@@ -9,6 +9,7 @@ one thread, in order, and never block sampling.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 import os
@@ -26,12 +27,13 @@ from gputui import __version__, protocol
 from gputui.diagnosis import Diagnoser
 from gputui.diagnosis import Settings as DiagnosisSettings
 from gputui.errors import UserError
-from gputui.model import HostSample, Sample, Throughput, to_dict
+from gputui.model import HostSample, Sample, Throughput
 from gputui.presets.preset import Preset
 from gputui.record import events as ev
-from gputui.record.events import Event, Observer
-from gputui.record.recording import SCHEMA_VERSION
+from gputui.record.events import Event
+from gputui.record.observer import Observer
 from gputui.record.redact import redact_env
+from gputui.record.schema import SCHEMA_VERSION, Baseline, CheckSettings, CheckSummary, Header, PresetRecord, Summary
 from gputui.run.outcome import Outcome
 from gputui.run.output_stream import OutputLine
 from gputui.run.runner import Runner
@@ -71,13 +73,13 @@ class SessionConfig:
     # The files' merged [diagnosis] table (presets.Config.diagnosis); the preset's own
     # diagnosis table wins over it.
     diagnosis: dict[str, Any] = field(default_factory=dict)
-    # Extra header fields from whoever drives the session (``gputui check`` writes its
-    # options here, so the recording says what kind of session it was).
-    header_extra: dict[str, Any] | None = None
+    # ``gputui check`` drives the session: its options go in the header, so the recording
+    # says what kind of session it was.
+    check: CheckSettings | None = None
     # Diagnosis settings given on the command line (``--price``): they win over the files.
     diagnosis_overrides: dict[str, Any] | None = None
     # A data-parallel run's one-GPU baseline (gputui.session.baseline): the summary's scaling.
-    baseline: dict[str, Any] | None = None
+    baseline: Baseline | None = None
 
     def diagnosis_settings(self) -> DiagnosisSettings:
         return DiagnosisSettings.from_tables(self.diagnosis, self.preset.diagnosis if self.preset else {}, self.diagnosis_overrides)
@@ -114,7 +116,7 @@ class Session:
         # summary's windows start on an exact energy and throttle-time reading.
         self._exact_next = False
         self._host_t: float | None = None  # when the host was last read (session seconds)
-        self.summary_extra: dict[str, Any] = {}  # merged into the summary (set before run() ends)
+        self.summary_check: CheckSummary | None = None  # a check's verdict for the summary (set before run() ends)
         self.summary_builder = SummaryBuilder(baseline=config.baseline)
         self.outcome: Outcome | None = None
         self.diagnoser = Diagnoser(diagnosis)
@@ -148,7 +150,7 @@ class Session:
         return self._clock() - self._t0
 
     # -- The run ------------------------------------------------------------------
-    def run(self) -> dict[str, Any]:
+    def run(self) -> Summary:
         """Blocks until the run ends (or the duration passes, or stop()); returns the summary."""
         self._t0 = self._clock()
         self.gpu.open()
@@ -178,11 +180,13 @@ class Session:
             if self.outcome is not None:
                 self._emit_event(ev.OUTCOME, self.outcome)
             self._emit_findings(self.diagnoser.finish())
-            summary = self.summary_builder.build()
-            summary["findings"] = [_summary_finding(f) for f in self.diagnoser.findings()]
-            if self._lines_skipped:
-                summary["output_lines_skipped"] = self._lines_skipped
-            summary.update(self.summary_extra)
+            summary = dataclasses.replace(
+                self.summary_builder.build(),
+                # as the summary lists them: the events' keys but ``gpu`` (their ids name it)
+                findings=[dataclasses.replace(f, gpu=None) for f in self.diagnoser.findings()],
+                output_lines_skipped=self._lines_skipped or None,
+                check=self.summary_check,
+            )
             for observer in self._observers:  # the builder itself has nothing to add
                 observer.on_summary(summary)
             self.gpu.close()
@@ -430,43 +434,36 @@ class Session:
         for observer in self._receivers():
             observer.on_header(header)
 
-    def build_header(self) -> dict[str, Any]:
+    def build_header(self) -> Header:
         preset = self.config.preset
         # Secret values (API keys, tokens) stay out of the file: the names show they were set.
         env, env_redacted = redact_env(preset.child_env()) if preset else (None, [])
         described = preset.describe() if preset else None
         if described and "env" in described:
             described["env"] = redact_env(described["env"])[0]
-        return {
-            "schema": SCHEMA_VERSION,
-            "gputui": __version__,
-            "started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-            "interval": self.config.interval,
-            "host": to_dict(host_info()),
-            "driver_version": self.gpu.driver_version,
-            "cuda_version": self.gpu.cuda_version,
-            "gpus": to_dict(self.gpu.infos),
-            "gpu_unavailable_reason": self.gpu.unavailable_reason,
-            "preset": described,
-            "command": preset.argv() if preset else None,
-            "env": env,
-            "env_redacted": env_redacted,
-            "cwd": (preset.cwd or os.getcwd()) if preset else None,
-            "attach_pid": self.config.attach_pid,
-            **({"probe": preset.probed()} if preset and not preset.is_workload else {}),
-            "python": sys.version.split()[0],
-            "diagnosis": self.diagnoser.settings.to_dict(),
+        return Header(
+            schema=SCHEMA_VERSION,
+            gputui=__version__,
+            started_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            interval=self.config.interval,
+            host=host_info(),
+            driver_version=self.gpu.driver_version,
+            cuda_version=self.gpu.cuda_version,
+            gpus=list(self.gpu.infos),
+            gpu_unavailable_reason=self.gpu.unavailable_reason,
+            preset=PresetRecord.from_dict(described) if described is not None else None,
+            command=preset.argv() if preset else None,
+            env=env,
+            env_redacted=env_redacted,
+            cwd=(preset.cwd or os.getcwd()) if preset else None,
+            attach_pid=self.config.attach_pid,
+            probe=preset.probed() if preset and not preset.is_workload else None,
+            python=sys.version.split()[0],
+            diagnosis=self.diagnoser.settings.to_dict(),
             # the dashboard and the exporter judge the scaling live against it, a replay too
-            **({"baseline": self.config.baseline} if self.config.baseline else {}),
-            **(self.config.header_extra or {}),
-        }
-
-
-def _summary_finding(finding: ev.Finding) -> dict[str, Any]:
-    """A finding as the summary lists it: the event's keys but ``gpu`` (its id names it)."""
-    fields = ev.payload_fields(finding)
-    fields.pop("gpu", None)
-    return fields
+            baseline=self.config.baseline,
+            check=self.config.check,
+        )
 
 
 def _job_running(pid: int) -> bool:

@@ -15,12 +15,13 @@ from __future__ import annotations
 import dataclasses
 from array import array
 from collections import Counter
-from typing import Any
 
-from gputui.model import BURSTY_BELOW, SAMPLES, STEPS, GpuSample, Sample, Throughput, mean_counts, memory_of, others_of, run_figure
+from gputui.model import BURSTY_BELOW, SAMPLES, STEPS, WORKLOAD_SOURCE, GpuSample, Sample, Throughput, memory_of, others_of
 from gputui.protocol import MEASURE
 from gputui.record import events as ev
-from gputui.record.events import Event, Observer
+from gputui.record.events import Event
+from gputui.record.observer import Observer
+from gputui.record.schema import Baseline, GpuSummary, HostSummary, RankRate, Reported, RunSettings, Scaling, Stats, Summary, ThroughputSummary
 from gputui.run.outcome import Outcome
 from gputui.session.phases import TRAINING, PhaseTracker, gpu_busy
 from gputui.stats import ValueCounts, spread
@@ -31,11 +32,11 @@ OTHERS_GAP_S = 5.0
 GPU_SERIES = ("util_gpu", "sm_active", "sm_occupancy", "tensor_active", "temp_c", "power_w", "sm_clock_mhz")
 
 
-def _median_max(values: ValueCounts) -> dict[str, float] | None:
+def _median_max(values: ValueCounts) -> Stats | None:
     median, top = values.percentile(50.0), values.max()
     if median is None or top is None:
         return None
-    return {"median": median, "max": top}
+    return Stats(median=median, max=top)
 
 
 class _GpuWindow:
@@ -132,27 +133,25 @@ class _GpuWindow:
                         shares.pop(name, None)
         return {name: round(shares[name], 4) for name in sorted(shares)}, counted
 
-    def build(self, index: int) -> dict[str, Any]:
-        out: dict[str, Any] = {"index": index, "samples": self.samples, "lost": self.lost}
-        for name, values in self.series.items():
-            stats = _median_max(values)
-            if stats:
-                out[name] = stats
-        if self.peak_memory is not None:
-            out["peak_memory_used"] = self.peak_memory
-        if self.samples:
-            out["throttle_share"], counted = self.throttle_share()
-            if counted:
-                out["throttle_share_counted"] = counted
+    def build(self, index: int) -> GpuSummary:
+        series = {name: _median_max(values) for name, values in self.series.items()}
+        shares, counted = self.throttle_share() if self.samples else (None, [])
         energy = self.energy()
-        if energy:
-            out["energy_j"], out["energy_seconds"] = round(energy[0], 3), round(energy[1], 3)
-        if self.processes_last is not None:  # processes were read (and attributed where owners are known)
-            out["others_max"] = self.others_max
-            out["others_seconds"] = round(self.others_seconds, 3)
-            if self.others_peak_memory is not None:
-                out["others_peak_memory"] = self.others_peak_memory
-        return out
+        attributed = self.processes_last is not None  # processes were read (and attributed where owners are known)
+        return GpuSummary(
+            index=index,
+            samples=self.samples,
+            lost=self.lost,
+            **series,
+            peak_memory_used=self.peak_memory,
+            throttle_share=shares,
+            throttle_share_counted=counted or None,
+            energy_j=round(energy[0], 3) if energy else None,
+            energy_seconds=round(energy[1], 3) if energy else None,
+            others_max=self.others_max if attributed else None,
+            others_seconds=round(self.others_seconds, 3) if attributed else None,
+            others_peak_memory=self.others_peak_memory if attributed else None,
+        )
 
 
 class _HostWindow:
@@ -175,18 +174,14 @@ class _HostWindow:
             self.peak_tree_rss = max(self.peak_tree_rss or 0, sum(p.rss or 0 for p in host.processes))
             self.max_workers = max(self.max_workers, sum(p.role == "worker" for p in host.processes))
 
-    def build(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key, values in (("cpu_percent", self.cpu), ("run_cpu_percent", self.process_cpu)):
-            stats = _median_max(values)
-            if stats:
-                out[key] = stats
-        if self.peak_memory is not None:
-            out["peak_memory_used"] = self.peak_memory
-        if self.peak_tree_rss is not None:
-            out["run_peak_rss"] = self.peak_tree_rss
-        out["max_workers"] = self.max_workers
-        return out
+    def build(self) -> HostSummary:
+        return HostSummary(
+            cpu_percent=_median_max(self.cpu),
+            run_cpu_percent=_median_max(self.process_cpu),
+            peak_memory_used=self.peak_memory,
+            run_peak_rss=self.peak_tree_rss,
+            max_workers=self.max_workers,
+        )
 
 
 def scaling_efficiency(total_rate: float | None, world_size: int | None, single_rate: float | None) -> float | None:
@@ -197,7 +192,7 @@ def scaling_efficiency(total_rate: float | None, world_size: int | None, single_
 
 
 class SummaryBuilder(Observer):
-    def __init__(self, baseline: dict[str, Any] | None = None) -> None:
+    def __init__(self, baseline: Baseline | None = None) -> None:
         # The same preset on one GPU, to judge scaling against: samples_per_sec and
         # where it comes from (a recording's path, or "this session").
         self.baseline = baseline
@@ -224,7 +219,7 @@ class SummaryBuilder(Observer):
         self.rate_counted = 0  # readings that said how many samples in how many seconds
         self.rate_source: str | None = None
         self.unit = SAMPLES  # what the readings count (gputui.model.UNITS)
-        self._reported_by_unit: dict[str, dict[str, Any]] = {}  # the tool's own final figures, by unit
+        self._reported_by_unit: dict[str, Throughput] = {}  # the tool's own final figures, by unit
         self.workload: ev.WorkloadInfo | None = None
         self.outcome: Outcome | None = None
 
@@ -268,7 +263,7 @@ class SummaryBuilder(Observer):
             self.world_size = payload.ranks or self.world_size
         elif isinstance(payload, Throughput) and event.kind == ev.THROUGHPUT:
             if payload.final:
-                self._reported_by_unit[payload.unit] = {"samples_per_sec": payload.samples_per_sec, "source": payload.source, "unit": payload.unit}
+                self._reported_by_unit[payload.unit] = payload
             elif payload.phase in (None, MEASURE):  # tools without phases: every reading counts
                 if payload.phase is None:
                     self.phases.on_progress(event.t)
@@ -309,33 +304,31 @@ class SummaryBuilder(Observer):
                 return name, gpus, host
         return "all", self.gpus_all, self.host_all
 
-    def build(self) -> dict[str, Any]:
+    def build(self) -> Summary:
         window, gpus, host = self._window()
-        summary: dict[str, Any] = {
-            "window": window,
-            "duration_s": round((self.last_t or 0.0) - (self.first_t or 0.0), 3),
-            "samples": self.samples,
-            "outcome": ev.payload_fields(self.outcome) if self.outcome is not None else None,
-            "throughput": self._throughput(),
-            "gpus": [gpus[i].build(i) for i in sorted(gpus)],
-            "host": host.build(),
-        }
+        throughput = self._throughput()
         energy = [e for e in (g.energy() for g in gpus.values()) if e]
-        if energy:
-            joules = sum(e[0] for e in energy)
-            seconds = max(e[1] for e in energy)
-            summary["energy_j"] = round(joules, 3)
-            rate = run_figure(summary["throughput"])
-            if rate:
-                summary["energy_per_sample_j"] = round(joules / seconds / rate, 6)
-        # Lost GPUs outside the window still deserve a mention.
-        summary["lost_gpus"] = sorted(i for i, g in self.gpus_all.items() if g.lost)
-        phases = self.phases.build()
-        if phases:
-            summary["phases"] = phases
+        joules = sum(e[0] for e in energy)
+        seconds = max((e[1] for e in energy), default=0.0)
+        rate = throughput.run_figure
+        workload = None
         if self.workload is not None and self.workload.fields:
-            summary["workload"] = {k: v for k, v in self.workload.fields.items() if k not in ("event", "v")}
-        return summary
+            workload = RunSettings.from_dict({k: v for k, v in self.workload.fields.items() if k not in ("event", "v")})
+        return Summary(
+            window=window,
+            duration_s=round((self.last_t or 0.0) - (self.first_t or 0.0), 3),
+            samples=self.samples,
+            outcome=self.outcome,
+            throughput=throughput,
+            gpus=[gpus[i].build(i) for i in sorted(gpus)],
+            host=host.build(),
+            energy_j=round(joules, 3) if energy else None,
+            energy_per_sample_j=round(joules / seconds / rate, 6) if energy and rate else None,
+            # Lost GPUs outside the window still deserve a mention.
+            lost_gpus=sorted(i for i, g in self.gpus_all.items() if g.lost),
+            phases=self.phases.build() or None,
+            workload=workload,
+        )
 
     def counted(self, event: Event) -> Event:
         """``event`` added to the summary, and returned as the other observers get it: a
@@ -350,42 +343,44 @@ class SummaryBuilder(Observer):
         """Median of the latest measured readings: cheap enough for every sample tick."""
         return spread(self.rates[-window:]).get("median")
 
-    def _throughput(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"readings": len(self.rates), "unit": self.unit}
-        if self.rate_source:
-            out["source"] = self.rate_source
+    def _throughput(self) -> ThroughputSummary:
         stats = spread(self.rates)
-        for key in ("median", "p5", "p95"):
-            if key in stats:
-                out[key] = stats[key]
-        if self.rate_seconds > 0:
-            out["mean"] = self.rate_samples / self.rate_seconds  # samples over time, not a mean of rates
-        if mean_counts(out):
-            out["figure"] = out["mean"]
-            if "median" in out and out["mean"] < BURSTY_BELOW * out["median"]:
-                out["bursty"] = True
-        elif "median" in out:
-            out["figure"] = out["median"]
+        median = stats.get("median")
+        mean = self.rate_samples / self.rate_seconds if self.rate_seconds > 0 else None  # samples over time, not a mean of rates
+        # A job of the user's own, whose readings said how many samples in how many seconds,
+        # is known by its mean over the training phase (the first window, the start-up, left
+        # out): how its own tools count, and how the bill does.  gputui's own workloads keep
+        # the median of their timed windows.
+        mean_counts = mean is not None and self.rate_source != WORKLOAD_SOURCE
+        figure = mean if mean_counts else median
         # in the run's unit, else the last one the tool gave
         reported = self._reported_by_unit.get(self.unit) or next(reversed(self._reported_by_unit.values()), None)
-        if reported:
-            out["reported"] = reported
-        if self.world_size:
-            out.update(self._ranks(out.get("median")))
-        return out
+        return ThroughputSummary(
+            readings=len(self.rates),
+            unit=self.unit,
+            source=self.rate_source or None,
+            median=median,
+            p5=stats.get("p5"),
+            p95=stats.get("p95"),
+            mean=mean,
+            figure=figure,
+            bursty=True if mean_counts and median is not None and mean is not None and mean < BURSTY_BELOW * median else None,
+            reported=Reported.of(reported) if reported else None,
+            world_size=self.world_size or None,
+            ranks=self._ranks() if self.world_size else None,
+            scaling=self._scaling(median) if self.world_size and self.baseline else None,
+        )
 
-    def _ranks(self, total: float | None) -> dict[str, Any]:
-        """Each rank's median rate, and the scaling against the one-GPU baseline."""
-        out: dict[str, Any] = {
-            "world_size": self.world_size,
-            "ranks": [{"rank": rank, "median": spread(rates).get("median"), "readings": len(rates)} for rank, rates in sorted(self.rank_rates.items())],
-        }
-        if self.baseline:
-            single = self.baseline.get("samples_per_sec")
-            efficiency = scaling_efficiency(total, self.world_size, single)
-            out["scaling"] = {
-                "baseline_samples_per_sec": single,
-                "baseline_source": self.baseline.get("source"),
-                "efficiency": round(efficiency, 4) if efficiency is not None else None,
-            }
-        return out
+    def _ranks(self) -> list[RankRate]:
+        """Each rank's median rate."""
+        return [RankRate(rank=rank, median=spread(rates).get("median"), readings=len(rates)) for rank, rates in sorted(self.rank_rates.items())]
+
+    def _scaling(self, total: float | None) -> Scaling | None:
+        """The scaling against the one-GPU baseline."""
+        if self.baseline is None:
+            return None
+        single = self.baseline.samples_per_sec
+        efficiency = scaling_efficiency(total, self.world_size, single)
+        return Scaling(
+            baseline_samples_per_sec=single, baseline_source=self.baseline.source, efficiency=round(efficiency, 4) if efficiency is not None else None
+        )

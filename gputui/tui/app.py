@@ -28,7 +28,7 @@ from textual.screen import Screen
 from textual.theme import Theme
 
 from gputui.errors import UserError
-from gputui.record.events import Observer
+from gputui.record.observer import Observer
 from gputui.session.assemble import SessionParts
 from gputui.tui import state as st
 from gputui.tui.baseline_first import BaselineFirst

@@ -6,10 +6,9 @@ sessions of the supervisor, and this object remembers what the first one was for
 
 from __future__ import annotations
 
-from typing import Any
-
 from gputui import fmt
 from gputui.presets.preset import Preset
+from gputui.record.schema import Baseline
 from gputui.session.baseline import THIS_SESSION, baseline_from_summary, one_gpu_twin
 from gputui.tui.state import RunView
 
@@ -30,11 +29,11 @@ class BaselineFirst:
         self.pending = False
         return f"--baseline-run: the one-GPU run was stopped; {self.target.name} was not started"
 
-    def baseline_from(self, run: RunView) -> dict[str, Any]:
+    def baseline_from(self, run: RunView) -> Baseline:
         """The twin's measured median as a baseline; a UserError when it measured none."""
         self.pending = False
-        return baseline_from_summary(run.summary or {}, THIS_SESSION, "--baseline-run")
+        return baseline_from_summary(run.summary, THIS_SESSION, "--baseline-run")
 
     @staticmethod
-    def describe(baseline: dict[str, Any]) -> str:
-        return f"one-GPU baseline: {fmt.rate(baseline['samples_per_sec'])} samples/s"
+    def describe(baseline: Baseline) -> str:
+        return f"one-GPU baseline: {fmt.rate(baseline.samples_per_sec)} samples/s"

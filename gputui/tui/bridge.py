@@ -15,7 +15,9 @@ from typing import Any
 from textual.message import Message
 
 from gputui.model import Sample
-from gputui.record.events import Event, Observer
+from gputui.record.events import Event
+from gputui.record.observer import Observer
+from gputui.record.schema import Header, Summary
 from gputui.tui.news import (
     EventArrived,
     HeaderArrived,
@@ -76,7 +78,7 @@ class SessionBridge(Observer):
         self._put(RunKept(path))
 
     # -- Observer (called from the session's thread) ---------------------------------
-    def on_header(self, header: dict[str, Any]) -> None:
+    def on_header(self, header: Header) -> None:
         self._put(HeaderArrived(header))
 
     def on_sample(self, sample: Sample) -> None:
@@ -85,7 +87,7 @@ class SessionBridge(Observer):
     def on_event(self, event: Event) -> None:
         self._put(EventArrived(event, event.running_median))  # set on live readings (SummaryBuilder.counted)
 
-    def on_summary(self, summary: dict[str, Any]) -> None:
+    def on_summary(self, summary: Summary) -> None:
         self._put(SummaryArrived(summary))
 
     def ended(self, error: BaseException | None) -> None:

@@ -129,7 +129,7 @@ class DashboardApp(TypingBursts[int]):
             force = True  # a run started or ended: drawn now, not at the panels' next step
         self._seen_milestone = milestone
         # GPU panels come and go with the machine's GPUs, not with every sample.
-        reason = (self.state.header or {}).get("gpu_unavailable_reason")
+        reason = self.state.header.gpu_unavailable_reason if self.state.header else None
         machine = (tuple(sorted(self.state.gpus)), reason, self.state.versions[st.HEADER])
         grid = dashboard.query_one(GpuGrid)
         # a refresh may come before the grid is up, or after the app began closing (Textual's
@@ -337,12 +337,13 @@ class DashboardApp(TypingBursts[int]):
 
     def show_check_report(self, recording: Recording) -> None:
         """A kept check: its verdict and results (it has no run summary, nor a preset to run again)."""
-        from gputui.lookback.load import check_results
+        from gputui.lookback.load import check_results, check_summary
         from gputui.record.recording import recording_stem
         from gputui.tui.screens.check_report import CheckReportScreen
 
         ended_at = max([event.t for event in recording.events] + [sample.t for sample in recording.samples], default=0.0)
-        stopped = bool(((recording.summary or {}).get("check") or {}).get("stopped"))
+        recorded = check_summary(recording)
+        stopped = bool(recorded is not None and recorded.stopped)
         self.push_screen(CheckReportScreen(recording_stem(recording.path), check_results(recording), ended_at, stopped))
 
     def compare_runs(self, entries: list[st.RunView | KeptRun]) -> None:

@@ -9,10 +9,10 @@ of news is a class the type checker follows to every place that must handle it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from gputui.model import Sample
 from gputui.record.events import Event
+from gputui.record.schema import Header, Summary
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class RunKept:
 
 @dataclass(frozen=True)
 class HeaderArrived:
-    header: dict[str, Any]
+    header: Header
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ class EventArrived:
 
 @dataclass(frozen=True)
 class SummaryArrived:
-    summary: dict[str, Any]
+    summary: Summary
 
 
 @dataclass(frozen=True)

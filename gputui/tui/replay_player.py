@@ -17,7 +17,6 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 from gputui.errors import UserError
 from gputui.model import Sample
@@ -26,6 +25,7 @@ from gputui.protocol import MEASURE
 from gputui.record import events as ev
 from gputui.record.events import Event
 from gputui.record.recording import Recording
+from gputui.record.schema import Header
 from gputui.session.summary import SummaryBuilder
 from gputui.tui import state as st
 from gputui.tui.bridge import SessionBridge
@@ -38,18 +38,19 @@ SPEEDS: tuple[float | None, ...] = (1.0, 10.0, 60.0, None)  # None: as fast as i
 EPSILON = 1e-6
 
 
-def preset_from_header(header: dict[str, Any], path: Path) -> Preset:
+def preset_from_header(header: Header, path: Path) -> Preset:
     """The recorded preset (its reference results too); a watch recording gets a
     stand-in named for what it watched, so it replays as a run."""
     from gputui.record.history import run_label
 
-    recorded = dict(header.get("preset") or {})
-    name = recorded.pop("name", None)
-    source = Path(recorded.pop("source", None) or path)
-    if not name:
+    name = header.preset_name
+    if header.preset is None or not name:
         return Preset(name=run_label(header), source=path)
+    source = Path(header.preset.source or path)
+    # its presets.toml table again: every key the header kept, less what names it
+    table = {k: v for k, v in header.preset.to_dict().items() if k not in ("name", "source")}
     try:
-        return check_preset(name, recorded, source)
+        return check_preset(name, table, source)
     except UserError:  # a key this gputui does not know: the name is what matters here
         return Preset(name=name, source=source)
 

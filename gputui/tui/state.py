@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gputui import fmt
-from gputui.model import GpuInfo, GpuProcess, GpuSample, HostSample, Sample, Throughput, from_dict, run_figure
+from gputui.model import GpuInfo, GpuProcess, GpuSample, HostSample, Sample, Throughput
 from gputui.presets.preset import Preset, Reference
 from gputui.protocol import WARMUP
 from gputui.record import events as ev
 from gputui.record.events import Event
 from gputui.record.history import outcome_word
+from gputui.record.schema import Header, Summary
 from gputui.run.outcome import Outcome
 from gputui.session import ranks
 from gputui.tui.charts import Bin
@@ -135,8 +136,8 @@ class RunView:
     pid: int | None = None
     last_t: float = 0.0
     stopping: str | None = None
-    outcome: dict[str, Any] | None = None
-    summary: dict[str, Any] | None = None
+    outcome: Outcome | None = None
+    summary: Summary | None = None
     error: str | None = None
     ended: bool = False
     cut: str | None = None  # a replayed recording that ends early: why
@@ -161,8 +162,13 @@ class RunView:
 
     @property
     def result(self) -> float | None:
-        """The figure a run is remembered by: its summary's (see run_figure), else the live median."""
-        return run_figure((self.summary or {}).get("throughput") or {}) or self.median or self.reported
+        """The figure a run is remembered by: its summary's (ThroughputSummary.run_figure), else the live median."""
+        return (self.summary.figure if self.summary else None) or self.median or self.reported
+
+    @property
+    def summary_unit(self) -> str | None:
+        """What the summary's throughput counts, where it says."""
+        return self.summary.throughput.unit if self.summary and self.summary.throughput else None
 
     @property
     def outcome_word(self) -> str:
@@ -224,7 +230,7 @@ def pick_reference(preset: Preset | None, gpu_names: list[str]) -> tuple[Referen
 
 class DashboardState:
     def __init__(self) -> None:
-        self.header: dict[str, Any] | None = None
+        self.header: Header | None = None
         self.gpus: dict[int, GpuHistory] = {}
         self.host: HostSample | None = None
         self.session: SessionTicket | None = None  # the session now running
@@ -263,7 +269,7 @@ class DashboardState:
         )
 
     def gpu_names(self) -> list[str]:
-        return [g["name"] for g in (self.header or {}).get("gpus") or [] if g.get("name")]
+        return [g.name for g in self.header.gpu_list if g.name] if self.header else []
 
     def findings(self) -> dict[str, dict[str, Any]]:
         """The live run's findings (the latest run's when idle), then watching's."""
@@ -342,7 +348,7 @@ class DashboardState:
                     self._event(ticket, run, event, running_median)
                 case HeaderArrived(header):
                     self.header = header
-                    self._gpu_infos(header.get("gpus") or [])
+                    self._gpu_infos(header.gpu_list)
                     self.touch(HEADER, GPUS)
                 case SummaryArrived(summary) if run is not None:
                     run.summary = summary
@@ -385,9 +391,8 @@ class DashboardState:
                 return run
         return None
 
-    def _gpu_infos(self, infos: list[dict[str, Any]]) -> None:
-        for data in infos:
-            info = from_dict(GpuInfo, data)
+    def _gpu_infos(self, infos: list[GpuInfo]) -> None:
+        for info in infos:
             self.gpus.setdefault(info.index, GpuHistory(info.index)).info = info
 
     def _sample(self, sample: Sample) -> None:
@@ -454,7 +459,7 @@ class DashboardState:
             run.stopping = payload.reason or "stopping"
             self.touch(STATUS, RUNS)
         elif isinstance(payload, Outcome):
-            run.outcome = ev.payload_fields(payload)
+            run.outcome = payload
             if payload.message:
                 self.note(payload.message)
             self.touch(RUNS)

@@ -15,13 +15,14 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from gputui.presets.preset import Preset
-from gputui.record.events import Observer
+from gputui.record.observer import Observer
 from gputui.session.options import RunOptions
 
 if TYPE_CHECKING:  # imported when the first session starts, after the first frame
+    from gputui.record.schema import Baseline
     from gputui.session.session import Session, SessionConfig
 
 log = logging.getLogger(__name__)
@@ -104,7 +105,7 @@ class SessionSupervisor:
             self._wake.set()
             return self._pending
 
-    def set_baseline(self, baseline: dict[str, Any]) -> None:
+    def set_baseline(self, baseline: Baseline) -> None:
         """From the next session on, runs of the chosen preset scale against ``baseline``
         (--baseline-run: measured by the preset's one-GPU twin a moment ago)."""
         with self._lock:

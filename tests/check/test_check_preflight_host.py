@@ -278,6 +278,6 @@ def test_a_machine_without_nvidia_gpus_is_checked_as_host_only(tmp_path, many_co
     ctx = StageContext(CheckOptions(quick=True, workdir=tmp_path), [], report=reported.append, gpu_unavailable_reason="NVML library not found")
     run_preflight_stage(ctx, shm_path=tmp_path, read_test_bytes=MIB, pci_root=bus)
     assert [r.status for r in reported if r.id == "gpu.none"] == [SKIPPED]
-    assert verdict_summary(reported)["scope"] == "host only"
+    assert verdict_summary(reported).scope == "host only"
     assert ", host only (" in verdict_line(reported)
     assert nvidia_pci_devices(tmp_path / "no-such-bus") == []

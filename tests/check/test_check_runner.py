@@ -20,8 +20,10 @@ from gputui.check.verdict_text import markdown, progress_line, verdict_line
 from gputui.gpus.models import find_model
 from gputui.model import GpuInfo, GpuSample, Sample
 from gputui.record.recording import read_recording
+from gputui.record.schema import Header
 from gputui.telemetry.gpu import GpuTelemetry
 from tests.support.fake_nvml import FakeGpu, FakeNvml
+from tests.support.records import check_of, make_header
 
 
 def _h200(index: int = 0) -> GpuUnderTest:
@@ -78,15 +80,16 @@ def test_a_check_is_a_recording_with_one_event_per_result_and_the_verdict(tmp_pa
     assert listener.stages == [("preflight", "start"), ("preflight", "end"), ("micro", "start"), ("micro", "end")]
     recording = read_recording(path)
     assert recording.cut is None
-    assert recording.header["check"]["price_per_hour"] == 2.0
+    assert recording.header.check is not None and recording.header.check.price_per_hour == 2.0
     checks = [e.data for e in recording.events if e.kind == "check"]
     ids = [c["id"] for c in checks]
     assert ids[:2] == ["host.shm", "micro.gpu0.matmul_bf16"]
     assert "gpu0.throttle_under_load" in ids  # graded from the samples taken while loaded
     assert "cost.pflop_hour_bf16" in ids  # a price turns the matmul into a cost
     assert [c["id"] for c in (CheckResult.from_dict(c).to_dict() for c in checks)] == ids  # round trip
-    assert recording.summary["check"]["verdict"] == "fail"
-    assert recording.summary["check"]["counts"]["fail"] == 1
+    verdict = check_of(recording)
+    assert verdict.verdict == "fail"
+    assert (verdict.counts or {})["fail"] == 1
 
 
 def test_quick_leaves_out_the_workloads_and_skip_leaves_out_named_stages():
@@ -209,7 +212,7 @@ def test_a_ceiling_reads_at_most_and_a_floor_at_least_with_no_ratio():
     assert steal.status == OK and steal.bound == AT_MOST and steal.ratio is None
     assert "(at most 5.0 %)" in progress_line(steal)
     shm = CheckResult(id="host.shm", group=PREFLIGHT, name="/dev/shm", status=OK, value=8192, unit="MiB", expected=4096, bound=AT_LEAST)
-    table = markdown([steal, shm], {})
+    table = markdown([steal, shm], Header())
     assert "| ≤ 5.0 % |" in table and "| ≥ 4096 MiB |" in table
     assert "(0%)" not in table and "(200%)" not in table
     data = steal.to_dict()
@@ -235,7 +238,7 @@ def test_rendering_names_the_cause_and_the_expectation_source():
     line = progress_line(result)
     assert line.startswith("[FAIL] gpu0 Power limit: 420 W (expected 700 W)")
     assert "power-limited to 420 W" in line
-    text = markdown([result], {"host": {"hostname": "box"}, "gpus": [{"index": 0, "name": "NVIDIA H200"}]})
+    text = markdown([result], make_header({"host": {"hostname": "box", "os": "Linux"}, "gpus": [{"index": 0, "name": "NVIDIA H200"}]}))
     assert "| FAIL | gpu0 | Power limit | 420 W | 700 W (60%) |" in text
     assert "- the default power limit" in text
     assert verdict_line([result]) == "verdict: FAIL (1 fail)"
@@ -273,7 +276,7 @@ def test_quick_json_runs_on_a_machine_without_a_gpu(tmp_path):
     assert statuses <= {OK, WARN, FAIL, SKIPPED, INFO}
     assert result["verdict"]["verdict"] in ("ok", "warn", "fail")
     assert proc.returncode == (1 if result["verdict"]["verdict"] == "fail" else 0)
-    assert read_recording(record).summary["check"]["verdict"] == result["verdict"]["verdict"]
+    assert check_of(read_recording(record)).verdict == result["verdict"]["verdict"]
     assert (tmp_path / "c.md").read_text().startswith("# gputui check")
 
 
@@ -316,7 +319,7 @@ def test_sigterm_stops_a_check_with_143_and_a_finished_recording(tmp_path):
     assert proc.returncode == 143, err
     assert "stopped early" in out
     recording = read_recording(record)
-    assert recording.cut is None and recording.summary["check"]["stopped"] is True
+    assert recording.cut is None and check_of(recording).stopped is True
 
 
 def test_a_check_recording_to_a_full_disk_warns_at_once_and_still_gives_the_verdict(tmp_path):

@@ -17,7 +17,8 @@ def rented(name: str, *, throttled_share: float = 0.0, steal: float | None = Non
     record it: cpu.stat periods every 100 ms, throttled in ``throttled_share`` of them
     (120 ms held back each) from ``from_t`` on, and ``steal`` % stolen."""
     rec = load(name)
-    rec.header["host"].update(cpu_available=cores, cpu_logical=visible)
+    assert rec.header.host is not None
+    rec.header.host.cpu_available, rec.header.host.cpu_logical = cores, visible
     periods = throttled = 0
     seconds = 0.0
     last = 0.0

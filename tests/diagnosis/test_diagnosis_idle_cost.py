@@ -11,6 +11,7 @@ from gputui.errors import UserError
 from gputui.presets.preset import Preset
 from gputui.session.session import SessionConfig
 from tests.support.diagnosis_traces import findings, load, of_kind
+from tests.support.records import with_preset
 
 
 def test_the_idle_finding_prices_its_time():
@@ -29,7 +30,7 @@ def test_without_a_price_the_idle_finding_names_no_cost():
 
 def test_a_price_the_preset_carries_is_used():
     rec = load("idle_io")
-    rec.header["preset"]["price_per_hour"] = 2.0
+    with_preset(rec, price_per_hour=2.0)
     assert of_kind(findings(rec), "idle")["evidence"]["price_per_hour"] == 2.0
 
 

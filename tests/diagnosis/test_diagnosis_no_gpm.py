@@ -15,6 +15,7 @@ from gputui.telemetry.gpu import GpuTelemetry
 from tests.support.diagnosis_traces import each_gpu, findings, gpus, kinds, load, of_kind, without_gpm
 from tests.support.fake_nvml import FakeGpu, FakeNvml
 from tests.support.lookback import RECORDINGS
+from tests.support.records import make_header
 
 
 def busy_reading_util(rec, util: float = 100.0):
@@ -109,7 +110,7 @@ def test_busy_gpus_drawing_power_are_not_launch_bound_without_gpm(name):
 
 def ctx_for(preset: dict, gpu_name: str = "NVIDIA H200", settings: Settings | None = None) -> Context:
     ctx = Context(settings or Settings())
-    ctx.on_header({"gpus": [{"index": 0, "name": gpu_name, "memory_total": 150_754_820_096}], "preset": preset})
+    ctx.on_header(make_header({"gpus": [{"index": 0, "name": gpu_name, "memory_total": 150_754_820_096}], "preset": preset}))
     return ctx
 
 

@@ -50,10 +50,11 @@ def test_a_hot_throttled_gpu_is_recorded_as_a_finding_and_summarised(tmp_path):
     evidence = thermal[-1].data["evidence"]
     assert evidence["slowdown_c"] == 89 and evidence["sm_clock_max_mhz"] == 1980
     assert evidence["clock_drop_pct"] == 24.2
-    assert rec.header["diagnosis"]["open_after_s"] == 0.5  # the settings used are recorded
+    assert (rec.header.diagnosis or {})["open_after_s"] == 0.5  # the settings used are recorded
     # The summary lists it, in the recording and as returned.
-    assert [f["kind"] for f in rec.summary["findings"]] == [f["kind"] for f in summary["findings"]]
-    assert "thermal" in [f["kind"] for f in summary["findings"]]
+    assert rec.summary is not None and rec.summary.findings is not None and summary.findings is not None
+    assert [f.kind for f in rec.summary.findings] == [f.kind for f in summary.findings]
+    assert "thermal" in [f.kind for f in summary.findings]
     # Finding events come after the samples that caused them, in time order.
     first_finding = rec.events_of(ev.FINDING)[0].t
     assert sum(s.t <= first_finding for s in rec.samples) >= 5
@@ -68,7 +69,7 @@ def test_no_finding_on_a_healthy_fake_gpu(tmp_path):
     preset = load_file(preset_file(tmp_path, 1.5, FAST))["wait"]
     session = Session(SessionConfig(preset=preset, interval=0.1), gpu=GpuTelemetry(FakeNvml([cool])))
     summary = session.run()
-    kinds = {f["kind"] for f in summary["findings"]}
+    kinds = {f.kind for f in summary.findings or []}
     assert not kinds & {"thermal", "power_cap", "hw_slowdown", "launch_bound", "pcie_link", "vram_full"}
 
 
@@ -81,12 +82,13 @@ def test_record_a_waiting_command_end_to_end(tmp_path):
     assert result.returncode == 0, result.stderr
 
     rec = read_recording(out)
-    assert rec.header["diagnosis"]["start_grace_s"] == 0.5 and rec.header["diagnosis"]["open_after_s"] == 1.0
+    diagnosis = rec.header.diagnosis or {}
+    assert diagnosis["start_grace_s"] == 0.5 and diagnosis["open_after_s"] == 1.0
     findings = rec.events_of(ev.FINDING)
     idle = [e for e in findings if e.data["kind"] == "idle"]
     assert idle, [e.data["title"] for e in findings]
     assert idle[0].data["state"] == "open" and idle[0].data["evidence"]["run_cpu_pct"] < 20
-    assert any(f["kind"] == "idle" for f in rec.summary["findings"])
+    assert rec.summary is not None and any(f.kind == "idle" for f in rec.summary.findings or [])
     assert rec.events.index(findings[-1]) < len(rec.events)  # written before the summary
     assert "gputui: finding [warning]: The run is idle" in result.stderr
 

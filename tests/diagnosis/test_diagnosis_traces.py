@@ -18,6 +18,7 @@ from gputui.record import events as ev
 from gputui.record.events import make_event
 from gputui.record.recording import read_recording
 from tests.support.diagnosis_traces import TRACES, final, findings, kinds, load
+from tests.support.records import with_preset
 
 
 def measure_start(rec) -> float:
@@ -93,7 +94,7 @@ def test_busy_workers_feeding_a_busy_gpu_are_not_input_bound():
 def test_the_synthetic_pipeline_is_never_input_bound():
     # The input-bound trace relabelled as a synthetic-pipeline run: nothing to wait for.
     rec = load("input_bound_1worker")
-    rec.header["preset"]["pipeline"] = "synthetic"
+    with_preset(rec, pipeline="synthetic")
     rec.events = [make_event(e.t, e.kind, {**e.data, "pipeline": "synthetic"}) if e.kind == ev.WORKLOAD else e for e in rec.events]
     assert "input_bound" not in kinds(findings(rec))
 
@@ -172,7 +173,7 @@ def test_power_cap_blips_are_not_a_power_cap():
 
 def test_a_lowered_power_limit_makes_the_power_cap_a_warning():
     rec = load("power_capped")
-    rec.header["gpus"][0]["power_default_limit_w"] = 800.0  # someone capped the card below its default
+    rec.header.gpu_list[0].power_default_limit_w = 800.0  # someone capped the card below its default
     data = final(findings(rec))["power_cap-gpu0-1"]
     assert data["severity"] == "warning"
     assert "nvidia-smi -i 0 -pl 800" in " ".join(data["advice"])
@@ -208,7 +209,7 @@ def test_memory_trace_flags_full_vram_host_memory_swapping_and_the_oom():
 
 def test_tensorflow_reserving_vram_is_only_information():
     rec = load("memory_pressure")
-    rec.header["preset"]["framework"] = "tf"
+    with_preset(rec, framework="tf")
     rec.events = [make_event(e.t, e.kind, {**e.data, "framework": "tf"}) if e.kind == ev.WORKLOAD else e for e in rec.events]
     vram = final(findings(rec))["vram_full-gpu0-1"]
     assert vram["severity"] == "info" and "TF_FORCE_GPU_ALLOW_GROWTH" in " ".join(vram["advice"])
@@ -296,7 +297,7 @@ def test_warm_up_is_excluded():
     # Without its phase events the same run is judged from the start grace on, and the
     # warm-up's pattern is found.
     rec.events = [e for e in rec.events if e.kind != ev.PHASE]
-    rec.header["preset"].pop("framework")
+    with_preset(rec, framework=None)
     rec.events = [e for e in rec.events if e.kind != ev.WORKLOAD]
     assert kinds(findings(rec, Settings(start_grace_s=5.0))) != []
 
@@ -307,7 +308,7 @@ def test_disabled_diagnosis_finds_nothing():
 
 def test_replay_uses_the_settings_recorded_in_the_header():
     rec = load("thermal_flapping")
-    rec.header["diagnosis"] = {"thermal_warn_c": 85.0}
+    rec.header = dataclasses.replace(rec.header, diagnosis={"thermal_warn_c": 85.0})
     assert findings(rec) == []
 
 
@@ -333,7 +334,7 @@ def test_fixtures_read_back_as_whole_recordings():
     for path in TRACES.glob("*.jsonl"):
         rec = read_recording(path)
         assert rec.cut is None and rec.summary is not None
-        assert rec.header["gpus"][0]["temp_slowdown_c"] == 89.0
+        assert rec.header.gpu_list[0].temp_slowdown_c == 89.0
         assert dataclasses.asdict(rec.samples[5])["gpus"][0]["power_limit_w"] == 700.0
 
 
@@ -381,6 +382,6 @@ def test_a_cpu_only_run_on_a_gpu_machine_is_not_input_bound():
     rec.events = [make_event(e.t, e.kind, {**e.data, "device": "cpu"}) if e.kind == ev.WORKLOAD else e for e in rec.events]
     assert "input_bound" not in kinds(findings(rec))
     rec = load("input_bound_1worker")
-    rec.header["preset"]["framework"] = "smoke"
+    with_preset(rec, framework="smoke")
     rec.events = [e for e in rec.events if e.kind != ev.WORKLOAD]
     assert "input_bound" not in kinds(findings(rec))

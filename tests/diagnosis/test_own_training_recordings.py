@@ -13,6 +13,7 @@ from gputui.diagnosis import Settings, replay_recording
 from gputui.record import events as ev
 from gputui.record.recording import read_recording
 from tests.support.process import REPO
+from tests.support.records import throughput_of
 
 RESULTS = REPO / "docs" / "own-training-results"
 RUNS = sorted(path.stem for path in RESULTS.glob("*.jsonl"))
@@ -47,12 +48,12 @@ def test_todays_diagnosis_says_what_it_said_on_the_h200(name):
 def test_the_summary_reads_the_training_phase_in_the_jobs_unit(name):
     rec = read_recording(RESULTS / f"{name}.jsonl")
     summary = rec.summary
-    assert summary is not None and summary["window"] == "training"
-    assert summary["phases"][0]["phase"] == "startup" and any(p["phase"] == "training" for p in summary["phases"])
-    tp = summary["throughput"]
-    assert tp["unit"] == ("tokens" if name.startswith("nanogpt") else "samples")
+    assert summary is not None and summary.window == "training" and summary.phases
+    assert summary.phases[0].phase == "startup" and any(p.phase == "training" for p in summary.phases)
+    tp = throughput_of(summary)
+    assert tp.unit == ("tokens" if name.startswith("nanogpt") else "samples")
     # the median against the script's own closing figure (docs/your-own-training.md's table)
-    assert tp["median"] == pytest.approx(tp["reported"]["samples_per_sec"], rel=0.02)
+    assert tp.reported is not None and tp.median == pytest.approx(tp.reported.samples_per_sec, rel=0.02)
 
 
 def test_the_probe_reported_the_data_wait_of_a_starved_loop():

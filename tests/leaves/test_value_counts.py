@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gputui.model import GpuSample, Sample
+from gputui.record.schema import Stats
 from gputui.session.summary import SummaryBuilder
 from gputui.stats import ValueCounts, percentile
 
@@ -38,4 +39,4 @@ def test_the_summary_keeps_counts_not_every_sample():
         b.on_sample(Sample(t=float(i), gpus=[GpuSample(index=0, util_gpu=float(90 + i % 10), power_w=400.0 + i % 3)]))
     window = b.gpus_all[0]
     assert all(len(series._counts) <= 10 for series in window.series.values())
-    assert b.build()["gpus"][0]["util_gpu"] == {"median": 94.5, "max": 99.0}
+    assert b.build().gpus[0].util_gpu == Stats(median=94.5, max=99.0)

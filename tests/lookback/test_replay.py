@@ -249,7 +249,7 @@ def test_two_marked_runs_open_the_comparison_or_say_it_is_missing(tmp_path, monk
     fake = types.ModuleType("gputui.lookback.compare")
 
     def compare_rows(recordings, labels=None):
-        seen.extend(r.header["preset"]["name"] for r in recordings)
+        seen.extend(r.header.preset_name for r in recordings)
         return ["", "A", "B"], [["median samples/s", "1,771", "133"]]
 
     fake.compare_rows = compare_rows

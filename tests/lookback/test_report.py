@@ -17,6 +17,7 @@ from gputui.lookback.report import markdown_report, write_report
 from gputui.stats import median
 from tests.support.lookback import OWN_TRAINING, RECORDINGS, TRACES, check_recording, cut_copy, without_gpus, write_lines
 from tests.support.process import run_gputui
+from tests.support.records import throughput_of
 
 
 def colour_share(image, row: int, left: int, right: int, colour: str, tol: float = 0.15) -> float:
@@ -152,7 +153,7 @@ def test_throughput_plot_draws_the_median_line_at_the_median(tmp_path):
     image = imread(tmp_path / plot.file)
     assert image.shape[0] == plot.axes.height
     left, right = inner_columns(plot)
-    median_value = recording.summary["throughput"]["median"]
+    median_value = throughput_of(recording.summary).median
     assert colour_share(image, plot.axes.row_of(median_value), left, right, MEDIAN_COLOUR) > 0.6
     # ...and nowhere else: halfway between the median and the top there is no red line.
     elsewhere = plot.axes.row_of((median_value + plot.axes.ylim[1]) / 2)

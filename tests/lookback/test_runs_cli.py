@@ -9,6 +9,7 @@ import json
 from gputui.record.history import read_kept_run
 from tests.support.lookback import with_started_at
 from tests.support.process import run_gputui
+from tests.support.records import make_header
 from tests.support.replay import cut_copy
 
 NOW = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
@@ -73,7 +74,7 @@ def test_a_recording_being_written_lists_as_running_not_cut(tmp_path):
     from gputui.record.recording import Recorder
 
     recorder = Recorder(tmp_path / "live.jsonl")
-    recorder.on_header({"schema": 1, "preset": {"name": "live"}, "gpus": []})
+    recorder.on_header(make_header({"schema": 1, "preset": {"name": "live"}, "gpus": []}))
     try:
         assert read_kept_run(tmp_path / "live.jsonl").outcome == "running"
     finally:

@@ -25,6 +25,7 @@ from gputui.model import GpuSample, HostSample, ProcessSample, Sample
 from gputui.record import events as ev
 from gputui.record.events import make_event
 from tests.support.process import run_gputui
+from tests.support.records import make_header
 
 MIB = 1024**2
 
@@ -57,15 +58,16 @@ DCGM_DEFAULT_COUNTERS = {
 }
 DCGM_LABELS = {"gpu", "UUID", "modelName", "Hostname"}
 
-HEADER = {
+HEADER_LINE = {
     "gputui": "0.1.0",
-    "host": {"hostname": "box-7", "cpu_available": 8.0},
+    "host": {"hostname": "box-7", "os": "Linux", "cpu_available": 8.0},
     "preset": {"name": "torch-resnet50"},
     "gpus": [
         {"index": 0, "name": "NVIDIA H200", "uuid": "GPU-aaaa"},
         {"index": 1, "name": "NVIDIA H200", "uuid": "GPU-bbbb"},
     ],
 }
+HEADER = make_header(HEADER_LINE)
 
 
 def _gpu(index: int, energy_mj: int, **extra) -> GpuSample:
@@ -213,7 +215,7 @@ def test_samples_processed_counts_readings_that_give_only_a_rate():
 def test_without_a_price_there_is_no_cost_and_a_new_session_starts_afresh():
     live = fed()
     assert "gputui_cost_usd_per_million_samples" not in scrape(live)
-    live.on_header({**HEADER, "preset": None})  # the dashboard goes back to watching
+    live.on_header(make_header({**HEADER_LINE, "preset": None}))  # the dashboard goes back to watching
     families = scrape(live)
     assert "gputui_throughput_samples_per_second" not in {s.name for f in families.values() for s in f.samples}
     assert value(families, "gputui_session_info", preset="") == 1
@@ -340,8 +342,8 @@ def test_the_dashboards_supervisor_feeds_the_metrics_to_every_session():
 def ddp_fed(baseline: dict | None) -> LiveMetrics:
     """Two ranks pinned as gpus = "1,0" (the header lists them in that order)."""
     live = LiveMetrics()
-    header = {**HEADER, "gpus": list(reversed(HEADER["gpus"]))}
-    live.on_header({**header, "baseline": baseline} if baseline else header)
+    header = {**HEADER_LINE, "gpus": list(reversed(HEADER_LINE["gpus"]))}
+    live.on_header(make_header({**header, "baseline": baseline} if baseline else header))
     live.on_event(make_event(1.0, ev.WORKLOAD, {"framework": "torch", "world_size": 2, "rank": 0}))
     for rank, rate in ((0, 1300.0), (1, 1100.0), (0, 1280.0)):
         live.on_event(make_event(2.0, ev.RANK_THROUGHPUT, {"rank": rank, "ranks": 2, "samples_per_sec": rate, "phase": "measure", "source": "gputui"}))
@@ -388,7 +390,7 @@ CHECK_RESULTS = [
 
 def check_fed() -> LiveMetrics:
     live = LiveMetrics()
-    live.on_header({**HEADER, "preset": {}, "check": {"quick": True}})
+    live.on_header(make_header({**HEADER_LINE, "preset": {}, "check": {"quick": True}}))
     for i, result in enumerate(CHECK_RESULTS):
         live.on_event(make_event(1.0 + i, ev.CHECK, result))
     return live
@@ -409,7 +411,7 @@ def test_check_results_outlive_the_sessions_after_them_until_the_next_check():
     live = check_fed()
     live.on_header(HEADER)  # the dashboard watches again after the check
     assert "gputui_check_status" in scrape(live)
-    live.on_header({**HEADER, "check": {"quick": False}})  # the next check starts afresh
+    live.on_header(make_header({**HEADER_LINE, "check": {"quick": False}}))  # the next check starts afresh
     assert "gputui_check_status" not in scrape(live)
 
 

@@ -155,11 +155,12 @@ def test_runs_in_different_units_are_not_compared(tmp_path):
     from gputui.errors import UserError
     from gputui.lookback.compare import check_one_unit
     from gputui.lookback.facts import RunFacts
+    from gputui.record.schema import ThroughputSummary
 
     def facts(label: str, unit: str) -> RunFacts:
         return RunFacts(
             label=label, machine="m", gpu="g", gpu_name=None, preset=None, command=None, outcome="ok", ok=True, cut=None, check=False,
-            throughput={"median": 10.0, "unit": unit}, rates=[10.0], energy_per_sample_j=None, price_per_hour=None, cost_per_million=None,
+            throughput=ThroughputSummary(median=10.0, unit=unit), rates=[10.0], energy_per_sample_j=None, price_per_hour=None, cost_per_million=None,
             peak_vram_workload=None, peak_vram_source=None, peak_vram_nvml={}, throttle={}, findings=[], findings_replayed=False, unit=unit,
         )  # fmt: skip
 

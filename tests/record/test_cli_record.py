@@ -16,6 +16,7 @@ from gputui.record.recording import read_recording
 from tests.support.leftovers import no_leftovers  # noqa: F401  (the fixture)
 from tests.support.presets import slow_presets
 from tests.support.process import REPO, gone, run_gputui, start_gputui, try_read, wait_for
+from tests.support.records import outcome_of
 
 pytestmark = pytest.mark.usefixtures("no_leftovers")  # every test: nothing it started survives it
 
@@ -28,11 +29,11 @@ def test_smoke_preset_records_header_samples_events_and_a_matching_summary(tmp_p
     rec = read_recording(out)
     assert rec.cut is None
     header = rec.header
-    assert header["schema"] == 1 and header["preset"]["name"] == "smoke"
-    assert header["command"][1:3] == ["-m", "gputui.workloads"]
-    assert header["host"]["cpu_logical"] >= 1
-    if not header["gpus"]:  # CPU-only machines: the header says why there is no GPU
-        assert header["gpu_unavailable_reason"]
+    assert header.schema == 1 and header.preset is not None and header.preset.name == "smoke"
+    assert header.command is not None and header.command[1:3] == ["-m", "gputui.workloads"]
+    assert header.host is not None and header.host.cpu_logical is not None and header.host.cpu_logical >= 1
+    if not header.gpus:  # CPU-only machines: the header says why there is no GPU
+        assert header.gpu_unavailable_reason
     assert len(rec.samples) >= 2
     kinds = [e.kind for e in rec.events]
     for kind in (ev.STARTED, ev.WORKLOAD, ev.PHASE, ev.THROUGHPUT, ev.RESULT, ev.OUTCOME):
@@ -42,9 +43,10 @@ def test_smoke_preset_records_header_samples_events_and_a_matching_summary(tmp_p
     # The summary's median is the workload's own: same steps, same statistic.
     reported = rec.events_of(ev.RESULT)[0].data["samples_per_sec"]
     summary = rec.summary
-    assert summary["throughput"]["median"] == pytest.approx(reported, rel=1e-9)
-    assert summary["throughput"]["readings"] == 40  # the preset's measured steps, warm-up excluded
-    assert summary["outcome"]["ok"] is True
+    assert summary is not None and summary.throughput is not None and summary.outcome is not None
+    assert summary.throughput.median == pytest.approx(reported, rel=1e-9)
+    assert summary.throughput.readings == 40  # the preset's measured steps, warm-up excluded
+    assert summary.outcome.ok is True
     # The progress line and the summary table went to stderr.
     assert "gputui summary" in result.stderr
     assert "throughput median" in result.stderr
@@ -121,8 +123,9 @@ def test_sigterm_stops_the_run_and_finishes_the_recording(tmp_path):
             proc.kill()
     rec = read_recording(out)
     assert rec.cut is None
-    assert rec.summary["outcome"]["kind"] == "stopped"
-    assert rec.summary["throughput"]["median"] == pytest.approx(80.0)
+    assert rec.summary is not None and rec.summary.outcome is not None and rec.summary.throughput is not None
+    assert rec.summary.outcome.kind == "stopped"
+    assert rec.summary.throughput.median == pytest.approx(80.0)
     assert rec.events_of(ev.STOPPING)[0].data["reason"] == "received SIGTERM"
 
 
@@ -133,12 +136,12 @@ def test_watch_mode_records_for_a_duration_and_attaches_to_a_pid(tmp_path):
         result = run_gputui(["--record", str(out), "--duration", "1", "--interval", "0.2", "--pid", str(job.pid)], tmp_path)
         assert result.returncode == 0, result.stderr
         rec = read_recording(out)
-        assert rec.header["attach_pid"] == job.pid
+        assert rec.header.attach_pid == job.pid
         assert 3 <= len(rec.samples) <= 8
         roles = {p.pid: p.role for s in rec.samples for p in (s.host.processes if s.host else [])}
         assert roles.get(job.pid) == "main"
         assert rec.events_of(ev.STOPPING)[0].data["reason"] == "duration reached"
-        assert rec.summary["outcome"] is None
+        assert rec.summary is not None and rec.summary.outcome is None
     finally:
         job.kill()
         job.wait()
@@ -154,7 +157,7 @@ def test_the_users_diagnosis_table_reaches_headless_watch_and_run(tmp_path, pres
     out = tmp_path / "w.jsonl"
     result = run_gputui(["--headless", "--record", str(out), "--duration", "1.5", "--interval", "0.5", *preset_args], tmp_path)
     assert result.returncode in (0, 130), result.stderr  # 130: the duration stopped the preset's run
-    assert read_recording(out).header["diagnosis"]["thermal_warn_c"] == 50.0
+    assert (read_recording(out).header.diagnosis or {})["thermal_warn_c"] == 50.0
 
 
 def test_failing_command_exits_1_with_its_outcome(tmp_path):
@@ -163,8 +166,8 @@ def test_failing_command_exits_1_with_its_outcome(tmp_path):
     out = tmp_path / "r.jsonl"
     result = run_gputui(["--presets", str(presets), "--record", str(out), "--preset", "fail"], tmp_path)
     assert result.returncode == 1
-    outcome = read_recording(out).summary["outcome"]
-    assert outcome["kind"] == "exited" and outcome["exit_code"] == 3
+    outcome = outcome_of(read_recording(out))
+    assert outcome.kind == "exited" and outcome.exit_code == 3
 
 
 def test_presets_list_and_show(tmp_path):

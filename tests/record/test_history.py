@@ -15,6 +15,7 @@ from gputui.record.history import RunHistory, cap_bytes, history_disabled, list_
 from gputui.record.recording import read_recording
 from tests.support.lookback import with_started_at
 from tests.support.process import REPO, gputui_env, run_gputui
+from tests.support.records import outcome_of
 
 FIXTURES = REPO / "docs" / "recordings"
 
@@ -79,7 +80,7 @@ def test_a_state_folder_that_cannot_be_made_is_one_warning_and_the_run_goes_on(t
     assert result.returncode == 0
     warnings = [line for line in result.stderr.splitlines() if line]
     assert len(warnings) == 1 and warnings[0].startswith("gputui: warning: run history off: cannot write to "), result.stderr
-    assert read_recording(out).summary["outcome"]["ok"] is True
+    assert outcome_of(read_recording(out)).ok is True
 
 
 def test_a_read_only_state_folder_warns_once_per_history(tmp_path):
@@ -133,7 +134,7 @@ def test_record_refuses_to_overwrite_without_force(tmp_path):
 
     result = run_gputui(args + ["--force"], tmp_path)
     assert result.returncode == 0, result.stderr
-    assert read_recording(out).summary["outcome"]["ok"] is True
+    assert outcome_of(read_recording(out)).ok is True
 
 
 def test_the_dashboard_refuses_an_existing_record_file_before_its_screen_opens(tmp_path, monkeypatch, capsys):
@@ -183,4 +184,4 @@ def test_the_dashboard_keeps_every_run_and_records_over_a_file_only_with_force(t
     run_async(scenario())
     kept = list_kept_runs(tmp_path / "runs")
     assert [r.outcome for r in kept] == ["ok", "ok"] and all(r.label == "quick" for r in kept)
-    assert read_recording(record).summary["outcome"]["ok"] is True  # replaced: --force was given
+    assert outcome_of(read_recording(record)).ok is True  # replaced: --force was given

@@ -11,6 +11,7 @@ from gputui.model import Throughput
 from gputui.record import events as ev
 from gputui.record.events import make_event
 from gputui.record.recording import Recorder, read_recording
+from gputui.record.schema import Header, Summary, ThroughputSummary
 from gputui.run.outcome import Outcome
 from tests.support.lookback import TRACES
 from tests.support.recording import make_sample
@@ -19,19 +20,19 @@ from tests.support.recording import make_sample
 def test_round_trip_is_lossless(tmp_path):
     path = tmp_path / "r.jsonl"
     recorder = Recorder(path)
-    recorder.on_header({"schema": 1, "gpus": []})
+    recorder.on_header(Header(schema=1, gpus=[]))
     samples = [make_sample(0.0), make_sample(1.0)]
     recorder.on_sample(samples[0])
     recorder.on_event(make_event(0.5, ev.THROUGHPUT, {"samples_per_sec": 10.0, "source": "gputui"}))
     recorder.on_sample(samples[1])
-    recorder.on_summary({"throughput": {"median": 10.0}})
+    recorder.on_summary(Summary(throughput=ThroughputSummary(median=10.0)))
 
     recording = read_recording(path)
     assert recording.cut is None
-    assert recording.header == {"schema": 1, "gpus": []}
+    assert recording.header == Header(schema=1, gpus=[])
     assert recording.samples == samples
     assert recording.events == [make_event(0.5, ev.THROUGHPUT, {"samples_per_sec": 10.0, "source": "gputui"})]
-    assert recording.summary == {"throughput": {"median": 10.0}}
+    assert recording.summary == Summary(throughput=ThroughputSummary(median=10.0))
     # Absent values are not written at all.
     first_sample = json.loads(path.read_text().splitlines()[1])
     assert "power_w" not in first_sample["gpus"][0]
@@ -40,15 +41,16 @@ def test_round_trip_is_lossless(tmp_path):
 def test_non_finite_numbers_are_written_as_null(tmp_path):
     path = tmp_path / "r.jsonl"
     recorder = Recorder(path)
-    recorder.on_header({"x": float("nan")})
+    recorder.on_header(Header(interval=float("nan"), extra={"x": float("nan")}))
     recorder.close()
-    assert read_recording(path).header == {"x": None}
+    header = read_recording(path).header
+    assert header.interval is None and header.extra == {"x": None}
 
 
 def test_each_line_is_on_disk_as_soon_as_it_is_written(tmp_path):
     path = tmp_path / "r.jsonl"
     recorder = Recorder(path)
-    recorder.on_header({"schema": 1})
+    recorder.on_header(Header(schema=1))
     recorder.on_sample(make_sample(0.0))
     # Not closed: another reader sees both whole lines already.
     recording = read_recording(path)
@@ -60,7 +62,7 @@ def test_each_line_is_on_disk_as_soon_as_it_is_written(tmp_path):
 def test_a_cut_last_line_is_dropped_and_reported(tmp_path):
     path = tmp_path / "r.jsonl"
     recorder = Recorder(path)
-    recorder.on_header({"schema": 1})
+    recorder.on_header(Header(schema=1))
     recorder.on_sample(make_sample(0.0))
     recorder.close()
     with open(path, "a") as f:

@@ -18,6 +18,7 @@ from gputui.record import events as ev
 from gputui.record.events import make_event
 from gputui.record.history import read_kept_run
 from gputui.record.recording import STREAM_CUT, Recorder, is_live, read_recording
+from gputui.record.schema import Header, Summary, ThroughputSummary
 from tests.support.leftovers import no_leftovers  # noqa: F401  (the fixture)
 from tests.support.lookback import RECORDINGS
 from tests.support.process import run_gputui
@@ -30,13 +31,13 @@ GZIP_MAGIC = b"\x1f\x8b"
 
 def write_run(path, samples: int = 50, close: bool = True) -> Recorder:
     recorder = Recorder(path)
-    recorder.on_header({"schema": 1, "gpus": []})
+    recorder.on_header(Header(schema=1, gpus=[]))
     for i in range(samples):
         recorder.on_sample(make_sample(float(i)))
         if i == 10:
             recorder.on_event(make_event(10.5, ev.THROUGHPUT, {"samples_per_sec": 10.0, "source": "gputui"}))
     if close:
-        recorder.on_summary({"throughput": {"median": 10.0}})
+        recorder.on_summary(Summary(throughput=ThroughputSummary(median=10.0)))
     return recorder
 
 
@@ -79,8 +80,8 @@ def test_a_recorder_still_writing_leaves_every_synced_line_readable(tmp_path, sy
 def test_the_header_is_readable_before_the_first_sync_interval_ends(tmp_path):
     path = tmp_path / "r.jsonl.gz"
     recorder = Recorder(path)
-    recorder.on_header({"schema": 1})  # the first line is synced at once
-    assert read_recording(path).header == {"schema": 1}
+    recorder.on_header(Header(schema=1))  # the first line is synced at once
+    assert read_recording(path).header == Header(schema=1)
     recorder.close()
 
 
@@ -144,10 +145,10 @@ def test_a_full_disk_is_one_error_and_what_was_written_stays_readable(tmp_path, 
     monkeypatch.setattr(gputui.record.recording, "open", lambda p, *a, **k: FullDisk(real_open(p, *a, **k), 3000), raising=False)
     errors: list[str] = []
     recorder = Recorder(path, on_error=errors.append)
-    recorder.on_header({"schema": 1})
+    recorder.on_header(Header(schema=1))
     for i in range(200):
         recorder.on_sample(make_sample(float(i)))
-    recorder.on_summary({"duration_s": 1.0})
+    recorder.on_summary(Summary(duration_s=1.0))
     assert errors == [f"{path}: cannot write the recording (No space left on device)"]
     assert path.stat().st_size == 3000
     monkeypatch.undo()  # the disk is readable again

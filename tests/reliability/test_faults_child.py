@@ -66,8 +66,8 @@ def finished(tmp_path: Path):
 def test_a_crashing_child_is_signaled_and_recorded(tmp_path):
     code, stderr, _, _ = record(tmp_path, "import os, signal\nprint('about to crash', flush=True)\nos.kill(os.getpid(), signal.SIGSEGV)\n")
     assert code == 1, stderr
-    outcome = finished(tmp_path).summary["outcome"]
-    assert outcome["kind"] == "signaled" and outcome["signal"] == "SIGSEGV"
+    outcome = finished(tmp_path).summary.outcome
+    assert outcome.kind == "signaled" and outcome.signal == "SIGSEGV"
     assert "Traceback" not in stderr
 
 
@@ -80,8 +80,8 @@ def test_a_child_that_hangs_and_ignores_sigterm_is_killed_after_its_timeout(tmp_
     """
     code, stderr, _, took = record(tmp_path, child, timeout=2)
     assert code == 1, stderr
-    outcome = finished(tmp_path).summary["outcome"]
-    assert outcome["kind"] == "timeout" and outcome["signal"] == "SIGKILL"
+    outcome = finished(tmp_path).summary.outcome
+    assert outcome.kind == "timeout" and outcome.signal == "SIGKILL"
     assert took < 60  # the timeout, the 5 s grace, and a slow start on a loaded machine
 
 
@@ -116,7 +116,7 @@ def test_a_flood_of_a_million_lines_ends_promptly_after_the_timeout_with_bounded
     code, stderr, peak, took = record(tmp_path, child, timeout=5, limit=240)
     assert code == 1, stderr
     rec = finished(tmp_path)
-    assert rec.summary["outcome"]["kind"] == "timeout"
+    assert rec.summary.outcome.kind == "timeout"
     assert took < 90, f"took {took:.0f} s to finish after a 5 s timeout"
     assert peak < RSS_BOUND_MB, f"gputui's RSS reached {peak:.0f} MB"
 
@@ -167,9 +167,9 @@ def test_a_child_out_of_host_memory_is_classified_oom(tmp_path):
     """
     code, stderr, _, _ = record(tmp_path, child)
     assert code == 1, stderr
-    outcome = finished(tmp_path).summary["outcome"]
-    assert outcome["kind"] == "oom", outcome
-    assert "host memory" in outcome["message"]
+    outcome = finished(tmp_path).summary.outcome
+    assert outcome.kind == "oom", outcome
+    assert "host memory" in outcome.message
     assert "Traceback" not in stderr
 
 
@@ -183,6 +183,6 @@ def test_a_child_out_of_gpu_memory_is_classified_oom(tmp_path):
     """
     code, stderr, _, _ = record(tmp_path, child, limit=300)
     assert code == 1, stderr
-    outcome = finished(tmp_path).summary["outcome"]
-    assert outcome["kind"] == "oom", outcome
-    assert "CUDA out of memory" in outcome["message"]
+    outcome = finished(tmp_path).summary.outcome
+    assert outcome.kind == "oom", outcome
+    assert "CUDA out of memory" in outcome.message

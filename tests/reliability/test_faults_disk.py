@@ -19,6 +19,7 @@ from tests.support.dashboard import app_for, isolated  # noqa: F401  (a fixture)
 from tests.support.leftovers import no_leftovers  # noqa: F401  (the fixture)
 from tests.support.presets import slow_presets
 from tests.support.process import gputui_env, run_gputui
+from tests.support.records import make_header, make_summary
 from tests.support.tui import run_async, wait_until
 
 pytestmark = [
@@ -101,8 +102,8 @@ def test_without_force_dev_full_is_refused_as_an_existing_file(tmp_path):
 def test_the_recorder_reports_a_failed_write_once_and_never_raises(tmp_path):
     errors: list[str] = []
     recorder = Recorder(Path("/dev/full"), on_error=errors.append)
-    recorder.on_header({"schema": 1})
-    recorder.on_summary({"duration_s": 1.0})
+    recorder.on_header(make_header({"schema": 1}))
+    recorder.on_summary(make_summary({"duration_s": 1.0}))
     recorder.close()
     assert errors == ["/dev/full: cannot write the recording (No space left on device)"]
     assert recorder.error == errors[0]

@@ -11,7 +11,7 @@ import pynvml
 import pytest
 
 from gputui.model import Sample
-from gputui.record.events import Observer
+from gputui.record.observer import Observer
 from gputui.record.recording import Recorder, Recording, read_recording
 from gputui.session.session import Session, SessionConfig
 from gputui.telemetry.gpu import GpuTelemetry
@@ -46,7 +46,7 @@ def test_a_gpu_lost_mid_run_leaves_the_others_and_the_host_recorded(tmp_path, er
     gpus = [FakeGpu(), FakeGpu(name="second", lost_error=error), FakeGpu(name="third")]
     rec = record_session(tmp_path / "r.jsonl", GpuTelemetry(FakeNvml(gpus)), LoseGpuAfter(gpus[1], LOSE_AFTER))
     assert rec.cut is None
-    assert len(rec.header["gpus"]) == 3
+    assert len(rec.header.gpus) == 3
     # The sampler runs on its own thread: the loss shows from whichever sample came next.
     lost_from = next(i for i, s in enumerate(rec.samples) if s.gpus[1].lost)
     before, after = rec.samples[:lost_from], rec.samples[lost_from:]
@@ -74,7 +74,7 @@ def test_a_gpu_lost_mid_run_leaves_the_others_and_the_host_recorded(tmp_path, er
 )
 def test_nvml_failing_at_init_still_records_the_host_and_says_why(tmp_path, error, words):
     rec = record_session(tmp_path / "r.jsonl", GpuTelemetry(FakeNvml(init_error=error)), duration=0.8)
-    assert rec.header["gpus"] == [] and words in rec.header["gpu_unavailable_reason"].lower()
+    assert rec.header.gpus == [] and words in rec.header.gpu_unavailable_reason.lower()
     # No GPUs: only the ticks that read the host (about once a second, and the last) are samples
     assert len(rec.samples) >= 2
     assert all(s.gpus == [] and s.host is not None and s.host.cpu_percent is not None for s in rec.samples)
@@ -84,6 +84,6 @@ def test_nvml_failing_at_init_still_records_the_host_and_says_why(tmp_path, erro
 def test_nvml_not_installed_still_records_the_host_and_says_why(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", None)  # `import pynvml` now raises ImportError
     rec = record_session(tmp_path / "r.jsonl", GpuTelemetry(), duration=0.8)
-    assert rec.header["gpus"] == []
-    assert "nvidia-ml-py is not installed" in rec.header["gpu_unavailable_reason"]
+    assert rec.header.gpus == []
+    assert "nvidia-ml-py is not installed" in rec.header.gpu_unavailable_reason
     assert len(rec.samples) >= 2 and all(s.host is not None for s in rec.samples)

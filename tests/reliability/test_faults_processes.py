@@ -98,7 +98,7 @@ def test_closing_stderr_mid_run_still_finishes_the_run_and_the_recording_with_ex
     assert proc.stdout is not None and proc.stdout.read() == ""  # nothing spilled elsewhere
     rec = read_recording(out)
     assert rec.cut is None and rec.summary is not None
-    assert rec.summary["outcome"]["ok"] is True
+    assert rec.summary.outcome.ok is True
     assert [e.data["text"] for e in rec.events_of(ev.OUTPUT)] == [f"step {i}" for i in range(4)]
 
 
@@ -166,7 +166,7 @@ def test_a_guard_sigkilled_mid_run_leaves_nothing_and_the_outcome_says_so(tmp_pa
     assert time.monotonic() - started < 30  # the 5 s grace for what ignores SIGTERM, then KILL
     rec = read_recording(out)
     assert rec.cut is None and rec.summary is not None
-    outcome = rec.summary["outcome"]
-    assert outcome["kind"] == "signaled" and outcome["signal"] == "SIGKILL"
-    assert "guard process was killed" in outcome["message"]
+    outcome = rec.summary.outcome
+    assert outcome.kind == "signaled" and outcome.signal == "SIGKILL"
+    assert "guard process was killed" in outcome.message
     # no_leftovers fails the test if the child or the detached grandchild still runs.

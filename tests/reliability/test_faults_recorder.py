@@ -91,7 +91,7 @@ def test_the_recorder_killed_mid_run_leaves_a_readable_recording_and_no_process(
         return
     assert code == EXIT_CODES[sig], stderr
     assert "Traceback" not in stderr
-    assert rec.cut is None and rec.summary["outcome"]["kind"] == "stopped"
+    assert rec.cut is None and rec.summary.outcome.kind == "stopped"
     assert rec.events_of(ev.STOPPING)[0].data["reason"] == f"received {signal.Signals(sig).name}"
 
 
@@ -125,5 +125,5 @@ def test_closing_the_terminal_stops_the_run_and_finishes_the_recording(tmp_path)
             proc.wait()
     assert code == 129
     rec = read_recording(out)
-    assert rec.cut is None and rec.summary["outcome"]["kind"] == "stopped"
+    assert rec.cut is None and rec.summary.outcome.kind == "stopped"
     assert rec.events_of(ev.STOPPING)[0].data["reason"] == "received SIGHUP"

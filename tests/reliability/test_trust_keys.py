@@ -135,7 +135,7 @@ def test_quitting_in_the_middle_of_an_output_flood_leaves_a_finished_recording(i
     assert recording.summary is not None, "the recording has no summary"
     outcome = recording.events_of("outcome")
     assert len(outcome) == 1 and outcome[0].data["kind"] == "stopped"
-    assert recording.summary["outcome"]["kind"] == "stopped"
+    assert recording.summary.outcome.kind == "stopped"
     assert any(e.kind == "output" for e in recording.events)  # the flood's lines before the quit are kept
 
 

@@ -78,9 +78,9 @@ def test_secret_env_values_stay_out_of_the_recording_but_reach_the_child(tmp_pat
     assert SECRET not in result.stderr
     header = read_recording(out).header
     expected = {"WANDB_API_KEY": REDACTED, "db_password": REDACTED, "OMP_NUM_THREADS": "3"}
-    assert header["env"] == expected
-    assert header["preset"]["env"] == expected
-    assert header["env_redacted"] == ["WANDB_API_KEY", "db_password"]
+    assert header.env == expected
+    assert header.preset is not None and header.preset.extra["env"] == expected
+    assert header.env_redacted == ["WANDB_API_KEY", "db_password"]
     kept = list((tmp_path / "state").rglob("*.jsonl"))  # the run history's copy too
     assert kept and all(SECRET not in path.read_text() for path in kept)
 
@@ -158,7 +158,7 @@ def test_the_headless_recorder_exits_128_plus_the_signal(tmp_path, sig, code):
         proc.kill()
         proc.communicate()
     rec = read_recording(out)
-    assert rec.summary["outcome"]["kind"] == "stopped"  # finished, with its summary
+    assert rec.summary.outcome.kind == "stopped"  # finished, with its summary
 
 
 def _read_until(fd: int, needle: bytes, timeout: float = 60.0) -> bytes:

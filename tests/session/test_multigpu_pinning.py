@@ -52,9 +52,9 @@ def test_pinned_gpus_reach_the_child_and_bound_telemetry_and_findings(tmp_path):
     session.run()
     rec = read_recording(tmp_path / "r.jsonl")
 
-    assert [g["index"] for g in rec.header["gpus"]] == [2, 0]
+    assert [g.index for g in rec.header.gpu_list] == [2, 0]
     assert rec.samples and all([g.index for g in s.gpus] == [2, 0] for s in rec.samples)
-    assert rec.header["env"]["CUDA_VISIBLE_DEVICES"] == "2,0"
+    assert (rec.header.env or {})["CUDA_VISIBLE_DEVICES"] == "2,0"
     printed = [e.data["text"] for e in rec.events_of(ev.OUTPUT)]
     assert "2,0 PCI_BUS_ID" in printed
     thermal = [e.data for e in rec.events_of(ev.FINDING) if e.data["kind"] == "thermal"]
@@ -68,8 +68,8 @@ def test_gpus_pinned_by_uuid_prefix(tmp_path):
     session.add_observer(Recorder(tmp_path / "r.jsonl"))
     session.run()
     rec = read_recording(tmp_path / "r.jsonl")
-    assert [g["index"] for g in rec.header["gpus"]] == [1]
-    assert rec.header["env"]["CUDA_VISIBLE_DEVICES"] == "GPU-1aaaaaaa"
+    assert [g.index for g in rec.header.gpu_list] == [1]
+    assert (rec.header.env or {})["CUDA_VISIBLE_DEVICES"] == "GPU-1aaaaaaa"
 
 
 @pytest.mark.parametrize("gpus, missing", [("[0, 7]", "'7'"), ('"GPU-ffff"', "'GPU-ffff'"), ("[1, 2, 3]", "'3'")])
@@ -89,7 +89,7 @@ def test_without_nvml_a_pinned_preset_still_runs(tmp_path):
     preset = pinned_preset(tmp_path, "[1]", seconds=0.1)
     session = Session(SessionConfig(preset=preset, interval=0.1), gpu=GpuTelemetry(FakeNvml(init_error=pynvml.NVMLError_LibraryNotFound)))
     summary = session.run()
-    assert summary["outcome"]["ok"]
+    assert summary.outcome is not None and summary.outcome.ok
 
 
 @pytest.mark.parametrize(

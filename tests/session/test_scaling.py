@@ -17,11 +17,13 @@ from gputui.presets.preset import load_file
 from gputui.record import events as ev
 from gputui.record.events import make_event
 from gputui.record.recording import read_recording
+from gputui.record.schema import Baseline, RankRate, Scaling, Summary, ThroughputSummary
 from gputui.run.throughput import ThroughputParser
 from gputui.session.baseline import baseline_from_recording
 from gputui.session.progress import summary_table
 from gputui.session.summary import SummaryBuilder, scaling_efficiency
 from tests.support.lookback import TRACES
+from tests.support.records import make_header, make_summary, throughput_of
 
 SCALING_TRACES = TRACES / "scaling"
 
@@ -80,17 +82,17 @@ def test_lines_without_a_rank_read_as_before():
 
 
 def test_summary_has_each_ranks_median_and_the_scaling_against_one_gpu():
-    builder = SummaryBuilder(baseline={"samples_per_sec": 1000.0, "source": "one.jsonl"})
+    builder = SummaryBuilder(baseline=Baseline(samples_per_sec=1000.0, source="one.jsonl"))
     builder.on_event(make_event(1.0, ev.PHASE, {"phase": "measure"}))
     for t, (r0, r1) in enumerate([(950.0, 850.0), (960.0, 840.0), (940.0, 860.0)]):
         builder.on_event(make_event(t, ev.RANK_THROUGHPUT, {"samples_per_sec": r0, "source": "gputui", "phase": "measure", "rank": 0, "ranks": 2}))
         builder.on_event(make_event(t, ev.RANK_THROUGHPUT, {"samples_per_sec": r1, "source": "gputui", "phase": "measure", "rank": 1, "ranks": 2}))
         builder.on_event(make_event(t, ev.THROUGHPUT, {"samples_per_sec": r0 + r1, "source": "gputui", "phase": "measure", "ranks": 2}))
-    tp = builder.build()["throughput"]
-    assert tp["median"] == 1800.0 and tp["world_size"] == 2
-    assert tp["ranks"] == [{"rank": 0, "median": 950.0, "readings": 3}, {"rank": 1, "median": 850.0, "readings": 3}]
-    assert tp["scaling"] == {"baseline_samples_per_sec": 1000.0, "baseline_source": "one.jsonl", "efficiency": 0.9}
-    text = "\n".join(summary_table({"throughput": tp}))
+    tp = throughput_of(builder.build())
+    assert tp.median == 1800.0 and tp.world_size == 2
+    assert tp.ranks == [RankRate(rank=0, median=950.0, readings=3), RankRate(rank=1, median=850.0, readings=3)]
+    assert tp.scaling == Scaling(baseline_samples_per_sec=1000.0, baseline_source="one.jsonl", efficiency=0.9)
+    text = "\n".join(summary_table(Summary(throughput=tp)))
     assert "rank 1 median" in text and "850" in text and "90% of 2× 1,000 samples/s on one (one.jsonl)" in text
 
 
@@ -104,10 +106,10 @@ def test_a_single_gpu_recording_is_a_baseline_and_a_ddp_one_is_not(tmp_path):
 
     one = tmp_path / "one.jsonl"
     recorder = Recorder(one)
-    recorder.on_header({"schema": 1, "preset": {"name": "torch-resnet50-tuned"}})
-    recorder.on_summary({"throughput": {"median": 4678.0, "readings": 40}})
+    recorder.on_header(make_header(schema=1, preset={"name": "torch-resnet50-tuned"}))
+    recorder.on_summary(make_summary(throughput={"median": 4678.0, "readings": 40}))
     recorder.close()
-    assert baseline_from_recording(one) == {"samples_per_sec": 4678.0, "source": str(one), "preset": "torch-resnet50-tuned"}
+    assert baseline_from_recording(one) == Baseline(samples_per_sec=4678.0, source=str(one), preset="torch-resnet50-tuned")
     with pytest.raises(UserError, match=r"ddp_balanced.jsonl: expected a one-GPU run, got one on 2 ranks"):
         baseline_from_recording(SCALING_TRACES / "ddp_balanced.jsonl")
     cut = tmp_path / "cut.jsonl"
@@ -235,8 +237,9 @@ def test_the_one_gpu_twin_keeps_the_first_pinned_gpu(tmp_path):
 def test_the_summary_row_says_gpu_in_the_singular_for_one_rank():
     from gputui.session.progress import rank_rows
 
-    one = rank_rows({"world_size": 1, "ranks": [], "scaling": {"efficiency": 0.9, "baseline_samples_per_sec": 6617.0, "baseline_source": "b.jsonl"}})
-    two = rank_rows({"world_size": 2, "ranks": [], "scaling": {"efficiency": 0.9, "baseline_samples_per_sec": 6617.0, "baseline_source": "b.jsonl"}})
+    scaling = Scaling(efficiency=0.9, baseline_samples_per_sec=6617.0, baseline_source="b.jsonl")
+    one = rank_rows(ThroughputSummary(world_size=1, ranks=[], scaling=scaling))
+    two = rank_rows(ThroughputSummary(world_size=2, ranks=[], scaling=scaling))
     assert one[-1][0] == "scaling on 1 GPU" and two[-1][0] == "scaling on 2 GPUs"
 
 
@@ -244,7 +247,7 @@ def test_gloo_ranks_on_the_cpu_are_counted_as_ranks_not_gpus():
     from gputui.session.progress import summary_table
 
     tp = {"median": 114.0, "world_size": 2, "ranks": [], "scaling": {"efficiency": 0.57, "baseline_samples_per_sec": 100.0, "baseline_source": "s"}}
-    on_cpu = "\n".join(summary_table({"throughput": tp, "workload": {"device": "cpu"}}))
-    on_gpus = "\n".join(summary_table({"throughput": tp, "workload": {"device": "cuda"}}))
+    on_cpu = "\n".join(summary_table(make_summary(throughput=tp, workload={"device": "cpu"})))
+    on_gpus = "\n".join(summary_table(make_summary(throughput=tp, workload={"device": "cuda"})))
     assert "scaling on 2 ranks" in on_cpu and "GPUs" not in on_cpu
     assert "scaling on 2 GPUs" in on_gpus

@@ -7,6 +7,7 @@ import pytest
 from gputui.model import GpuSample, HostSample, ProcessSample, Sample, Throughput
 from gputui.record import events as ev
 from gputui.record.events import Event, make_event
+from gputui.record.schema import Reported, Stats
 from gputui.session.summary import SummaryBuilder
 from tests.support.lookback import OWN_TRAINING
 
@@ -36,18 +37,18 @@ def test_warmup_is_excluded_and_gpu_stats_cover_the_measured_phase():
     b.on_event(reading(101.0, final=True))
 
     s = b.build()
-    assert s["window"] == "measure"
-    tp = s["throughput"]
-    assert tp["median"] == 100.0 and tp["readings"] == 3
-    assert tp["mean"] == pytest.approx(300 / 3.0)
-    assert tp["reported"]["samples_per_sec"] == 101.0
-    g = s["gpus"][0]
-    assert g["util_gpu"] == {"median": 95.0, "max": 100.0}
-    assert g["peak_memory_used"] == 5000  # the warm-up's 9000 is outside the window
-    assert g["throttle_share"]["SwPowerCap"] == pytest.approx(1 / 3, abs=1e-3)
+    assert s.window == "measure"
+    tp = s.throughput
+    assert tp.median == 100.0 and tp.readings == 3
+    assert tp.mean == pytest.approx(300 / 3.0)
+    assert tp.reported.samples_per_sec == 101.0
+    g = s.gpus[0]
+    assert g.util_gpu == Stats(median=95.0, max=100.0)
+    assert g.peak_memory_used == 5000  # the warm-up's 9000 is outside the window
+    assert g.throttle_share["SwPowerCap"] == pytest.approx(1 / 3, abs=1e-3)
     # 800 J over 2 s = 400 W; at 100 samples/s that is 4 J per sample.
-    assert s["energy_j"] == pytest.approx(800.0)
-    assert s["energy_per_sample_j"] == pytest.approx(4.0)
+    assert s.energy_j == pytest.approx(800.0)
+    assert s.energy_per_sample_j == pytest.approx(4.0)
 
 
 def test_without_phases_every_reading_counts_and_the_window_is_training():
@@ -67,19 +68,19 @@ def test_without_phases_every_reading_counts_and_the_window_is_training():
         )
     )
     s = b.build()
-    assert s["window"] == "training"  # the readings came just before: a sample of training
-    assert s["throughput"]["median"] == 6.0 and s["throughput"]["source"] == "tqdm"
-    assert s["host"]["run_cpu_percent"]["max"] == 199.0
-    assert s["host"]["max_workers"] == 1
-    assert s["host"]["run_peak_rss"] == 30
+    assert s.window == "training"  # the readings came just before: a sample of training
+    assert s.throughput.median == 6.0 and s.throughput.source == "tqdm"
+    assert s.host.run_cpu_percent.max == 199.0
+    assert s.host.max_workers == 1
+    assert s.host.run_peak_rss == 30
 
 
 def test_lost_gpu_is_reported():
     b = SummaryBuilder()
     b.on_sample(Sample(t=0.0, gpus=[GpuSample(index=0, util_gpu=50.0), GpuSample(index=1, lost=True)]))
     s = b.build()
-    assert s["lost_gpus"] == [1]
-    assert s["gpus"][1]["lost"] is True
+    assert s.lost_gpus == [1]
+    assert s.gpus[1].lost is True
 
 
 # --- A job of the user's own: phases, the training window, units ------------------------------
@@ -106,13 +107,13 @@ def test_a_long_start_up_and_an_idle_tail_stay_out_of_the_medians():
     for t in range(50, 65):
         b.on_sample(_gpu_sample(float(t), 0.0))
     s = b.build()
-    assert s["window"] == "training"
-    assert s["gpus"][0]["util_gpu"]["median"] == 60.0
-    assert [p["phase"] for p in s["phases"]] == ["startup", "training", "tail"]
-    startup, training, tail = s["phases"]
-    assert startup["duration_s"] == pytest.approx(20.0, abs=1.0)
-    assert training["duration_s"] == pytest.approx(32.0, abs=3.0)
-    assert tail["until"] == 64.0
+    assert s.window == "training"
+    assert s.gpus[0].util_gpu.median == 60.0
+    assert [p.phase for p in s.phases] == ["startup", "training", "tail"]
+    startup, training, tail = s.phases
+    assert startup.duration_s == pytest.approx(20.0, abs=1.0)
+    assert training.duration_s == pytest.approx(32.0, abs=3.0)
+    assert tail.until == 64.0
 
 
 def test_gaps_in_progress_are_evaluation_or_checkpoint_by_what_the_machine_does():
@@ -128,8 +129,8 @@ def test_gaps_in_progress_are_evaluation_or_checkpoint_by_what_the_machine_does(
         b.on_event(_reading(t + 0.5, 500.0))
         b.on_sample(_gpu_sample(float(t), 90.0))
     s = b.build()
-    assert [p["phase"] for p in s["phases"]] == ["training", "evaluation", "checkpoint", "training"]
-    assert s["gpus"][0]["util_gpu"]["median"] == 90.0  # neither the evaluation nor the checkpoint counts
+    assert [p.phase for p in s.phases] == ["training", "evaluation", "checkpoint", "training"]
+    assert s.gpus[0].util_gpu.median == 90.0  # neither the evaluation nor the checkpoint counts
 
 
 def test_a_job_without_progress_is_judged_where_its_gpu_worked():
@@ -138,9 +139,9 @@ def test_a_job_without_progress_is_judged_where_its_gpu_worked():
     for t in range(30):
         b.on_sample(_gpu_sample(float(t), 55.0 if 10 <= t < 25 else 0.0))
     s = b.build()
-    assert s["window"] == "gpu-active"
-    assert s["gpus"][0]["util_gpu"]["median"] == 55.0
-    assert "phases" not in s
+    assert s.window == "gpu-active"
+    assert s.gpus[0].util_gpu.median == 55.0
+    assert s.phases is None
 
 
 def test_throughput_carries_its_unit_and_steps_give_way_to_samples():
@@ -150,8 +151,8 @@ def test_throughput_carries_its_unit_and_steps_give_way_to_samples():
     for t in range(3, 10):
         b.on_event(_reading(t, 960.0))
     b.on_event(_reading(10, 2.0, unit="steps"))  # never back to steps once samples are known
-    tp = b.build()["throughput"]
-    assert (tp["unit"], tp["median"], tp["readings"]) == ("samples", 960.0, 7)
+    tp = b.build().throughput
+    assert (tp.unit, tp.median, tp.readings) == ("samples", 960.0, 7)
 
 
 def test_the_reported_figure_is_the_one_in_the_runs_unit():
@@ -159,7 +160,7 @@ def test_the_reported_figure_is_the_one_in_the_runs_unit():
     b.on_event(_reading(1, 4000.0, unit="tokens", source="nanogpt"))
     b.on_event(Event(2, ev.THROUGHPUT, Throughput(samples_per_sec=3.4, source="hf-trainer", unit="steps", final=True)))
     b.on_event(Event(2, ev.THROUGHPUT, Throughput(samples_per_sec=4100.0, source="hf-trainer", unit="tokens", final=True)))
-    assert b.build()["throughput"]["reported"] == {"samples_per_sec": 4100.0, "source": "hf-trainer", "unit": "tokens"}
+    assert b.build().throughput.reported == Reported(samples_per_sec=4100.0, source="hf-trainer", unit="tokens")
 
 
 @pytest.mark.parametrize(("name", "bursty"), [("keras_fit-starved", True), ("keras_fit-fed", False), ("keras_fit-python-bound", False)])
@@ -169,7 +170,6 @@ def test_a_jobs_figure_is_its_mean_as_its_own_tools_count_it(name, bursty):
     Fed by a stalling Python generator, the median of its readings counts only the bursts
     (+28 %): that run is marked bursty and the closing lines say why."""
 
-    from gputui.model import run_figure
     from gputui.record.recording import read_recording
     from gputui.session.progress import summary_table
 
@@ -177,13 +177,13 @@ def test_a_jobs_figure_is_its_mean_as_its_own_tools_count_it(name, bursty):
     b = SummaryBuilder()
     for item in sorted([*rec.samples, *rec.events], key=lambda x: x.t):
         b.on_sample(item) if isinstance(item, Sample) else b.on_event(item)
-    tp = b.build()["throughput"]
-    assert run_figure(tp) == tp["figure"] == tp["mean"] == pytest.approx(tp["reported"]["samples_per_sec"], rel=0.02)
-    assert tp.get("bursty", False) is bursty
-    assert (tp["median"] > 1.2 * tp["mean"]) is bursty  # the median alone would flatter the bursty one
+    tp = b.build().throughput
+    assert tp.run_figure == tp.figure == tp.mean == pytest.approx(tp.reported.samples_per_sec, rel=0.02)
+    assert bool(tp.bursty) is bursty
+    assert (tp.median > 1.2 * tp.mean) is bursty  # the median alone would flatter the bursty one
     lines = summary_table(b.build())
     headline = [line for line in lines if line.split()[:1] == ["throughput"] and line.split()[1][0].isdigit()]
-    assert len(headline) == 1 and f"{tp['mean']:,.0f}" in headline[0] and "samples over seconds of training" in headline[0]
+    assert len(headline) == 1 and f"{tp.mean:,.0f}" in headline[0] and "samples over seconds of training" in headline[0]
     assert ("stalls between bursts" in headline[0]) is bursty
     assert any(line.split()[:2] == ["throughput", "median"] for line in lines)
 
@@ -194,8 +194,8 @@ def test_gputuis_own_workloads_are_known_by_their_median():
     b = SummaryBuilder()
     for i, rate in enumerate([900.0, 1000.0, 1000.0, 1000.0, 400.0]):
         b.on_event(Event(float(i), ev.THROUGHPUT, Throughput(samples_per_sec=rate, source="gputui", samples=rate, seconds=1.0)))
-    tp = b.build()["throughput"]
-    assert tp["figure"] == tp["median"] == 1000.0 and tp["mean"] < 0.9 * tp["median"] and "bursty" not in tp
+    tp = b.build().throughput
+    assert tp.figure == tp.median == 1000.0 and tp.mean < 0.9 * tp.median and tp.bursty is None
 
 
 def test_the_first_window_of_a_job_is_its_start_and_not_counted():
@@ -206,7 +206,7 @@ def test_the_first_window_of_a_job_is_its_start_and_not_counted():
     b.on_event(Event(20.0, ev.THROUGHPUT, Throughput(samples_per_sec=6.4, source="probe", samples=128.0, seconds=20.0)))
     for i in range(1, 6):
         b.on_event(Event(20.0 + i, ev.THROUGHPUT, Throughput(samples_per_sec=2000.0, source="probe", samples=2000.0, seconds=1.0)))
-    assert b.build()["throughput"]["figure"] == b.build()["throughput"]["mean"] == 2000.0
+    assert b.build().throughput.figure == b.build().throughput.mean == 2000.0
 
 
 def test_a_live_reading_leaves_the_builder_carrying_the_running_median():

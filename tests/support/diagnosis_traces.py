@@ -31,8 +31,8 @@ def make_traces():
 
 def without_gpm(rec: Recording) -> Recording:
     """The recording as a GPU without GPM (an A100, L4 or RTX card) would have given it."""
-    for info in rec.header.get("gpus") or []:
-        info["gpm_supported"] = False
+    for info in rec.header.gpu_list:
+        info.gpm_supported = False
     for gpu in gpus(rec):
         for name in GPM_FIELDS:
             setattr(gpu, name, None)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gputui.record.schema import Baseline
 from tests.support.dashboard import make_dashboard
 from tests.support.fake_nvml import GIB, FakeGpu
 from tests.support.tui import demo_preset, run_async, scripted_factory, shown, wait_until
@@ -35,7 +36,7 @@ def eight_gpus() -> list[FakeGpu]:
 
 
 def render(
-    size: tuple[int, int], tmp_path: Path, theme: str | None, gpus: list[FakeGpu] | None = None, factory=None, baseline: dict | None = None
+    size: tuple[int, int], tmp_path: Path, theme: str | None, gpus: list[FakeGpu] | None = None, factory=None, baseline: Baseline | None = None
 ) -> tuple[str, str]:
     preset = demo_preset()
 

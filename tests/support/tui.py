@@ -9,15 +9,18 @@ and fixed times, then waits to be stopped, as a live run would.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from gputui.model import HostSample, ProcessSample, Sample
+from gputui.model import HostInfo, HostSample, ProcessSample, Sample
 from gputui.presets.preset import Preset, Reference
 from gputui.record import events as ev
-from gputui.record.events import Observer, make_event
+from gputui.record.events import make_event
+from gputui.record.observer import Observer
+from gputui.record.schema import Header, PresetRecord, Summary
 from gputui.session.session import SessionConfig
 from gputui.session.summary import SummaryBuilder
 from gputui.telemetry.gpu import GpuTelemetry
@@ -27,22 +30,20 @@ GIB = 1024**3
 MIB = 1024**2
 
 
-def fixed_header(gpu: GpuTelemetry, preset: Preset | None) -> dict[str, Any]:
-    from gputui.model import to_dict
-
-    return {
-        "schema": 1,
-        "gputui": "test",
-        "started_at": "2025-01-01T00:00:00+00:00",
-        "interval": 1.0,
-        "host": {"hostname": "gpu-box-01", "os": "Linux", "cpu_logical": 16, "memory_total": 256 * GIB},
-        "driver_version": gpu.driver_version,
-        "cuda_version": gpu.cuda_version,
-        "gpus": to_dict(gpu.infos),
-        "gpu_unavailable_reason": gpu.unavailable_reason,
-        "preset": {"name": preset.name} if preset else None,
-        "command": ["python", "train.py"] if preset else None,
-    }
+def fixed_header(gpu: GpuTelemetry, preset: Preset | None) -> Header:
+    return Header(
+        schema=1,
+        gputui="test",
+        started_at="2025-01-01T00:00:00+00:00",
+        interval=1.0,
+        host=HostInfo(hostname="gpu-box-01", os="Linux", cpu_logical=16, memory_total=256 * GIB),
+        driver_version=gpu.driver_version,
+        cuda_version=gpu.cuda_version,
+        gpus=list(gpu.infos),
+        gpu_unavailable_reason=gpu.unavailable_reason,
+        preset=PresetRecord(name=preset.name) if preset else None,
+        command=["python", "train.py"] if preset else None,
+    )
 
 
 def fixed_host(with_run: bool) -> HostSample:
@@ -103,13 +104,11 @@ class ScriptedSession:
         for observer in self._observers:
             observer.on_event(event)
 
-    def run(self) -> dict[str, Any]:
+    def run(self) -> Summary:
         preset = self.config.preset
         self.gpu.open()
         try:
-            header = fixed_header(self.gpu, preset)
-            if self.config.baseline:  # as Session writes it
-                header["baseline"] = self.config.baseline
+            header = dataclasses.replace(fixed_header(self.gpu, preset), baseline=self.config.baseline)  # as Session writes it
             for observer in self._all():
                 observer.on_header(header)
             if preset is not None:

@@ -26,6 +26,7 @@ from gputui.tui import state as st
 from gputui.tui.screens.processes_screen import processes_text
 from gputui.tui.widgets.gpu_owners import ownership
 from tests.support.fake_nvml import FakeGpu, FakeNvml
+from tests.support.records import make_header
 
 GIB = 1024**3
 RUN_PID, WORKER_PID, ALICE_PID, HIDDEN_PID = 1000, 1001, 2000, 999_999
@@ -181,7 +182,7 @@ def shared_samples(others: bool, seconds: int = 40) -> list[Sample]:
 def test_processes_round_trip_through_a_recording_and_old_recordings_still_read(tmp_path: Path):
     path = tmp_path / "run.jsonl"
     recorder = Recorder(path)
-    recorder.on_header({"schema": 1, "gpus": [to_dict(GpuInfo(index=0, name="NVIDIA H200"))]})
+    recorder.on_header(make_header({"schema": 1, "gpus": [to_dict(GpuInfo(index=0, name="NVIDIA H200"))]}))
     samples = shared_samples(others=True, seconds=2)
     for sample in samples:
         recorder.on_sample(sample)
@@ -214,15 +215,15 @@ def test_the_summary_reports_the_peak_memory_of_others_and_how_long_they_were_pr
     samples = shared_samples(others=False, seconds=10) + [Sample(t=10.0 + s.t, gpus=s.gpus) for s in shared_samples(others=True, seconds=10)]
     for sample in samples:
         builder.on_sample(sample)
-    (gpu,) = builder.build()["gpus"]
-    assert gpu["others_peak_memory"] == 20 * GIB
-    assert gpu["others_max"] == 1
-    assert gpu["others_seconds"] == pytest.approx(9.0)  # read from 10 s to 19 s, once a second
+    (gpu,) = builder.build().gpus
+    assert gpu.others_peak_memory == 20 * GIB
+    assert gpu.others_max == 1
+    assert gpu.others_seconds == pytest.approx(9.0)  # read from 10 s to 19 s, once a second
     quiet = SummaryBuilder()
     for sample in shared_samples(others=False, seconds=5):
         quiet.on_sample(sample)
-    (alone,) = quiet.build()["gpus"]
-    assert (alone["others_max"], alone["others_seconds"], "others_peak_memory" in alone) == (0, 0.0, False)
+    (alone,) = quiet.build().gpus
+    assert (alone.others_max, alone.others_seconds, alone.others_peak_memory) == (0, 0.0, None)
 
 
 # --- the co_tenant rule -----------------------------------------------------------------------
@@ -231,7 +232,7 @@ def test_the_summary_reports_the_peak_memory_of_others_and_how_long_they_were_pr
 def diagnose(others: bool, rate: float, ceiling: float | None = 2000.0) -> list[ev.Finding]:
     settings = Settings(ceiling_samples_per_sec=ceiling, open_after_s=5.0)
     diagnoser = Diagnoser(settings)
-    diagnoser.on_header({"schema": 1, "gpus": [to_dict(GpuInfo(index=0, name="NVIDIA H200", memory_total=141 * GIB))], "preset": {"name": "x"}})
+    diagnoser.on_header(make_header({"schema": 1, "gpus": [to_dict(GpuInfo(index=0, name="NVIDIA H200", memory_total=141 * GIB))], "preset": {"name": "x"}}))
     diagnoser.on_event(ev.Event(t=0.0, kind=ev.PHASE, payload=ev.PhaseChange("measure")))
     found: list[ev.Finding] = []
     for sample in shared_samples(others):
@@ -289,7 +290,9 @@ def test_co_tenant_is_registered_and_check_names_co_runners_with_the_same_select
 
 def test_exporter_gives_each_process_memory_by_owner_bounded_per_gpu():
     live = LiveMetrics()
-    live.on_header({"schema": 1, "gputui": "t", "host": {"hostname": "box"}, "gpus": [{"index": 0, "name": "NVIDIA H200", "uuid": "GPU-0"}]})
+    live.on_header(
+        make_header({"schema": 1, "gputui": "t", "host": {"hostname": "box", "os": "Linux"}, "gpus": [{"index": 0, "name": "NVIDIA H200", "uuid": "GPU-0"}]})
+    )
     procs = [GpuProcess(pid=RUN_PID, used_memory=10 * GIB, owner=RUN)]
     procs += [GpuProcess(pid=3000 + i, used_memory=(i + 1) * 2**20, owner=OTHER) for i in range(PROCESSES_PER_GPU + 4)]
     live.on_sample(Sample(t=0.0, gpus=[GpuSample(index=0, processes=procs)]))

@@ -99,9 +99,9 @@ def test_throttle_share_comes_from_the_time_counters_where_the_driver_has_them()
     for t in range(1, 10):
         b.on_sample(Sample(t=float(t), gpus=[gpu(reasons=["SwThermalSlowdown"] if t < 6 else [])]))
     b.on_sample(Sample(t=10.0, gpus=[gpu(ns={"SwPowerCap": 3_500_000_000, "HwThermalSlowdown": 0})]))
-    g = b.build()["gpus"][0]
-    assert g["throttle_share"] == {"SwPowerCap": 0.25, "SwThermalSlowdown": round(5 / 11, 4)}
-    assert g["throttle_share_counted"] == ["HwThermalSlowdown", "SwPowerCap"]
+    g = b.build().gpus[0]
+    assert g.throttle_share == {"SwPowerCap": 0.25, "SwThermalSlowdown": round(5 / 11, 4)}
+    assert g.throttle_share_counted == ["HwThermalSlowdown", "SwPowerCap"]
 
 
 def test_energy_is_exact_from_sparse_counter_readings():
@@ -111,8 +111,8 @@ def test_energy_is_exact_from_sparse_counter_readings():
         b.on_sample(Sample(t=t * 0.5, gpus=[gpu(power=999.0)]))
     b.on_sample(Sample(t=10.0, gpus=[gpu(energy=1_000_000 + 4_321_000, power=100.0)]))
     s = b.build()
-    assert s["energy_j"] == 4321.0
-    assert s["gpus"][0]["energy_seconds"] == 10.0
+    assert s.energy_j == 4321.0
+    assert s.gpus[0].energy_seconds == 10.0
 
 
 def test_energy_is_power_integrated_where_the_counter_is_absent():
@@ -120,8 +120,8 @@ def test_energy_is_power_integrated_where_the_counter_is_absent():
     for t, watts in [(0.0, 100.0), (1.0, 300.0), (3.0, 300.0)]:
         b.on_sample(Sample(t=t, gpus=[gpu(power=watts)]))
     s = b.build()
-    assert s["energy_j"] == 200.0 + 600.0  # trapezoids: 1 s at 200 W mean, 2 s at 300 W
-    assert s["gpus"][0]["energy_seconds"] == 3.0
+    assert s.energy_j == 200.0 + 600.0  # trapezoids: 1 s at 200 W mean, 2 s at 300 W
+    assert s.gpus[0].energy_seconds == 3.0
 
 
 # --- The session: exact readings at a phase change and at the end -------------------------
@@ -172,7 +172,7 @@ def test_the_session_reads_the_counters_when_a_phase_starts_and_at_the_run_end(t
     assert len(counter_reads) == 3, counter_reads
     assert counter_reads[1] >= phases[0] and counter_reads[1] - phases[0] < 0.5
     assert counter_reads[2] == max(s for s in counter_reads)
-    assert summary["window"] == "measure" and summary["gpus"][0]["energy_seconds"] > 0
+    assert summary.window == "measure" and summary.gpus[0].energy_seconds > 0
 
 
 # --- The process tree -------------------------------------------------------------------

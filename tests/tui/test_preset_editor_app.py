@@ -49,8 +49,8 @@ def test_edit_batch_size_save_run_and_see_it_in_the_recording(tmp_path):
     after = user.read_text()
     assert after == USER_SMOKE.replace("batch_size = 32   # small", "batch_size = 48   # small")
     recording = try_read(record)
-    assert recording.header["preset"]["batch_size"] == 48
-    assert "--batch-size" in recording.header["command"] and "48" in recording.header["command"]
+    assert recording.header.preset.batch_size == 48
+    assert "--batch-size" in recording.header.command and "48" in recording.header.command
 
 
 def test_an_invalid_edit_in_the_app_leaves_the_file_byte_identical(tmp_path):

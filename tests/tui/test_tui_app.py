@@ -90,8 +90,8 @@ def test_stop_run_again_and_quit_leave_no_process_and_a_finished_recording(isola
     assert groups[0] != groups[1]
     assert not group_alive(groups[1])  # quitting stopped the running benchmark's whole group
     recording = read_recording(record)  # the first run, finished with its summary
-    assert recording.summary is not None and recording.summary["outcome"]["kind"] == "stopped"
-    assert recording.header["preset"]["name"] == "smoke-long"
+    assert recording.summary is not None and recording.summary.outcome.kind == "stopped"
+    assert recording.header.preset.name == "smoke-long"
 
 
 def test_theme_by_key_palette_and_option_is_remembered(isolated, tmp_path):  # noqa: F811

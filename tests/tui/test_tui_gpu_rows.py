@@ -13,6 +13,7 @@ from gputui.model import GpuSample
 from gputui.record import events as ev
 from gputui.record.events import make_event
 from gputui.record.recording import read_recording
+from gputui.record.schema import Baseline
 from gputui.tui.news import EventArrived, HeaderArrived
 from gputui.tui.state import DashboardState
 from gputui.tui.supervisor import SessionTicket
@@ -21,6 +22,7 @@ from gputui.tui.widgets.gpu_rows import gpu_totals
 from tests.support.dashboard import make_dashboard
 from tests.support.ddp import ddp_factory, straggler_finding
 from tests.support.fake_nvml import FakeGpu
+from tests.support.records import make_header, make_summary
 from tests.support.snapshots import eight_gpus
 from tests.support.tui import (
     demo_preset,
@@ -38,7 +40,7 @@ def dashboard(
     keys: tuple[str, ...] = (),
     click_row: int | None = None,
     factory=None,
-    baseline: dict | None = None,
+    baseline: Baseline | None = None,
 ):
     """The screen's text after the script played and ``keys`` were pressed on the rows,
     with the GPU panels shown then."""
@@ -134,7 +136,7 @@ def gpu_row(lines: list[str], index: int) -> str:
 
 def test_two_ranks_show_their_rates_in_their_gpus_rows_and_the_scaling_in_the_totals(tmp_path):
     two = eight_gpus()[:2]
-    baseline = {"samples_per_sec": 1500.0, "source": "one.jsonl"}
+    baseline = Baseline(samples_per_sec=1500.0, source="one.jsonl")
     text, *_ = dashboard((80, 24), two, tmp_path, factory=ddp_factory(two, world=2), baseline=baseline)
     lines = text.splitlines()
     assert "r0 1,355" in gpu_row(lines, 0) and "r1 1,355" in gpu_row(lines, 1)  # 2,710/s split in two
@@ -147,14 +149,14 @@ def test_without_a_baseline_the_totals_give_no_scaling_and_a_plain_run_no_ranks(
     two = eight_gpus()[:2]
     text, *_ = dashboard((80, 24), two, tmp_path, factory=ddp_factory(two, world=2))
     assert "r0 1,355" in gpu_row(text.splitlines(), 0) and "scaling" not in text
-    text, *_ = dashboard((80, 24), two, tmp_path, baseline={"samples_per_sec": 1500.0, "source": "one.jsonl"})
+    text, *_ = dashboard((80, 24), two, tmp_path, baseline=Baseline(samples_per_sec=1500.0, source="one.jsonl"))
     assert "r0" not in text and "scaling" not in text  # not data-parallel: no ranks, nothing to scale
 
 
 def test_eight_ranks_at_200x60_name_the_straggler_in_its_gpus_row(tmp_path):
     eight = eight_gpus()
     factory = ddp_factory(eight, world=8, slow_rank=5, findings=[straggler_finding(5)])
-    baseline = {"samples_per_sec": 400.0, "source": "one.jsonl"}
+    baseline = Baseline(samples_per_sec=400.0, source="one.jsonl")
     text, *_ = dashboard((200, 60), eight, tmp_path, factory=factory, baseline=baseline)
     lines = text.splitlines()
     assert "rank samples/s" in text
@@ -169,21 +171,21 @@ def test_eight_ranks_at_200x60_name_the_straggler_in_its_gpus_row(tmp_path):
 def test_two_ranks_side_by_side_name_rank_rate_and_straggler_in_their_panels_and_the_scaling_above(tmp_path):
     two = eight_gpus()[:2]
     factory = ddp_factory(two, world=2, slow_rank=1, findings=[straggler_finding(1)])
-    text, panels, _, rows_shown, *_ = dashboard((160, 48), two, tmp_path, factory=factory, baseline={"samples_per_sec": 1500.0, "source": "one.jsonl"})
+    text, panels, _, rows_shown, *_ = dashboard((160, 48), two, tmp_path, factory=factory, baseline=Baseline(samples_per_sec=1500.0, source="one.jsonl"))
     assert panels == [0, 1] and not rows_shown  # full panels, no rows: the titles carry the ranks
     assert "GPU0 H200 · rank 0 1,355/s ─" in text
     assert "GPU1 H200 · rank 1 1,084/s · straggler ─" in text  # 80% of an even split
     assert "scaling 90%" in text  # 2,710 / (2 × 1,500), in the throughput figures
     assert text.count("· straggler") == 1  # its title only; GPU0's, above, names none
 
-    plain, *_ = dashboard((160, 48), two, tmp_path, baseline={"samples_per_sec": 1500.0, "source": "one.jsonl"})
+    plain, *_ = dashboard((160, 48), two, tmp_path, baseline=Baseline(samples_per_sec=1500.0, source="one.jsonl"))
     assert "rank 0" not in plain and "scaling" not in plain  # not data-parallel
 
 
 def test_eight_ranks_at_80x24_stay_readable(tmp_path):
     eight = eight_gpus()
     factory = ddp_factory(eight, world=8, slow_rank=5, findings=[straggler_finding(5)])
-    text, *_ = dashboard((80, 24), eight, tmp_path, factory=factory, baseline={"samples_per_sec": 400.0, "source": "one.jsonl"})
+    text, *_ = dashboard((80, 24), eight, tmp_path, factory=factory, baseline=Baseline(samples_per_sec=400.0, source="one.jsonl"))
     lines = text.splitlines()
     assert "r5 271" in gpu_row(lines, 5) and "strag" in gpu_row(lines, 5)
     assert "SwTherm" in gpu_row(lines, 3) and "r3 339" in gpu_row(lines, 3)  # the throttle flag still shows
@@ -194,7 +196,7 @@ def test_ranks_map_to_the_gpus_in_the_headers_order_the_pinned_order():
     state = DashboardState()
     ticket = SessionTicket(serial=1, preset=demo_preset(), run=1)
     state.session_started(ticket)
-    header = {"gpus": [{"index": 2, "name": "H200"}, {"index": 0, "name": "H200"}], "baseline": {"samples_per_sec": 100.0, "source": "x"}}
+    header = make_header({"gpus": [{"index": 2, "name": "H200"}, {"index": 0, "name": "H200"}], "baseline": {"samples_per_sec": 100.0, "source": "x"}})
     state.apply(ticket, [HeaderArrived(header)])
     for rank, rate in ((0, 90.0), (1, 60.0)):
         state.apply(ticket, [EventArrived(make_event(1.0, ev.RANK_THROUGHPUT, {"rank": rank, "ranks": 2, "samples_per_sec": rate, "source": "gputui"}))])
@@ -216,20 +218,20 @@ def test_the_session_header_carries_the_baseline_and_the_dashboard_takes_one_wit
     from gputui.telemetry.gpu import GpuTelemetry
     from tests.support.fake_nvml import FakeNvml
 
-    baseline = {"samples_per_sec": 1500.0, "source": "one.jsonl"}
+    baseline = Baseline(samples_per_sec=1500.0, source="one.jsonl")
     gpu = GpuTelemetry(FakeNvml(eight_gpus()[:2]))
-    assert Session(SessionConfig(baseline=baseline), gpu=gpu).build_header()["baseline"] == baseline
-    assert "baseline" not in Session(SessionConfig(), gpu=gpu).build_header()
+    assert Session(SessionConfig(baseline=baseline), gpu=gpu).build_header().baseline == baseline
+    assert "baseline" not in Session(SessionConfig(), gpu=gpu).build_header().to_dict()
 
     one = tmp_path / "one.jsonl"
     recorder = Recorder(one)
-    recorder.on_header({"schema": 1, "preset": {"name": "torch-resnet50-tuned"}})
-    recorder.on_summary({"throughput": {"median": 4678.0, "readings": 40}})
+    recorder.on_header(make_header({"schema": 1, "preset": {"name": "torch-resnet50-tuned"}}))
+    recorder.on_summary(make_summary({"throughput": {"median": 4678.0, "readings": 40}}))
     recorder.close()
     args = argparse.Namespace(baseline=one, baseline_run=False, preset="torch-resnet50-tuned-ddp", presets=None, run_command=None, pid=None)
     args.__dict__.update(interval=1.0, duration=None, batch_size=None, no_probe=False, run_price=None, record=None, force=False)
     options = RunOptions.from_command_line(args)
-    assert options.baseline == {"samples_per_sec": 4678.0, "source": str(one), "preset": "torch-resnet50-tuned"}
+    assert options.baseline == Baseline(samples_per_sec=4678.0, source=str(one), preset="torch-resnet50-tuned")
     assert options.session_config(options.preset).baseline == options.baseline  # its runs scale against it
     check_dashboard_options(options)
     with pytest.raises(UserError, match=r"^--baseline: expected --preset NAME too"):
@@ -265,18 +267,18 @@ def test_the_dashboard_measures_the_one_gpu_twin_first_then_runs_the_ddp_preset_
             )
             text = await shown(pilot)
             assert not isinstance(app.screen, SummaryScreen)  # the twin's summary did not cover the run
-            return text, [run.preset.name for run in app.state.runs], app.state.header.get("baseline")
+            return text, [run.preset.name for run in app.state.runs], app.state.header.baseline if app.state.header else None
 
     text, runs, baseline = run_async(scenario())
     assert runs == ["resnet50-ddp (one GPU)", "resnet50-ddp"]
     run_configs = [c for c in configs if c.preset is not None]
     assert [c.preset.data_parallel for c in run_configs] == [None, 2] and run_configs[0].baseline is None
-    assert baseline == run_configs[1].baseline and baseline["source"] == "this session, one GPU"
-    assert baseline["samples_per_sec"] == pytest.approx(2850.0, abs=60)  # the script's measured median
+    assert baseline is not None and baseline == run_configs[1].baseline and baseline.source == "this session, one GPU"
+    assert baseline.samples_per_sec == pytest.approx(2850.0, abs=60)  # the script's measured median
     assert "one-GPU baseline: 2," in text and "starting resnet50-ddp" in text
     assert "scaling 4" in text  # 2,710 / (2 × ~2,850)
     header = read_recording(tmp_path / "ddp.jsonl").header  # --record keeps the DDP run, as headless does, not the twin
-    assert header["preset"]["name"] == "resnet50-ddp" and header["baseline"] == baseline
+    assert header.preset.name == "resnet50-ddp" and header.baseline == baseline
 
 
 def test_stopping_the_one_gpu_twin_starts_nothing(tmp_path):

@@ -24,6 +24,7 @@ from gputui.tui.state import DashboardState, ThroughputSeries, pick_reference
 from gputui.tui.supervisor import SessionSupervisor, SessionTicket
 from gputui.tui.themes import DEFAULT_THEME, builtin_themes_path, load_themes, parse_theme
 from gputui.tui.user_settings import DashboardSettings, load_settings, save_setting
+from tests.support.records import make_header, make_summary
 
 # --- charts ------------------------------------------------------------------------
 
@@ -107,7 +108,7 @@ def test_reference_matches_this_gpu_and_a10_is_not_a100():
 def test_state_folds_a_run_and_reports_its_end():
     state = DashboardState()
     ticket = SessionTicket(serial=1, run=1, preset=_preset())
-    state.apply(ticket, [RunStarted(), HeaderArrived({"gpus": [{"index": 0, "name": "NVIDIA H200", "gpm_supported": True}]})])
+    state.apply(ticket, [RunStarted(), HeaderArrived(make_header({"gpus": [{"index": 0, "name": "NVIDIA H200", "gpm_supported": True}]}))])
     state.apply(
         ticket,
         [
@@ -128,7 +129,7 @@ def test_state_folds_a_run_and_reports_its_end():
         ticket,
         [
             EventArrived(make_event(3.0, ev.OUTCOME, {"kind": "exited", "ok": True, "exit_code": 0})),
-            SummaryArrived({"throughput": {"median": 19.0}}),
+            SummaryArrived(make_summary({"throughput": {"median": 19.0}})),
             SessionEnded(),
         ],
     )
@@ -300,7 +301,7 @@ def test_bridge_survives_an_app_that_has_closed():
         raise RuntimeError("Event loop is closed")
 
     bridge = SessionBridge(SessionTicket(serial=1), closed)
-    bridge.on_summary({})  # no exception: the session must still finish cleanly
+    bridge.on_summary(make_summary({}))  # no exception: the session must still finish cleanly
 
 
 def test_shutdown_before_the_loop_ever_ran_does_not_wait():

@@ -24,6 +24,7 @@ from textual.message import Message
 
 from gputui.record import events as ev
 from gputui.record.events import make_event
+from gputui.record.schema import Header
 from gputui.tui.news import EventArrived, HeaderArrived
 from gputui.tui.screens.summary_screen import SummaryScreen
 from gputui.tui.widgets.cpu import CpuPanel
@@ -175,7 +176,7 @@ def test_messages_to_the_dashboard_under_the_summary_repaint_nothing(tmp_path):
             await pilot.pause()
             # something under the summary changes and is drawn once: a new session's header
             state = app.state
-            state.apply(app.state.run.ticket, [HeaderArrived(dict(state.header or {}))])
+            state.apply(app.state.run.ticket, [HeaderArrived(state.header or Header())])
             app.refresh_dashboard(force=True)
             await pilot.pause()
             await pilot.pause()
@@ -238,7 +239,7 @@ def test_the_same_preset_details_are_not_laid_out_again(tmp_path):
             passes = count_layout_passes(app.dashboard)
             recorder.take()
             for _ in range(3):
-                app.state.apply(app.state.run.ticket, [HeaderArrived(dict(app.state.header or {}))])
+                app.state.apply(app.state.run.ticket, [HeaderArrived(app.state.header or Header())])
                 app.refresh_dashboard(force=True)
                 await pilot.pause()
             details = app.dashboard.query_one("#preset-details").region

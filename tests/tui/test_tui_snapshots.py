@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from gputui.record.schema import Baseline
 from tests.support.process import REPO
 from tests.support.snapshots import eight_gpus, render
 
@@ -45,7 +46,7 @@ def test_dashboard_snapshot_of_eight_ranks_with_a_straggler(size, tmp_path):
     from tests.support.ddp import ddp_factory, straggler_finding
 
     factory = ddp_factory(eight_gpus(), world=8, slow_rank=5, findings=[straggler_finding(5)])
-    baseline = {"samples_per_sec": 400.0, "source": "one.jsonl"}
+    baseline = Baseline(samples_per_sec=400.0, source="one.jsonl")
     check_snapshot(f"dashboard_8ranks_{size[0]}x{size[1]}", *render(size, tmp_path, None, eight_gpus(), factory, baseline), tmp_path)
 
 

@@ -94,7 +94,7 @@ def test_sigterm_stops_the_benchmark_group_and_finishes_the_recording(tmux, tmp_
     os.kill(gputui, 15)
     wait_gone([gputui, *children])
     recording = read_recording(record)
-    assert recording.summary is not None and recording.summary["outcome"]["kind"] == "stopped"
+    assert recording.summary is not None and recording.summary.outcome.kind == "stopped"
 
 
 @needs_tmux
@@ -106,7 +106,7 @@ def test_record_on_a_terminal_shows_the_dashboard(tmux, tmp_path):  # noqa: F811
     tmux.keys("q")
     wait_gone([gputui])
     recording = read_recording(record)
-    assert recording.summary["outcome"]["ok"] is True and recording.summary["throughput"]["median"] > 0
+    assert recording.summary.outcome.ok is True and recording.summary.throughput.median > 0
 
 
 def test_without_a_terminal_the_dashboard_says_how_to_record(tmp_path):

@@ -58,10 +58,10 @@ def test_two_gloo_ranks_report_each_and_add_up(tmp_path):
     (final_total,) = [e.data for e in rec.events_of(ev.THROUGHPUT) if e.data.get("final")]
     assert final_total["samples_per_sec"] == pytest.approx(sum(d["samples_per_sec"] for d in finals))
 
-    tp = rec.summary["throughput"]
-    assert tp["world_size"] == 2 and [r["rank"] for r in tp["ranks"]] == [0, 1]
-    assert all(1 <= r["readings"] <= 3 and r["median"] > 0 for r in tp["ranks"])  # a window per step at most
-    scaling = tp["scaling"]
-    assert scaling["baseline_source"] == "this session, one GPU" and scaling["baseline_samples_per_sec"] > 0
-    assert scaling["efficiency"] == pytest.approx(tp["median"] / (2 * scaling["baseline_samples_per_sec"]), rel=1e-3)
+    tp = rec.summary.throughput
+    assert tp.world_size == 2 and [r.rank for r in tp.ranks] == [0, 1]
+    assert all(1 <= r.readings <= 3 and r.median > 0 for r in tp.ranks)  # a window per step at most
+    scaling = tp.scaling
+    assert scaling.baseline_source == "this session, one GPU" and scaling.baseline_samples_per_sec > 0
+    assert scaling.efficiency == pytest.approx(tp.median / (2 * scaling.baseline_samples_per_sec), rel=1e-3)
     assert "rank 1 median" in proc.stderr and "scaling on 2 ranks" in proc.stderr  # the summary printed (gloo ranks on the CPU)

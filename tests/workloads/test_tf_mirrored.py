@@ -14,6 +14,7 @@ import pytest
 from gputui.presets.preset import load_file
 from gputui.record import events as ev
 from gputui.record.recording import Recorder, read_recording
+from gputui.record.schema import Baseline
 from gputui.session.session import Session, SessionConfig
 from gputui.telemetry.gpu import GpuTelemetry
 from tests.support.fake_nvml import FakeNvml
@@ -40,12 +41,12 @@ def test_mirrored_strategy_on_two_logical_cpus(tmp_path):
         "env = { " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in env.items()) + " }\n"
     )
     preset = load_file(path)["mirrored"]
-    baseline = {"samples_per_sec": 10.0, "source": "one-replica.jsonl"}
+    baseline = Baseline(samples_per_sec=10.0, source="one-replica.jsonl")
     session = Session(SessionConfig(preset=preset, interval=1.0, baseline=baseline), gpu=GpuTelemetry(FakeNvml(init_error=pynvml.NVMLError_LibraryNotFound)))
     session.add_observer(Recorder(tmp_path / "r.jsonl"))
     summary = session.run()
     rec = read_recording(tmp_path / "r.jsonl")
-    assert summary["outcome"]["ok"], [e.data["text"] for e in rec.events_of(ev.OUTPUT)][-20:]
+    assert summary.outcome.ok, [e.data["text"] for e in rec.events_of(ev.OUTPUT)][-20:]
 
     (workload,) = rec.events_of(ev.WORKLOAD)
     assert workload.data["replicas"] == 2 and workload.data["strategy"] == "MirroredStrategy"
@@ -53,6 +54,6 @@ def test_mirrored_strategy_on_two_logical_cpus(tmp_path):
     measured = [e.data for e in rec.events_of(ev.THROUGHPUT) if e.data.get("phase") == "measure" and not e.data.get("final")]
     # 2 measured steps, each both replicas' batches (steps faster than 0.1 s share a window)
     assert measured and sum(d["samples"] for d in measured) == 2 * 4 and all(d["samples"] % 4 == 0 for d in measured)
-    tp = rec.summary["throughput"]
-    assert tp["world_size"] == 2 and tp["ranks"] == []  # one process: no per-rank readings
-    assert tp["scaling"]["efficiency"] == pytest.approx(tp["median"] / 20.0, rel=1e-3)
+    tp = rec.summary.throughput
+    assert tp.world_size == 2 and tp.ranks == []  # one process: no per-rank readings
+    assert tp.scaling.efficiency == pytest.approx(tp.median / 20.0, rel=1e-3)

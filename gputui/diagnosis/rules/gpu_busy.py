@@ -118,18 +118,14 @@ def known_ceiling(ctx: Context) -> float | None:
     if ctx.settings.ceiling_samples_per_sec:
         return ctx.settings.ceiling_samples_per_sec
     model = gpu_model(ctx)
-    name = str(ctx.preset.get("name") or "")
+    name = ctx.preset.name or ""
     if model is None or not name:
         return None
     metric = name.removeprefix("torch-").replace("-", "_")
     baseline = model.baselines.get(metric)
     if isinstance(baseline, (int, float)) and not isinstance(baseline, bool):
         return float(baseline)
-    rates = [
-        float(ref["samples_per_sec"])
-        for ref in ctx.preset.get("reference") or []
-        if isinstance(ref, dict) and isinstance(ref.get("samples_per_sec"), (int, float)) and find_model(str(ref.get("gpu") or "")) == model
-    ]
+    rates = [float(ref.samples_per_sec) for ref in ctx.preset.references if ref.samples_per_sec is not None and find_model(ref.gpu or "") == model]
     return max(rates) if rates else None
 
 

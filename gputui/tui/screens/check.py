@@ -155,7 +155,7 @@ class CheckScreen(DismissOnce, ModalScreen[None]):
         self._check = None
         if report is None or not self.is_mounted:
             return
-        self.verdict = report.summary["verdict"]
+        self.verdict = report.summary.verdict or "?"
         self._verdict_text = verdict_line(report.results) + (" (stopped early)" if report.stopped else "")
         self._status(self._finished_status())
 

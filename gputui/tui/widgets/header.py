@@ -49,11 +49,11 @@ class MachineInfo(StateView):
         header = self.state.header
         if header is None:
             return [[("", "starting…")]]
-        host = (header.get("host") or {}).get("hostname") or "?"
+        host = (header.host.hostname if header.host else None) or "?"
         names = self.state.gpu_names()
         if not names:
             return [[("host", host), ("", "no GPU")], [("", host), ("", "no GPU")], []]
-        driver, cuda = header.get("driver_version") or "?", header.get("cuda_version") or "?"
+        driver, cuda = header.driver_version or "?", header.cuda_version or "?"
         full = [("host", host), ("", gpu_summary(names)), ("driver", driver), ("CUDA", cuda)]
         short = [("", host), ("", gpu_summary([short_name(n) for n in names])), ("drv", driver), ("CUDA", cuda)]
         return [full, short, short[:2] + short[3:], short[:2], short[1:2], []]

@@ -130,7 +130,7 @@ class ThroughputChart(StateView):
             text.append("waiting for the first reading…" if not run.ended else "no throughput was read", self.style_of("chart--dim"))
             return text
         now = run.current if not run.ended else run.result
-        text.append(fmt.rate_in(now, run.unit or ((run.summary or {}).get("throughput") or {}).get("unit")), self.style_of("chart--value"))
+        text.append(fmt.rate_in(now, run.unit or run.summary_unit), self.style_of("chart--value"))
         text.append(" now" if not run.ended else " median", self.style_of("chart--dim"))
         if run.median is not None and not run.ended:
             text.append(LEGEND_SEPARATOR, self.style_of("chart--dim"))

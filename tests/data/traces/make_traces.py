@@ -34,6 +34,7 @@ sys.path.insert(0, str(HERE.parents[2]))  # the repository, when run as a script
 from gputui.model import GpuProcess, GpuSample, HostSample, ProcessSample, Sample  # noqa: E402
 from gputui.record.events import make_event  # noqa: E402
 from gputui.record.recording import Recorder  # noqa: E402
+from gputui.record.schema import Header  # noqa: E402
 from gputui.session.summary import SummaryBuilder  # noqa: E402
 from gputui.telemetry.gpu import THROTTLE_REASONS  # noqa: E402
 
@@ -305,7 +306,7 @@ class Trace:
     def write(self, directory: Path) -> Path:
         path = directory / f"{self.name}.jsonl"
         recorder, summary = Recorder(path), SummaryBuilder()
-        recorder.on_header(self.header())
+        recorder.on_header(Header.from_dict(self.header()))
         for _t, which, item in sorted(self.items, key=lambda x: (x[0], x[1])):
             for observer in (summary, recorder):
                 if which == 1:

@@ -38,6 +38,7 @@ from gputui.model import (
 from gputui.record import events as ev
 from gputui.record.events import make_event
 from gputui.record.recording import Recorder
+from gputui.record.schema import Header
 from gputui.session.summary import SummaryBuilder
 from gputui.telemetry.gpu import THROTTLE_REASONS
 
@@ -199,7 +200,7 @@ SCENARIOS = {
 def write(directory: Path, name: str) -> Path:
     path = directory / f"{name}.jsonl"
     recorder, summary = Recorder(path), SummaryBuilder()
-    recorder.on_header(header(name))
+    recorder.on_header(Header.from_dict(header(name)))
     for _t, which, item in sorted(build(name, *SCENARIOS[name]), key=lambda x: (x[0], x[1])):
         for observer in (summary, recorder):
             if which == 1:

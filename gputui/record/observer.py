@@ -1,0 +1,27 @@
+"""What a Session tells its observers (the recorder, the progress line, the dashboard).
+
+Observers are called from one thread, in order: header first, then samples and events
+as they happen, then the summary.
+"""
+
+from __future__ import annotations
+
+from gputui.model import Sample
+from gputui.record.events import Event
+from gputui.record.schema import Header, Summary
+
+
+class Observer:
+    """Base class: override what you need."""
+
+    def on_header(self, header: Header) -> None:
+        pass
+
+    def on_sample(self, sample: Sample) -> None:
+        pass
+
+    def on_event(self, event: Event) -> None:
+        pass
+
+    def on_summary(self, summary: Summary) -> None:
+        pass
