@@ -34,6 +34,10 @@ RSS_STEP = 0.02  # a process's memory moves once it changed by this share (a lea
 ORDER_MARGIN = 10.0
 MIB = 1024 * 1024
 NARROW_PROCESS_LINE = 44  # below this many columns a process line leaves out the pid
+# More data-loader workers than this: one cell each on one line, not a line each.  A
+# dozen lines of workers wandering by tens of points were two thirds of a running
+# dashboard's bytes on the H200 (issue 25); which worker idles shows as well in a cell.
+WORKER_LINES = 4
 
 
 def rss(num_bytes: int | None) -> str:
@@ -253,6 +257,15 @@ class CpuPanel(StateView):
         listed = self._shown_processes(processes)
         main = [p for p in listed if p.role == "main"]
         others = [p for p in listed if p.role != "main"]
+        if len(workers) > WORKER_LINES:  # a cell each, on one line (the recording keeps each one's figures)
+            lines += [self._process_line(proc, width) for proc in main[: max(0, room - 2)]]
+            lines.append(self._workers_line([p for p in others if p.role == "worker"], width))
+            others = [p for p in others if p.role != "worker"]
+            shown_others = others[: max(0, room - len(lines))]
+            lines += [self._process_line(proc, width) for proc in shown_others]
+            if len(others) > len(shown_others) and len(lines) > 2:
+                lines[-1] = Text(f"  … {len(others) - len(shown_others) + 1} more", self.style_of("cpu--dim"))
+            return lines
         if len(main) + len(others) > room - 1:  # not all fit: the busiest are listed, the rest counted
             others = self._steady_order(others)
         else:  # all fit: in the order they started, so that a line stays with its process
@@ -279,12 +292,35 @@ class CpuPanel(StateView):
                 text.append(" │ main ", self.style_of("cpu--label"))
                 text.append(fmt.num(proc.cpu_percent, "%"), self.style_of(self._level(proc.cpu_percent)))
         workers = self._steady_order([p for p in self._shown_processes(processes) if p.role == "worker"])
-        if workers:
+        if len(workers) > WORKER_LINES:  # a cell each, as in the full panel
+            text.append(f" │ {len(workers)} workers ", self.style_of("cpu--label"))
+            for chars, role in charts.runs_of(self._worker_cells(workers)):
+                text.append(chars, self.style_of(role))
+        elif workers:
             text.append(f" │ {len(workers)} worker{'s' if len(workers) > 1 else ''}", self.style_of("cpu--label"))
             for proc in workers:
                 text.append(" ")
                 text.append(fmt.num(proc.cpu_percent), self.style_of(self._level(proc.cpu_percent)))
             text.append("%")
+        return text
+
+    def _worker_cells(self, workers: list[ProcessSample]) -> list[tuple[str, str]]:
+        """Each worker's steady CPU as a cell and its colour, in the order they started."""
+        return [(charts.level_char((p.cpu_percent or 0) / 100), self._level(p.cpu_percent)) for p in sorted(workers, key=lambda p: p.pid)]
+
+    def _workers_line(self, workers: list[ProcessSample], width: int) -> Text:
+        """``├ 12 workers 4.2G ▇▇▆▇▅▇▇▆▇▇▇▆``: their memory together, then each worker's
+        steady CPU as a cell, in the order they started (a cell stays with its worker)."""
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append("├ ", self.style_of("cpu--dim"))
+        text.append(f"{len(workers)} workers ", self.style_of("cpu--worker"))
+        text.append(f"{rss(sum(p.rss or 0 for p in workers))} ")
+        cells = self._worker_cells(workers)
+        room = max(1, width - text.cell_len)
+        for chars, role in charts.runs_of(cells[: room if len(cells) <= room else room - 1]):
+            text.append(chars, self.style_of(role))
+        if len(cells) > room:
+            text.append("…", self.style_of("cpu--dim"))
         return text
 
     def _process_line(self, proc: ProcessSample, width: int) -> Text:
