@@ -45,6 +45,8 @@
 #     tuicost   issue 25 (~9 min): benchmarks/tui_cost.py --all beside nvitop (from .whl/) at 140x40 and 80x24:
 #               idle, a GPU preset running, its summary, findings, the editor, the Check screen; tables,
 #               raw streams and breakdowns under tui-cost/ (packed: the device returns few files)
+#     tuicostlive issue 25 (~4 min): idle and running beside nvitop at 140x40 and 80x24 (tuicost's two states
+#               with an nvitop counterpart), under tui-cost-live/
 #     tuiprofile issue 25 (~2 min): where the dashboard's CPU goes, idle and running, at 140x40: py-spy's
 #               collapsed stacks over the window (needs py-spy in .whl/), under tui-profile/
 #     tuicost2  issue 25 on a machine with 2+ GPUs (~3 min): idle and a DDP run on every GPU
@@ -207,6 +209,13 @@ PY
     tuicost) python3 benchmarks/tui_cost.py --all --sizes 140x40,80x24 --preset torch-resnet50 \
                --running-preset torch-resnet50-input-fed --findings-preset torch-resnet50-input-bound \
                --nvitop --warmup 15 --seconds 15 --out "$out/tui-cost" 2>&1 | tail -30 ;;
+    tuicostlive) for size in 140x40 80x24; do  # the two states beside nvitop, at both sizes (~4 min)
+                   for state in watching running; do
+                     python3 benchmarks/tui_cost.py --state $state --size $size --preset torch-resnet50 \
+                       --running-preset torch-resnet50-input-fed --nvitop --warmup 15 --seconds 15 \
+                       --out "$out/tui-cost-live/$state-$size" 2>&1 | tail -3
+                   done
+                 done ;;
     tuiprofile) for state in watching running; do
                   python3 benchmarks/tui_cost.py --state $state --preset torch-resnet50 --running-preset torch-resnet50-input-fed \
                     --warmup 15 --seconds 30 --profile --out "$out/tui-profile" 2>&1 | grep -E "cpu_percent|bytes_per_s:|py-spy"
