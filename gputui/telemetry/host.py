@@ -306,11 +306,14 @@ class _Tracked:
     t: float  # time.monotonic() of the last reading
     cpu: float | None  # user + system seconds at that time
     io: tuple[int, int] | None  # read_bytes, write_bytes at that time
-    threads: dict[int, float] | None = None  # thread id -> user + system seconds (busy processes only)
+    threads: dict[int, float] | None = None  # thread id -> user + system seconds (busy processes only, not workers)
+    threads_t: float = 0.0  # time.monotonic() when the threads were read
 
 
 # A process below this share of a core cannot have a thread near 100 %: its threads are
 # not read (a PyTorch process has dozens; reading them costs about as much as the rest).
+# Nor are a data-loader worker's: the Python-bound rule looks for the busiest thread
+# outside the workers, and a dozen busy workers' threads were read every second for nothing.
 THREADS_FROM_PCT = 50.0
 
 
@@ -545,7 +548,7 @@ class HostTelemetry:
             return None
         except _PROC_ERRORS:
             return None
-        threads = None
+        earlier_threads: tuple[dict[int, float] | None, float] = (None, 0.0)
         if tracked is not None:
             dt = now - tracked.t
             if tracked.cpu is not None and dt > 0:
@@ -553,11 +556,22 @@ class HostTelemetry:
             if tracked.io is not None and io is not None:
                 sample.read_bps = _rate(tracked.io[0], io[0], dt)
                 sample.write_bps = _rate(tracked.io[1], io[1], dt)
-            if (sample.cpu_percent or 0.0) >= THREADS_FROM_PCT:
-                threads = _thread_times(proc)
-                sample.top_thread_pct = _top_thread_pct(tracked.threads, threads, dt)
-        self._procs[pid] = _Tracked(proc=proc, create_time=create_time, t=now, cpu=cpu, io=io, threads=threads)
+            earlier_threads = (tracked.threads, tracked.threads_t)
+        self._procs[pid] = _Tracked(proc=proc, create_time=create_time, t=now, cpu=cpu, io=io, threads=earlier_threads[0], threads_t=earlier_threads[1])
         return sample, cmdline
+
+    def _read_threads(self, sample: ProcessSample, now: float) -> None:
+        """The busiest thread of a busy process that is no worker (its role known now):
+        its share of a core since its threads were last read."""
+        tracked = self._procs.get(sample.pid)
+        if tracked is None:
+            return
+        if sample.role == "worker" or (sample.cpu_percent or 0.0) < THREADS_FROM_PCT:
+            tracked.threads = None  # read afresh once busy again: a share over a quiet spell says little
+            return
+        threads = _thread_times(tracked.proc)
+        sample.top_thread_pct = _top_thread_pct(tracked.threads, threads, now - tracked.threads_t)
+        tracked.threads, tracked.threads_t = threads, now
 
     # public ----------------------------------------------------------------
 
@@ -600,6 +614,8 @@ class HostTelemetry:
                 root_cmd.get(ancestor) if ancestor is not None else None,
                 cmdlines.get(s.ppid) if s.ppid is not None else None,
             )
+        for s, _, _ in readings:
+            self._read_threads(s, now)
         out.processes = [s for s, _, _ in readings]
         self._tree_pids = frozenset(cmdlines) | frozenset(root_pids)
 

@@ -219,6 +219,33 @@ def test_the_tree_is_walked_from_the_run_not_from_a_scan_of_every_process(monkey
         root.wait()
 
 
+def test_a_busy_worker_s_threads_are_not_read_the_main_process_s_are(monkeypatch):
+    """The Python-bound rule looks for the busiest thread outside the data-loader workers;
+    reading a dozen busy workers' threads every second was work for nothing."""
+    monkeypatch.setattr(host_module, "THREADS_FROM_PCT", 0.0)  # every process counts as busy: no spinning needed
+    read: list[int] = []
+    real_thread_times = host_module._thread_times
+    monkeypatch.setattr(host_module, "_thread_times", lambda proc: read.append(proc.pid) or real_thread_times(proc))
+    root = subprocess.Popen([sys.executable, "-c", "import os, time; os.fork(); time.sleep(30)"])  # the fork: a worker
+    try:
+        deadline = time.monotonic() + 20
+        while not psutil.Process(root.pid).children() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        telemetry = HostTelemetry()
+        telemetry.sample([root.pid])
+        time.sleep(0.2)
+        second = telemetry.sample([root.pid])
+        roles = {p.role: p for p in second.processes}
+        assert set(roles) == {"main", "worker"}
+        assert root.pid in read and roles["worker"].pid not in read
+        assert roles["main"].top_thread_pct is not None and roles["worker"].top_thread_pct is None
+    finally:
+        for proc in psutil.Process(root.pid).children(recursive=True):
+            proc.kill()
+        root.kill()
+        root.wait()
+
+
 def test_child_pids_reads_every_threads_children_file(tmp_path):
     for tid, text in (("10", "11 12\n"), ("13", "14\n"), ("15", "")):
         (tmp_path / "10" / "task" / tid).mkdir(parents=True)
