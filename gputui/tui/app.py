@@ -259,6 +259,7 @@ class GpuTuiApp(DashboardApp):
                 self._baseline_measured(run)  # no summary over it: the real run starts now
             elif not self._quitting and run is self.state.run:
                 self.show_summary_when_seen(run)
+        self.news_arrived()
 
     def _baseline_measured(self, twin_run: st.RunView) -> None:
         """--baseline-run: the one-GPU twin ended; its median is the baseline the preset's run scales against."""

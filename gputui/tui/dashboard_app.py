@@ -39,7 +39,10 @@ if TYPE_CHECKING:  # the run history loads with the session side, after the firs
     from gputui.record.history import KeptRun
     from gputui.record.recording import Recording
 
-REFRESH_S = 0.5  # redraw at most twice a second, whatever the sampling rate
+# The redraw timer: once a second, whatever the sampling rate (the live panels step every
+# 2 s, the output pane every second).  A run starting or ending does not wait for it
+# (news_arrived).  Twice a second cost an idle dashboard a tenth of its CPU for nothing.
+REFRESH_S = 1.0
 
 
 class DashboardApp(TypingBursts[int]):
@@ -153,6 +156,11 @@ class DashboardApp(TypingBursts[int]):
         if renderable is not None:
             displaying(screen)
         super()._display(screen, renderable)
+
+    def news_arrived(self) -> None:
+        """Call once news is applied to the state: a milestone is drawn now, the rest at the next tick."""
+        if self.milestone() != self._seen_milestone:
+            self.refresh_dashboard()
 
     def milestone(self) -> tuple:
         """What is worth one repaint even under a modal: runs starting and ending, and

@@ -419,3 +419,23 @@ def test_the_live_panels_step_every_two_seconds_and_a_run_starting_or_ending_is_
             assert_same(recorder.term, composed(app, recorder.console), "after the milestone")
 
     run_async(scenario())
+
+
+def test_news_of_a_run_starting_or_ending_redraws_at_once_and_other_news_waits_for_the_tick(tmp_path, monkeypatch):
+    """The redraw timer ticks once a second; news that changes a milestone (a run
+    starting or ending, its recording saved) redraws as it is applied."""
+    app = one_gpu_app(tmp_path)
+
+    async def scenario():
+        async with app.run_test(size=SIZE) as pilot:
+            await started(app, pilot)
+            redraws: list[bool] = []
+            monkeypatch.setattr(app, "refresh_dashboard", lambda force=False: redraws.append(force))
+            app.state.apply(app.state.run.ticket, [sample(app, 500.0)])
+            app.news_arrived()
+            assert redraws == [], "a sample waits for the tick"
+            monkeypatch.setattr(app, "milestone", lambda: ("run #2 started",))
+            app.news_arrived()
+            assert redraws == [False], "a milestone is drawn now"
+
+    run_async(scenario())
