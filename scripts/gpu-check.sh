@@ -46,7 +46,8 @@
 #               idle, a GPU preset running, its summary, findings, the editor, the Check screen; tables,
 #               raw streams and breakdowns under tui-cost/ (packed: the device returns few files)
 #     tuicostlive issue 25 (~4 min): idle and running beside nvitop at 140x40 and 80x24 (tuicost's two states
-#               with an nvitop counterpart), under tui-cost-live/
+#               with an nvitop counterpart), then the running preset headless; under tui-cost-live/.
+#               TUI_WARMUP and TUI_SECONDS set the warm-up and the window (default 15 and 15)
 #     tuiprofile issue 25 (~2 min): where the dashboard's CPU goes, idle and running, at 140x40: py-spy's
 #               collapsed stacks over the window (needs py-spy in .whl/), under tui-profile/
 #     tuicost2  issue 25 on a machine with 2+ GPUs (~3 min): idle and a DDP run on every GPU
@@ -212,10 +213,13 @@ PY
     tuicostlive) for size in 140x40 80x24; do  # the two states beside nvitop, at both sizes (~4 min)
                    for state in watching running; do
                      python3 benchmarks/tui_cost.py --state $state --size $size --preset torch-resnet50 \
-                       --running-preset torch-resnet50-input-fed --nvitop --warmup 15 --seconds 15 \
+                       --running-preset torch-resnet50-input-fed --nvitop --warmup ${TUI_WARMUP:-15} --seconds ${TUI_SECONDS:-15} \
                        --out "$out/tui-cost-live/$state-$size" 2>&1 | tail -3
                    done
-                 done ;;
+                 done
+                 # the same run recorded headless: what the session costs without the dashboard
+                 python3 benchmarks/tui_cost.py --state running --headless --preset torch-resnet50-input-fed \
+                   --warmup ${TUI_WARMUP:-15} --seconds ${TUI_SECONDS:-15} --out "$out/tui-cost-live/headless" 2>&1 | grep -E "cpu_percent|bytes_per_s:" ;;
     tuiprofile) for state in watching running; do
                   python3 benchmarks/tui_cost.py --state $state --preset torch-resnet50 --running-preset torch-resnet50-input-fed \
                     --warmup 15 --seconds 30 --profile --out "$out/tui-profile" 2>&1 | grep -E "cpu_percent|bytes_per_s:|py-spy"
