@@ -48,8 +48,9 @@
 #     tuicostlive issue 25 (~4 min): idle and running beside nvitop at 140x40 and 80x24 (tuicost's two states
 #               with an nvitop counterpart), then the running preset headless; under tui-cost-live/.
 #               TUI_WARMUP and TUI_SECONDS set the warm-up and the window (default 15 and 15)
-#     tuiprofile issue 25 (~2 min): where the dashboard's CPU goes, idle and running, at 140x40: py-spy's
-#               collapsed stacks over the window (needs py-spy in .whl/), under tui-profile/
+#     tuiprofile issue 25 (~2 min): where the dashboard's CPU goes, idle and running, at 140x40, and the
+#               session's alone (headless): py-spy's collapsed stacks over the window (needs py-spy in
+#               .whl/), under tui-profile/. TUI_PROFILE_STATES picks the dashboard states (default: both)
 #     tuicost2  issue 25 on a machine with 2+ GPUs (~3 min): idle and a DDP run on every GPU
 #               (benchmarks/gpu-presets.toml tui-ddp) at 140x40, beside nvitop; under tui-cost-2gpu/
 #     cotenant  issue 28 (~5 min): the tuned ResNet-50 preset while a second, separate process (not gputui's
@@ -220,13 +221,13 @@ PY
                  # the same run recorded headless: what the session costs without the dashboard
                  python3 benchmarks/tui_cost.py --state running --headless --preset torch-resnet50-input-fed \
                    --warmup ${TUI_WARMUP:-15} --seconds ${TUI_SECONDS:-15} --out "$out/tui-cost-live/headless" 2>&1 | grep -E "cpu_percent|bytes_per_s:" ;;
-    tuiprofile) for state in watching running; do
+    tuiprofile) for state in ${TUI_PROFILE_STATES:-watching running}; do
                   python3 benchmarks/tui_cost.py --state $state --preset torch-resnet50 --running-preset torch-resnet50-input-fed \
                     --warmup 15 --seconds 30 --profile --out "$out/tui-profile" 2>&1 | grep -E "cpu_percent|bytes_per_s:|py-spy"
                 done
-                # the same run recorded headless: what the session costs without the dashboard
+                # the same run recorded headless: what the session costs without the dashboard, and where
                 python3 benchmarks/tui_cost.py --state running --headless --preset torch-resnet50-input-fed \
-                  --warmup 15 --seconds 30 --out "$out/tui-profile/headless" 2>&1 | grep -E "cpu_percent|bytes_per_s:" ;;
+                  --warmup 15 --seconds 30 --profile --out "$out/tui-profile/headless" 2>&1 | grep -E "cpu_percent|bytes_per_s:" ;;
     tuicost2) mkdir -p "$out/tui-cost-2gpu"
               python3 benchmarks/tui_cost.py --state watching --preset watch --nvitop --warmup 10 --seconds 15 \
                  --out "$out/tui-cost-2gpu/idle" 2>&1 | tail -8
