@@ -76,7 +76,29 @@ log = logging.getLogger(__name__)
 TAIL_LINES = 200
 RUN_TAG_VARIABLE = "GPUTUI_RUN_TAG"  # in every process of a run: see the module docstring
 REPORT_TIMEOUT_S = 10.0  # how long start() waits for the guard to report the pid
-_POLL_S = 0.1
+_POLL_S = 0.1  # how often the monitor looks at the run's deadlines while it waits
+
+
+def _exit_fd(proc: subprocess.Popen) -> int | None:
+    """A pidfd that turns readable when ``proc`` exits (Linux 5.3+), or None."""
+    try:
+        return os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # not Linux, an old kernel, or a seccomp filter refusing it
+        return None
+
+
+def _wait_for_exit(proc: subprocess.Popen, exited: int | None, seconds: float) -> int | None:
+    """``proc``'s exit code if it ends within ``seconds``, else None.  Blocked in the kernel
+    on the pidfd: Popen.wait(timeout) polls waitpid up to 20 times a second (Python's busy
+    loop), a seventh of a headless session's CPU on the H200 (py-spy, issue 25)."""
+    if exited is not None:
+        if not readable_within(exited, seconds):
+            return None
+        return proc.wait()  # it has exited: this reaps it at once
+    try:
+        return proc.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        return None
 
 
 # --- the run's processes, by tag --------------------------------------------------------
@@ -417,17 +439,25 @@ class Runner:
     def _wait_guard(self, proc: subprocess.Popen) -> int:
         assert self._t0 is not None  # set by start(), before anything waits
         deadline = None if self.timeout is None else self._t0 + self.timeout
-        while True:
-            try:
-                return proc.wait(timeout=_POLL_S)
-            except subprocess.TimeoutExpired:
-                pass
-            now = time.monotonic()
-            if deadline is not None and now >= deadline and self._stop_reason is None:
-                self.stop("timeout")
-            kill_at = self._kill_at
-            if kill_at is not None and now >= kill_at and not self._killed:
-                self._signal_group(signal.SIGKILL)
+        exited = _exit_fd(proc)
+        try:
+            while True:
+                returncode = _wait_for_exit(proc, exited, _POLL_S)
+                if returncode is not None:
+                    return returncode
+                self._enforce_deadlines(deadline)
+        finally:
+            if exited is not None:
+                os.close(exited)
+
+    def _enforce_deadlines(self, deadline: float | None) -> None:
+        """Between waits: stop a run past its --timeout, kill one past its stop's grace."""
+        now = time.monotonic()
+        if deadline is not None and now >= deadline and self._stop_reason is None:
+            self.stop("timeout")
+        kill_at = self._kill_at
+        if kill_at is not None and now >= kill_at and not self._killed:
+            self._signal_group(signal.SIGKILL)
 
     def _reap_group(self) -> None:
         """The guard has exited: make sure nothing is left in the group and that the

@@ -120,6 +120,21 @@ def test_exit_code_zero_is_ok():
     assert texts(lines) == ["hello"]
 
 
+def test_the_monitor_waits_for_the_run_in_the_kernel_not_by_polling(monkeypatch):
+    """Popen.wait(timeout) asks waitpid up to 20 times a second; a run of a second and
+    a half is waited for in a handful of calls (where the kernel has pidfds), and its
+    exit is seen at once."""
+    if not hasattr(os, "pidfd_open"):
+        pytest.skip("no os.pidfd_open here: the monitor polls, as Popen.wait does")
+    asked: list[int] = []
+    try_wait = subprocess.Popen._try_wait
+    monkeypatch.setattr(subprocess.Popen, "_try_wait", lambda self, flags: asked.append(flags) or try_wait(self, flags))
+    outcome, _, _ = run("import time; time.sleep(1.5)")
+    assert outcome.kind == "exited" and outcome.exit_code == 0
+    assert outcome.duration_s is not None and outcome.duration_s < 2.5
+    assert len(asked) <= 5, f"waitpid asked {len(asked)} times"
+
+
 def test_exit_code_three():
     outcome, _, _ = run("import sys; sys.stderr.write('ValueError: bad input\\n'); sys.exit(3)")
     assert outcome.kind == "exited"
