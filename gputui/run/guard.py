@@ -41,6 +41,7 @@ only the standard library.  ``gputui.run.runner`` imports :func:`group_members` 
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -205,15 +206,23 @@ class _Guard:
     # -- main loop ----------------------------------------------------------------
 
     def wait_child(self, proc: subprocess.Popen) -> int:
-        while True:
-            try:
-                return proc.wait(timeout=0.1 if self.orphaned else PARENT_POLL_S)
-            except subprocess.TimeoutExpired:
-                pass
-            if not self.orphaned and self.parent_gone():
-                self.orphan()
-            if self.orphaned and self.kill_at is not None and time.monotonic() >= self.kill_at:
-                self.killpg(signal.SIGKILL)  # the guard dies here too
+        exited = exit_fd(proc.pid)
+        try:
+            while True:
+                returncode = wait_for_exit(proc, exited, 0.1 if self.orphaned else PARENT_POLL_S)
+                if returncode is not None:
+                    return returncode
+                self.check_parent()
+        finally:
+            if exited is not None:
+                os.close(exited)
+
+    def check_parent(self) -> None:
+        """Between waits: orphaned, stop the run; past the grace, kill it."""
+        if not self.orphaned and self.parent_gone():
+            self.orphan()
+        if self.orphaned and self.kill_at is not None and time.monotonic() >= self.kill_at:
+            self.killpg(signal.SIGKILL)  # the guard dies here too
 
     def leftovers(self) -> list[int] | None:
         """What is still alive in our group or below us, the child being gone."""
@@ -254,6 +263,31 @@ class _Guard:
             signal_pids(others, signal.SIGKILL)
             time.sleep(0.02)
             others = self.leftovers() or []
+
+
+def exit_fd(pid: int) -> int | None:
+    """A pidfd that turns readable when child ``pid`` exits (Linux 5.3+), or None."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):  # not Linux, an old kernel, or a seccomp filter refusing it
+        return None
+
+
+def wait_for_exit(proc: subprocess.Popen, exited: int | None, seconds: float) -> int | None:
+    """``proc``'s exit code if it ends within ``seconds``, else None; blocked in the kernel
+    on ``exited`` (exit_fd) where there is one.  Popen.wait(timeout) polls waitpid up to
+    20 times a second (Python's busy loop): a seventh of a headless session's CPU on the
+    H200 (py-spy, issue 25).  Used here and by gputui.run.runner."""
+    if exited is None:
+        try:
+            return proc.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            return None
+    poller = select.poll()
+    poller.register(exited, select.POLLIN)
+    if not poller.poll(max(0, int(seconds * 1000))):
+        return None
+    return proc.wait()  # it has exited: this reaps it at once
 
 
 def _reap_adopted() -> None:

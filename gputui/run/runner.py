@@ -79,28 +79,6 @@ REPORT_TIMEOUT_S = 10.0  # how long start() waits for the guard to report the pi
 _POLL_S = 0.1  # how often the monitor looks at the run's deadlines while it waits
 
 
-def _exit_fd(proc: subprocess.Popen) -> int | None:
-    """A pidfd that turns readable when ``proc`` exits (Linux 5.3+), or None."""
-    try:
-        return os.pidfd_open(proc.pid)
-    except (AttributeError, OSError):  # not Linux, an old kernel, or a seccomp filter refusing it
-        return None
-
-
-def _wait_for_exit(proc: subprocess.Popen, exited: int | None, seconds: float) -> int | None:
-    """``proc``'s exit code if it ends within ``seconds``, else None.  Blocked in the kernel
-    on the pidfd: Popen.wait(timeout) polls waitpid up to 20 times a second (Python's busy
-    loop), a seventh of a headless session's CPU on the H200 (py-spy, issue 25)."""
-    if exited is not None:
-        if not readable_within(exited, seconds):
-            return None
-        return proc.wait()  # it has exited: this reaps it at once
-    try:
-        return proc.wait(timeout=seconds)
-    except subprocess.TimeoutExpired:
-        return None
-
-
 # --- the run's processes, by tag --------------------------------------------------------
 
 
@@ -439,10 +417,10 @@ class Runner:
     def _wait_guard(self, proc: subprocess.Popen) -> int:
         assert self._t0 is not None  # set by start(), before anything waits
         deadline = None if self.timeout is None else self._t0 + self.timeout
-        exited = _exit_fd(proc)
+        exited = _guard.exit_fd(proc.pid)
         try:
             while True:
-                returncode = _wait_for_exit(proc, exited, _POLL_S)
+                returncode = _guard.wait_for_exit(proc, exited, _POLL_S)
                 if returncode is not None:
                     return returncode
                 self._enforce_deadlines(deadline)

@@ -135,6 +135,31 @@ def test_the_monitor_waits_for_the_run_in_the_kernel_not_by_polling(monkeypatch)
     assert len(asked) <= 5, f"waitpid asked {len(asked)} times"
 
 
+def test_wait_for_exit_blocks_until_the_child_ends_and_says_none_before(monkeypatch):
+    """The guard and the runner wait on a pidfd: None while the child runs, its exit code
+    as soon as it ends, and waitpid asked only for that."""
+    from gputui.run.guard import exit_fd, wait_for_exit
+
+    child = subprocess.Popen([PY, "-c", "import time, sys; time.sleep(0.6); sys.exit(4)"])
+    exited = exit_fd(child.pid)
+    if exited is None:
+        child.wait()
+        pytest.skip("no pidfd here: the wait polls, as Popen.wait does")
+    asked: list[int] = []
+    try_wait = subprocess.Popen._try_wait
+    monkeypatch.setattr(subprocess.Popen, "_try_wait", lambda self, flags: asked.append(flags) or try_wait(self, flags))
+    try:
+        assert wait_for_exit(child, exited, 0.05) is None
+        began = time.monotonic()
+        code = None
+        while code is None and time.monotonic() - began < 10:
+            code = wait_for_exit(child, exited, 1.0)
+        assert code == 4 and time.monotonic() - began < 2.0
+        assert len(asked) <= 1, f"waitpid asked {len(asked)} times"
+    finally:
+        os.close(exited)
+
+
 def test_exit_code_three():
     outcome, _, _ = run("import sys; sys.stderr.write('ValueError: bad input\\n'); sys.exit(3)")
     assert outcome.kind == "exited"
