@@ -19,7 +19,7 @@ from typing import Any
 
 from gputui.telemetry.nvml import GpuLost, Nvml
 
-POLL_MS = 200  # each wait's timeout: how quickly stop() is answered
+POLL_MS = 500  # each wait's timeout: how quickly stop() is answered (5 waits a second were a twentieth of an idle dashboard's CPU)
 START_TIMEOUT_S = 10.0  # a driver that hangs while registering must not hang the check
 STOP_TIMEOUT_S = 10.0
 XID_EVENT = 0x8  # nvmlEventTypeXidCriticalError, when the module lacks the constant

@@ -355,7 +355,7 @@ def test_the_dashboard_shows_ownership_at_80x24_and_p_opens_the_process_list(tmp
             user_themes_dir=tmp_path / "none",
         )
         async with app.run_test(size=(80, 24)) as pilot:
-            await wait_until(pilot, lambda: app.state.run is not None and len(app.state.gpus[0].util) == 24, what="script played")
+            await wait_until(pilot, lambda: app.state.run is not None and 0 in app.state.gpus and len(app.state.gpus[0].util) == 24, what="script played")
             app.state.gpus[0].processes = dashboard_state().gpus[0].processes
             await wait_until(pilot, lambda: bool(app.dashboard.query(GpuPanel)), what="GPU panel")
             panel = app.dashboard.query_one(GpuPanel)
