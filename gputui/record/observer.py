@@ -1,7 +1,7 @@
 """What a Session tells its observers (the recorder, the progress line, the dashboard).
 
 Observers are called from one thread, in order: header first, then samples and events
-as they happen, then the summary.
+as they happen (with ``on_idle`` whenever the session has caught up), then the summary.
 """
 
 from __future__ import annotations
@@ -25,3 +25,7 @@ class Observer:
 
     def on_summary(self, summary: Summary) -> None:
         pass
+
+    def on_idle(self) -> None:
+        """The session has handled everything queued so far: a moment to flush what
+        was held back to be written together."""

@@ -39,6 +39,11 @@ from gputui.text_files import open_regular_file, read_bytes_bounded
 log = logging.getLogger(__name__)
 
 FSYNC_EVERY_S = 1.0
+# A child printing a flood of lines would cost a write call per line (half the session's
+# time under a million lines).  Its lines are flushed together when the session has
+# caught up (on_idle), or at least this often while it has not; any other record goes
+# out at once, with the lines before it.
+FLUSH_OUTPUT_EVERY_S = 0.05
 
 
 def exists_message(path: Path) -> str:
@@ -95,19 +100,30 @@ class Recorder(Observer):
             except OSError:
                 pass  # someone is reading it right now: the mark is only a hint
         self._last_sync = 0.0
+        self._last_flush = 0.0
+        self._held = False  # lines written but not yet flushed
 
-    def _write(self, record: dict[str, Any]) -> None:
+    def _write(self, record: dict[str, Any], *, may_wait: bool = False) -> None:
+        """Write one line; ``may_wait``: a line of output, flushed with the next record,
+        when the session is idle, or after FLUSH_OUTPUT_EVERY_S."""
         if self._file.closed:
             return
         try:
             self._file.write(_json_line(record))
-            self._file.flush()
-            now = time.monotonic()
-            if now - self._last_sync >= FSYNC_EVERY_S:
-                self._sync()
-                self._last_sync = now
+            if may_wait and time.monotonic() - self._last_flush < FLUSH_OUTPUT_EVERY_S:
+                self._held = True
+                return
+            self._flush()
         except OSError as exc:
             self._fail(exc)
+
+    def _flush(self) -> None:
+        self._file.flush()
+        self._held = False
+        now = self._last_flush = time.monotonic()
+        if now - self._last_sync >= FSYNC_EVERY_S:
+            self._sync()
+            self._last_sync = now
 
     def _sync(self) -> None:
         if self._gzip is not None:
@@ -141,11 +157,18 @@ class Recorder(Observer):
         self._write({"type": "sample", **to_dict(sample)})
 
     def on_event(self, event: Event) -> None:
-        self._write({"type": "event", **ev.event_to_dict(event)})
+        self._write({"type": "event", **ev.event_to_dict(event)}, may_wait=event.kind == ev.OUTPUT)
 
     def on_summary(self, summary: Summary) -> None:
         self._write({"type": "summary", **summary.to_dict()})
         self.close()
+
+    def on_idle(self) -> None:
+        if self._held and not self._file.closed:
+            try:
+                self._flush()
+            except OSError as exc:
+                self._fail(exc)
 
     def close(self) -> None:
         if not self._file.closed:

@@ -257,6 +257,9 @@ class Session:
                 self._runner = None  # it has ended: nothing to stop
                 return
             self._handle(item)
+            if self._queue.empty():
+                for observer in self._observers:
+                    observer.on_idle()
 
     def _drain(self, limit: int | None = None) -> None:
         """Handle what is queued (at most ``limit`` items: a flooding child never empties it)."""

@@ -55,7 +55,30 @@ def test_each_line_is_on_disk_as_soon_as_it_is_written(tmp_path):
     # Not closed: another reader sees both whole lines already.
     recording = read_recording(path)
     assert len(recording.samples) == 1
-    assert recording.cut == "no summary: the recorder was stopped before it could finish"
+
+
+def test_output_is_on_disk_once_the_session_catches_up_or_with_the_next_record(tmp_path):
+    path = tmp_path / "r.jsonl"
+    recorder = Recorder(path)
+    recorder.on_header(Header(schema=1))
+
+    def texts() -> list[str]:
+        return [e.data["text"] for e in read_recording(path).events]
+
+    def output(text: str) -> ev.Event:
+        return make_event(0.1, ev.OUTPUT, {"stream": "stdout", "text": text})
+
+    recorder.on_event(output("alone"))
+    recorder.on_idle()  # the session's queue is empty
+    assert texts() == ["alone"]
+    burst = [f"line {i}" for i in range(200)]
+    for text in burst:
+        recorder.on_event(output(text))
+    recorder.on_sample(make_sample(1.0))
+    assert texts() == ["alone", *burst]
+    recorder.on_event(output("last"))
+    recorder.on_idle()
+    assert texts() == ["alone", *burst, "last"]
     recorder.close()
 
 
