@@ -19,6 +19,7 @@ from gputui.model import GpuSample, Sample
 from gputui.presets.preset import load_file
 from gputui.record import events as ev
 from gputui.record.events import Event
+from gputui.record.observer import Observer
 from gputui.session.session import Session, SessionConfig
 from gputui.session.summary import SummaryBuilder
 from gputui.telemetry import host as host_module
@@ -150,16 +151,7 @@ def test_the_session_reads_the_counters_when_a_phase_starts_and_at_the_run_end(t
     session.summary_builder = Recording()
     phases: list[float] = []
 
-    class Phases:
-        def on_header(self, header):
-            pass
-
-        def on_sample(self, sample):
-            pass
-
-        def on_summary(self, summary):
-            pass
-
+    class Phases(Observer):
         def on_event(self, event: Event) -> None:
             if event.kind == ev.PHASE:
                 phases.append(event.t)
