@@ -1,6 +1,6 @@
 """How long one telemetry tick costs: GPU (NVML, per call and per sample) and host (psutil).
 
-    python benchmarks/sample_cost.py [--ticks 200] [--tree 5]
+    python benchmarks/sample_cost.py [--ticks 200] [--tree 5] [--threads 1]
 
 Prints a table of milliseconds per tick (median and p95): an ordinary tick, one that
 also reads the cumulative counters (energy, clock-event times: every 10 s), the host;
@@ -48,13 +48,15 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--ticks", type=int, default=200)
     parser.add_argument("--tree", type=int, default=5, help="processes in a stand-in run tree the host sample follows")
+    parser.add_argument("--threads", type=int, default=1, help="threads in each of its processes (a PyTorch trainer has dozens)")
     args = parser.parse_args()
     import pynvml
 
+    # Each process of the tree starts its extra threads, all asleep.
+    threads = f"import threading, time; [threading.Thread(target=time.sleep, args=(3600,), daemon=True).start() for _ in range({args.threads - 1})]"
+    child = f"{threads}; time.sleep(3600)"
     script = (
-        "import subprocess, sys, time; "
-        f"kids = [subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(3600)']) for _ in range({args.tree - 1})]; "
-        "time.sleep(3600)"
+        f"import subprocess, sys; {threads}; kids = [subprocess.Popen([sys.executable, '-c', {child!r}]) for _ in range({args.tree - 1})]; time.sleep(3600)"
     )
     tree = subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
     time.sleep(1.0)  # its children started
@@ -81,7 +83,11 @@ def main() -> None:
     os.killpg(tree.pid, signal.SIGKILL)
     tree.wait()
     print(f"GPUs: {len(gpu.infos)} ({', '.join(i.name for i in gpu.infos) or gpu.unavailable_reason})")
-    for label, values in (("GPU sample (all GPUs)", gpu_ms), ("... with counters", exact_ms), (f"host sample, {args.tree}-process tree", host_ms)):
+    for label, values in (
+        ("GPU sample (all GPUs)", gpu_ms),
+        ("... with counters", exact_ms),
+        (f"host sample, {args.tree}-process tree of {args.threads} threads each", host_ms),
+    ):
         s = spread(values)
         print(f"{label:<24} median {s['median']:.3f} ms  p95 {s['p95']:.3f} ms  max {s['max']:.3f} ms")
     per_call = sorted(((spread(v)["median"], name, len(v)) for name, v in timed.times.items()), reverse=True)

@@ -272,10 +272,11 @@ PROC = Path("/proc")
 _HAS_CHILDREN_FILES: bool | None = None  # does this kernel have CONFIG_PROC_CHILDREN?
 
 
-def child_pids(pid: int, proc_root: Path | None = None) -> list[int] | None:
+def child_pids(pid: int, proc_root: Path | None = None, every_thread: bool = True) -> list[int] | None:
     """The pids whose parent is ``pid``, from Linux's ``/proc/<pid>/task/<tid>/children``
     (each thread lists the children it forked); ``[]`` when ``pid`` is gone.  None where
-    the kernel has no such files (not Linux, or built without CONFIG_PROC_CHILDREN)."""
+    the kernel has no such files (not Linux, or built without CONFIG_PROC_CHILDREN).
+    ``every_thread=False``: only those its main thread forked (one file, not one a thread)."""
     global _HAS_CHILDREN_FILES
     if proc_root is None and _HAS_CHILDREN_FILES is None:
         _HAS_CHILDREN_FILES = os.path.exists(f"{PROC}/self/task/{os.getpid()}/children")
@@ -284,7 +285,7 @@ def child_pids(pid: int, proc_root: Path | None = None) -> list[int] | None:
     task_dir = f"{PROC if proc_root is None else proc_root}/{pid}/task"  # plain strings: this runs every tick
     pids: list[int] = []
     try:
-        tasks = os.listdir(task_dir)
+        tasks = os.listdir(task_dir) if every_thread else [str(pid)]
     except OSError:
         return []
     for tid in tasks:
@@ -308,6 +309,7 @@ class _Tracked:
     io: tuple[int, int] | None  # read_bytes, write_bytes at that time
     threads: dict[int, float] | None = None  # thread id -> user + system seconds (busy processes only, not workers)
     threads_t: float = 0.0  # time.monotonic() when the threads were read
+    ppid: int | None = None  # its parent, as the tree walk found it (None: a root)
 
 
 # A process below this share of a core cannot have a thread near 100 %: its threads are
@@ -315,6 +317,14 @@ class _Tracked:
 # Nor are a data-loader worker's: the Python-bound rule looks for the busiest thread
 # outside the workers, and a dozen busy workers' threads were read every second for nothing.
 THREADS_FROM_PCT = 50.0
+
+# Each thread lists the children it forked in its own file, and a trainer has dozens of
+# threads: reading every file each tick was most of the tick (4.2 ms against 1.3 ms for
+# 13 processes of 40 threads, benchmarks/sample_cost.py).  Children come from the main
+# thread almost always (data-loader workers, torchrun's ranks, subprocess), so a tick
+# reads the main thread's file and keeps the children found before; every thread's file
+# is read every CHILDREN_SCAN_S, so a child another thread forked is found within that.
+CHILDREN_SCAN_S = 5.0
 
 
 def _thread_times(proc: psutil.Process) -> dict[int, float] | None:
@@ -374,6 +384,7 @@ class HostTelemetry:
         self._procs: dict[int, _Tracked] = {}
         self._roots: dict[int, psutil.Process] = {}
         self._tree_pids: frozenset[int] | None = None  # the run's tree at the last sample; None before one
+        self._scanned_at = -CHILDREN_SCAN_S  # time.monotonic() of the last read of every thread's children
 
     def run_pids(self) -> frozenset[int] | None:
         """The pids of the trees the last :meth:`sample` read (roots included), for the
@@ -448,7 +459,7 @@ class HostTelemetry:
         self._roots[pid] = proc
         return proc
 
-    def _tree(self, root_pids: Iterable[int]) -> list[tuple[psutil.Process, int | None]]:
+    def _tree(self, root_pids: Iterable[int], every_thread: bool = True) -> list[tuple[psutil.Process, int | None]]:
         """(process, parent pid) for every root and descendant, each pid once, roots
         first; a root's parent is None (read from the process itself).
 
@@ -456,7 +467,7 @@ class HostTelemetry:
         reads a few files per process of the run instead of every process on the
         host (psutil's ``children()`` builds a parent map of the whole host).  The
         walk also gives each descendant's parent: psutil's ``ppid()`` would check for
-        pid reuse by reading the process again."""
+        pid reuse by reading the process again.  ``every_thread``: see CHILDREN_SCAN_S."""
         members: list[tuple[psutil.Process, int | None]] = []
         seen: set[int] = set()
         roots = []
@@ -467,12 +478,17 @@ class HostTelemetry:
             seen.add(proc.pid)
             roots.append(proc)
             members.append((proc, None))
+        known: dict[int, list[int]] = {}  # parent -> children found by earlier ticks
+        if not every_thread:
+            for pid, tracked in self._procs.items():
+                if tracked.ppid is not None:
+                    known.setdefault(tracked.ppid, []).append(pid)
         descendants: list[tuple[psutil.Process, int]] = []
         frontier = list(roots)
         while frontier:
             children: list[psutil.Process] = []
             for parent in frontier:
-                for child in self._children(parent):
+                for child in self._children(parent, every_thread, known.get(parent.pid, ())):
                     if child.pid not in seen:
                         seen.add(child.pid)
                         children.append(child)
@@ -481,15 +497,18 @@ class HostTelemetry:
         members.extend(sorted(descendants, key=lambda member: member[0].pid))
         return members
 
-    def _children(self, parent: psutil.Process) -> list[psutil.Process]:
-        """The direct children of ``parent``, reusing the Process objects of those
-        already tracked (their create time tells a reused pid apart)."""
-        pids = child_pids(parent.pid)
+    def _children(self, parent: psutil.Process, every_thread: bool, known: Iterable[int]) -> list[psutil.Process]:
+        """The direct children of ``parent`` (with ``known``, its children found before,
+        unless every thread is read), reusing the Process objects of those already
+        tracked (their create time tells a reused pid apart)."""
+        pids = child_pids(parent.pid, every_thread=every_thread)
         if pids is None:  # no /proc/<pid>/task/<tid>/children here: psutil's own scan
             try:
                 return parent.children()
             except _PROC_ERRORS:
                 return []
+        if not every_thread:
+            pids = list(dict.fromkeys([*pids, *known]))
         out = []
         for pid in pids:
             tracked = self._procs.get(pid)
@@ -557,7 +576,9 @@ class HostTelemetry:
                 sample.read_bps = _rate(tracked.io[0], io[0], dt)
                 sample.write_bps = _rate(tracked.io[1], io[1], dt)
             earlier_threads = (tracked.threads, tracked.threads_t)
-        self._procs[pid] = _Tracked(proc=proc, create_time=create_time, t=now, cpu=cpu, io=io, threads=earlier_threads[0], threads_t=earlier_threads[1])
+        self._procs[pid] = _Tracked(
+            proc=proc, create_time=create_time, t=now, cpu=cpu, io=io, threads=earlier_threads[0], threads_t=earlier_threads[1], ppid=ppid
+        )
         return sample, cmdline
 
     def _read_threads(self, sample: ProcessSample, now: float) -> None:
@@ -588,7 +609,10 @@ class HostTelemetry:
         self._machine(out, now)
 
         readings: list[tuple[ProcessSample, list[str] | None, bool]] = []
-        for proc, parent in self._tree(root_pids):
+        every_thread = now - self._scanned_at >= CHILDREN_SCAN_S
+        if every_thread:
+            self._scanned_at = now
+        for proc, parent in self._tree(root_pids, every_thread):
             is_root = parent is None
             got = self._read(proc, parent, now)
             if got is not None:

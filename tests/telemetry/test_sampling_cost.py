@@ -246,6 +246,63 @@ def test_child_pids_reads_every_threads_children_file(tmp_path):
     assert child_pids(99, tmp_path) == []  # gone
 
 
+def test_child_pids_of_the_main_thread_alone_read_its_file_only(tmp_path):
+    for tid, text in (("10", "11 12\n"), ("13", "14\n")):
+        (tmp_path / "10" / "task" / tid).mkdir(parents=True)
+        (tmp_path / "10" / "task" / tid / "children").write_text(text)
+    assert sorted(child_pids(10, tmp_path, every_thread=False)) == [11, 12]
+
+
+# A process whose child is forked by a thread that stays alive (its children file lists
+# it, not the main thread's); a second such child once the file named on its command line
+# appears.
+FORKS_FROM_A_THREAD = """
+import os, subprocess, sys, threading, time
+def fork_and_stay():
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    time.sleep(30)
+threading.Thread(target=fork_and_stay, daemon=True).start()
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.02)
+threading.Thread(target=fork_and_stay, daemon=True).start()
+time.sleep(30)
+"""
+
+
+def test_a_child_forked_by_another_thread_is_found_by_the_next_scan_of_every_thread_and_kept(tmp_path, monkeypatch):
+    go = tmp_path / "fork-again"
+    root = subprocess.Popen([sys.executable, "-c", FORKS_FROM_A_THREAD, str(go)])
+    try:
+
+        def children() -> int:
+            return len(psutil.Process(root.pid).children())
+
+        wait_until(lambda: children() == 1)
+        telemetry = HostTelemetry()
+        first = telemetry.sample([root.pid])  # the first tick reads every thread's file
+        assert len(first.processes) == 2
+        go.touch()
+        wait_until(lambda: children() == 2)
+        between = telemetry.sample([root.pid])  # the main thread's file, and the child found before
+        assert [p.pid for p in between.processes] == [p.pid for p in first.processes]
+        assert between.processes[1].cpu_percent is not None  # still tracked
+        monkeypatch.setattr(host_module, "CHILDREN_SCAN_S", 0.0)
+        scanned = telemetry.sample([root.pid])
+        assert len(scanned.processes) == 3
+    finally:
+        for proc in psutil.Process(root.pid).children(recursive=True):
+            proc.kill()
+        root.kill()
+        root.wait()
+
+
+def wait_until(condition, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
 def test_without_children_files_the_tree_falls_back_to_psutil(monkeypatch):
     monkeypatch.setattr(host_module, "_HAS_CHILDREN_FILES", False)
     assert child_pids(1) is None
