@@ -237,7 +237,9 @@ PY
     core)
       python3 -m gputui --presets benchmarks/gpu-presets.toml --record "$out/gpu-loop.jsonl" --preset gpu-loop \
         --interval 0.5 2> "$out/gpu-loop.stderr"; echo "gpu-loop exit $?"; tail -12 "$out/gpu-loop.stderr"
-      loaded sample_cost.py --ticks 300 | tee "$out/sample-cost.txt" ;;
+      loaded sample_cost.py --ticks 300 | tee "$out/sample-cost.txt"
+      # a trainer's tree: a main process and 12 data-loader workers, 40 threads each
+      loaded sample_cost.py --ticks 300 --tree 13 --threads 40 | tail -n +2 | tee -a "$out/sample-cost.txt" ;;
     twins) benchmarks/run-workloads.sh "$out/twins" torch-resnet50 torch-mobilenetv2 torch-distilbert torch-bert-large \
              torch-efficientnet-b0 torch-efficientnet-b3 torch-efficientnet-b7 ;;
     tuned) benchmarks/run-workloads.sh "$out/tuned" torch-resnet50-tuned torch-bert-large-tuned ;;
