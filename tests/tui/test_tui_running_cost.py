@@ -30,8 +30,10 @@ from gputui.record import events as ev
 from gputui.record.events import make_event
 from gputui.tui.news import EventArrived
 from gputui.tui.widgets import cpu as cpu_widgets
+from gputui.tui.widgets import gpu_panel as gpu_panel_widgets
 from gputui.tui.widgets import state_view as base_widgets
 from gputui.tui.widgets.cpu import CpuPanel
+from gputui.tui.widgets.gpu_panel import GpuPanel
 from gputui.tui.widgets.throughput_chart import GUTTER, ThroughputChart
 from tests.support.process import REPO
 from tests.support.redraw import IDLE_CORES, SIZE, in_region, one_gpu_app, sample, started, written_cells
@@ -437,5 +439,37 @@ def test_news_of_a_run_starting_or_ending_redraws_at_once_and_other_news_waits_f
             monkeypatch.setattr(app, "milestone", lambda: ("run #2 started",))
             app.news_arrived()
             assert redraws == [False], "a milestone is drawn now"
+
+    run_async(scenario())
+
+
+def test_a_forced_redraw_draws_the_sparklines_as_they_are_now(tmp_path, monkeypatch):
+    """Sparklines step every SPARK_EVERY_S, slower than the panel's figures; a forced
+    redraw (a run starting or ending, a test's snapshot) shows them as they are now,
+    even when no sample came since the panel last drew (they were stale in snapshots
+    taken on a busy machine)."""
+    app = one_gpu_app(tmp_path)
+    clock = with_clock(monkeypatch)
+    monkeypatch.setattr(gpu_panel_widgets, "time", types.SimpleNamespace(monotonic=clock.monotonic))
+
+    async def scenario():
+        async with app.run_test(size=SIZE) as pilot:
+            await started(app, pilot)
+            panel = app.dashboard.query_one(GpuPanel)
+            for i, util in enumerate((95.0, 3.0)):  # SM active: the sparkline of a GPU with GPM
+                clock.now += base_widgets.LIVE_REDRAW_S
+                news = sample(app, 300.0 + i)
+                news.sample.gpus[0] = dataclasses.replace(news.sample.gpus[0], util_gpu=util, sm_active=util)
+                app.state.apply(app.state.run.ticket, [news])
+                app.refresh_dashboard()
+                await pilot.pause()
+            drawn = str(panel.render())
+            assert "SM   3%" in drawn  # the figures are drawn every step ...
+            panel._sparks_at = float("-inf")
+            now = str(panel.build())
+            assert drawn != now  # ... the sparklines only every SPARK_EVERY_S
+            app.refresh_dashboard(force=True)
+            await pilot.pause()
+            assert str(panel.render()) == now
 
     run_async(scenario())

@@ -74,6 +74,7 @@ class SteadyFigures:
 
 class CpuPanel(StateView):
     MIN_REDRAW_S = LIVE_REDRAW_S
+    PACED = True
     SECTIONS = (st.HOST,)
     COMPONENT_CLASSES = {"cpu--label", "cpu--low", "cpu--mid", "cpu--high", "cpu--dim", "cpu--main", "cpu--worker"}
     DEFAULT_CSS = """

@@ -41,6 +41,7 @@ short_name = fmt.short_gpu_name  # the name the panels and the header use
 
 class GpuPanel(StateView):
     MIN_REDRAW_S = LIVE_REDRAW_S
+    PACED = True
     SECTIONS = (st.GPUS, st.HEADER, st.FINDINGS)  # findings: a straggler is named in its GPU's title
     COMPONENT_CLASSES = {"gpu--label", "gpu--spark", "gpu--ok", "gpu--warn", "gpu--hot", "gpu--dim", "gpu--badge", "gpu--badge-severe", "gpu--gauge"}
     DEFAULT_CSS = """

@@ -11,12 +11,12 @@ spans of each line that differ; the dashboard's screen then sends just those spa
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.cells import cell_len
 from rich.style import Style
-from rich.text import Text
+from rich.text import Span, Text
 from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.visual import Visual, visualize
@@ -30,7 +30,6 @@ if TYPE_CHECKING:
 # The state a panel draws, asked for at each redraw: a replay swaps the state object
 # when it seeks back, so panels hold the app's accessor rather than one object.
 StateSource = Callable[[], "DashboardState"]
-Cells = tuple[str, tuple[tuple[Any, ...], ...]]  # one line: its characters and, per character, its styles
 # The pace of the panels that follow a run (GPUs, CPU, the chart's figures, the clock):
 # nvitop's default interval.  Once a second, each redraw a cell or a line of news, was
 # more bytes than nvitop over SSH on the H200 (issue 25); samples and recordings keep
@@ -38,19 +37,44 @@ Cells = tuple[str, tuple[tuple[Any, ...], ...]]  # one line: its characters and,
 LIVE_REDRAW_S = 2.0
 
 
+class Cells:
+    """One line as drawn: its characters and, per character, its styles.  Lines are
+    compared by their text and spans first; the per-character styles (a Python loop
+    over every character) are worked out only for a line that changed."""
+
+    __slots__ = ("_styles", "spans", "text")
+
+    def __init__(self, text: str, spans: tuple[Span, ...] = ()) -> None:
+        self.text, self.spans = text, spans
+        self._styles: tuple[tuple[Any, ...], ...] | None = None
+
+    @property
+    def styles(self) -> tuple[tuple[Any, ...], ...]:
+        if self._styles is None:
+            styles: list[tuple[Any, ...]] = [()] * len(self.text)
+            for span in self.spans:
+                for i in range(span.start, min(span.end, len(self.text))):
+                    styles[i] = styles[i] + (span.style,)
+            self._styles = tuple(styles)
+        return self._styles
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Cells):
+            return NotImplemented
+        return self.text == other.text and (self.spans == other.spans or self.styles == other.styles)
+
+    __hash__ = None  # type: ignore[assignment]  # compared, never a key
+
+
+def line_cells(lines: Iterable[Text]) -> list[Cells]:
+    return [Cells(line.plain, tuple(line.spans)) for line in lines]
+
+
 def cells_of(text: Text) -> list[Cells]:
-    lines: list[Cells] = []
-    for line in text.split("\n", allow_blank=True):
-        plain = line.plain
-        styles: list[tuple] = [()] * len(plain)
-        for span in line.spans:
-            for i in range(span.start, min(span.end, len(plain))):
-                styles[i] = styles[i] + (span.style,)
-        lines.append((plain, tuple(styles)))
-    return lines
+    return line_cells(text.split("\n", allow_blank=True))
 
 
-_BLANK: Cells = ("", ())
+_BLANK = Cells("")
 # Skipping unchanged cells between two changes on a line costs a cursor move and the
 # colours of the next change, about this many bytes; sending them again costs a byte
 # a cell and a colour escape (~20 bytes) wherever the style changes among them.
@@ -68,10 +92,10 @@ def changed_regions(old: list[Cells], new: list[Cells], width: int) -> list[Regi
     whole: their characters are not their cells."""
     regions = []
     for y in range(max(len(old), len(new))):
-        a_text, a_styles = old[y] if y < len(old) else _BLANK
-        b_text, b_styles = new[y] if y < len(new) else _BLANK
-        if a_text == b_text and a_styles == b_styles:
+        a, b = old[y] if y < len(old) else _BLANK, new[y] if y < len(new) else _BLANK
+        if a == b:
             continue
+        a_text, a_styles, b_text, b_styles = a.text, a.styles, b.text, b.styles
         if cell_len(a_text) != len(a_text) or cell_len(b_text) != len(b_text):
             regions.append(Region(0, y, width, 1))
             continue
@@ -101,6 +125,9 @@ class StateView(Widget):
     """
     SECTIONS: ClassVar[tuple[str, ...]] = ()
     MIN_REDRAW_S: ClassVar[float] = 0.0  # charts ask for less than the app's timer gives
+    # Parts drawn on a clock of their own (sparklines, the plot, steady figures) may lag
+    # the sections' last draw: a forced redraw draws such a panel again, news or not.
+    PACED: ClassVar[bool] = False
 
     def __init__(self, *args: Any, source: StateSource, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -161,8 +188,8 @@ class StateView(Widget):
         # Panels show preset names, run labels, GPU names and a job's output: every
         # panel's text passes gputui.escape here, so no control character reaches Rich.
         text = widget_text(text)
-        cells = cells_of(text)
         lines = list(text.split("\n", allow_blank=True))
+        cells = line_cells(lines)
         strips: list[Strip | None] = [None] * len(lines)
         if self._text is not None and self.content_size == self._built_for and len(self._strips) == len(self._cells) == len(cells):
             # a redraw of the same panel: the lines that did not change keep their strips
@@ -193,7 +220,7 @@ class StateView(Widget):
             self._text, self._seen = None, None
             return
         versions = tuple(self.state.versions[s] for s in self.SECTIONS)
-        if versions == self._seen:
+        if versions == self._seen and not (force and self.PACED):
             return
         now = time.monotonic()
         if not force and now - self._drawn_at < self.MIN_REDRAW_S:
@@ -205,7 +232,7 @@ class StateView(Widget):
         old = self._cells
         self._remember(self.build())
         resized = (self._auto_height and len(old) != len(self._cells)) or (
-            self._auto_width and max((len(t) for t, _ in old), default=0) != max((len(t) for t, _ in self._cells), default=0)
+            self._auto_width and max((len(c.text) for c in old), default=0) != max((len(c.text) for c in self._cells), default=0)
         )
         if resized:
             self.refresh(layout=True)

@@ -35,6 +35,7 @@ class ThroughputChart(StateView):
 
     SECTIONS = (st.THROUGHPUT, st.HEADER)
     MIN_REDRAW_S = LIVE_REDRAW_S
+    PACED = True
     COMPONENT_CLASSES = {"chart--bar", "chart--warmup", "chart--median", "chart--reference", "chart--axis", "chart--value", "chart--dim"}
     DEFAULT_CSS = """
     ThroughputChart .chart--bar { color: $primary; }
