@@ -214,12 +214,12 @@ PY
     tuicostlive) for size in 140x40 80x24; do  # the two states beside nvitop, at both sizes (~4 min)
                    for state in watching running; do
                      python3 benchmarks/tui_cost.py --state $state --size $size --preset torch-resnet50 \
-                       --running-preset torch-resnet50-input-fed --nvitop --warmup ${TUI_WARMUP:-15} --seconds ${TUI_SECONDS:-15} \
+                       --presets benchmarks/gpu-presets.toml --running-preset tui-input-fed --nvitop --warmup ${TUI_WARMUP:-15} --seconds ${TUI_SECONDS:-15} \
                        --out "$out/tui-cost-live/$state-$size" 2>&1 | tail -3
                    done
                  done
                  # the same run recorded headless: what the session costs without the dashboard
-                 python3 benchmarks/tui_cost.py --state running --headless --preset torch-resnet50-input-fed \
+                 python3 benchmarks/tui_cost.py --state running --headless --presets benchmarks/gpu-presets.toml --preset tui-input-fed \
                    --warmup ${TUI_WARMUP:-15} --seconds ${TUI_SECONDS:-15} --out "$out/tui-cost-live/headless" 2>&1 | grep -E "cpu_percent|bytes_per_s:" ;;
     tuiprofile) for state in ${TUI_PROFILE_STATES:-watching running}; do
                   python3 benchmarks/tui_cost.py --state $state --preset torch-resnet50 --running-preset torch-resnet50-input-fed \
