@@ -72,8 +72,10 @@ def import_frameworks(kind: str) -> dict[str, Any]:
     missing or does not fit raises MissingFramework naming the package and the fix."""
     os.environ["TF_USE_LEGACY_KERAS"] = "1"  # transformers' TF models need Keras 2 (tf-keras), whatever is set
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # no C++ INFO lines
-    os.environ.setdefault("USE_TF", "1")  # transformers: TensorFlow only,
-    os.environ.setdefault("USE_TORCH", "0")  # never import torch into this process
+    # transformers: TensorFlow only, never torch in this process.  Set, not defaulted: a
+    # USE_TF=0 inherited from a shell (or a torch workload's process) would leave only
+    # placeholders of the TF models, whose first use fails with "requires the TensorFlow library".
+    os.environ["USE_TF"], os.environ["USE_TORCH"] = "1", "0"
     os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # tf.data's threads are the parallelism
     mods: dict[str, Any] = {}

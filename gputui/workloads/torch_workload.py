@@ -76,7 +76,9 @@ def import_frameworks(kind: str) -> dict[str, Any]:
         if package == "transformers":
             os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # we fork DataLoader workers
             os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
-            os.environ.setdefault("USE_TF", "0")  # transformers 4.x would import TensorFlow too when installed
+            # transformers 4.x would import TensorFlow too when installed, and with USE_TF=1
+            # inherited it would offer TF models only: set, not defaulted.
+            os.environ["USE_TF"] = "0"
         try:
             mods[package] = __import__(package)
             if package == "transformers":  # lazy modules: import the classes now

@@ -244,14 +244,32 @@ def test_conv_backward_flops_count_groups():
 
 
 @pytest.mark.parametrize("model", CNNS + TRANSFORMERS)
-def test_catalog_flops_match_the_counter(model):
+def test_catalog_flops_match_the_counter(model, monkeypatch):
     needs(model)
     from gputui.workloads import torch_workload
 
+    # import_frameworks sets USE_TF=0 for transformers; undone after the test, or every
+    # later subprocess of this pytest worker inherits it (a TF workload among them).
+    monkeypatch.setenv("USE_TF", "0")
     spec = MODELS[model]
     mods = torch_workload.import_frameworks(spec.kind)
     counted = torch_workload.count_train_flops(mods, model, image_size=spec.image_size, seq_len=spec.seq_len)
     assert counted == pytest.approx(spec.train_flops, rel=1e-5)
+
+
+def test_an_inherited_use_tf_1_does_not_hide_the_torch_models():
+    # USE_TF=1 in the shell made transformers 4.x turn PyTorch off: placeholders only.
+    needs("distilbert")
+    code = (
+        "from gputui.workloads.torch_workload import import_frameworks\n"
+        "t = import_frameworks('transformer')['transformers']\n"
+        "model = t.DistilBertForSequenceClassification(t.DistilBertConfig(n_layers=1, dim=32, hidden_dim=64, n_heads=2))\n"
+        "print(sum(p.numel() for p in model.parameters()) > 0)\n"
+    )
+    env = {**os.environ, "USE_TF": "1", "CUDA_VISIBLE_DEVICES": ""}
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=240)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["True"]
 
 
 # --- errors ----------------------------------------------------------------------------
