@@ -21,12 +21,13 @@ from textual.css.query import NoMatches
 from textual.theme import ThemeProvider
 
 from gputui.tui.screens.once import DismissOnce
+from gputui.tui.screens.terminal_size import TerminalSized
 
 PAGE_JUMPS = {"page_up": "first", "page_down": "last"}
 _TEXTUAL_GATHER = inspect.unwrap(CommandPalette._gather_commands)  # the coroutine under Textual's @work
 
 
-class SafeCommandPalette(DismissOnce, CommandPalette):
+class SafeCommandPalette(DismissOnce, TerminalSized, CommandPalette):
     def _command_list(self) -> CommandList | None:
         try:
             return self.query_one(CommandList)

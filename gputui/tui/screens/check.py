@@ -24,6 +24,7 @@ from gputui.check.stage_context import CheckOptions
 from gputui.check.verdict_text import TABLE_HEADER, table_rows, verdict_line
 from gputui.tui.compositor import SteadyScrollbars, crop_updates
 from gputui.tui.screens.once import DismissOnce
+from gputui.tui.screens.terminal_size import TerminalSized
 
 CheckFactory = Callable[[CheckOptions, CheckListener], CheckRun]
 STATUS_STYLE = {"ok": "green", "WARN": "yellow", "FAIL": "bold red", "skip": "dim", "info": "cyan"}
@@ -58,7 +59,7 @@ class _ToScreen(CheckListener):
         self.screen.app.call_from_thread(self.screen.add_result, result)
 
 
-class CheckScreen(DismissOnce, ModalScreen[None]):
+class CheckScreen(DismissOnce, TerminalSized, ModalScreen[None]):
     BINDINGS = [
         Binding("enter", "start(False)", "Full check", id="check_full", priority=True),  # the table would take Enter
         Binding("u", "start(True)", "Quick check", id="check_quick"),

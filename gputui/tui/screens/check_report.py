@@ -16,6 +16,7 @@ from gputui.check.verdict_text import TABLE_HEADER, table_rows, verdict_line
 from gputui.escape import for_terminal, widget_text
 from gputui.tui.screens.check import STATUS_STYLE
 from gputui.tui.screens.once import DismissOnce
+from gputui.tui.screens.terminal_size import TerminalSized
 
 
 def check_report_line(results: list[CheckResult], duration_s: float, stopped: bool) -> Text:
@@ -32,7 +33,7 @@ def styled_rows(results: list[CheckResult]) -> list[list]:
     return rows
 
 
-class CheckReportScreen(DismissOnce, ModalScreen[None]):
+class CheckReportScreen(DismissOnce, TerminalSized, ModalScreen[None]):
     BINDINGS = [
         Binding("escape,enter", "dismiss(None)", "Close", id="close_check_report", priority=True),  # the table would take Enter
         Binding("q", "app.quit", "Quit", id="check_report_quit"),  # a modal screen hides the app's keys

@@ -13,6 +13,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label
 
 from gputui.tui.screens.once import DismissOnce
+from gputui.tui.screens.terminal_size import TerminalSized
 
 RUN, SAVE = "run", "save"
 
@@ -26,7 +27,7 @@ def split_command(text: str) -> list[str] | str:
     return words or "type a command, e.g. python train.py --lr 3e-4"
 
 
-class CommandScreen(DismissOnce, ModalScreen[tuple[str, list[str]] | None]):
+class CommandScreen(DismissOnce, TerminalSized, ModalScreen[tuple[str, list[str]] | None]):
     """Asks for a command line; dismisses with ("run" | "save", argv) or None."""
 
     BINDINGS = [

@@ -26,6 +26,7 @@ from textual.widgets import DataTable, Static
 from gputui.escape import for_widget
 from gputui.tui.compositor import SteadyScrollbars
 from gputui.tui.screens.once import DismissOnce
+from gputui.tui.screens.terminal_size import TerminalSized
 
 NARROWEST_RUN = 16  # a run's column narrower than this says too little: the table scrolls instead
 KEYS_HINT = "←→↑↓ a cell in full below · Enter/Esc close · q quit"
@@ -94,7 +95,7 @@ class CompareTable(SteadyScrollbars, DataTable):
         self.move_cursor(row=cursor.row, column=cursor.column, animate=False)
 
 
-class CompareScreen(DismissOnce, ModalScreen[None]):
+class CompareScreen(DismissOnce, TerminalSized, ModalScreen[None]):
     BINDINGS = [
         # priority: the table would take Enter (and select its cell)
         Binding("escape,enter,c", "dismiss(None)", "Close", id="close_compare", priority=True),

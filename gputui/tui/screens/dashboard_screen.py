@@ -14,6 +14,7 @@ from textual.widgets import OptionList
 from gputui.presets.preset import Preset
 from gputui.tui.compositor import crop_updates, settle_covered
 from gputui.tui.messages import RefreshDashboard, StartPreset
+from gputui.tui.screens.terminal_size import TerminalSized
 from gputui.tui.widgets.cpu import CpuPanel
 from gputui.tui.widgets.findings_panel import FindingsStrip
 from gputui.tui.widgets.footer import DashboardFooter
@@ -28,7 +29,7 @@ from gputui.tui.widgets.throughput_chart import ThroughputChart
 WIDE_MIN = (120, 34)  # columns, rows
 
 
-class DashboardScreen(Screen):
+class DashboardScreen(TerminalSized, Screen):
     BINDINGS = [
         Binding("s", "app.stop_run", "Stop", id="stop_run"),
         Binding("r", "app.run_again", "Run again", id="run_again"),

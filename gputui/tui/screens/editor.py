@@ -26,6 +26,7 @@ from gputui.presets.store import TEMPLATE, ConflictError, PresetFile, check_name
 from gputui.tui.compositor import crop_updates
 from gputui.tui.messages import StartPreset
 from gputui.tui.screens.once import DismissOnce
+from gputui.tui.screens.terminal_size import TerminalSized
 from gputui.tui.widgets.fields import EditorField
 
 # The form's fields: (key, label, kind); kind is "text", "int", "words", "env" or "select".
@@ -130,7 +131,7 @@ def preset_toml(name: str, values: dict[str, Any]) -> str:
     return tomlkit.dumps(document).lstrip("\n")
 
 
-class PresetEditorScreen(DismissOnce, Screen):
+class PresetEditorScreen(DismissOnce, TerminalSized, Screen):
     BINDINGS = [
         Binding("ctrl+s", "save", "Save", id="editor_save", priority=True),
         Binding("ctrl+o", "save_as", "Save as", id="editor_save_as", priority=True),
@@ -517,7 +518,7 @@ def apply_saved(app, saved: dict[str, Preset], removed: str | None, select: str)
     app.dashboard.show_highlighted_preset()
 
 
-class _Dialog(DismissOnce, ModalScreen[str | None]):
+class _Dialog(DismissOnce, TerminalSized, ModalScreen[str | None]):
     """A small box in the middle of the screen: ``parts()`` yields its widgets."""
 
     DEFAULT_CSS = """

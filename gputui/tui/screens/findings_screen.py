@@ -15,7 +15,9 @@ from textual.widgets.option_list import Option
 from gputui import fmt
 from gputui.escape import for_widget, widget_text
 from gputui.tui.screens.once import DismissOnce
+from gputui.tui.screens.terminal_size import TerminalSized
 from gputui.tui.widgets.findings_panel import SEVERITY_MARK
+from gputui.tui.widgets.option_list import NarrowSafeOptionList
 
 
 def finding_text(finding: dict[str, Any]) -> Text:
@@ -43,7 +45,7 @@ def finding_text(finding: dict[str, Any]) -> Text:
     return widget_text(text)
 
 
-class FindingsScreen(DismissOnce, ModalScreen[None]):
+class FindingsScreen(DismissOnce, TerminalSized, ModalScreen[None]):
     BINDINGS = [
         Binding("escape,f", "dismiss(None)", "Close", id="close_findings"),
         Binding("q", "app.quit", "Quit", id="findings_quit"),  # a modal screen hides the app's keys
@@ -74,7 +76,7 @@ class FindingsScreen(DismissOnce, ModalScreen[None]):
                     )
                     for i, f in enumerate(self.findings)
                 ]
-                yield OptionList(*options, id="findings-list")
+                yield NarrowSafeOptionList(*options, id="findings-list")
                 with VerticalScroll():
                     yield Static(id="finding-detail")
             yield Static("↑↓ choose · Esc close · q quit", id="findings-keys")

@@ -13,6 +13,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from gputui.tui.screens.once import DismissOnce
+from gputui.tui.screens.terminal_size import TerminalSized
 
 # (binding id or None for a key Textual owns, the default key(s), what it does)
 Row = tuple[str | None, str, str]
@@ -150,7 +151,7 @@ def help_text(keymap: Mapping[str, str]) -> Text:
     return text
 
 
-class HelpScreen(DismissOnce, ModalScreen[None]):
+class HelpScreen(DismissOnce, TerminalSized, ModalScreen[None]):
     BINDINGS = [Binding("escape,question_mark,f1", "dismiss(None)", "Close", id="close_help")]
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }

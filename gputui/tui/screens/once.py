@@ -16,14 +16,14 @@ from textual.await_complete import AwaitComplete
 if TYPE_CHECKING:
     from textual.screen import Screen
 
-    _ScreenMixin = Screen[Any]  # the type checker sees the Screen this is mixed into
+    ScreenMixin = Screen[Any]  # the type checker sees the Screen this is mixed into
 else:
     # At run time a plain mixin: Textual takes CSS type names and component classes
     # from each class's first base only, which must stay the real Screen class.
-    _ScreenMixin = object
+    ScreenMixin = object
 
 
-class DismissOnce(_ScreenMixin):
+class DismissOnce(ScreenMixin):
     """Mix into a Screen class, before the Screen base: ``class S(DismissOnce, ModalScreen[T])``."""
 
     def dismiss(self, result: Any = None) -> AwaitComplete:

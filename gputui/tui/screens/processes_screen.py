@@ -13,6 +13,7 @@ from textual.widgets import Static
 from gputui.escape import widget_text
 from gputui.tui import state as st
 from gputui.tui.screens.once import DismissOnce
+from gputui.tui.screens.terminal_size import TerminalSized
 from gputui.tui.widgets.gpu_owners import ownership, process_line
 
 HEADING = f"{'pid':>8}  {'owner':<17} {'memory':>7} {'SM':>5}  user, command"
@@ -39,7 +40,7 @@ def processes_text(state: st.DashboardState) -> Text:
     return widget_text(text)  # users' commands: shown as text, never as markup
 
 
-class GpuProcessesScreen(DismissOnce, ModalScreen[None]):
+class GpuProcessesScreen(DismissOnce, TerminalSized, ModalScreen[None]):
     BINDINGS = [
         Binding("escape,p", "dismiss(None)", "Close", id="close_gpu_processes"),
         Binding("q", "app.quit", "Quit", id="gpu_processes_quit"),  # a modal screen hides the app's keys

@@ -14,6 +14,7 @@ from gputui import fmt
 from gputui.escape import widget_text
 from gputui.session.progress import summary_table
 from gputui.tui.screens.once import DismissOnce
+from gputui.tui.screens.terminal_size import TerminalSized
 from gputui.tui.state import RunView, pick_reference
 
 
@@ -39,7 +40,7 @@ def summary_text(run: RunView, gpu_names: list[str]) -> Text:
     return widget_text(text)
 
 
-class SummaryScreen(DismissOnce, ModalScreen[str | None]):
+class SummaryScreen(DismissOnce, TerminalSized, ModalScreen[str | None]):
     BINDINGS = [
         Binding("escape,enter,u", "dismiss(None)", "Close", id="close_summary"),
         Binding("r", "dismiss('again')", "Run again", id="summary_run_again"),

@@ -7,7 +7,7 @@ import shlex
 from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
-from textual.widgets import Input, OptionList, Static
+from textual.widgets import Input, Static
 from textual.widgets.option_list import Option
 
 from gputui import fmt
@@ -15,9 +15,10 @@ from gputui.escape import for_widget, widget_text
 from gputui.presets.preset import Preset
 from gputui.tui.compositor import SteadyScrollbars
 from gputui.tui.state import pick_reference
+from gputui.tui.widgets.option_list import NarrowSafeOptionList
 
 
-class PresetList(SteadyScrollbars, OptionList):
+class PresetList(SteadyScrollbars, NarrowSafeOptionList):
     # Shown in the footer as "Run": OptionList's own Enter binding is hidden.
     BINDINGS = [Binding("enter", "select", "Run", id="run_preset")]
 

@@ -172,7 +172,7 @@ class StateView(Widget):
         if self._text is None or self.content_size != self._built_for:
             self._remember(self.build())
         width, style = self.content_size.width, self.visual_style
-        if y >= len(self._lines):
+        if y >= len(self._lines) or width < 1:  # past the text, or no room (a terminal dragged small)
             return Strip.blank(width, style.rich_style)
         if style is not self._strips_style:  # the panel's own colours changed (Textual keeps the style while they do not)
             self._strips, self._strips_style = [None] * len(self._lines), style
