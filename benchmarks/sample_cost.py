@@ -1,6 +1,6 @@
 """How long one telemetry tick costs: GPU (NVML, per call and per sample) and host (psutil).
 
-    python benchmarks/sample_cost.py [--ticks 200] [--tree 5] [--threads 1]
+    python benchmarks/sample_cost.py [--ticks 200] [--tree 5] [--threads 1] [--busy-main]
 
 Prints a table of milliseconds per tick (median and p95): an ordinary tick, one that
 also reads the cumulative counters (energy, clock-event times: every 10 s), the host;
@@ -18,6 +18,7 @@ import sys
 import time
 
 from gputui.stats import spread
+from gputui.telemetry import host as host_module
 from gputui.telemetry.gpu import GpuTelemetry
 from gputui.telemetry.host import HostTelemetry
 
@@ -49,15 +50,16 @@ def main() -> None:
     parser.add_argument("--ticks", type=int, default=200)
     parser.add_argument("--tree", type=int, default=5, help="processes in a stand-in run tree the host sample follows")
     parser.add_argument("--threads", type=int, default=1, help="threads in each of its processes (a PyTorch trainer has dozens)")
+    parser.add_argument("--busy-main", action="store_true", help="the tree's main process spins a thread, as a trainer's does: its threads are read")
+    parser.add_argument("--tick-s", type=float, default=0.01, help="seconds between ticks (the sampler's are 1 s)")
     args = parser.parse_args()
     import pynvml
 
     # Each process of the tree starts its extra threads, all asleep.
     threads = f"import threading, time; [threading.Thread(target=time.sleep, args=(3600,), daemon=True).start() for _ in range({args.threads - 1})]"
     child = f"{threads}; time.sleep(3600)"
-    script = (
-        f"import subprocess, sys; {threads}; kids = [subprocess.Popen([sys.executable, '-c', {child!r}]) for _ in range({args.tree - 1})]; time.sleep(3600)"
-    )
+    spin = "threading.Thread(target=any, args=(iter(int, 1),), daemon=True).start(); " if args.busy_main else ""  # any() of endless zeros: a core, no memory
+    script = f"import subprocess, sys; {threads}; {spin}kids = [subprocess.Popen([sys.executable, '-c', {child!r}]) for _ in range({args.tree - 1})]; time.sleep(3600)"
     tree = subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
     time.sleep(1.0)  # its children started
 
@@ -65,6 +67,17 @@ def main() -> None:
     gpu = GpuTelemetry(nvml_module=timed)
     gpu.open()
     host = HostTelemetry()
+    threads_ms: list[float] = []  # each reading of a busy process's threads, inside the host sample
+    read_threads = host_module._thread_times
+
+    def timed_threads(proc):
+        began = time.perf_counter()
+        try:
+            return read_threads(proc)
+        finally:
+            threads_ms.append((time.perf_counter() - began) * 1e3)
+
+    host_module._thread_times = timed_threads
     gpu_ms, host_ms = [], []
     for _ in range(args.ticks):
         began = time.perf_counter()
@@ -73,7 +86,7 @@ def main() -> None:
         began = time.perf_counter()
         host.sample([tree.pid])
         host_ms.append((time.perf_counter() - began) * 1e3)
-        time.sleep(0.01)
+        time.sleep(args.tick_s)
     exact_ms = []  # a tick that also reads the cumulative counters (every 10 s, and a window's ends)
     for _ in range(20):
         began = time.perf_counter()
@@ -86,10 +99,13 @@ def main() -> None:
     for label, values in (
         ("GPU sample (all GPUs)", gpu_ms),
         ("... with counters", exact_ms),
-        (f"host sample, {args.tree}-process tree of {args.threads} threads each", host_ms),
+        (f"host sample, {args.tree}-process tree of {args.threads} threads each{', main busy' if args.busy_main else ''}", host_ms),
     ):
         s = spread(values)
-        print(f"{label:<24} median {s['median']:.3f} ms  p95 {s['p95']:.3f} ms  max {s['max']:.3f} ms")
+        print(f"{label:<24} median {s['median']:.3f} ms  mean {s['mean']:.3f} ms  p95 {s['p95']:.3f} ms  max {s['max']:.3f} ms")
+    if threads_ms:
+        s = spread(threads_ms)
+        print(f"  of which a busy process's threads: {len(threads_ms)} readings in {args.ticks} ticks, median {s['median']:.3f} ms each")
     per_call = sorted(((spread(v)["median"], name, len(v)) for name, v in timed.times.items()), reverse=True)
     print("slowest NVML calls (median ms per call):")
     for median, name, count in per_call[:8]:

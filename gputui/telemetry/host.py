@@ -309,6 +309,7 @@ class _Tracked:
     io: tuple[int, int] | None  # read_bytes, write_bytes at that time
     threads: dict[int, float] | None = None  # thread id -> user + system seconds (busy processes only, not workers)
     threads_t: float = 0.0  # time.monotonic() when the threads were read
+    top_thread_pct: float | None = None  # the busiest thread's share at that reading, carried until the next
     ppid: int | None = None  # its parent, as the tree walk found it (None: a root)
 
 
@@ -317,6 +318,10 @@ class _Tracked:
 # Nor are a data-loader worker's: the Python-bound rule looks for the busiest thread
 # outside the workers, and a dozen busy workers' threads were read every second for nothing.
 THREADS_FROM_PCT = 50.0
+# A busy process's threads are read on two ticks in a row (its first share), then every
+# THREADS_EVERY_S, the share carried in between: reading 40 threads' files costs five
+# times the rest of a process's reading, and a DDP run has a busy main per GPU.
+THREADS_EVERY_S = 5.0
 
 # Each thread lists the children it forked in its own file, and a trainer has dozens of
 # threads: reading every file each tick was most of the tick (4.2 ms against 1.3 ms for
@@ -567,7 +572,7 @@ class HostTelemetry:
             return None
         except _PROC_ERRORS:
             return None
-        earlier_threads: tuple[dict[int, float] | None, float] = (None, 0.0)
+        earlier_threads: tuple[dict[int, float] | None, float, float | None] = (None, 0.0, None)
         if tracked is not None:
             dt = now - tracked.t
             if tracked.cpu is not None and dt > 0:
@@ -575,24 +580,29 @@ class HostTelemetry:
             if tracked.io is not None and io is not None:
                 sample.read_bps = _rate(tracked.io[0], io[0], dt)
                 sample.write_bps = _rate(tracked.io[1], io[1], dt)
-            earlier_threads = (tracked.threads, tracked.threads_t)
+            earlier_threads = (tracked.threads, tracked.threads_t, tracked.top_thread_pct)
+        threads, threads_t, top_thread_pct = earlier_threads
         self._procs[pid] = _Tracked(
-            proc=proc, create_time=create_time, t=now, cpu=cpu, io=io, threads=earlier_threads[0], threads_t=earlier_threads[1], ppid=ppid
+            proc=proc, create_time=create_time, t=now, cpu=cpu, io=io, threads=threads, threads_t=threads_t, top_thread_pct=top_thread_pct, ppid=ppid
         )
         return sample, cmdline
 
     def _read_threads(self, sample: ProcessSample, now: float) -> None:
         """The busiest thread of a busy process that is no worker (its role known now):
-        its share of a core since its threads were last read."""
+        its share of a core between two readings of its threads (see THREADS_EVERY_S)."""
         tracked = self._procs.get(sample.pid)
         if tracked is None:
             return
         if sample.role == "worker" or (sample.cpu_percent or 0.0) < THREADS_FROM_PCT:
-            tracked.threads = None  # read afresh once busy again: a share over a quiet spell says little
+            # read afresh once busy again: a share over a quiet spell says little
+            tracked.threads, tracked.top_thread_pct = None, None
+            return
+        if tracked.top_thread_pct is not None and now - tracked.threads_t < THREADS_EVERY_S:
+            sample.top_thread_pct = tracked.top_thread_pct
             return
         threads = _thread_times(tracked.proc)
         sample.top_thread_pct = _top_thread_pct(tracked.threads, threads, now - tracked.threads_t)
-        tracked.threads, tracked.threads_t = threads, now
+        tracked.threads, tracked.threads_t, tracked.top_thread_pct = threads, now, sample.top_thread_pct
 
     # public ----------------------------------------------------------------
 

@@ -238,6 +238,29 @@ def test_a_busy_worker_s_threads_are_not_read_the_main_process_s_are(monkeypatch
         root.wait()
 
 
+def test_a_busy_process_s_threads_are_read_for_its_first_share_then_every_few_seconds(monkeypatch):
+    monkeypatch.setattr(host_module, "THREADS_FROM_PCT", 0.0)  # every process counts as busy: no spinning needed
+    read: list[int] = []
+    real_thread_times = host_module._thread_times
+    monkeypatch.setattr(host_module, "_thread_times", lambda proc: read.append(proc.pid) or real_thread_times(proc))
+    clock = [1000.0]
+    monkeypatch.setattr(host_module.time, "monotonic", lambda: clock[0])
+    root = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        telemetry = HostTelemetry()
+        shares = []
+        for _ in range(8):  # a tick a second
+            shares.append(telemetry.sample([root.pid]).processes[0].top_thread_pct)
+            clock[0] += 1.0
+        # read on ticks 1 and 2 (the first share), then once THREADS_EVERY_S (5 s) has passed
+        assert len(read) == 3 and host_module.THREADS_EVERY_S == 5.0
+        assert shares[0] is None and None not in shares[1:]  # carried between readings
+        assert shares[1] == shares[2] == shares[5]  # the share of the tick-2 reading, until tick 7 reads again
+    finally:
+        root.kill()
+        root.wait()
+
+
 def test_child_pids_reads_every_threads_children_file(tmp_path):
     for tid, text in (("10", "11 12\n"), ("13", "14\n"), ("15", "")):
         (tmp_path / "10" / "task" / tid).mkdir(parents=True)
