@@ -47,7 +47,7 @@
 #               raw streams and breakdowns under tui-cost/ (packed: the device returns few files)
 #     tuicostlive issue 25 (~4 min): idle and running beside nvitop at 140x40 and 80x24 (tuicost's two states
 #               with an nvitop counterpart), then the running preset headless; under tui-cost-live/.
-#               TUI_WARMUP and TUI_SECONDS set the warm-up and the window (default 15 and 15)
+#               TUI_WARMUP and TUI_SECONDS set the warm-up and the window (default 15 and 15), TUI_SIZES the sizes
 #     tuiprofile issue 25 (~2 min): where the dashboard's CPU goes, idle and running, at 140x40, and the
 #               session's alone (headless): py-spy's collapsed stacks over the window (needs py-spy in
 #               .whl/), under tui-profile/. TUI_PROFILE_STATES picks the dashboard states (default: both)
@@ -211,7 +211,7 @@ PY
     tuicost) python3 benchmarks/tui_cost.py --all --sizes 140x40,80x24 --preset torch-resnet50 \
                --running-preset torch-resnet50-input-fed --findings-preset torch-resnet50-input-bound \
                --nvitop --warmup 15 --seconds 15 --out "$out/tui-cost" 2>&1 | tail -30 ;;
-    tuicostlive) for size in 140x40 80x24; do  # the two states beside nvitop, at both sizes (~4 min)
+    tuicostlive) for size in ${TUI_SIZES:-140x40 80x24}; do  # the two states beside nvitop, at both sizes (~4 min)
                    for state in watching running; do
                      python3 benchmarks/tui_cost.py --state $state --size $size --preset torch-resnet50 \
                        --presets benchmarks/gpu-presets.toml --running-preset tui-input-fed --nvitop --warmup ${TUI_WARMUP:-15} --seconds ${TUI_SECONDS:-15} \
@@ -239,7 +239,9 @@ PY
         --interval 0.5 2> "$out/gpu-loop.stderr"; echo "gpu-loop exit $?"; tail -12 "$out/gpu-loop.stderr"
       loaded sample_cost.py --ticks 300 | tee "$out/sample-cost.txt"
       # a trainer's tree: a main process and 12 data-loader workers, 40 threads each
-      loaded sample_cost.py --ticks 300 --tree 13 --threads 40 | tail -n +2 | tee -a "$out/sample-cost.txt" ;;
+      loaded sample_cost.py --ticks 300 --tree 13 --threads 40 | tail -n +2 | tee -a "$out/sample-cost.txt"
+      # the same with its main busy (its threads are read: THREADS_EVERY_S), at the sampler's pace
+      loaded sample_cost.py --ticks 30 --tick-s 1.0 --tree 13 --threads 40 --busy-main | tail -n +2 | tee -a "$out/sample-cost.txt" ;;
     twins) benchmarks/run-workloads.sh "$out/twins" torch-resnet50 torch-mobilenetv2 torch-distilbert torch-bert-large \
              torch-efficientnet-b0 torch-efficientnet-b3 torch-efficientnet-b7 ;;
     tuned) benchmarks/run-workloads.sh "$out/tuned" torch-resnet50-tuned torch-bert-large-tuned ;;
