@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import psutil
@@ -244,7 +245,8 @@ def test_a_busy_process_s_threads_are_read_for_its_first_share_then_every_few_se
     real_thread_times = host_module._thread_times
     monkeypatch.setattr(host_module, "_thread_times", lambda proc: read.append(proc.pid) or real_thread_times(proc))
     clock = [1000.0]
-    monkeypatch.setattr(host_module.time, "monotonic", lambda: clock[0])
+    # host.py's own clock only (its one use of the time module): not the whole process's
+    monkeypatch.setattr(host_module, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
     root = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
         telemetry = HostTelemetry()
