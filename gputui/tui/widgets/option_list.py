@@ -5,7 +5,8 @@ less width than its options' padding.  Textual 8.2 then crashes the app in two w
 wrapping an option into 0 columns (Rich's ``chop_cells``: "range() arg 3 must not be
 zero"), and Page Up/Down on a list whose lines were never laid out (``_move_page``:
 KeyError, see kagan-sh/kagan-legacy#31).  Both were met in the resize-storm test.
-Here a list without room is laid out as one column wide and pages through nothing.
+Here a list without room is measured as one column wide, lays its lines out once it
+has room, and pages through nothing until then.
 """
 
 from __future__ import annotations
