@@ -52,7 +52,8 @@
 #               session's alone (headless): py-spy's collapsed stacks over the window (needs py-spy in
 #               .whl/), under tui-profile/. TUI_PROFILE_STATES picks the dashboard states (default: both)
 #     tuicost2  issue 25 on a machine with 2+ GPUs (~3 min): idle and a DDP run on every GPU
-#               (benchmarks/gpu-presets.toml tui-ddp) at 140x40, beside nvitop; under tui-cost-2gpu/
+#               (benchmarks/gpu-presets.toml tui-ddp) at 140x40, beside nvitop; under tui-cost-2gpu/.
+#               TUI_WARMUP and TUI_SECONDS set the DDP run's warm-up and window (default 40 and 15)
 #     cotenant  issue 28 (~5 min): the tuned ResNet-50 preset while a second, separate process (not gputui's
 #               child) holds 20 GiB and runs a bf16 matmul loop: recording, co_tenant finding, the
 #               process list and an 80x24 dashboard screenshot; then the same run alone: no finding.
@@ -232,7 +233,7 @@ PY
               python3 benchmarks/tui_cost.py --state watching --preset watch --nvitop --warmup 10 --seconds 15 \
                  --out "$out/tui-cost-2gpu/idle" 2>&1 | tail -8
               python3 benchmarks/tui_cost.py --state running --preset tui-ddp --presets benchmarks/gpu-presets.toml --nvitop \
-                 --warmup 40 --seconds 15 --out "$out/tui-cost-2gpu/ddp" 2>&1 | tail -8 ;;
+                 --warmup ${TUI_WARMUP:-40} --seconds ${TUI_SECONDS:-15} --out "$out/tui-cost-2gpu/ddp" 2>&1 | tail -8 ;;
     tests) GPUTUI_SCREENSHOT_DIR="$out" python3 -m pytest -m gpu -q -rs tests 2>&1 | tee "$out/pytest-gpu.txt" | tail -25 ;;
     core)
       python3 -m gputui --presets benchmarks/gpu-presets.toml --record "$out/gpu-loop.jsonl" --preset gpu-loop \
