@@ -53,7 +53,7 @@
 #               .whl/), under tui-profile/. TUI_PROFILE_STATES picks the dashboard states (default: both)
 #     tuicost2  issue 25 on a machine with 2+ GPUs (~3 min): idle and a DDP run on every GPU
 #               (benchmarks/gpu-presets.toml tui-ddp) at 140x40, beside nvitop; under tui-cost-2gpu/.
-#               TUI_WARMUP and TUI_SECONDS set the DDP run's warm-up and window (default 40 and 15)
+#               TUI_WARMUP and TUI_SECONDS set the DDP run's warm-up and window (default 40 and 15); TUI_NO_IDLE=1 skips idle
 #     cotenant  issue 28 (~5 min): the tuned ResNet-50 preset while a second, separate process (not gputui's
 #               child) holds 20 GiB and runs a bf16 matmul loop: recording, co_tenant finding, the
 #               process list and an 80x24 dashboard screenshot; then the same run alone: no finding.
@@ -230,7 +230,7 @@ PY
                 python3 benchmarks/tui_cost.py --state running --headless --preset torch-resnet50-input-fed \
                   --warmup 15 --seconds 30 --profile --out "$out/tui-profile/headless" 2>&1 | grep -E "cpu_percent|bytes_per_s:" ;;
     tuicost2) mkdir -p "$out/tui-cost-2gpu"
-              python3 benchmarks/tui_cost.py --state watching --preset watch --nvitop --warmup 10 --seconds 15 \
+              [ -n "${TUI_NO_IDLE:-}" ] || python3 benchmarks/tui_cost.py --state watching --preset watch --nvitop --warmup 10 --seconds 15 \
                  --out "$out/tui-cost-2gpu/idle" 2>&1 | tail -8
               python3 benchmarks/tui_cost.py --state running --preset tui-ddp --presets benchmarks/gpu-presets.toml --nvitop \
                  --warmup ${TUI_WARMUP:-40} --seconds ${TUI_SECONDS:-15} --out "$out/tui-cost-2gpu/ddp" 2>&1 | tail -8 ;;
