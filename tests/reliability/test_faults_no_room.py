@@ -79,7 +79,7 @@ def test_a_resize_queued_before_the_terminal_s_last_one_leaves_the_screen_at_the
     from textual.screen import Screen
 
     from tests.support.keys import scripted_app
-    from tests.support.tui import close_all_and_quit
+    from tests.support.tui import close_all_and_quit, wait_until
 
     app = scripted_app(tmp_path, monkeypatch)
     laid_out: list[tuple[int, int]] = []
@@ -97,9 +97,10 @@ def test_a_resize_queued_before_the_terminal_s_last_one_leaves_the_screen_at_the
             screen.post_message(Resize(Size(10, 3), Size(10, 3)))
             screen.call_later(lambda: None)  # something between them: no coalescing
             screen.post_message(Resize(Size(80, 24), Size(80, 24)))
-            await pilot.pause(0.5)
+            await wait_until(pilot, lambda: laid_out, what="the queued Resizes handled")
+            await pilot.pause(0.5)  # time for any re-posted Resize to come round
             assert app.screen.size == app.size == Size(80, 24)
-            assert (10, 3) not in laid_out and len(laid_out) < 10, laid_out
+            assert (80, 24) in laid_out and (10, 3) not in laid_out and len(laid_out) < 10, laid_out
             await close_all_and_quit(app, pilot)
 
     run_async(scenario())
