@@ -23,6 +23,19 @@ from gputui.telemetry.gpu import GpuTelemetry
 from gputui.telemetry.host import HostTelemetry
 
 
+def timed_calls(function, times: list[float]):
+    """``function``, appending each call's milliseconds to ``times``."""
+
+    def call(*args, **kwargs):
+        began = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            times.append((time.perf_counter() - began) * 1e3)
+
+    return call
+
+
 class TimedModule:
     """Wraps pynvml so every call is timed by name."""
 
@@ -34,15 +47,7 @@ class TimedModule:
         value = getattr(self._module, name)
         if not callable(value) or not name.startswith("nvml") or isinstance(value, type):
             return value
-
-        def timed(*args, **kwargs):
-            began = time.perf_counter()
-            try:
-                return value(*args, **kwargs)
-            finally:
-                self.times.setdefault(name, []).append((time.perf_counter() - began) * 1e3)
-
-        return timed
+        return timed_calls(value, self.times.setdefault(name, []))
 
 
 def main() -> None:
@@ -63,38 +68,31 @@ def main() -> None:
     tree = subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
     time.sleep(1.0)  # its children started
 
-    timed = TimedModule(pynvml)
-    gpu = GpuTelemetry(nvml_module=timed)
-    gpu.open()
-    host = HostTelemetry()
-    threads_ms: list[float] = []  # each reading of a busy process's threads, inside the host sample
-    read_threads = host_module._thread_times
-
-    def timed_threads(proc):
-        began = time.perf_counter()
-        try:
-            return read_threads(proc)
-        finally:
-            threads_ms.append((time.perf_counter() - began) * 1e3)
-
-    host_module._thread_times = timed_threads
-    gpu_ms, host_ms = [], []
-    for _ in range(args.ticks):
-        began = time.perf_counter()
-        gpu.sample()
-        gpu_ms.append((time.perf_counter() - began) * 1e3)
-        began = time.perf_counter()
-        host.sample([tree.pid])
-        host_ms.append((time.perf_counter() - began) * 1e3)
-        time.sleep(args.tick_s)
-    exact_ms = []  # a tick that also reads the cumulative counters (every 10 s, and a window's ends)
-    for _ in range(20):
-        began = time.perf_counter()
-        gpu.sample(exact=True)
-        exact_ms.append((time.perf_counter() - began) * 1e3)
-    gpu.close()
-    os.killpg(tree.pid, signal.SIGKILL)
-    tree.wait()
+    try:
+        nvml = TimedModule(pynvml)
+        gpu = GpuTelemetry(nvml_module=nvml)
+        gpu.open()
+        host = HostTelemetry()
+        threads_ms: list[float] = []  # each reading of a busy process's threads, inside the host sample
+        host_module._thread_times = timed_calls(host_module._thread_times, threads_ms)
+        gpu_ms, host_ms = [], []
+        for _ in range(args.ticks):
+            began = time.perf_counter()
+            gpu.sample()
+            gpu_ms.append((time.perf_counter() - began) * 1e3)
+            began = time.perf_counter()
+            host.sample([tree.pid])
+            host_ms.append((time.perf_counter() - began) * 1e3)
+            time.sleep(args.tick_s)
+        exact_ms = []  # a tick that also reads the cumulative counters (every 10 s, and a window's ends)
+        for _ in range(20):
+            began = time.perf_counter()
+            gpu.sample(exact=True)
+            exact_ms.append((time.perf_counter() - began) * 1e3)
+        gpu.close()
+    finally:  # the stand-in tree holds our stdout: it goes whatever happened
+        os.killpg(tree.pid, signal.SIGKILL)
+        tree.wait()
     print(f"GPUs: {len(gpu.infos)} ({', '.join(i.name for i in gpu.infos) or gpu.unavailable_reason})")
     for label, values in (
         ("GPU sample (all GPUs)", gpu_ms),
@@ -106,7 +104,7 @@ def main() -> None:
     if threads_ms:
         s = spread(threads_ms)
         print(f"  of which a busy process's threads: {len(threads_ms)} readings in {args.ticks} ticks, median {s['median']:.3f} ms each")
-    per_call = sorted(((spread(v)["median"], name, len(v)) for name, v in timed.times.items()), reverse=True)
+    per_call = sorted(((spread(v)["median"], name, len(v)) for name, v in nvml.times.items() if v), reverse=True)  # if v: looked up, never called
     print("slowest NVML calls (median ms per call):")
     for median, name, count in per_call[:8]:
         print(f"  {name:<44} {median:.4f}  ({count} calls)")
