@@ -61,6 +61,12 @@ PCIE_LINK_TTL_S = 5.0  # link gen/width change only with power state: no need pe
 # repeated between, the processes only on the tick that read them), they take a third
 # of a 10 Hz tick's NVML calls off it.
 SLOW_FIELDS_TTL_S = 1.0
+# Each process's SM share (nvmlDeviceGetProcessUtilization) costs 1.4-2.3 ms of CPU a
+# call on an H200 (driver 580 spins while it waits): the dearest call of a tick, and
+# most of the sampler's NVML time at 1 s. It is a mean over NVML's samples since the
+# last read, so a read this often loses only resolution; the GPU's process list changing
+# (a newcomer, a process gone) reads it at once, and the shares are carried between.
+PROCESS_UTIL_EVERY_S = 5.0
 # Cumulative counters (energy, time in each clock-event reason, ECC errors, row remaps,
 # PCIe replays) are read this often and
 # whenever a caller asks for an exact reading (a phase change, the run's end): a
@@ -138,6 +144,9 @@ class _Gpu:
     slow: tuple[float | None, int | None] = (None, None)  # power limit, memory clock
     slow_read_at: float | None = None
     process_util_seen_us: int = 0  # the newest per-process utilization sample read (NVML's µs timestamp)
+    process_util_read_at: float | None = None
+    process_util_pids: frozenset[int] = frozenset()  # the processes listed when it was read
+    process_utils: dict[int, float] | None = None  # carried until the next read
     # The GPM request and its metric names, built once: ctypes set-up is a good part
     # of a 10 Hz tick.  None until the first pair of samples.
     gpm_request: Any = None
@@ -420,10 +429,20 @@ class GpuTelemetry:
             self._attributor = ProcessAttributor()
         if self._read_run_pids:
             self._read_run_pids, self._tick_run_pids = False, self._run_pids()
-        utils = self._process_utilization(gpu) if entries else None
+        utils = self._process_utilization(gpu, frozenset(e.pid for e in entries)) if entries else None
         return self._attributor.attribute(entries, self._tick_run_pids, utils)
 
-    def _process_utilization(self, gpu: _Gpu) -> dict[int, float] | None:
+    def _process_utilization(self, gpu: _Gpu, pids: frozenset[int]) -> dict[int, float] | None:
+        """The processes' SM shares: read every PROCESS_UTIL_EVERY_S and whenever the
+        listed processes change, the last reading in between."""
+        now = self._clock()
+        fresh = gpu.process_util_read_at is not None and now - gpu.process_util_read_at < PROCESS_UTIL_EVERY_S
+        if not (fresh and pids == gpu.process_util_pids):
+            gpu.process_util_read_at, gpu.process_util_pids = now, pids
+            gpu.process_utils = self._read_process_utilization(gpu)
+        return gpu.process_utils
+
+    def _read_process_utilization(self, gpu: _Gpu) -> dict[int, float] | None:
         """Each process's mean SM utilization over NVML's samples since the last read
         (None where the GPU does not report it, or reported nothing new)."""
         samples = self._nvml.call("nvmlDeviceGetProcessUtilization", gpu.handle, gpu.process_util_seen_us)

@@ -20,7 +20,7 @@ from gputui.model import HIDDEN, OTHER, RUN, UNMATCHED, GpuInfo, GpuProcess, Gpu
 from gputui.record import events as ev
 from gputui.record.recording import Recorder, read_recording
 from gputui.session.summary import SummaryBuilder
-from gputui.telemetry.gpu import GpuTelemetry
+from gputui.telemetry.gpu import PROCESS_UTIL_EVERY_S, GpuTelemetry
 from gputui.telemetry.gpu_processes import NvmlProcess, ProcessAttributor, ProcessFacts, merge_lists, short_command
 from gputui.tui import state as st
 from gputui.tui.screens.processes_screen import processes_text
@@ -64,9 +64,9 @@ class Clock:
         return self.now
 
 
-def telemetry(gpu: FakeGpu, procs: Procs, run_pids, own_namespace: bool = False) -> tuple[GpuTelemetry, Clock]:
+def telemetry(gpu: FakeGpu, procs: Procs, run_pids, own_namespace: bool = False, nvml: FakeNvml | None = None) -> tuple[GpuTelemetry, Clock]:
     clock = Clock()
-    t = GpuTelemetry(FakeNvml([gpu]), clock=clock, use_gpm=False)
+    t = GpuTelemetry(nvml or FakeNvml([gpu]), clock=clock, use_gpm=False)
     t.open()
     t._attributor = attributor(procs, own_namespace)
     t.follow_run(run_pids)
@@ -100,9 +100,31 @@ def test_another_users_process_is_named_with_its_user_command_memory_and_sm_shar
     assert alice.label() == f"pid {ALICE_PID} alice python3 hog.py"
     assert ownership(sample.processes) == "ours 10.0 GiB · others 1 (20.0 GiB)"
     # per-process utilization is asked from the last sample seen: nothing new, nothing claimed
-    clock.now = 1.0
+    clock.now = PROCESS_UTIL_EVERY_S
     (again,) = t.sample()
     assert all(p.sm_util is None for p in again.processes)
+
+
+def test_process_shares_are_read_every_few_seconds_and_carried_until_the_process_list_changes():
+    procs = Procs()
+    gpu = FakeGpu(processes=[(RUN_PID, 10 * GIB), (ALICE_PID, 20 * GIB)], process_util=[(ALICE_PID, 10, 80), (RUN_PID, 10, 40)])
+    nvml = FakeNvml([gpu])
+    t, clock = telemetry(gpu, procs, lambda: frozenset({RUN_PID}), nvml=nvml)
+    shares = lambda sample: {p.pid: p.sm_util for p in sample.processes}  # noqa: E731
+    assert shares(t.sample()[0]) == {RUN_PID: 40.0, ALICE_PID: 80.0}
+    for second in range(1, int(PROCESS_UTIL_EVERY_S) - 1):  # the costly call is not made: the shares are carried
+        clock.now = float(second)
+        assert shares(t.sample()[0]) == {RUN_PID: 40.0, ALICE_PID: 80.0}
+    assert nvml.calls["nvmlDeviceGetProcessUtilization"] == 1
+    # a newcomer on the GPU: read at once, its share shown on the tick it is listed
+    gpu.processes.append((WORKER_PID, 1 * GIB))
+    gpu.process_util.append((WORKER_PID, 30, 60))
+    clock.now = PROCESS_UTIL_EVERY_S - 1  # not due
+    assert shares(t.sample()[0]) == {RUN_PID: None, ALICE_PID: None, WORKER_PID: 60.0}
+    assert nvml.calls["nvmlDeviceGetProcessUtilization"] == 2
+    gpu.process_util.append((RUN_PID, 40, 50))
+    clock.now = 2 * PROCESS_UTIL_EVERY_S - 1  # due again
+    assert shares(t.sample()[0]) == {RUN_PID: 50.0, ALICE_PID: None, WORKER_PID: None}
 
 
 def test_a_pid_our_namespace_does_not_show_is_another_container_once_nvml_pids_match_ours():
