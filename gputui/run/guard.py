@@ -40,6 +40,7 @@ only the standard library.  ``gputui.run.runner`` imports :func:`group_members` 
 
 from __future__ import annotations
 
+import math
 import os
 import select
 import signal
@@ -273,11 +274,12 @@ def exit_fd(pid: int) -> int | None:
         return None
 
 
-def wait_for_exit(proc: subprocess.Popen, exited: int | None, seconds: float) -> int | None:
+def wait_for_exit(proc: subprocess.Popen, exited: int | None, seconds: float, wake: int | None = None) -> int | None:
     """``proc``'s exit code if it ends within ``seconds``, else None; blocked in the kernel
-    on ``exited`` (exit_fd) where there is one.  Popen.wait(timeout) polls waitpid up to
-    20 times a second (Python's busy loop): a seventh of a headless session's CPU on the
-    H200 (py-spy, issue 25).  Used here and by gputui.run.runner."""
+    on ``exited`` (exit_fd) where there is one, and back early (None) once ``wake`` is
+    readable.  Popen.wait(timeout) polls waitpid up to 20 times a second (Python's busy
+    loop): a seventh of a headless session's CPU on the H200 (py-spy, issue 25).  Used
+    here and by gputui.run.runner."""
     if exited is None:
         try:
             return proc.wait(timeout=seconds)
@@ -285,7 +287,10 @@ def wait_for_exit(proc: subprocess.Popen, exited: int | None, seconds: float) ->
             return None
     poller = select.poll()
     poller.register(exited, select.POLLIN)
-    if not poller.poll(max(0, int(seconds * 1000))):
+    if wake is not None:
+        poller.register(wake, select.POLLIN)
+    ready = {fd for fd, _ in poller.poll(max(0, math.ceil(seconds * 1000)))}
+    if exited not in ready:
         return None
     return proc.wait()  # it has exited: this reaps it at once
 

@@ -52,6 +52,7 @@ from collections import deque
 from collections.abc import Callable
 
 from gputui.run import guard as _guard
+from gputui.run.wakeup import Wakeup
 from gputui.run.outcome import Outcome, _cgroup_oom_kill_count, _oom_detail, _short, _signal_name, classify, oom_evidence, stopped_outcome
 from gputui.run.output_stream import LINE_CAP, TRUNCATION_MARK, LineSplitter, OutputLine, read_pipes, readable_within, strip_ansi
 
@@ -76,7 +77,10 @@ log = logging.getLogger(__name__)
 TAIL_LINES = 200
 RUN_TAG_VARIABLE = "GPUTUI_RUN_TAG"  # in every process of a run: see the module docstring
 REPORT_TIMEOUT_S = 10.0  # how long start() waits for the guard to report the pid
-_POLL_S = 0.1  # how often the monitor looks at the run's deadlines while it waits
+_POLL_S = 0.1  # without a pidfd (Popen's own wait): how often the monitor looks at the run's deadlines
+# With one, it sleeps until the next deadline (the run's timeout, the SIGKILL after a
+# stop's grace), woken by stop(); at most this long, should a deadline slip past it.
+_LONGEST_WAIT_S = 5.0
 
 
 # --- the run's processes, by tag --------------------------------------------------------
@@ -131,6 +135,7 @@ class Runner:
         self._stop_reason: str | None = None
         self._kill_at: float | None = None
         self._killed = False
+        self._wake_monitor: Wakeup | None = None  # stop() set a deadline: the monitor looks again
         self._outcome: Outcome | None = None
         self._oom_mark: str | None = None
         self._oom_line: str | None = None
@@ -206,6 +211,9 @@ class Runner:
                 return
             self._stop_reason = reason
             self._kill_at = time.monotonic() + self.grace
+            wake = self._wake_monitor
+        if wake is not None:
+            wake.set()
         self._signal_group(signal.SIGTERM)
 
     def close(self, timeout: float | None = None) -> Outcome | None:
@@ -290,6 +298,8 @@ class Runner:
         if stop_early:
             self._signal_group(signal.SIGTERM)
         self._read_report(report_r)
+        with self._lock:
+            self._wake_monitor = Wakeup()
         threading.Thread(target=self._monitor, name=f"gputui-runner-monitor-{proc.pid}", daemon=True).start()
 
     def _read_report(self, fd: int) -> None:
@@ -418,15 +428,25 @@ class Runner:
         assert self._t0 is not None  # set by start(), before anything waits
         deadline = None if self.timeout is None else self._t0 + self.timeout
         exited = _guard.exit_fd(proc.pid)
+        wake = self._wake_monitor
+        assert wake is not None  # made before the monitor starts
         try:
             while True:
-                returncode = _guard.wait_for_exit(proc, exited, _POLL_S)
+                wait = _POLL_S if exited is None else self._until_next_deadline(deadline)
+                returncode = _guard.wait_for_exit(proc, exited, wait, wake.fileno())
                 if returncode is not None:
                     return returncode
+                wake.clear()
                 self._enforce_deadlines(deadline)
         finally:
+            wake.close()
             if exited is not None:
                 os.close(exited)
+
+    def _until_next_deadline(self, deadline: float | None) -> float:
+        now = time.monotonic()
+        due = [at - now for at in (deadline if self._stop_reason is None else None, None if self._killed else self._kill_at) if at is not None]
+        return max(0.01, min([_LONGEST_WAIT_S, *due]))  # a deadline just past: acted on at the next look
 
     def _enforce_deadlines(self, deadline: float | None) -> None:
         """Between waits: stop a run past its --timeout, kill one past its stop's grace."""

@@ -745,3 +745,41 @@ def test_strip_ansi_leaves_plain_text_and_tabs():
     assert strip_ansi("a\tb — ü") == "a\tb — ü"
     assert strip_ansi("\x1b[38;5;208morange\x1b[m\x07") == "orange"
     assert strip_ansi("cut \x1b[3") == "cut "
+
+
+def test_the_monitor_sleeps_until_a_deadline_and_a_stop_wakes_it(monkeypatch, no_leftovers):
+    """The monitor blocks on the run's exit until the next deadline it keeps (none: a
+    few seconds at a time), not ten times a second; stop() wakes it to keep the
+    SIGKILL after the grace."""
+    from gputui.run import guard
+
+    waits: list[float] = []
+    real_wait = guard.wait_for_exit
+
+    def recorded(proc, exited, seconds, wake=None):
+        waits.append(seconds)
+        return real_wait(proc, exited, seconds, wake)
+
+    monkeypatch.setattr(guard, "wait_for_exit", recorded)
+    if guard.exit_fd(os.getpid()) is None:
+        pytest.skip("no pidfd here: the monitor polls, as Popen.wait does")
+    waiter = LineWaiter()
+    code = """
+        import signal, time
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        print("ready", flush=True)
+        time.sleep(60)
+    """
+    runner = Runner(py(code), timeout=30.0, grace=0.7, on_line=waiter)
+    runner.start()
+    try:
+        waiter.wait_for("ready")
+        time.sleep(0.5)
+        assert len(waits) == 1 and waits[0] == pytest.approx(5.0), f"no deadline near: one long wait, not {waits}"
+        runner.stop()
+        outcome = runner.wait(10)
+    finally:
+        runner.close()
+    assert outcome is not None and outcome.signal == "SIGKILL"
+    assert 0.5 < waits[1] <= 0.7, f"woken by stop(): it sleeps until the SIGKILL is due ({waits})"
+    assert len(waits) <= 4, f"{len(waits)} waits"
