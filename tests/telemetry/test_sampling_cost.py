@@ -424,3 +424,28 @@ def test_the_slow_gpu_fields_are_read_once_a_second_and_repeated_between():
     assert got[0].processes == got[10].processes
     telemetry.sample(exact=True)  # a window's end reads them at once
     assert fake.calls["nvmlDeviceGetEnforcedPowerLimit"] == 3
+
+
+def test_the_dispatch_loop_waits_for_news_up_to_a_second_or_until_its_duration_ends(tmp_path):
+    """No timed wake-ups five times a second for nothing: the loop waits for the next
+    item up to DISPATCH_WAIT_S, or until the session's duration is up (it ends on time)."""
+    from gputui.session.session import DISPATCH_WAIT_S
+
+    (tmp_path / "p.toml").write_text(f"[presets.w]\ncommand = [{json.dumps(sys.executable)}, '-c', 'import time; time.sleep(30)']\n")
+    preset = load_file(tmp_path / "p.toml")["w"]
+    session = Session(SessionConfig(preset=preset, interval=1.0, duration=1.6), gpu=GpuTelemetry(FakeNvml(gpus=[])))
+    waits: list[float] = []
+    get = session._queue.get
+
+    def recorded_get(block=True, timeout=None):
+        if block:  # not the drain's get_nowait
+            waits.append(timeout)
+        return get(block, timeout)
+
+    session._queue.get = recorded_get
+    began = time.monotonic()
+    session.run()
+    assert time.monotonic() - began < 4.0
+    assert waits and all(w is not None and w <= DISPATCH_WAIT_S for w in waits), waits
+    long_enough = [w for w in waits if w >= 0.5]
+    assert len(long_enough) >= len(waits) - 2, f"waits of 0.2 s: {waits}"  # the last ones end at the duration
