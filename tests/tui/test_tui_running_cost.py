@@ -473,3 +473,50 @@ def test_a_forced_redraw_draws_the_sparklines_as_they_are_now(tmp_path, monkeypa
             assert str(panel.render()) == now
 
     run_async(scenario())
+
+
+def test_the_machine_s_cpu_and_the_run_s_total_move_by_a_step_not_at_every_redraw(tmp_path, monkeypatch):
+    """At 80x24 the CPU panel is two lines, and the machine's CPU % and the run's total
+    were new at every redraw (a third of the panel's bytes on the H200).  They show their
+    mean since they were drawn, moved on once it left what is shown by a step; the main
+    process's own figure stays live."""
+    clock = with_clock(monkeypatch)
+    app = one_gpu_app(tmp_path)
+
+    def with_load(t: float, machine: float, main_cpu: float):
+        event = host_with(app, t, main_cpu=main_cpu)
+        host = dataclasses.replace(event.sample.host, cpu_percent=machine)
+        return dataclasses.replace(event, sample=dataclasses.replace(event.sample, host=host))
+
+    def figures(text: str) -> tuple[str, str, str]:
+        machine = re.search(r"CPU +(\d+)%", text)
+        total = re.search(r"run (\d+)%", text)
+        main = re.search(r"main (\d+)%", text)
+        assert machine and total and main, text
+        return machine.group(1), total.group(1), main.group(1)
+
+    async def scenario():
+        async with app.run_test(size=(80, 24)) as pilot:
+            await started(app, pilot)
+            app.state.apply(app.state.run.ticket, [with_load(99.0, 40.0, 100.0)])
+            app.refresh_dashboard(force=True)
+            await pilot.pause()
+            cpu = app.dashboard.query_one(CpuPanel)
+            machine, total, _ = figures(str(cpu.render()))
+            seen = []
+            for second in range(1, 9):  # the machine within 6 points, main within 3: the total within its step
+                clock.now += 1.0
+                app.state.apply(app.state.run.ticket, [with_load(99.0 + second, 40.0 + (6.0 if second % 2 else -4.0), 100.0 + (3.0 if second % 4 == 2 else 0.0))])
+                app.refresh_dashboard()
+                await pilot.pause()
+                seen.append(figures(str(cpu.render())))
+            assert {(m, t) for m, t, _ in seen} == {(machine, total)}, f"moved within a step: {seen}"
+            assert {main for _, _, main in seen} == {"100", "103"}, "the main process follows each redraw"
+            for second in range(9, 14):  # the machine settles 30 points up
+                clock.now += 1.0
+                app.state.apply(app.state.run.ticket, [with_load(99.0 + second, 70.0, 100.0)])
+                app.refresh_dashboard()
+                await pilot.pause()
+            assert figures(str(cpu.render()))[0] == "70"
+
+    run_async(scenario())

@@ -91,6 +91,10 @@ class CpuPanel(StateView):
         super().__init__(*args, **kwargs)
         self._core_loads = SteadyFigures(self._moved)  # by core index
         self._other_loads = SteadyFigures(self._moved)  # the run's processes but main, by pid
+        # The machine's CPU % and the run's total (key 0): at 80x24 these two figures,
+        # new at every redraw, were a third of the CPU panel's bytes on the H200 (issue 25).
+        self._machine_load = SteadyFigures(self._moved)
+        self._run_load = SteadyFigures(self._total_moved)
         self._rss_shown: dict[int, int] = {}
         self._folded: HostSample | None = None
         self._steadied_at = float("-inf")
@@ -109,6 +113,8 @@ class CpuPanel(StateView):
         self._folded = host
         self._core_loads.add(dict(enumerate(host.per_core or [])))
         self._other_loads.add({p.pid: p.cpu_percent for p in host.processes if p.role != "main" and p.cpu_percent is not None})
+        self._machine_load.add({} if host.cpu_percent is None else {0: host.cpu_percent})
+        self._run_load.add({0: sum(p.cpu_percent or 0 for p in host.processes)} if host.processes else {})
 
     def _steady(self, host: HostSample) -> None:
         """Move the steady figures on once STEADY_EVERY_S has passed (the panel redraws
@@ -117,8 +123,8 @@ class CpuPanel(StateView):
         now = time.monotonic()
         if now - self._steadied_at >= STEADY_EVERY_S - self.MIN_REDRAW_S / 2:
             self._steadied_at = now
-            self._core_loads.update()
-            self._other_loads.update()
+            for figures in (self._core_loads, self._other_loads, self._machine_load, self._run_load):
+                figures.update()
 
     def _moved(self, old: float, new: float) -> bool:
         """A figure left what is shown by a step, or went into another colour and half a
@@ -127,6 +133,16 @@ class CpuPanel(StateView):
             return True
         well_inside = self._level(new - STEP / 2) == self._level(new + STEP / 2)
         return well_inside and self._level(new) != self._level(old)
+
+    def _total_moved(self, old: float, new: float) -> bool:
+        """The run's total (up to 100 % a process) moves by a step or a twentieth of itself."""
+        return abs(new - old) >= max(STEP, old / 20)
+
+    def _machine_cpu(self, host: HostSample) -> float | None:
+        return self._machine_load.shown.get(0, host.cpu_percent)
+
+    def _run_cpu(self, processes: list[ProcessSample]) -> float:
+        return self._run_load.shown.get(0, sum(p.cpu_percent or 0 for p in processes))
 
     def _shown_processes(self, processes: list[ProcessSample]) -> list[ProcessSample]:
         """The run's processes with the figures their lines show (see _as_shown)."""
@@ -184,7 +200,8 @@ class CpuPanel(StateView):
         """One line, or two (memory on its own) when the panel is narrow."""
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append("CPU ", self.style_of("cpu--label"))
-        text.append(fmt.pct(host.cpu_percent), self.style_of(self._level(host.cpu_percent)))
+        machine = self._machine_cpu(host)
+        text.append(fmt.pct(machine), self.style_of(self._level(machine)))
         if host.load_avg:
             text.append("  load ", self.style_of("cpu--label"))
             text.append(" ".join(f"{x:.1f}" for x in host.load_avg))
@@ -202,7 +219,8 @@ class CpuPanel(StateView):
     def _machine_and_cores(self, host: HostSample, cores: list[float], width: int) -> Text:
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append("CPU ", self.style_of("cpu--label"))
-        text.append(f"{fmt.pct(host.cpu_percent):>4} ", self.style_of(self._level(host.cpu_percent)))
+        machine = self._machine_cpu(host)
+        text.append(f"{fmt.pct(machine):>4} ", self.style_of(self._level(machine)))
         memory = f" mem {fmt.gib(host.memory_used)}/{fmt.gib(host.memory_total)}G" if host.memory_used is not None else ""
         room = max(0, width - text.cell_len - len(memory))
         cells = [(charts.level_char(p / 100), self._level(p)) for p in cores[:room]]
@@ -246,7 +264,7 @@ class CpuPanel(StateView):
     def _processes(self, processes: list[ProcessSample], width: int, room: int) -> list[Text]:
         if not processes:
             return [Text("no run: nothing to trace", self.style_of("cpu--dim"))]
-        total_cpu = sum(p.cpu_percent or 0 for p in processes)
+        total_cpu = self._run_cpu(processes)
         total_rss = sum(p.rss or 0 for p in processes)
         workers = [p for p in processes if p.role == "worker"]
         head = Text(no_wrap=True, overflow="ellipsis")
@@ -285,7 +303,7 @@ class CpuPanel(StateView):
         if not processes:
             text.append("no run: nothing to trace", self.style_of("cpu--dim"))
             return text
-        total_cpu = sum(p.cpu_percent or 0 for p in processes)
+        total_cpu = self._run_cpu(processes)
         text.append("run ", self.style_of("cpu--label"))
         text.append(f"{total_cpu:.0f}% {rss(sum(p.rss or 0 for p in processes))}")
         for proc in processes:
