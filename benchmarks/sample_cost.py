@@ -4,7 +4,8 @@
 
 Prints a table of milliseconds per tick (median and p95): an ordinary tick, one that
 also reads the cumulative counters (energy, clock-event times: every 10 s), the host;
-and the slowest NVML calls.
+and the slowest NVML calls. Beside each, the CPU time of the thread that made it: an
+NVML call can wait for the GPU asleep or spin in the driver.
 Run it on the GPU machine while something runs on the GPU; numbers go in docs/performance.md.
 """
 
@@ -23,15 +24,19 @@ from gputui.telemetry.gpu import GpuTelemetry
 from gputui.telemetry.host import HostTelemetry
 
 
-def timed_calls(function, times: list[float]):
-    """``function``, appending each call's milliseconds to ``times``."""
+def timed_calls(function, times: list[float], cpu_times: list[float] | None = None):
+    """``function``, appending each call's milliseconds to ``times`` and, if given, the
+    calling thread's CPU milliseconds in it to ``cpu_times`` (an NVML call may wait on
+    the GPU asleep, or spin in the driver: only the CPU counts against the monitor)."""
 
     def call(*args, **kwargs):
-        began = time.perf_counter()
+        began, began_cpu = time.perf_counter(), time.thread_time()
         try:
             return function(*args, **kwargs)
         finally:
             times.append((time.perf_counter() - began) * 1e3)
+            if cpu_times is not None:
+                cpu_times.append((time.thread_time() - began_cpu) * 1e3)
 
     return call
 
@@ -42,12 +47,13 @@ class TimedModule:
     def __init__(self, module):
         self._module = module
         self.times: dict[str, list[float]] = {}
+        self.cpu_times: dict[str, list[float]] = {}
 
     def __getattr__(self, name):
         value = getattr(self._module, name)
         if not callable(value) or not name.startswith("nvml") or isinstance(value, type):
             return value
-        return timed_calls(value, self.times.setdefault(name, []))
+        return timed_calls(value, self.times.setdefault(name, []), self.cpu_times.setdefault(name, []))
 
 
 def main() -> None:
@@ -75,39 +81,34 @@ def main() -> None:
         host = HostTelemetry()
         threads_ms: list[float] = []  # each reading of a busy process's threads, inside the host sample
         host_module._thread_times = timed_calls(host_module._thread_times, threads_ms)
-        gpu_ms, host_ms = [], []
+        gpu_ms, host_ms, gpu_cpu_ms, host_cpu_ms = [], [], [], []
         for _ in range(args.ticks):
-            began = time.perf_counter()
-            gpu.sample()
-            gpu_ms.append((time.perf_counter() - began) * 1e3)
-            began = time.perf_counter()
-            host.sample([tree.pid])
-            host_ms.append((time.perf_counter() - began) * 1e3)
+            timed_calls(gpu.sample, gpu_ms, gpu_cpu_ms)()
+            timed_calls(host.sample, host_ms, host_cpu_ms)([tree.pid])
             time.sleep(args.tick_s)
-        exact_ms = []  # a tick that also reads the cumulative counters (every 10 s, and a window's ends)
+        exact_ms, exact_cpu_ms = [], []  # a tick that also reads the cumulative counters (every 10 s, and a window's ends)
         for _ in range(20):
-            began = time.perf_counter()
-            gpu.sample(exact=True)
-            exact_ms.append((time.perf_counter() - began) * 1e3)
+            timed_calls(gpu.sample, exact_ms, exact_cpu_ms)(exact=True)
         gpu.close()
     finally:  # the stand-in tree holds our stdout: it goes whatever happened
         os.killpg(tree.pid, signal.SIGKILL)
         tree.wait()
     print(f"GPUs: {len(gpu.infos)} ({', '.join(i.name for i in gpu.infos) or gpu.unavailable_reason})")
-    for label, values in (
-        ("GPU sample (all GPUs)", gpu_ms),
-        ("... with counters", exact_ms),
-        (f"host sample, {args.tree}-process tree of {args.threads} threads each{', main busy' if args.busy_main else ''}", host_ms),
+    for label, values, cpu in (
+        ("GPU sample (all GPUs)", gpu_ms, gpu_cpu_ms),
+        ("... with counters", exact_ms, exact_cpu_ms),
+        (f"host sample, {args.tree}-process tree of {args.threads} threads each{', main busy' if args.busy_main else ''}", host_ms, host_cpu_ms),
     ):
         s = spread(values)
-        print(f"{label:<24} median {s['median']:.3f} ms  mean {s['mean']:.3f} ms  p95 {s['p95']:.3f} ms  max {s['max']:.3f} ms")
+        print(f"{label:<24} median {s['median']:.3f} ms  mean {s['mean']:.3f} ms  p95 {s['p95']:.3f} ms  max {s['max']:.3f} ms"
+              f"  | CPU mean {spread(cpu)['mean']:.3f} ms")
     if threads_ms:
         s = spread(threads_ms)
         print(f"  of which a busy process's threads: {len(threads_ms)} readings in {args.ticks} ticks, median {s['median']:.3f} ms each")
     per_call = sorted(((spread(v)["median"], name, len(v)) for name, v in nvml.times.items() if v), reverse=True)  # if v: looked up, never called
-    print("slowest NVML calls (median ms per call):")
-    for median, name, count in per_call[:8]:
-        print(f"  {name:<44} {median:.4f}  ({count} calls)")
+    print("slowest NVML calls (median ms per call; the CPU ms the calling thread spent in it):")
+    for median, name, count in per_call[:12]:
+        print(f"  {name:<44} {median:.4f}  CPU {spread(nvml.cpu_times[name])['median']:.4f}  ({count} calls)")
 
 
 if __name__ == "__main__":

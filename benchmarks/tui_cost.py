@@ -151,6 +151,22 @@ PROBE = textwrap.dedent(
     _cores = int(os.environ.pop("TUI_COST_FAKE_CORES", "0") or 0)
     _repo = os.environ.pop("TUI_COST_REPO", "")
 
+    # Each Python thread gives its name to the OS (/proc/self/task/TID/comm, 15 bytes), so
+    # the benchmark can tell whose CPU time is whose; time outside the GIL (NVML calls,
+    # system calls) included, which py-spy's --gil samples do not see.
+    import threading
+    _bootstrap_inner = threading.Thread._bootstrap_inner
+
+    def _named_bootstrap_inner(self):
+        try:
+            with open(f"/proc/self/task/{threading.get_native_id()}/comm", "w") as fh:
+                fh.write(self.name[:15])
+        except OSError:
+            pass
+        _bootstrap_inner(self)
+
+    threading.Thread._bootstrap_inner = _named_bootstrap_inner
+
     if _layout:
         import json, time
         from textual.screen import Screen
@@ -424,6 +440,21 @@ class Pty:
         times = self.proc.cpu_times()
         return times.user + times.system
 
+    def thread_cpu(self) -> dict[int, tuple[str, float, float]]:
+        """Each thread's name (the probe names gputui's) and its user and system CPU
+        seconds so far, from /proc; the main thread is "main"."""
+        tick = os.sysconf("SC_CLK_TCK")
+        threads = {}
+        for task in Path(f"/proc/{self.pid}/task").iterdir():
+            try:
+                stat = (task / "stat").read_text()
+                name = "main" if task.name == str(self.pid) else (task / "comm").read_text().strip()
+            except OSError:  # it ended
+                continue
+            fields = stat[stat.rindex(")") + 2 :].split()  # fields 3 on: utime and stime are 14 and 15
+            threads[int(task.name)] = (name, int(fields[11]) / tick, int(fields[12]) / tick)
+        return threads
+
     def write(self, keys: bytes) -> None:
         os.write(self.fd, keys)
 
@@ -431,6 +462,7 @@ class Pty:
         self.window_t = (time.monotonic(), 0.0)
         self.window = (len(self.stream), len(self.stream))
         self.cpu_window = (self.cpu(), 0.0)
+        self.threads_at_open = self.thread_cpu()
         self.term.counting = True
 
     def close_window(self) -> None:
@@ -438,7 +470,20 @@ class Pty:
         self.window_t = (self.window_t[0], time.monotonic())
         self.window = (self.window[0], len(self.stream))
         self.cpu_window = (self.cpu_window[0], self.cpu())
+        self.threads_at_close = self.thread_cpu()
         self.term.counting = False
+
+    def cpu_by_thread(self, seconds: float) -> dict[str, dict[str, float]]:
+        """Each thread name's user and system CPU over the window, in % of one core (a
+        thread that ended inside the window is left out), busiest first."""
+        by_name: dict[str, list[float]] = {}
+        for tid, (name, user, system) in self.threads_at_close.items():
+            _, user0, system0 = self.threads_at_open.get(tid, (name, 0.0, 0.0))
+            shares = by_name.setdefault(name, [0.0, 0.0])
+            shares[0] += (user - user0) / seconds * 100
+            shares[1] += (system - system0) / seconds * 100
+        ranked = sorted(by_name.items(), key=lambda item: -sum(item[1]))
+        return {name: {"user": round(user, 2), "system": round(system, 2)} for name, (user, system) in ranked if user + system > 0}
 
     def result(self) -> dict:
         assert self.window_t and self.window and self.cpu_window
@@ -447,6 +492,7 @@ class Pty:
             "window_s": round(seconds, 2),
             "cpu_percent_of_one_core": round((self.cpu_window[1] - self.cpu_window[0]) / seconds * 100, 2),
             "bytes_per_s": round((self.window[1] - self.window[0]) / seconds, 1),
+            "cpu_percent_by_thread": self.cpu_by_thread(seconds),
         }
 
     def stop(self, keys: list[bytes] | None) -> None:
