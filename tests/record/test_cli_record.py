@@ -133,7 +133,7 @@ def test_watch_mode_records_for_a_duration_and_attaches_to_a_pid(tmp_path):
     job = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
         out = tmp_path / "w.jsonl"
-        result = run_gputui(["--record", str(out), "--duration", "1", "--interval", "0.2", "--pid", str(job.pid)], tmp_path)
+        result = run_gputui(["--record", str(out), "--duration", "1.5", "--interval", "0.2", "--pid", str(job.pid)], tmp_path)
         assert result.returncode == 0, result.stderr
         rec = read_recording(out)
         assert rec.header.attach_pid == job.pid
