@@ -100,8 +100,10 @@ def main() -> None:
         (f"host sample, {args.tree}-process tree of {args.threads} threads each{', main busy' if args.busy_main else ''}", host_ms, host_cpu_ms),
     ):
         s = spread(values)
-        print(f"{label:<24} median {s['median']:.3f} ms  mean {s['mean']:.3f} ms  p95 {s['p95']:.3f} ms  max {s['max']:.3f} ms"
-              f"  | CPU mean {spread(cpu)['mean']:.3f} ms")
+        print(
+            f"{label:<24} median {s['median']:.3f} ms  mean {s['mean']:.3f} ms  p95 {s['p95']:.3f} ms  max {s['max']:.3f} ms"
+            f"  | CPU mean {spread(cpu)['mean']:.3f} ms"
+        )
     if threads_ms:
         s = spread(threads_ms)
         print(f"  of which a busy process's threads: {len(threads_ms)} readings in {args.ticks} ticks, median {s['median']:.3f} ms each")

@@ -47,7 +47,8 @@
 #               raw streams and breakdowns under tui-cost/ (packed: the device returns few files)
 #     tuicostlive issue 25 (~4 min): idle and running beside nvitop at 140x40 and 80x24 (tuicost's two states
 #               with an nvitop counterpart), then the running preset headless; under tui-cost-live/.
-#               TUI_WARMUP and TUI_SECONDS set the warm-up and the window (default 15 and 15), TUI_SIZES the sizes
+#               TUI_WARMUP and TUI_SECONDS set the warm-up and the window (default 15 and 15), TUI_SIZES the sizes,
+#               TUI_STATES the states (default "watching running")
 #     tuiprofile issue 25 (~2 min): where the dashboard's CPU goes, idle and running, at 140x40, and the
 #               session's alone (headless): py-spy's collapsed stacks over the window (needs py-spy in
 #               .whl/), under tui-profile/. TUI_PROFILE_STATES picks the dashboard states (default: both)
@@ -213,7 +214,7 @@ PY
                --running-preset torch-resnet50-input-fed --findings-preset torch-resnet50-input-bound \
                --nvitop --warmup 15 --seconds 15 --out "$out/tui-cost" 2>&1 | tail -30 ;;
     tuicostlive) for size in ${TUI_SIZES:-140x40 80x24}; do  # the two states beside nvitop, at both sizes (~4 min)
-                   for state in watching running; do
+                   for state in ${TUI_STATES:-watching running}; do
                      python3 benchmarks/tui_cost.py --state $state --size $size --preset torch-resnet50 \
                        --presets benchmarks/gpu-presets.toml --running-preset tui-input-fed --nvitop --warmup ${TUI_WARMUP:-15} --seconds ${TUI_SECONDS:-15} \
                        --out "$out/tui-cost-live/$state-$size" 2>&1 | tail -3

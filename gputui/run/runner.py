@@ -52,9 +52,9 @@ from collections import deque
 from collections.abc import Callable
 
 from gputui.run import guard as _guard
-from gputui.run.wakeup import Wakeup
 from gputui.run.outcome import Outcome, _cgroup_oom_kill_count, _oom_detail, _short, _signal_name, classify, oom_evidence, stopped_outcome
 from gputui.run.output_stream import LINE_CAP, TRUNCATION_MARK, LineSplitter, OutputLine, read_pipes, readable_within, strip_ansi
+from gputui.run.wakeup import Wakeup
 
 # This module once held the output stream and the outcome as well; their names stay
 # importable from here (the private ones too: tests and scripts reached for them).

@@ -747,7 +747,7 @@ def test_strip_ansi_leaves_plain_text_and_tabs():
     assert strip_ansi("cut \x1b[3") == "cut "
 
 
-def test_the_monitor_sleeps_until_a_deadline_and_a_stop_wakes_it(monkeypatch, no_leftovers):
+def test_the_monitor_sleeps_until_a_deadline_and_a_stop_wakes_it(monkeypatch):
     """The monitor blocks on the run's exit until the next deadline it keeps (none: a
     few seconds at a time), not ten times a second; stop() wakes it to keep the
     SIGKILL after the grace."""

@@ -506,7 +506,9 @@ def test_the_machine_s_cpu_and_the_run_s_total_move_by_a_step_not_at_every_redra
             seen = []
             for second in range(1, 9):  # the machine within 6 points, main within 3: the total within its step
                 clock.now += 1.0
-                app.state.apply(app.state.run.ticket, [with_load(99.0 + second, 40.0 + (6.0 if second % 2 else -4.0), 100.0 + (3.0 if second % 4 == 2 else 0.0))])
+                app.state.apply(
+                    app.state.run.ticket, [with_load(99.0 + second, 40.0 + (6.0 if second % 2 else -4.0), 100.0 + (3.0 if second % 4 == 2 else 0.0))]
+                )
                 app.refresh_dashboard()
                 await pilot.pause()
                 seen.append(figures(str(cpu.render())))
