@@ -25,6 +25,7 @@ from pathlib import Path
 import psutil
 
 from gputui.model import HostInfo, HostSample, ProcessSample
+from gputui.telemetry.process_counters import ProcessGone, full_name, read_cmdline, read_counters
 
 __all__ = [
     "HostTelemetry",
@@ -307,6 +308,8 @@ class _Tracked:
     t: float  # time.monotonic() of the last reading
     cpu: float | None  # user + system seconds at that time
     io: tuple[int, int] | None  # read_bytes, write_bytes at that time
+    name: str | None = None  # as the kernel has it; it changes with an exec
+    cmdline: list[str] | None = None  # read again when the name changes
     threads: dict[int, float] | None = None  # thread id -> user + system seconds (busy processes only, not workers)
     threads_t: float = 0.0  # time.monotonic() when the threads were read
     top_thread_pct: float | None = None  # the busiest thread's share at that reading, carried until the next
@@ -527,8 +530,9 @@ class HostTelemetry:
         return out
 
     def _read(self, proc: psutil.Process, ppid: int | None, now: float):
-        """One oneshot read of a process; None when it is gone or a zombie.  ``ppid``:
-        its parent where the tree walk knows it, else None (then it is read)."""
+        """One reading of a process (gputui.telemetry.process_counters); None when it is
+        gone or a zombie.  ``ppid``: its parent where the tree walk knows it, else the
+        one the process says."""
         pid = proc.pid
         tracked = self._procs.get(pid)
         try:
@@ -539,39 +543,19 @@ class HostTelemetry:
             tracked = None  # pid reused: a different process
         if tracked is not None:
             proc = tracked.proc
-        sample = ProcessSample(pid=pid)
-        cmdline: list[str] | None = None
         try:
-            with proc.oneshot():
-                if proc.status() == psutil.STATUS_ZOMBIE:
-                    return None
-                sample.name = proc.name()
-                sample.ppid = proc.ppid() if ppid is None else ppid
-                times = proc.cpu_times()
-                cpu = times.user + times.system
-                try:
-                    cmdline = proc.cmdline()
-                except psutil.AccessDenied:
-                    cmdline = None
-                try:
-                    sample.rss = proc.memory_info().rss
-                except psutil.AccessDenied:
-                    pass
-                try:
-                    sample.threads = proc.num_threads()
-                except psutil.AccessDenied:
-                    pass
-                io: tuple[int, int] | None
-                try:
-                    counters = proc.io_counters()
-                    io = (counters.read_bytes, counters.write_bytes)
-                except (psutil.AccessDenied, AttributeError, NotImplementedError):
-                    io = None
-        except _GONE:
+            counters = read_counters(proc)
+            # the command line changes with an exec, and the name with it
+            cmdline = tracked.cmdline if tracked is not None and tracked.name == counters.name else read_cmdline(proc)
+        except (ProcessGone, *_GONE):
             self._procs.pop(pid, None)
             return None
         except _PROC_ERRORS:
             return None
+        sample = ProcessSample(
+            pid=pid, ppid=counters.ppid if ppid is None else ppid, name=full_name(counters.name, cmdline), rss=counters.rss, threads=counters.threads
+        )
+        cpu, io = counters.cpu_s, counters.io
         earlier_threads: tuple[dict[int, float] | None, float, float | None] = (None, 0.0, None)
         if tracked is not None:
             dt = now - tracked.t
@@ -583,7 +567,17 @@ class HostTelemetry:
             earlier_threads = (tracked.threads, tracked.threads_t, tracked.top_thread_pct)
         threads, threads_t, top_thread_pct = earlier_threads
         self._procs[pid] = _Tracked(
-            proc=proc, create_time=create_time, t=now, cpu=cpu, io=io, threads=threads, threads_t=threads_t, top_thread_pct=top_thread_pct, ppid=ppid
+            proc=proc,
+            create_time=create_time,
+            t=now,
+            cpu=cpu,
+            io=io,
+            name=counters.name,
+            cmdline=cmdline,
+            threads=threads,
+            threads_t=threads_t,
+            top_thread_pct=top_thread_pct,
+            ppid=ppid,
         )
         return sample, cmdline
 

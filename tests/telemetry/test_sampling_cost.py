@@ -204,7 +204,7 @@ def test_the_tree_is_walked_from_the_run_not_from_a_scan_of_every_process(monkey
         child = next(p for p in second.processes if p.ppid == root.pid)
         assert any(p.ppid == child.pid for p in second.processes)  # the grandchild too
         assert all(p.cpu_percent is not None for p in second.processes)  # tracked across ticks
-        assert set(asked_parent) == {root.pid}  # the walk knows the descendants' parents
+        assert set(asked_parent) <= {root.pid}  # the walk knows the descendants' parents (the root's is in its own stat)
     finally:
         for proc in psutil.Process(root.pid).children(recursive=True):
             proc.kill()
