@@ -1,8 +1,9 @@
 """One process's counters for a host sample: state, name, CPU time, memory, threads, I/O.
 
 psutil reads a process through five files a tick (stat, status, statm, cmdline, io),
-each with its own open and parse, and the run's tree is a dozen processes or more: it
-was the sampler's largest cost on the H200 once NVML's was cut (issue 25).  Everything
+each with its own open and parse, and the run's tree is a dozen processes or more: on
+the H200 a host sample of 13 processes took 3.4-3.9 ms, a GPU sample 0.5-0.6 ms
+(benchmarks/sample_cost.py, issue 25).  Everything
 but the command line and the I/O is in ``/proc/<pid>/stat``, so a tick reads that file
 and ``io``; the command line, which changes only with an exec (and the name with it),
 is read when the process is first seen and again when its name changes.  Without
@@ -50,7 +51,7 @@ def read_counters(proc: psutil.Process) -> Counters:
     # "pid (name) state ppid ...": the name may hold spaces and parentheses
     open_at, close_at = stat.find(b"("), stat.rfind(b")")
     fields = stat[close_at + 2 :].split()
-    if fields[0] == b"Z":
+    if fields[0] in (b"Z", b"X"):  # a zombie, or dead
         raise ProcessGone(pid)
     return Counters(
         name=stat[open_at + 1 : close_at].decode("utf-8", "replace"),
