@@ -308,6 +308,7 @@ class _Tracked:
     t: float  # time.monotonic() of the last reading
     cpu: float | None  # user + system seconds at that time
     io: tuple[int, int] | None  # read_bytes, write_bytes at that time
+    started: float | None = None  # process_counters.Counters.started: it tells a reused pid apart
     name: str | None = None  # as the kernel has it; it changes with an exec
     cmdline: list[str] | None = None  # read again when the name changes
     threads: dict[int, float] | None = None  # thread id -> user + system seconds (busy processes only, not workers)
@@ -545,6 +546,9 @@ class HostTelemetry:
             proc = tracked.proc
         try:
             counters = read_counters(proc)
+            if tracked is not None and tracked.started != counters.started:
+                # the pid was reused (psutil's create time, cached in the object, cannot tell)
+                tracked, proc = None, psutil.Process(pid)
             # the command line changes with an exec, and the name with it
             cmdline = tracked.cmdline if tracked is not None and tracked.name == counters.name else read_cmdline(proc)
         except (ProcessGone, *_GONE):
@@ -574,6 +578,7 @@ class HostTelemetry:
             io=io,
             name=counters.name,
             cmdline=cmdline,
+            started=counters.started,
             threads=threads,
             threads_t=threads_t,
             top_thread_pct=top_thread_pct,

@@ -35,6 +35,7 @@ class Counters:
     rss: int | None  # bytes
     threads: int | None
     io: tuple[int, int] | None  # read_bytes, write_bytes (None where /proc/<pid>/io is not ours to read)
+    started: float  # when it started (clock ticks since boot, or psutil's create time): a pid reused is another start
 
 
 def read_counters(proc: psutil.Process) -> Counters:
@@ -60,6 +61,7 @@ def read_counters(proc: psutil.Process) -> Counters:
         threads=int(fields[17]),  # field 20
         rss=int(fields[21]) * _PAGE_SIZE,  # field 24, in pages
         io=_io(pid),
+        started=int(fields[19]),  # field 22
     )
 
 
@@ -96,7 +98,7 @@ def _psutil_counters(proc: psutil.Process) -> Counters:
                 io = (counters.read_bytes, counters.write_bytes)
             except (psutil.AccessDenied, AttributeError, NotImplementedError):
                 pass
-            return Counters(proc.name(), proc.ppid(), times.user + times.system, rss, threads, io)
+            return Counters(proc.name(), proc.ppid(), times.user + times.system, rss, threads, io, proc.create_time())
     except (psutil.NoSuchProcess, psutil.ZombieProcess):
         raise ProcessGone(proc.pid) from None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -84,3 +85,25 @@ def test_a_name_the_kernel_cut_is_made_whole_from_the_command_line():
     assert full_name("pt_data_worker_", ["/usr/bin/pt_data_worker_long"]) == "pt_data_worker_long"
     assert full_name("pt_data_worker_", ["/usr/bin/python3"]) == "pt_data_worker_"
     assert full_name("python3", ["/usr/bin/python3.12"]) == "python3"
+
+
+def test_a_pid_reused_by_another_process_is_read_as_a_new_one(monkeypatch):
+    """A tracked process's psutil object keeps its first create time, so it cannot tell
+    that its pid now belongs to another process; the start time in /proc/<pid>/stat can.
+    The newcomer's command line is read, and it has no CPU share until its second reading."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    telemetry = HostTelemetry()
+    reads: list[int] = []
+    real_cmdline, real_counters = process_counters.read_cmdline, process_counters.read_counters
+    monkeypatch.setattr(host_module, "read_cmdline", lambda proc: reads.append(proc.pid) or real_cmdline(proc))
+    try:
+        telemetry.sample([child.pid])
+        assert telemetry.sample([child.pid]).processes[0].cpu_percent is not None
+        reused = lambda proc: dataclasses.replace(real_counters(proc), started=real_counters(proc).started + 1)  # noqa: E731
+        monkeypatch.setattr(host_module, "read_counters", reused)
+        again = telemetry.sample([child.pid]).processes[0]
+        assert again.cpu_percent is None, "a share against the other process's CPU time"
+        assert reads.count(child.pid) == 2, "the newcomer's command line"
+    finally:
+        child.kill()
+        child.wait()
