@@ -522,3 +522,41 @@ def test_the_machine_s_cpu_and_the_run_s_total_move_by_a_step_not_at_every_redra
             assert figures(str(cpu.render()))[0] == "70"
 
     run_async(scenario())
+
+
+def test_the_next_run_s_total_is_its_own_not_the_last_run_s_figure(tmp_path, monkeypatch):
+    """The run's total is steady per run (by its root's pid): a new run within a step of
+    the last one's figure shows its own total, not the figure kept from before."""
+    clock = with_clock(monkeypatch)
+    app = one_gpu_app(tmp_path)
+
+    def with_root(event, pid: int):
+        host = event.sample.host
+        processes = [dataclasses.replace(p, pid=pid) if p.role == "main" else dataclasses.replace(p, ppid=pid) for p in host.processes]
+        return dataclasses.replace(event, sample=dataclasses.replace(event.sample, host=dataclasses.replace(host, processes=processes)))
+
+    def total(text: str) -> str:
+        match = re.search(r"run (\d+)%", text)
+        assert match, text
+        return match.group(1)
+
+    async def scenario():
+        async with app.run_test(size=(80, 24)) as pilot:
+            await started(app, pilot)
+            cpu = app.dashboard.query_one(CpuPanel)
+            for second in range(6):  # the first run, its total steady at main 100 % and its workers
+                clock.now += 1.0
+                app.state.apply(app.state.run.ticket, [host_with(app, 99.0 + second, main_cpu=100.0)])
+                app.refresh_dashboard(force=second == 0)
+                await pilot.pause()
+            first = total(str(cpu.render()))
+            clock.now += 1.0
+            news = with_root(host_with(app, 110.0, main_cpu=105.0), 9999)
+            live = round(sum(p.cpu_percent or 0 for p in news.sample.host.processes))
+            assert live != int(first) and abs(live - int(first)) < 10, "the new run is within a step of the last one"
+            app.state.apply(app.state.run.ticket, [news])
+            app.refresh_dashboard(force=True)
+            await pilot.pause()
+            assert total(str(cpu.render())) == str(live), f"the new run's own total, not the last run's {first}"
+
+    run_async(scenario())
