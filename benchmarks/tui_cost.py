@@ -422,6 +422,8 @@ class Pty:
         self.window: tuple[int, int] | None = None  # offsets of the measured window
         self.window_t: tuple[float, float] | None = None
         self.cpu_window: tuple[float, float] | None = None
+        self.threads_at_open: dict[int, tuple[str, float, float]] = {}  # thread_cpu() as the window opens and closes
+        self.threads_at_close: dict[int, tuple[str, float, float]] = {}
 
     def read(self) -> bytes:
         try:

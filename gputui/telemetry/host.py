@@ -304,11 +304,10 @@ class _Tracked:
     """What is remembered about one process between samples."""
 
     proc: psutil.Process
-    create_time: float
+    started: float  # process_counters.Counters.started: it tells a reused pid apart
     t: float  # time.monotonic() of the last reading
     cpu: float | None  # user + system seconds at that time
     io: tuple[int, int] | None  # read_bytes, write_bytes at that time
-    started: float | None = None  # process_counters.Counters.started: it tells a reused pid apart
     name: str | None = None  # as the kernel has it; it changes with an exec
     cmdline: list[str] | None = None  # read again when the name changes
     threads: dict[int, float] | None = None  # thread id -> user + system seconds (busy processes only, not workers)
@@ -537,18 +536,12 @@ class HostTelemetry:
         pid = proc.pid
         tracked = self._procs.get(pid)
         try:
-            create_time = proc.create_time()
-        except _PROC_ERRORS:
-            return None
-        if tracked is not None and tracked.create_time != create_time:
-            tracked = None  # pid reused: a different process
-        if tracked is not None:
-            proc = tracked.proc
-        try:
             counters = read_counters(proc)
             if tracked is not None and tracked.started != counters.started:
-                # the pid was reused (psutil's create time, cached in the object, cannot tell)
+                # the pid was reused: another process (a psutil object's cached create time cannot tell)
                 tracked, proc = None, psutil.Process(pid)
+            elif tracked is not None:
+                proc = tracked.proc
             # the command line changes with an exec, and the name with it
             cmdline = tracked.cmdline if tracked is not None and tracked.name == counters.name else read_cmdline(proc)
         except (ProcessGone, *_GONE):
@@ -572,13 +565,12 @@ class HostTelemetry:
         threads, threads_t, top_thread_pct = earlier_threads
         self._procs[pid] = _Tracked(
             proc=proc,
-            create_time=create_time,
+            started=counters.started,
             t=now,
             cpu=cpu,
             io=io,
             name=counters.name,
             cmdline=cmdline,
-            started=counters.started,
             threads=threads,
             threads_t=threads_t,
             top_thread_pct=top_thread_pct,

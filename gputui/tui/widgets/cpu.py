@@ -46,6 +46,10 @@ def rss(num_bytes: int | None) -> str:
     return f"{num_bytes / MIB:.0f}M" if num_bytes < 1024 * MIB else f"{num_bytes / (1024 * MIB):.1f}G"
 
 
+def _total_cpu(processes: list[ProcessSample]) -> float:
+    return sum(p.cpu_percent or 0 for p in processes)
+
+
 class SteadyFigures:
     """Figures by key (a core, a process) as the panel shows them: the mean of each
     over the samples added since the last ``update``, kept as shown until it moved
@@ -92,8 +96,8 @@ class CpuPanel(StateView):
         self._core_loads = SteadyFigures(self._moved)  # by core index
         self._other_loads = SteadyFigures(self._moved)  # the run's processes but main, by pid
         # The machine's CPU % (key 0) and the run's total (by its root's pid: the next run
-        # starts afresh): at 80x24 these two figures, new at every redraw, were a third of
-        # the CPU panel's bytes on the H200 (issue 25).
+        # starts afresh): at 80x24 these two figures, new at every redraw, were over a
+        # quarter of the CPU panel's bytes on the H200 (issue 25).
         self._machine_load = SteadyFigures(self._moved)
         self._run_load = SteadyFigures(self._total_moved)
         self._rss_shown: dict[int, int] = {}
@@ -115,7 +119,7 @@ class CpuPanel(StateView):
         self._core_loads.add(dict(enumerate(host.per_core or [])))
         self._other_loads.add({p.pid: p.cpu_percent for p in host.processes if p.role != "main" and p.cpu_percent is not None})
         self._machine_load.add({} if host.cpu_percent is None else {0: host.cpu_percent})
-        self._run_load.add({host.processes[0].pid: sum(p.cpu_percent or 0 for p in host.processes)} if host.processes else {})
+        self._run_load.add({host.processes[0].pid: _total_cpu(host.processes)} if host.processes else {})
 
     def _steady(self, host: HostSample) -> None:
         """Move the steady figures on once STEADY_EVERY_S has passed (the panel redraws
@@ -143,7 +147,7 @@ class CpuPanel(StateView):
         return self._machine_load.shown.get(0, host.cpu_percent)
 
     def _run_cpu(self, processes: list[ProcessSample]) -> float:
-        return self._run_load.shown.get(processes[0].pid, sum(p.cpu_percent or 0 for p in processes))
+        return self._run_load.shown.get(processes[0].pid, _total_cpu(processes))
 
     def _shown_processes(self, processes: list[ProcessSample]) -> list[ProcessSample]:
         """The run's processes with the figures their lines show (see _as_shown)."""
