@@ -82,7 +82,21 @@ def find_model(nvml_name: str | None, memory_total: int | None = None, models: t
     """The datasheet entry for a GPU NVML calls ``nvml_name``, or None."""
     if not nvml_name:
         return None
-    models = load_models() if models is None else models
+    if models is None:
+        return _find_in_datasheet(nvml_name, memory_total)
+    return _match(nvml_name, memory_total, models)
+
+
+# The diagnosis asks for the run's GPU model on every sample (the throughput ceiling):
+# matching every entry's patterns each time was a tenth to a fifth of the session's
+# dispatch thread in py-spy's samples (this VM; the H100).  The datasheet is read
+# once, so its answers keep.
+@functools.lru_cache(maxsize=64)
+def _find_in_datasheet(nvml_name: str, memory_total: int | None) -> GpuModel | None:
+    return _match(nvml_name, memory_total, load_models())
+
+
+def _match(nvml_name: str, memory_total: int | None, models: tuple[GpuModel, ...]) -> GpuModel | None:
     candidates = [m for m in models if any(re.search(p, nvml_name, re.IGNORECASE) for p in m.match)]
     if not candidates:
         return None
