@@ -29,7 +29,6 @@ from __future__ import annotations
 import inspect
 import weakref
 from functools import cache
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from rich.cells import cell_len, get_character_cell_size
@@ -39,6 +38,9 @@ from rich.control import Control
 from textual._compositor import ChopsUpdate, Compositor, LayoutUpdate
 from textual.screen import Screen
 from textual.strip import Strip
+
+from gputui.tui.textual_version import TESTED_TEXTUAL
+from gputui.tui.textual_version import textual_version as _textual_version
 
 
 def _cell_bounds(strip: Strip, start: int, stop: int) -> tuple[int, int]:
@@ -320,17 +322,6 @@ def displaying(screen: Screen) -> None:
     for compositor in list(_COMPOSITORS):
         if compositor is not own:
             compositor.forget()
-
-
-TESTED_TEXTUAL = ("8.2.",)  # version prefixes whose internals this was checked against
-
-
-@cache
-def _textual_version() -> str:
-    try:
-        return version("textual")
-    except PackageNotFoundError:  # a Textual without package metadata: unknown, so not cropped
-        return ""
 
 
 def _looks_as_expected() -> bool:

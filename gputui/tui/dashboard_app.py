@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from rich.console import RenderableType
 from textual.app import ScreenStackError, SystemCommand, UnknownModeError
 from textual.binding import Binding
+from textual.driver import Driver
 from textual.filter import LineFilter
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
@@ -25,6 +26,7 @@ from gputui.tui import state as st
 from gputui.tui.compositor import displaying
 from gputui.tui.messages import CompareRuns, OpenRun, RefreshDashboard, StartPreset
 from gputui.tui.palette import GputuiThemes, SafeCommandPalette
+from gputui.tui.quiet_input import quiet_input
 from gputui.tui.screens.dashboard_screen import DashboardScreen
 from gputui.tui.screens.findings_screen import FindingsScreen
 from gputui.tui.screens.summary_screen import SummaryScreen
@@ -94,6 +96,9 @@ class DashboardApp(TypingBursts[int]):
         self.dashboard = DashboardScreen(presets, lambda: self.state, runs_presets=self.RUNS_PRESETS)  # a replay swaps self.state
         self._muted_dim = AnsiMutedDim()
 
+    def get_driver_class(self) -> type[Driver]:
+        return quiet_input(super().get_driver_class())
+
     # -- Start -------------------------------------------------------------------------
     def on_mount(self) -> None:
         for theme in self._themes.values():
@@ -141,7 +146,7 @@ class DashboardApp(TypingBursts[int]):
             self._seen_machine = machine
             grid.sync_panels(self.state, reason)
             dashboard.show_highlighted_preset()
-        for view in dashboard.query(StateView):
+        for view in dashboard.walk_children(StateView):  # query()'s walk, without matching each widget to a selector
             view.sync(force)
         footer_state = self.footer_state()
         if footer_state != self._footer_state:
