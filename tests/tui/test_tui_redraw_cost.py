@@ -390,3 +390,28 @@ def test_a_blinking_cursor_in_the_editor_sends_its_one_cell(tmp_path):
             await pilot.press("escape")
 
     run_async(scenario())
+
+
+def test_panels_keep_their_component_styles_until_the_stylesheet_changes(tmp_path):
+    """Textual forgets a widget's component styles at every refresh() and works them out
+    again from the stylesheet: each panel's redraw paid for that.  A panel keeps them
+    until Textual applies the stylesheet again (here, another theme)."""
+    app = one_gpu_app(tmp_path)
+
+    async def scenario():
+        async with app.run_test(size=SIZE) as pilot:
+            await started(app, pilot)
+            cpu = app.dashboard.query_one(CpuPanel)
+            before = cpu.style_of("cpu--label")
+            asked: list[tuple] = []
+            textual_s = cpu.get_component_rich_style
+            cpu.get_component_rich_style = lambda *names, **kw: asked.append(names) or textual_s(*names, **kw)
+            cpu.refresh()
+            assert cpu.style_of("cpu--label") == before and not asked, "worked out again after a refresh"
+            app.theme = "gputui-light"
+            await pilot.pause()
+            after = cpu.style_of("cpu--label")
+            assert ("cpu--label",) in asked, "the new theme's style was not asked for"
+            assert after == textual_s("cpu--label", partial=True) and after != before
+
+    run_async(scenario())

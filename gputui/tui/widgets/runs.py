@@ -17,7 +17,7 @@ from gputui import fmt
 from gputui.record.history import KeptRun
 from gputui.tui import state as st
 from gputui.tui.messages import CompareRuns, OpenRun, RunEntry
-from gputui.tui.widgets.state_view import StateView
+from gputui.tui.widgets.state_view import LIVE_REDRAW_S, StateView
 
 _MARKS = {"ok": "✓", "running": "●", "stopping": "■", "stopped": "■", "watched": "○"}
 Entry = RunEntry
@@ -64,7 +64,10 @@ def entry_key(entry: Entry) -> tuple[str, str]:
 
 class RunsList(StateView):
     can_focus = True
-    SECTIONS = (st.RUNS, st.STATUS)
+    # Rows change with a run's outcome (RUNS) and its live median (THROUGHPUT), which
+    # steps with the chart's figures; not with every sample's clock (STATUS).
+    SECTIONS = (st.RUNS, st.THROUGHPUT)
+    MIN_REDRAW_S = LIVE_REDRAW_S
     BINDINGS = [
         Binding("up", "move(-1)", "Up", id="runs_up", show=False),
         Binding("down", "move(1)", "Down", id="runs_down", show=False),

@@ -140,6 +140,7 @@ class StateView(Widget):
         self._strips_style: object = None  # the panel's style the strips were made in
         self._cells: list[Cells] = []
         self._built_for = Size(0, 0)
+        self._styles_kept: dict[str, tuple[object, Style]] = {}  # component -> (its styles, their Rich style)
 
     @property
     def state(self) -> DashboardState:
@@ -242,4 +243,14 @@ class StateView(Widget):
             self.refresh(*regions)
 
     def style_of(self, component: str) -> Style:
-        return self.get_component_rich_style(component, partial=True)
+        # Textual forgets these at every refresh() (every redraw of a panel) and works
+        # each out again from the stylesheet: a tenth of a running dashboard's main
+        # thread.  Kept here while the component's styles are the same object: Textual
+        # makes new ones whenever it applies the stylesheet again (a theme, a class).
+        styles = self._component_styles.get(component)
+        kept = self._styles_kept.get(component)
+        if kept is not None and kept[0] is styles:
+            return kept[1]
+        style = self.get_component_rich_style(component, partial=True)
+        self._styles_kept[component] = (styles, style)
+        return style
