@@ -146,7 +146,7 @@ class DashboardApp(TypingBursts[int]):
             self._seen_machine = machine
             grid.sync_panels(self.state, reason)
             dashboard.show_highlighted_preset()
-        for view in dashboard.walk_children(StateView):  # query()'s walk, without matching each widget to a selector
+        for view in dashboard.state_views():
             view.sync(force)
         footer_state = self.footer_state()
         if footer_state != self._footer_state:

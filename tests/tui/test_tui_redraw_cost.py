@@ -415,3 +415,24 @@ def test_panels_keep_their_component_styles_until_the_stylesheet_changes(tmp_pat
             assert after == textual_s("cpu--label", partial=True) and after != before
 
     run_async(scenario())
+
+
+def test_the_redraw_finds_panels_mounted_and_removed_since_its_last_walk(tmp_path):
+    """The screen's panels are walked again only after a mount or a removal below it."""
+    app = one_gpu_app(tmp_path)
+
+    async def scenario():
+        async with app.run_test(size=SIZE) as pilot:
+            await started(app, pilot)
+            dashboard = app.dashboard
+            walked = dashboard.state_views()
+            assert dashboard.state_views() is walked, "walked again with nothing mounted"
+            extra = CpuPanel(id="cpu-extra", source=lambda: app.state)
+            await dashboard.query_one("#main").mount(extra)
+            assert extra in dashboard.state_views()
+            app.refresh_dashboard(force=True)
+            assert extra._seen is not None, "the new panel was not drawn at the redraw"
+            await extra.remove()
+            assert extra not in dashboard.state_views()
+
+    run_async(scenario())

@@ -50,6 +50,8 @@ class DashboardScreen(TerminalSized, Screen):
         self.state_source = state_source  # the app's: the panels draw what it holds
         self.initial_preset: str | None = None  # --preset: the sidebar describes it from the start
         crop_updates(self)  # partial updates send the changed cells, not whole panel rows
+        self._views: list[StateView] = []
+        self._views_for: int | None = None
 
     def compose(self) -> ComposeResult:
         yield MachineHeader(id="machine", source=self.state_source)
@@ -67,6 +69,16 @@ class DashboardScreen(TerminalSized, Screen):
                 yield FindingsStrip(id="findings", source=self.state_source)
                 yield LogPane(id="log", source=self.state_source)
         yield DashboardFooter()
+
+    def state_views(self) -> list[StateView]:
+        """The panels drawn from the state, in the DOM's order.  The app's redraw asks
+        every second, and walking the screen's widgets was a twentieth of a running
+        dashboard's main thread: the walk is kept until a widget is mounted or removed
+        anywhere below (Textual counts those on each ancestor's child list)."""
+        changes = getattr(self._nodes, "_updates", None)  # None on a Textual without the count: walk each time
+        if changes is None or changes != self._views_for:
+            self._views, self._views_for = self.walk_children(StateView), changes
+        return self._views
 
     def on_mount(self) -> None:
         for widget_id, title in (

@@ -89,6 +89,7 @@ class RunsList(StateView):
         super().__init__(*args, **kwargs)
         self.cursor = 0
         self.marked: list[tuple[str, str]] = []  # entry keys, in the order they were marked
+        self._fitted_for: int | None = None  # the runs' version the box's height was fitted to
 
     # -- What is listed ----------------------------------------------------------------
     def entries(self) -> list[Entry]:
@@ -153,8 +154,15 @@ class RunsList(StateView):
         self.fit_height(0)
 
     def sync(self, force: bool = False) -> None:
-        self.fit_height(len(self.entries()))  # before drawing: the box grows, then its lines are drawn
+        listed = self.state.versions[st.RUNS]
+        if listed != self._fitted_for:  # before drawing: the box grows, then its lines are drawn
+            self._fitted_for = listed
+            self.fit_height(len(self.entries()))
         super().sync(force)
+
+    def invalidate(self) -> None:
+        self._fitted_for = None  # the frame may have changed (compact): fit again at the next sync
+        super().invalidate()
 
     def build(self) -> Text:
         entries = self.entries()
