@@ -71,6 +71,8 @@ class Context:
         self.gpu_processes: dict[int, tuple[float, list[GpuProcess]]] = {}
         self.derived = Derived()  # figures of the latest sample
         self.rates: deque[tuple[float, float]] = deque()
+        self._recent_key: tuple | None = None  # what recent_rate() was last worked out for
+        self._recent_rate: float | None = None
         self.rank_rates: dict[int, deque[tuple[float, float]]] = {}  # data-parallel runs: each rank's
         self.swap: deque[tuple[float, float]] = deque()
         self.cpu_stat: deque[tuple[float, int, int, float | None]] = deque()
@@ -165,7 +167,19 @@ class Context:
         return [r for (t, r) in self.rates if t0 <= t <= t1]
 
     def recent_rate(self) -> float | None:
-        return median(self.rates_between(self.now - RATE_RECENT_S, self.now))
+        """The median reading of the last RATE_RECENT_S.  Several rules ask on every
+        sample, over RATE_KEEP_S of readings (3,000 at ten a second): worked out once
+        per sample and new reading, from the newest back (readings come in time order)."""
+        key = (self.now, len(self.rates), self.rates[-1] if self.rates else None)
+        if key != self._recent_key:
+            t0, recent = self.now - RATE_RECENT_S, []
+            for t, rate in reversed(self.rates):
+                if t < t0:
+                    break
+                if t <= self.now:
+                    recent.append(rate)
+            self._recent_key, self._recent_rate = key, median(recent)
+        return self._recent_rate
 
     # --- one sample ------------------------------------------------------------------
     def on_sample(self, sample: Sample) -> None:
