@@ -25,6 +25,7 @@ from pathlib import Path
 import psutil
 
 from gputui.model import HostInfo, HostSample, ProcessSample
+from gputui.telemetry.machine_counters import read_disk_bytes, read_memory
 from gputui.telemetry.process_counters import ProcessGone, full_name, read_cmdline, read_counters
 
 __all__ = [
@@ -145,9 +146,10 @@ def cgroup_file(name_v2: str, name_v1: str, root: Path | None = None) -> str | N
     """The text of a cgroup control file for this process (v2, else v1), or None.
     ``root`` defaults to :data:`CGROUP_ROOT` (tests pass a folder of fake files)."""
     root = CGROUP_ROOT if root is None else root
-    for path in (root / name_v2, root / name_v1):
-        try:
-            return path.read_text().strip()
+    for name in (name_v2, name_v1):
+        try:  # a plain open: cpu.stat is read every tick, and pathlib's own work was most of it
+            with open(os.path.join(root, name), encoding="utf-8") as fh:
+                return fh.read().strip()
         except OSError:
             continue
     return None
@@ -426,28 +428,19 @@ class HostTelemetry:
             out.load_avg = [round(x, 2) for x in psutil.getloadavg()]
         except (OSError, AttributeError):
             pass
-        try:
-            vm = psutil.virtual_memory()
-            out.memory_used, out.memory_total, out.memory_available = vm.used, vm.total, vm.available
-        except Exception:
-            pass
-        try:
-            sw = psutil.swap_memory()
-            out.swap_used, out.swap_total = sw.used, sw.total
-        except Exception:
-            pass
-        try:
-            disk = psutil.disk_io_counters(perdisk=False)
-        except Exception:
-            disk = None
+        memory = read_memory()
+        if memory is not None:
+            out.memory_used, out.memory_total, out.memory_available = memory.used, memory.total, memory.available
+            out.swap_used, out.swap_total = memory.swap_used, memory.swap_total
+        disk = read_disk_bytes()
         if disk is None:
             self._disk_prev = None
             return
         if self._disk_prev is not None:
             t0, r0, w0 = self._disk_prev
-            out.disk_read_bps = _rate(r0, disk.read_bytes, now - t0)
-            out.disk_write_bps = _rate(w0, disk.write_bytes, now - t0)
-        self._disk_prev = (now, disk.read_bytes, disk.write_bytes)
+            out.disk_read_bps = _rate(r0, disk[0], now - t0)
+            out.disk_write_bps = _rate(w0, disk[1], now - t0)
+        self._disk_prev = (now, *disk)
 
     # processes -------------------------------------------------------------
 
