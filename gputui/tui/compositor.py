@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import inspect
 import weakref
+from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
@@ -36,6 +37,7 @@ from rich.color import ColorSystem
 from rich.console import Console
 from rich.control import Control
 from textual._compositor import ChopsUpdate, Compositor, LayoutUpdate
+from textual.geometry import Region
 from textual.screen import Screen
 from textual.strip import Strip
 
@@ -291,6 +293,7 @@ class CroppingCompositor(Compositor):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._sent: list[list[Cell | None]] | None = None  # None: unknown (another screen wrote since)
+        self._updating: list[Region] | None = None  # the changed regions, while a partial update renders
         _COMPOSITORS.add(self)
 
     def forget(self) -> None:
@@ -304,12 +307,36 @@ class CroppingCompositor(Compositor):
         return recorded
 
     def render_partial_update(self) -> ChopsUpdate | None:
-        update = super().render_partial_update()
+        self._updating = list(self._dirty_regions)  # Textual's clears them before it renders
+        try:
+            update = super().render_partial_update()
+        finally:
+            self._updating = None
         if update is None:
             return None
         cropped = CroppedChopsUpdate(update.chops, update.spans, update.chop_ends)
         cropped.compositor = self
         return cropped
+
+    def _get_renders(self, crop: Region | None = None) -> Iterable[tuple[Region, Region, list[Strip]]]:
+        """Textual's renders for a partial update: every widget that overlaps the box
+        around all the changes, each whole (at 140x40, a clock at the top right and a
+        GPU panel below made most of the screen's widgets render every line).  Here
+        only a widget a change falls in renders, and only the rows of its changes:
+        the update writes no other cell."""
+        updating = self._updating
+        if not updating:
+            yield from super()._get_renders(crop)
+            return
+        for widget, (region, clip) in self.visible_widgets.items():  # front to back, as Textual's
+            visible = region.intersection(clip)
+            touched = [change.intersection(visible) for change in updating]
+            touched = [part for part in touched if part.area]
+            if not touched:
+                continue
+            rows = Region.from_union(touched)
+            band = Region(visible.x, rows.y, visible.width, rows.height)
+            yield region, band, widget.render_lines(band.translate(-region.offset))
 
 
 _COMPOSITORS: weakref.WeakSet[CroppingCompositor] = weakref.WeakSet()
@@ -334,11 +361,13 @@ def _looks_as_expected() -> bool:
         update = inspect.signature(Compositor.render_partial_update).parameters
         full_init = inspect.signature(LayoutUpdate.__init__).parameters
         full = inspect.signature(Compositor.render_full_update).parameters
-    except (TypeError, ValueError):
+        renders = inspect.signature(Compositor._get_renders).parameters
+    except (TypeError, ValueError, AttributeError):
         return False
     return (
         list(init) == ["self", "chops", "spans", "chop_ends"]
         and list(update) == ["self"]
+        and list(renders) == ["self", "crop"]
         and list(full_init) == ["self", "strips", "region"]
         and list(full) == ["self", "simplify"]
     )
