@@ -915,6 +915,7 @@ def main() -> int:
     parser.add_argument("--state", choices=STATES, default="running", help="what stays on screen during the window (default running)")
     parser.add_argument("--all", action="store_true", help="every state at each --sizes (a table in --out)")
     parser.add_argument("--sizes", default="140x40,80x24", help="--all's terminal sizes (default 140x40,80x24)")
+    parser.add_argument("--states", default=",".join(ALL_STATES), help="--all's states, comma-separated (default: all of them)")
     parser.add_argument("--nvitop", action="store_true", help="nvitop beside gputui in watching and running (when it can be imported)")
     parser.add_argument("--fake-gpus", type=int, default=0, metavar="N", help="no GPU here: N GPUs of the NVML test double")
     parser.add_argument("--fake-cores", type=int, default=0, metavar="N", help="N synthetic CPU cores instead of the machine's")
@@ -933,8 +934,11 @@ def main() -> int:
         print("--nvitop with --fake-*: nvitop sees this machine's real GPUs and cores, gputui the fake ones", file=sys.stderr)
     runs: list[tuple[str, argparse.Namespace]] = []
     if args.all:
+        states = [state for state in ALL_STATES if state in args.states.split(",")]
+        if not states:
+            parser.error(f"--states: none of {args.states!r} is one of {', '.join(ALL_STATES)}")
         for size in args.sizes.split(","):
-            for state in ALL_STATES:
+            for state in states:
                 one = argparse.Namespace(**vars(args))
                 one.size, one.state, one.dump = _size(size), state, None
                 runs.append((f"{state}-{size}", one))

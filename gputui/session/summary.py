@@ -24,7 +24,7 @@ from gputui.record.observer import Observer
 from gputui.record.schema import Baseline, GpuSummary, HostSummary, RankRate, Reported, RunSettings, Scaling, Stats, Summary, ThroughputSummary
 from gputui.run.outcome import Outcome
 from gputui.session.phases import TRAINING, PhaseTracker, gpu_busy
-from gputui.stats import ValueCounts, spread
+from gputui.stats import ValueCounts, median, spread
 
 # Other processes seen on a GPU are counted present until the next process read, but
 # no longer than this (a gap in the samples is not presence)
@@ -341,7 +341,7 @@ class SummaryBuilder(Observer):
 
     def recent_median(self, window: int = 1000) -> float | None:
         """Median of the latest measured readings: cheap enough for every sample tick."""
-        return spread(self.rates[-window:]).get("median")
+        return median(self.rates[-window:])  # not spread(), which works out five more figures
 
     def _throughput(self) -> ThroughputSummary:
         stats = spread(self.rates)

@@ -18,10 +18,11 @@ That makes a Textual upgrade this module's decision alone: pyproject.toml allows
 tests/tui/test_tui_updates.py replays the updates on a terminal emulator and compares
 them with the composed screen, cell by cell.
 
-Two more fixes of Textual 8.2 behaviour live here for the same reason:
-:class:`SteadyScrollbars` (a layout pass repainted every ScrollView's scrollbar) and
+More fixes of Textual 8.2 behaviour live here for the same reason:
+:class:`SteadyScrollbars` (a layout pass repainted every ScrollView's scrollbar),
 :func:`settle_covered` (a screen under a modal, once changed, repainted itself and the
-modal whole at each later message it handled).
+modal whole at each later message it handled) and ``CroppingCompositor._get_renders``
+(a partial update rendered every widget in the box around all the changes, whole).
 """
 
 from __future__ import annotations

@@ -30,7 +30,9 @@ from gputui.tui.screens.summary_screen import SummaryScreen
 from gputui.tui.widgets.cpu import CpuPanel
 from gputui.tui.widgets.footer import DashboardFooter
 from gputui.tui.widgets.gpu_panel import GpuRows
+from gputui.tui.widgets.header import RunStatus
 from gputui.tui.widgets.presets import PresetList
+from gputui.tui.widgets.throughput_chart import ThroughputChart
 from tests.support.dashboard import make_dashboard
 from tests.support.fake_nvml import FakeGpu
 from tests.support.redraw import CSI, IDLE_CORES, SIZE, in_region, one_gpu_app, sample, started, written_cells
@@ -434,5 +436,40 @@ def test_the_redraw_finds_panels_mounted_and_removed_since_its_last_walk(tmp_pat
             assert extra._seen is not None, "the new panel was not drawn at the redraw"
             await extra.remove()
             assert extra not in dashboard.state_views()
+
+    run_async(scenario())
+
+
+def test_a_partial_update_renders_only_the_widgets_its_changes_fall_in(tmp_path):
+    """Textual rendered, for a partial update, every widget in the box around all the
+    changes, each one whole: the run's clock at the top right and a GPU panel's power
+    line made the chart, the CPU panel and their containers render every line."""
+    app = one_gpu_app(tmp_path)
+
+    async def scenario():
+        recorder = Recorder(app, *SIZE)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(app, pilot)
+            dashboard = app.dashboard
+            rendered: list[tuple[object, object]] = []
+            for widget in list(dashboard._compositor.visible_widgets):
+
+                def counted(crop, widget=widget, original=widget.render_lines):
+                    rendered.append((widget, crop))
+                    return original(crop)
+
+                widget.render_lines = counted
+            recorder.take()
+            gpu, clock = dashboard.query_one("#gpu-0"), dashboard.query_one(RunStatus)
+            app.state.apply(app.state.run.ticket, [sample(app, 100.0, power_w=333.0)])
+            gpu.sync(force=True)
+            clock.refresh()
+            await pilot.pause()
+            drawn = {widget for widget, _ in rendered}
+            assert gpu in drawn and clock in drawn
+            assert not drawn & {dashboard.query_one(ThroughputChart), dashboard.query_one(CpuPanel), dashboard.query_one(PresetList)}
+            assert all(crop.height < gpu.region.height for widget, crop in rendered if widget is gpu), "the GPU panel rendered whole"
+            recorder.take()
+            assert_same(recorder.term, composed(app, recorder.console), "after the update")
 
     run_async(scenario())
