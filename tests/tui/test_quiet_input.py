@@ -79,57 +79,64 @@ def test_the_wait_is_the_parser_s_deadline_or_none() -> None:
     assert parser_wait(object(), now=10.0) == pytest.approx(TEXTUAL_TICK_S)  # a parser without a deadline: Textual's own pace
 
 
-def test_the_input_thread_sleeps_while_nothing_is_typed_and_reads_what_is(selects: list[float | None]) -> None:
-    keys_r, keys_w = os.pipe()
-    received: list[Any] = []
-    driver = _driver(keys_r, received)
-    thread = threading.Thread(target=driver.run_input_thread, daemon=True)
-    driver._key_thread = thread
-    try:
-        thread.start()
-        time.sleep(1.0)
-        # Textual's own loop selects every 0.1 s: ten times in this second
-        assert len(selects) <= 2 and selects[0] is None
+class Reading:
+    """The input thread of a quiet driver, reading a pipe: write to ``keys``."""
 
-        os.write(keys_w, "ab€".encode())
-        _wait_for(lambda: len(received) >= 3)
-        assert [event.character for event in received if isinstance(event, events.Key)] == ["a", "b", "€"]
+    def __init__(self) -> None:
+        self.fd, self.keys = os.pipe()
+        self.received: list[Any] = []
+        self.driver = _driver(self.fd, self.received)
+        self.thread = threading.Thread(target=self.driver.run_input_thread, daemon=True)
+        self.driver._key_thread = self.thread
+        self.thread.start()
 
-        # a lone Escape is a key once the parser's wait for the rest of a sequence runs out
-        os.write(keys_w, b"\x1b")
-        _wait_for(lambda: any(isinstance(e, events.Key) and e.key == "escape" for e in received))
-        assert any(isinstance(e, events.Key) and e.key == "escape" for e in received)
-        assert any(timeout is not None and 0 < timeout <= TEXTUAL_TICK_S for timeout in selects)
-
-        started = time.monotonic()
-        driver.disable_input()  # Textual's way to stop reading: it joins the thread
-        assert not thread.is_alive() and time.monotonic() - started < 0.5
-    finally:
-        driver.exit_event.set()
-        driver._input_stopping = True
-        os.write(driver._wake[1], b"\0")
-        thread.join(timeout=2)
-        for fd in (keys_r, keys_w, *driver._wake):
-            os.close(fd)
+    def close(self) -> None:
+        self.driver.exit_event.set()
+        self.driver._input_stopping = True
+        os.write(self.driver._wake[1], b"\0")
+        self.thread.join(timeout=2)
+        for fd in (self.fd, self.keys, *self.driver._wake):
+            try:
+                os.close(fd)
+            except OSError:  # closed by the test
+                pass
 
 
-def test_input_that_ends_leaves_the_thread_waiting_for_the_stop(selects: list[float | None]) -> None:
-    keys_r, keys_w = os.pipe()
-    received: list[Any] = []
-    driver = _driver(keys_r, received)
-    thread = threading.Thread(target=driver.run_input_thread, daemon=True)
-    driver._key_thread = thread
-    try:
-        thread.start()
-        os.write(keys_w, b"x")
-        os.close(keys_w)  # stdin piped, and at its end: no key is left to come
-        _wait_for(lambda: len(selects) >= 3)
-        time.sleep(0.3)
-        assert len(selects) <= 4, "the ended input woke the thread again and again"
-        driver.disable_input()
-        assert not thread.is_alive()
-    finally:
-        driver.exit_event.set()
-        thread.join(timeout=2)
-        for fd in (keys_r, *driver._wake):
-            os.close(fd)
+@pytest.fixture
+def reading():
+    started = Reading()
+    yield started
+    started.close()
+
+
+def test_the_input_thread_sleeps_while_nothing_is_typed_and_reads_what_is(selects: list[float | None], reading: Reading) -> None:
+    time.sleep(1.0)
+    # Textual's own loop selects every 0.1 s: ten times in this second
+    assert len(selects) <= 2 and selects[0] is None
+
+    os.write(reading.keys, "ab€".encode())
+    _wait_for(lambda: len(reading.received) >= 3)
+    assert [event.character for event in reading.received if isinstance(event, events.Key)] == ["a", "b", "€"]
+
+    # a lone Escape is a key once the parser's wait for the rest of a sequence runs out
+    def escaped() -> bool:
+        return any(isinstance(e, events.Key) and e.key == "escape" for e in reading.received)
+
+    os.write(reading.keys, b"\x1b")
+    _wait_for(escaped)
+    assert escaped()
+    assert any(timeout is not None and 0 < timeout <= TEXTUAL_TICK_S for timeout in selects)
+
+    started = time.monotonic()
+    reading.driver.disable_input()  # Textual's way to stop reading: it joins the thread
+    assert not reading.thread.is_alive() and time.monotonic() - started < 0.5
+
+
+def test_input_that_ends_leaves_the_thread_waiting_for_the_stop(selects: list[float | None], reading: Reading) -> None:
+    os.write(reading.keys, b"x")
+    os.close(reading.keys)  # stdin piped, and at its end: no key is left to come
+    _wait_for(lambda: len(selects) >= 3)
+    time.sleep(0.3)
+    assert len(selects) <= 4, "the ended input woke the thread again and again"
+    reading.driver.disable_input()
+    assert not reading.thread.is_alive()

@@ -46,6 +46,14 @@ def test_app_scale_measures_frames_and_memory_by_simulated_hour(tmp_path):
     assert [hour for hour, _ in result["rss_mib_by_hour"]] == [0, 1]
 
 
+def test_frame_profile_prints_the_cost_of_a_redraw_and_where_it_went(tmp_path):
+    out = tmp_path / "frame.prof"
+    done = run_script("benchmarks/frame_profile.py", "--frames", "2", "--cores", "4", "--top", "60", "--out", out)
+    assert done.returncode == 0, done.stderr
+    assert "ms of CPU a redraw, under the profiler (2 redraws, 140x40, 4 cores)" in done.stdout
+    assert "refresh_dashboard" in done.stdout and out.stat().st_size > 0
+
+
 def test_summarize_makes_a_table_row_per_recording_and_refuses_a_missing_one_in_one_line(tmp_path):
     done = run_script("benchmarks/summarize.py", RECORDING)
     assert done.returncode == 0, done.stderr
