@@ -88,7 +88,7 @@ def main() -> int:
     parser.add_argument("--size", type=lambda text: tuple(int(n) for n in text.split("x")), default=(140, 40), metavar="COLSxROWS")
     parser.add_argument("--cores", type=int, default=16)
     parser.add_argument("--top", type=int, default=40, help="functions to print, by cumulative time")
-    parser.add_argument("--out", type=Path, default=Path("frame.prof"))
+    parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "gputui-frame.prof", help="where the profile goes (default: the temp folder)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="gputui-frame-") as scratch:
         per_frame_ms = asyncio.run(profile(args, Path(scratch)))
