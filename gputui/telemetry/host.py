@@ -147,7 +147,7 @@ def cgroup_file(name_v2: str, name_v1: str, root: Path | None = None) -> str | N
     ``root`` defaults to :data:`CGROUP_ROOT` (tests pass a folder of fake files)."""
     root = CGROUP_ROOT if root is None else root
     for name in (name_v2, name_v1):
-        try:  # a plain open: cpu.stat is read every tick, and pathlib's own work was most of it
+        try:  # a plain open: cpu.stat is read every tick, and pathlib's own work was about half of it
             with open(os.path.join(root, name), encoding="utf-8") as fh:
                 return fh.read().strip()
         except OSError:

@@ -29,6 +29,9 @@ class Memory:
     swap_used: int
 
 
+_MEMINFO_KEYS = frozenset((b"MemTotal", b"MemAvailable", b"MemFree", b"Buffers", b"Cached", b"SwapTotal", b"SwapFree"))
+
+
 def read_memory(proc: str = PROC) -> Memory | None:
     """Memory and swap now, in bytes; None where neither /proc nor psutil says."""
     try:
@@ -50,9 +53,6 @@ def read_memory(proc: str = PROC) -> Memory | None:
     swap_total = kib.get(b"SwapTotal", 0) * 1024
     swap_used = max(0, swap_total - kib.get(b"SwapFree", 0) * 1024)
     return Memory(total, available, total - available, swap_total, swap_used)
-
-
-_MEMINFO_KEYS = frozenset((b"MemTotal", b"MemAvailable", b"MemFree", b"Buffers", b"Cached", b"SwapTotal", b"SwapFree"))
 
 
 def _psutil_memory() -> Memory | None:

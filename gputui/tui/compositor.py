@@ -321,8 +321,9 @@ class CroppingCompositor(Compositor):
 
     def _get_renders(self, crop: Region | None = None) -> Iterable[tuple[Region, Region, list[Strip]]]:
         """Textual's renders for a partial update: every widget that overlaps the box
-        around all the changes, each whole (at 140x40, a clock at the top right and a
-        GPU panel below made most of the screen's widgets render every line).  Here
+        around all the changes, each whole (at 140x40, the run's clock at the top right
+        and a GPU panel's line below made the CPU panel, the sidebar and the footer
+        render every line, among others).  Here
         only a widget a change falls in renders, and only the rows of its changes:
         the update writes no other cell."""
         updating = self._updating
