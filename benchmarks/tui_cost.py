@@ -150,6 +150,24 @@ PROBE = textwrap.dedent(
     _gpus = int(os.environ.pop("TUI_COST_FAKE_GPUS", "0") or 0)
     _cores = int(os.environ.pop("TUI_COST_FAKE_CORES", "0") or 0)
     _repo = os.environ.pop("TUI_COST_REPO", "")
+    _cprofile = os.environ.pop("TUI_COST_CPROFILE", "")
+
+    # --cprofile: SIGUSR1 starts cProfile, SIGUSR2 stops it and writes the stats (the
+    # benchmark sends them as the window opens and closes).  Python 3.11 profiles the
+    # main thread only; 3.12's cProfile (sys.monitoring) every thread.
+    if _cprofile:
+        import cProfile, signal
+        _profiler = cProfile.Profile()
+
+        def _profile_start(signum, frame):
+            _profiler.enable()
+
+        def _profile_stop(signum, frame):
+            _profiler.disable()
+            _profiler.dump_stats(_cprofile)
+
+        signal.signal(signal.SIGUSR1, _profile_start)
+        signal.signal(signal.SIGUSR2, _profile_stop)
 
     # Each Python thread gives its name to the OS (/proc/self/task/TID/comm, 15 bytes), so
     # the benchmark can tell whose CPU time is whose; time outside the GIL (NVML calls,
@@ -724,6 +742,9 @@ def measure(args: argparse.Namespace, scratch: Path, name: str) -> dict:
         env["TUI_COST_FAKE_GPUS"] = str(args.fake_gpus)
     if args.fake_cores:
         env["TUI_COST_FAKE_CORES"] = str(args.fake_cores)
+    cprofile = scratch / f"{name}.cprofile" if args.cprofile else None
+    if cprofile is not None:
+        env["TUI_COST_CPROFILE"] = str(cprofile)
 
     load_before = os.getloadavg()[0]
     gputui = Pty(argv, env, cols, rows)
@@ -746,6 +767,8 @@ def measure(args: argparse.Namespace, scratch: Path, name: str) -> dict:
                         nvitop = Pty(nvitop_cmd, terminal_env(cols, rows, args.truecolor), cols, rows)
                         continue
                     gputui.open_window()
+                    if cprofile is not None:
+                        os.kill(gputui.pid, signal.SIGUSR1)
                     if args.profile:
                         profiler = start_profiler(gputui.pid, args.seconds, scratch / f"{name}.pyspy.txt")
                     driver.check_running_at_start = "Running:" in gputui.term.text()
@@ -756,6 +779,8 @@ def measure(args: argparse.Namespace, scratch: Path, name: str) -> dict:
                     raise SystemExit(f"{name}: {driver.view} never came up in {VIEW_TIMEOUT_S:.0f} s")
             elif now >= window_end:
                 gputui.close_window()
+                if cprofile is not None:
+                    os.kill(gputui.pid, signal.SIGUSR2)
                 if nvitop is not None:
                     nvitop.close_window()
                 if profiler is not None:  # it writes its stacks at the end of its duration, from a live process
@@ -823,6 +848,8 @@ def measure(args: argparse.Namespace, scratch: Path, name: str) -> dict:
         if profile.exists():
             (args.out / profile.name).write_text(profile.read_text())
             result["profile"] = profile_totals(profile)
+        if cprofile is not None:
+            result["cprofile"] = keep_cprofile(cprofile, args.out, args.seconds)
         if nvitop is not None:
             (args.out / f"{name}.nvitop.stream").write_bytes(bytes(nvitop.stream))
             result["nvitop"]["stream_window"] = list(nvitop.window or ())
@@ -840,6 +867,28 @@ def start_profiler(pid: int, seconds: float, output: Path) -> subprocess.Popen |
     argv = [py_spy, "record", "--pid", str(pid), "--duration", f"{max(1, round(seconds))}", "--rate", "200"]
     argv += ["--format", "raw", "--gil", "--threads", "--output", str(output)]
     return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=open(output.with_suffix(".log"), "wb"))
+
+
+def keep_cprofile(path: Path, out: Path, seconds: float, top: int = 60) -> str:
+    """The window's cProfile stats under --out (NAME.cprofile) and a listing beside them
+    (NAME.cprofile.txt: calls and CPU per second of window, by cumulative time)."""
+    deadline = time.monotonic() + 10
+    while not path.exists() and time.monotonic() < deadline:  # written by the signal's handler
+        time.sleep(0.1)
+    if not path.exists():
+        return "no profile written"
+    time.sleep(0.5)  # the handler may still be writing
+    import io
+    import pstats
+
+    shutil.copy(path, out / path.name)
+    text = io.StringIO()
+    print(f"cProfile over a {seconds:.0f} s window: divide calls and times by {seconds:.0f} for a second's", file=text)
+    stats = pstats.Stats(str(path), stream=text)
+    stats.sort_stats("cumulative").print_stats(top)
+    stats.sort_stats("tottime").print_stats(top)
+    (out / f"{path.name}.txt").write_text(text.getvalue())
+    return f"{path.name}.txt"
 
 
 def profile_totals(path: Path, top: int = 25) -> dict:
@@ -926,6 +975,11 @@ def main() -> int:
         "--profile",
         action="store_true",
         help="py-spy samples gputui's threads over the window (collapsed stacks: NAME.pyspy.txt under --out); it costs gputui CPU, so measure without it",
+    )
+    parser.add_argument(
+        "--cprofile",
+        action="store_true",
+        help="cProfile in gputui's process over the window (NAME.cprofile and NAME.cprofile.txt under --out): calls per second; its times are inflated, so measure without it",
     )
     args = parser.parse_args()
     if args.nvitop and nvitop_argv(args.interval) is None:

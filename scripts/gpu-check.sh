@@ -53,6 +53,8 @@
 #     tuiprofile issue 25 (~2 min): where the dashboard's CPU goes, idle and running, at 140x40, and the
 #               session's alone (headless): py-spy's collapsed stacks over the window (needs py-spy in
 #               .whl/), under tui-profile/. TUI_PROFILE_STATES picks the dashboard states (default: both)
+#     tuicprofile issue 25 (~3 min): cProfile inside gputui over the window (tui_cost.py --cprofile), the dashboard
+#               over a running preset at 140x40, then the same run headless; calls and times by function under tui-cprofile/
 #     tuicost2  issue 25 on a machine with 2+ GPUs (~3 min): idle and a DDP run on every GPU
 #               (benchmarks/gpu-presets.toml tui-ddp) at 140x40, beside nvitop; under tui-cost-2gpu/.
 #               TUI_WARMUP and TUI_SECONDS set the DDP run's warm-up and window (default 40 and 15); TUI_NO_IDLE=1 skips idle
@@ -231,6 +233,10 @@ PY
                 # the same run recorded headless: what the session costs without the dashboard, and where
                 python3 benchmarks/tui_cost.py --state running --headless --preset torch-resnet50-input-fed \
                   --warmup 15 --seconds 30 --profile --out "$out/tui-profile/headless" 2>&1 | grep -E "cpu_percent|bytes_per_s:" ;;
+    tuicprofile) for face in "" --headless; do  # where the CPU goes, by function: cProfile over the window (~3 min)
+                   python3 benchmarks/tui_cost.py --state running $face --presets benchmarks/gpu-presets.toml --preset tui-input-fed \
+                     --warmup ${TUI_WARMUP:-40} --seconds ${TUI_SECONDS:-30} --cprofile --out "$out/tui-cprofile${face:+/headless}" 2>&1 | tail -2
+                 done ;;
     tuicost2) mkdir -p "$out/tui-cost-2gpu"
               [ -n "${TUI_NO_IDLE:-}" ] || python3 benchmarks/tui_cost.py --state watching --preset watch --nvitop --warmup 10 --seconds 15 \
                  --out "$out/tui-cost-2gpu/idle" 2>&1 | tail -8

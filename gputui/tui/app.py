@@ -4,10 +4,11 @@ What it shares with a replay (state, screens, redraw, themes) is
 
 Threads: the Textual event loop draws; one thread worker runs the
 :class:`~gputui.tui.supervisor.SessionSupervisor` loop, which runs one Session at a
-time.  News reaches the app only as :class:`~gputui.tui.bridge.SessionNews`
-messages; the app folds it into :class:`~gputui.tui.state.DashboardState` at once and
-redraws changed panels on a 0.5 s timer, so the redraw rate does not follow the
-sampling rate.
+time.  News waits in each session's :class:`~gputui.tui.bridge.SessionBridge`: the
+app folds it into :class:`~gputui.tui.state.DashboardState` at its redraw tick (once a
+second) and redraws the changed panels, so neither the redraw rate nor the app's
+wake-ups follow the sampling or reporting rate; a run starting or ending comes at once,
+as a :class:`~gputui.tui.bridge.SessionNews` message.
 """
 
 from __future__ import annotations
@@ -251,15 +252,24 @@ class GpuTuiApp(DashboardApp):
         return run.kept_path
 
     def on_session_news(self, message: SessionNews) -> None:
-        ended = self.state.apply(message.bridge.ticket, message.bridge.take())
-        for run in ended:
+        self._fold_news(message.bridge)
+        self.news_arrived()
+
+    def take_news(self) -> None:
+        for bridge in list(self._bridges.values()):  # a copy: the session thread removes ended ones
+            self._fold_news(bridge)
+
+    def _fold_news(self, bridge: SessionBridge) -> None:
+        items = bridge.take()
+        if not items:
+            return
+        for run in self.state.apply(bridge.ticket, items):
             if run.kept_path is not None:
                 self.load_history()
             if self._baseline_first is not None and self._baseline_first.is_twin(run):
                 self._baseline_measured(run)  # no summary over it: the real run starts now
             elif not self._quitting and run is self.state.run:
                 self.show_summary_when_seen(run)
-        self.news_arrived()
 
     def _baseline_measured(self, twin_run: st.RunView) -> None:
         """--baseline-run: the one-GPU twin ended; its median is the baseline the preset's run scales against."""

@@ -1,9 +1,13 @@
 """The Observer that carries a Session's news to the app, as Textual Messages.
 
 The Session calls observers from its own thread.  The bridge appends what it hears to
-a list and posts one :class:`SessionNews` message when the list goes from empty to
-non-empty; the app takes the whole list when it handles the message.  So however fast
-a run prints, at most one message per session is in flight, and nothing is dropped.
+a list; the app takes the whole list at its redraw tick (once a second), or when it
+handles a :class:`SessionNews` message.  The bridge posts that message only for news
+that cannot wait for the tick (a run starting or ending, its header, a finding, a
+note), and only while none is in flight.  Routine news (samples, throughput readings,
+output lines) waits: the panels draw it at the tick anyway, and a run reporting ten
+times a second would otherwise wake the app's thread ten times a second for nothing
+(a quarter of the main thread's CPU while a run goes).  Nothing is dropped.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from typing import Any
 from textual.message import Message
 
 from gputui.model import Sample
+from gputui.record import events as ev
 from gputui.record.events import Event
 from gputui.record.observer import Observer
 from gputui.record.schema import Header, Summary
@@ -32,6 +37,16 @@ from gputui.tui.news import (
 )
 from gputui.tui.supervisor import SessionTicket
 
+# Events the panels show only at the tick: the readings and output lines a run prints.
+ROUTINE_EVENTS = frozenset({ev.THROUGHPUT, ev.RANK_THROUGHPUT, ev.OUTPUT})
+
+
+def is_routine(item: News) -> bool:
+    """Whether the news can wait for the app's redraw tick."""
+    if isinstance(item, SampleArrived):
+        return True
+    return isinstance(item, EventArrived) and item.event.kind in ROUTINE_EVENTS
+
 
 class SessionNews(Message):
     """Something happened in a session: call ``bridge.take()`` for the news."""
@@ -47,17 +62,20 @@ class SessionBridge(Observer):
         self._post = post
         self._lock = threading.Lock()
         self._items: list[News] = []
+        self._posted = False  # a SessionNews is in flight: the app takes everything with it
 
     def take(self) -> list[News]:
         with self._lock:
             items, self._items = self._items, []
+            self._posted = False
         return items
 
     def _put(self, item: News) -> None:
         with self._lock:
             self._items.append(item)
-            first = len(self._items) == 1
-        if first:
+            post = not self._posted and not is_routine(item)
+            self._posted = self._posted or post
+        if post:
             try:
                 self._post(SessionNews(self))
             except RuntimeError:  # the app's loop has closed: the session is ending too

@@ -116,6 +116,7 @@ class DashboardApp(TypingBursts[int]):
 
     def refresh_dashboard(self, force: bool = False) -> None:
         """The redraw tick: panels whose sections changed redraw themselves."""
+        self.take_news()
         dashboard = self.dashboard
         if not dashboard.is_mounted or not self.is_running:
             return  # not up yet, or closing: the shutdown takes the dashboard's widgets before its timers
@@ -161,6 +162,10 @@ class DashboardApp(TypingBursts[int]):
         if renderable is not None:
             displaying(screen)
         super()._display(screen, renderable)
+
+    def take_news(self) -> None:
+        """Fold in the news a source held for the tick (a live app's sessions:
+        gputui.tui.bridge); a replay applies its own as it goes."""
 
     def news_arrived(self) -> None:
         """Call once news is applied to the state: a milestone is drawn now, the rest at the next tick."""

@@ -10,7 +10,7 @@ from gputui.model import Sample
 from gputui.tui.news import SampleArrived
 from tests.support.dashboard import make_dashboard
 from tests.support.fake_nvml import FakeGpu
-from tests.support.tui import demo_preset, fixed_host, scripted_factory, shown, wait_until
+from tests.support.tui import demo_preset, fixed_host, script_delivered, scripted_factory, shown, wait_until
 
 SIZE = (140, 40)
 CSI = re.compile(r"\x1b\[([0-9;?]*)([A-Za-z])")
@@ -77,5 +77,6 @@ def sample(app, t: float, *, power_w: float = 300.0, cores: list[float] | None =
 
 async def started(app, pilot) -> None:
     await wait_until(pilot, lambda: app.state.run is not None and app.state.run.series.readings > 0 and app.state.gpus, what="the scripted run")
+    await wait_until(pilot, lambda: script_delivered(app), what="the scripted run's news")
     await shown(pilot)
     await shown(pilot)

@@ -88,6 +88,7 @@ class ScriptedSession:
         self._observers: list[Observer] = []
         self._stop = threading.Event()
         self._reason: str | None = None
+        self.delivered = threading.Event()  # the script is out; it waits to be stopped
 
     def add_observer(self, observer: Observer) -> None:
         self._observers.append(observer)
@@ -120,6 +121,7 @@ class ScriptedSession:
                     self._readings(i)
             for finding in self.findings:
                 self._event(float(self.samples), ev.FINDING, **finding)
+            self.delivered.set()
             self._stop.wait()
             if preset is not None:
                 self._event(float(self.samples), ev.STOPPING, reason=self._reason)
@@ -159,6 +161,14 @@ def scripted_factory(gpus: list[FakeGpu] | None = None, samples: int = 24, findi
         return ScriptedSession(config, FakeNvml(gpus if gpus is not None else demo_gpus()), samples, findings)
 
     return make
+
+
+def script_delivered(app) -> bool:
+    """Whether the scripted session the app runs now has sent all its news.  The app
+    folds routine news in at its tick (gputui.tui.bridge), so a test that sets the state
+    by hand waits for this first, or news still on its way lands over what it set."""
+    current = getattr(app.supervisor, "_current", None)
+    return current is not None and isinstance(current[1], ScriptedSession) and current[1].delivered.is_set()
 
 
 async def wait_until(pilot, predicate, timeout: float = 20.0, what: str = "condition") -> Any:

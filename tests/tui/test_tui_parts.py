@@ -282,16 +282,22 @@ def test_supervisor_runs_one_session_at_a_time_and_watches_between_runs():
     assert len(ended) == 3 and sessions[-1].reason == "quit"
 
 
-def test_bridge_posts_one_message_until_the_app_takes_the_items():
+def test_bridge_holds_routine_news_for_the_tick_and_posts_the_rest_once_until_taken():
     posted = []
     bridge = SessionBridge(SessionTicket(serial=1), posted.append)
     builder = SummaryBuilder()
     builder.on_event(make_event(0.0, ev.THROUGHPUT, {"samples_per_sec": 40.0, "source": "gputui"}))
     bridge.on_event(builder.counted(make_event(1.0, ev.THROUGHPUT, {"samples_per_sec": 44.0, "source": "gputui"})))
     bridge.on_sample(Sample(t=0.0))
-    assert len(posted) == 1 and isinstance(posted[0], SessionNews)
+    bridge.on_event(make_event(1.5, ev.OUTPUT, {"stream": "stdout", "text": "epoch 1"}))
+    assert posted == []  # readings, samples and output lines wait for the app's tick
     items = bridge.take()
-    assert [type(i) for i in items] == [EventArrived, SampleArrived] and items[0].running_median == 42.0
+    assert [type(i) for i in items] == [EventArrived, SampleArrived, EventArrived] and items[0].running_median == 42.0
+    bridge.on_sample(Sample(t=1.0))
+    bridge.on_event(make_event(2.0, ev.PHASE, {"phase": "measure"}))  # not routine: the app hears now
+    bridge.on_event(make_event(2.5, ev.STOPPING, {"reason": "stopped by the user"}))
+    assert len(posted) == 1 and isinstance(posted[0], SessionNews)  # one message in flight at a time
+    assert [type(i) for i in bridge.take()] == [SampleArrived, EventArrived, EventArrived]
     bridge.ended(None)
     assert len(posted) == 2 and bridge.take() == [SessionEnded()]
 
