@@ -152,6 +152,86 @@ PROBE = textwrap.dedent(
     _repo = os.environ.pop("TUI_COST_REPO", "")
     _cprofile = os.environ.pop("TUI_COST_CPROFILE", "")
 
+    # --thread-times: these functions' CPU time (time.thread_time, so the calling
+    # thread's alone, waits excluded) from SIGUSR1 to SIGUSR2, written as JSON: per
+    # function and thread, calls and seconds (inclusive of what they call).  cProfile
+    # cannot say this on Python 3.12, where it sees every thread's calls on one stack.
+    _thread_times = os.environ.pop("TUI_COST_THREAD_TIMES", "")
+    _TIMED = (
+        "gputui.tui.dashboard_app:DashboardApp.refresh_dashboard",
+        "gputui.tui.dashboard_app:DashboardApp._display",
+        "gputui.tui.app:GpuTuiApp.take_news",
+        "gputui.tui.app:GpuTuiApp.on_session_news",
+        "gputui.tui.screens.dashboard_screen:DashboardScreen._compositor_refresh",
+        "gputui.tui.compositor:CroppingCompositor._get_renders",
+        "gputui.tui.widgets.state_view:StateView.sync",
+        "gputui.tui.widgets.state_view:StateView.render_line",
+        "gputui.tui.widgets.state_view:StateView._remember",
+        "gputui.tui.widgets.throughput_chart:ThroughputChart.sync",
+        "gputui.tui.widgets.throughput_chart:ThroughputChart._draw_plot",
+        "gputui.tui.widgets.cpu:CpuPanel.build",
+        "gputui.tui.widgets.gpu_panel:GpuPanel.build",
+        "textual.message_pump:MessagePump._dispatch_message",
+        "textual.timer:Timer._tick",
+        "asyncio.base_events:BaseEventLoop._run_once",
+        "gputui.session.session:Session._handle",
+        "gputui.session.session:Session._take_sample",
+        "gputui.session.session:Session._emit",
+        "gputui.telemetry.host:HostTelemetry.sample",
+        "gputui.telemetry.gpu:GpuTelemetry.sample",
+        "gputui.record.recording:Recorder._write",
+        "gputui.diagnosis.engine:Diagnoser.on_sample",
+        "gputui.diagnosis.engine:Diagnoser.on_event",
+        "gputui.session.summary:SummaryBuilder.on_sample",
+        "gputui.session.summary:SummaryBuilder.counted",
+        "gputui.tui.bridge:SessionBridge._put",
+    )
+    if _thread_times:
+        import functools, importlib, inspect, json, signal, threading, time
+
+        _times = {}
+        _timing = [False]
+
+        def _timed(key, fn):
+            if inspect.iscoroutinefunction(fn):
+                return fn  # awaited: its time would include what runs while it waits
+
+            @functools.wraps(fn)
+            def wrapper(*args, **kwargs):
+                if not _timing[0]:
+                    return fn(*args, **kwargs)
+                t0 = time.thread_time()
+                try:
+                    return fn(*args, **kwargs)
+                finally:
+                    slot = _times.setdefault((key, threading.current_thread().name), [0, 0.0])
+                    slot[0] += 1
+                    slot[1] += time.thread_time() - t0
+
+            return wrapper
+
+        for _target in _TIMED:
+            _module, _, _path = _target.partition(":")
+            _cls_name, _, _attr = _path.partition(".")
+            try:
+                _cls = getattr(importlib.import_module(_module), _cls_name)
+                setattr(_cls, _attr, _timed(_target, getattr(_cls, _attr)))
+            except Exception as exc:  # a renamed function: measured without it
+                print(f"thread-times: {_target}: {exc!r}", file=sys.stderr)
+
+        def _times_start(signum, frame):
+            _times.clear()
+            _timing[0] = True
+
+        def _times_stop(signum, frame):
+            _timing[0] = False
+            rows = [{"function": k, "thread": t, "calls": n, "cpu_s": round(c, 6)} for (k, t), (n, c) in sorted(_times.items(), key=lambda i: -i[1][1])]
+            with open(_thread_times, "w") as fh:
+                json.dump(rows, fh, indent=1)
+
+        signal.signal(signal.SIGUSR1, _times_start)
+        signal.signal(signal.SIGUSR2, _times_stop)
+
     # --cprofile: SIGUSR1 starts cProfile, SIGUSR2 stops it and writes the stats (the
     # benchmark sends them as the window opens and closes).  Python 3.11 profiles the
     # main thread only; 3.12's cProfile (sys.monitoring) every thread.
@@ -745,6 +825,10 @@ def measure(args: argparse.Namespace, scratch: Path, name: str) -> dict:
     cprofile = scratch / f"{name}.cprofile" if args.cprofile else None
     if cprofile is not None:
         env["TUI_COST_CPROFILE"] = str(cprofile)
+    thread_times = scratch / f"{name}.thread-times.json" if args.thread_times else None
+    if thread_times is not None:
+        env["TUI_COST_THREAD_TIMES"] = str(thread_times)
+    signalled = cprofile is not None or thread_times is not None
 
     load_before = os.getloadavg()[0]
     gputui = Pty(argv, env, cols, rows)
@@ -767,7 +851,7 @@ def measure(args: argparse.Namespace, scratch: Path, name: str) -> dict:
                         nvitop = Pty(nvitop_cmd, terminal_env(cols, rows, args.truecolor), cols, rows)
                         continue
                     gputui.open_window()
-                    if cprofile is not None:
+                    if signalled:
                         os.kill(gputui.pid, signal.SIGUSR1)
                     if args.profile:
                         profiler = start_profiler(gputui.pid, args.seconds, scratch / f"{name}.pyspy.txt")
@@ -779,7 +863,7 @@ def measure(args: argparse.Namespace, scratch: Path, name: str) -> dict:
                     raise SystemExit(f"{name}: {driver.view} never came up in {VIEW_TIMEOUT_S:.0f} s")
             elif now >= window_end:
                 gputui.close_window()
-                if cprofile is not None:
+                if signalled:
                     os.kill(gputui.pid, signal.SIGUSR2)
                 if nvitop is not None:
                     nvitop.close_window()
@@ -850,6 +934,8 @@ def measure(args: argparse.Namespace, scratch: Path, name: str) -> dict:
             result["profile"] = profile_totals(profile)
         if cprofile is not None:
             result["cprofile"] = keep_cprofile(cprofile, args.out, args.seconds)
+        if thread_times is not None:
+            result["thread_times"] = keep_thread_times(thread_times, args.out, gputui.window_t)
         if nvitop is not None:
             (args.out / f"{name}.nvitop.stream").write_bytes(bytes(nvitop.stream))
             result["nvitop"]["stream_window"] = list(nvitop.window or ())
@@ -867,6 +953,30 @@ def start_profiler(pid: int, seconds: float, output: Path) -> subprocess.Popen |
     argv = [py_spy, "record", "--pid", str(pid), "--duration", f"{max(1, round(seconds))}", "--rate", "200"]
     argv += ["--format", "raw", "--gil", "--threads", "--output", str(output)]
     return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=open(output.with_suffix(".log"), "wb"))
+
+
+def keep_thread_times(path: Path, out: Path, window_t: tuple[float, float] | None) -> list[dict]:
+    """The instrumented functions' CPU over the window (--thread-times), in ms per second
+    of window, busiest first; the JSON is kept under --out as NAME.thread-times.json."""
+    deadline = time.monotonic() + 10
+    rows: list[dict] = []
+    while time.monotonic() < deadline:  # written by the signal's handler
+        try:
+            rows = json.loads(path.read_text())
+            break
+        except (OSError, ValueError):
+            time.sleep(0.1)
+    (out / path.name).write_text(json.dumps(rows, indent=1))
+    seconds = (window_t[1] - window_t[0]) if window_t else 1.0
+    return [
+        {
+            "function": r["function"].partition(":")[2],
+            "thread": r["thread"],
+            "calls_per_s": round(r["calls"] / seconds, 2),
+            "cpu_ms_per_s": round(r["cpu_s"] * 1000 / seconds, 3),
+        }
+        for r in rows
+    ]
 
 
 def keep_cprofile(path: Path, out: Path, seconds: float, top: int = 60) -> str:
@@ -980,6 +1090,11 @@ def main() -> int:
         "--cprofile",
         action="store_true",
         help="cProfile in gputui's process over the window (NAME.cprofile and NAME.cprofile.txt under --out): calls per second; its times are inflated, so measure without it",
+    )
+    parser.add_argument(
+        "--thread-times",
+        action="store_true",
+        help="the CPU of gputui's main functions over the window, by thread (NAME.thread-times.json under --out, and in tui-cost.json)",
     )
     args = parser.parse_args()
     if args.nvitop and nvitop_argv(args.interval) is None:

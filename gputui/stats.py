@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, insort
+from collections import deque
 from collections.abc import Sequence
 
 
@@ -25,6 +27,34 @@ def _interpolated(ordered: Sequence[float], q: float) -> float:
 
 def median(values: Sequence[float]) -> float | None:
     return percentile(values, 50.0)
+
+
+class RollingMedian:
+    """The median of the latest ``window`` values, kept in order as they come: a new
+    value costs a binary search and a move of at most ``window`` floats, where
+    ``median(values[-window:])`` sorts them all again (a run's every reading asks).
+    Values that are not finite are left out: they have no place in an order."""
+
+    def __init__(self, window: int) -> None:
+        self.window = window
+        self._recent: deque[float] = deque()
+        self._ordered: list[float] = []
+
+    def add(self, value: float) -> None:
+        if not math.isfinite(value):
+            return
+        self._recent.append(value)
+        insort(self._ordered, value)
+        if len(self._recent) > self.window:
+            del self._ordered[bisect_left(self._ordered, self._recent.popleft())]
+
+    def clear(self) -> None:
+        self._recent.clear()
+        self._ordered.clear()
+
+    @property
+    def median(self) -> float | None:
+        return _interpolated(self._ordered, 50.0) if self._ordered else None
 
 
 def spread(values: Sequence[float]) -> dict[str, float]:

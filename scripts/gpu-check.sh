@@ -54,7 +54,8 @@
 #               session's alone (headless): py-spy's collapsed stacks over the window (needs py-spy in
 #               .whl/), under tui-profile/. TUI_PROFILE_STATES picks the dashboard states (default: both)
 #     tuicprofile issue 25 (~3 min): cProfile inside gputui over the window (tui_cost.py --cprofile), the dashboard
-#               over a running preset at 140x40, then the same run headless; calls and times by function under tui-cprofile/
+#               over a running preset at 140x40, then the same run headless; calls and times by function under tui-cprofile/.
+#               TUI_PROFILER=--thread-times: each main function's CPU by thread instead (exact, where 3.12's cProfile mixes threads)
 #     tuicost2  issue 25 on a machine with 2+ GPUs (~3 min): idle and a DDP run on every GPU
 #               (benchmarks/gpu-presets.toml tui-ddp) at 140x40, beside nvitop; under tui-cost-2gpu/.
 #               TUI_WARMUP and TUI_SECONDS set the DDP run's warm-up and window (default 40 and 15); TUI_NO_IDLE=1 skips idle
@@ -235,7 +236,7 @@ PY
                   --warmup 15 --seconds 30 --profile --out "$out/tui-profile/headless" 2>&1 | grep -E "cpu_percent|bytes_per_s:" ;;
     tuicprofile) for face in "" --headless; do  # where the CPU goes, by function: cProfile over the window (~3 min)
                    python3 benchmarks/tui_cost.py --state running $face --presets benchmarks/gpu-presets.toml --preset tui-input-fed \
-                     --warmup ${TUI_WARMUP:-40} --seconds ${TUI_SECONDS:-30} --cprofile --out "$out/tui-cprofile${face:+/headless}" 2>&1 | tail -2
+                     --warmup ${TUI_WARMUP:-40} --seconds ${TUI_SECONDS:-30} ${TUI_PROFILER:---cprofile} --out "$out/tui-cprofile${face:+/headless}" 2>&1 | tail -2
                  done ;;
     tuicost2) mkdir -p "$out/tui-cost-2gpu"
               [ -n "${TUI_NO_IDLE:-}" ] || python3 benchmarks/tui_cost.py --state watching --preset watch --nvitop --warmup 10 --seconds 15 \

@@ -24,11 +24,13 @@ from gputui.record.observer import Observer
 from gputui.record.schema import Baseline, GpuSummary, HostSummary, RankRate, Reported, RunSettings, Scaling, Stats, Summary, ThroughputSummary
 from gputui.run.outcome import Outcome
 from gputui.session.phases import TRAINING, PhaseTracker, gpu_busy
-from gputui.stats import ValueCounts, median, spread
+from gputui.stats import RollingMedian, ValueCounts, spread
 
 # Other processes seen on a GPU are counted present until the next process read, but
 # no longer than this (a gap in the samples is not presence)
 OTHERS_GAP_S = 5.0
+# The running median a live reading carries covers this many of the latest readings.
+RECENT_READINGS = 1000
 GPU_SERIES = ("util_gpu", "sm_active", "sm_occupancy", "tensor_active", "temp_c", "power_w", "sm_clock_mhz")
 
 
@@ -214,6 +216,7 @@ class SummaryBuilder(Observer):
         self.gpus_active: dict[int, _GpuWindow] = {}
         self.host_active = _HostWindow()
         self.rates = array("d")  # measured throughput readings
+        self._recent_rates = RollingMedian(RECENT_READINGS)
         self.rate_samples = 0.0  # samples those readings cover
         self.rate_seconds = 0.0
         self.rate_counted = 0  # readings that said how many samples in how many seconds
@@ -279,10 +282,12 @@ class SummaryBuilder(Observer):
             if reading.unit == STEPS and self.unit != STEPS:
                 return  # never back from samples or tokens to bare steps
             self.rates = array("d")
+            self._recent_rates.clear()
             self.rate_samples = self.rate_seconds = 0.0
             self.rate_counted = 0
         self.unit = reading.unit
         self.rates.append(reading.samples_per_sec)
+        self._recent_rates.add(reading.samples_per_sec)
         self.rate_source = reading.source
         if reading.samples and reading.seconds:
             if self.rate_counted:  # the first window holds the start (compile, first batch): no tool counts it
@@ -339,9 +344,10 @@ class SummaryBuilder(Observer):
             return dataclasses.replace(event, running_median=self.recent_median())
         return event
 
-    def recent_median(self, window: int = 1000) -> float | None:
-        """Median of the latest measured readings: cheap enough for every sample tick."""
-        return median(self.rates[-window:])  # not spread(), which works out five more figures
+    def recent_median(self) -> float | None:
+        """Median of the latest RECENT_READINGS measured readings, kept in order as they
+        come: every live reading asks (ten a second from gputui's workloads)."""
+        return self._recent_rates.median
 
     def _throughput(self) -> ThroughputSummary:
         stats = spread(self.rates)
