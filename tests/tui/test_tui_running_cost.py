@@ -23,8 +23,6 @@ import importlib.util
 import re
 import types
 
-from textual.visual import Visual
-
 from gputui.model import ProcessSample
 from gputui.record import events as ev
 from gputui.record.events import make_event
@@ -34,6 +32,7 @@ from gputui.tui.widgets import gpu_panel as gpu_panel_widgets
 from gputui.tui.widgets import state_view as base_widgets
 from gputui.tui.widgets.cpu import CpuPanel
 from gputui.tui.widgets.gpu_panel import GpuPanel
+from gputui.tui.widgets.state_view import StateView
 from gputui.tui.widgets.throughput_chart import GUTTER, ThroughputChart
 from tests.support.process import REPO
 from tests.support.redraw import IDLE_CORES, SIZE, in_region, one_gpu_app, sample, started, written_cells
@@ -354,12 +353,11 @@ def test_a_redraw_makes_only_the_lines_that_changed_and_they_keep_their_place_fo
     terminal still shows exactly the composed screen."""
     app = one_gpu_app(tmp_path)
     made: list[str] = []
-    to_strips = Visual.to_strips
+    line_strip = StateView._line_strip
 
-    def counting(widget, visual, *args, **kwargs):
-        strips = to_strips(widget, visual, *args, **kwargs)
-        made.extend([type(widget).__name__] * len(strips))  # the lines made
-        return strips
+    def counting(view, *args, **kwargs):
+        made.append(type(view).__name__)  # a line made
+        return line_strip(view, *args, **kwargs)
 
     async def scenario():
         recorder = Recorder(app, *SIZE)
@@ -367,7 +365,7 @@ def test_a_redraw_makes_only_the_lines_that_changed_and_they_keep_their_place_fo
             await started(app, pilot)
             cpu = app.dashboard.query_one(CpuPanel)
             lines = len(str(cpu.render()).splitlines())
-            monkeypatch.setattr(Visual, "to_strips", classmethod(lambda cls, *args, **kwargs: counting(*args, **kwargs)))
+            monkeypatch.setattr(StateView, "_line_strip", counting)
             made.clear()
             before = base_widgets.cells_of(cpu.render())
             cores = list(IDLE_CORES)

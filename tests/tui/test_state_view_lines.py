@@ -1,0 +1,86 @@
+"""The panels draw their lines with Rich where Textual would draw the same cells
+(StateView._line_strip): every line of every panel of a running dashboard, in every
+theme gputui ships and one of Textual's own, at both sizes, is held to Textual's own
+rendering of it, cell by cell: character, colours, attributes and the offsets that
+mouse selection reads."""
+
+import pytest
+from rich.text import Text
+from textual.visual import Visual, visualize
+
+from gputui.tui.themes import load_themes
+from gputui.tui.widgets.state_view import StateView
+from tests.support.redraw import one_gpu_app, started
+from tests.support.tui import run_async
+
+THEMES = [*sorted(load_themes()[0]), "textual-dark"]
+
+
+def cells(strip) -> list[tuple]:
+    out = []
+    for text, style, _ in strip:
+        for char in text:
+            out.append(
+                (
+                    char,
+                    style.color if style else None,
+                    style.bgcolor if style else None,
+                    tuple(bool(getattr(style, a)) if style else False for a in ("bold", "dim", "italic", "underline", "reverse", "strike")),
+                    style.meta.get("offset") if style else None,
+                )
+            )
+    return out
+
+
+def textual_strip(view: StateView, line: Text, y: int):
+    width = view.content_size.width
+    return Visual.to_strips(view, visualize(view, line), width, 1, view.visual_style)[0].apply_offsets(0, y)
+
+
+@pytest.mark.parametrize("size", [(140, 40), (80, 24)])
+def test_every_panel_line_is_the_cells_textual_would_draw_in_every_theme(tmp_path, size):
+    app = one_gpu_app(tmp_path)
+    compared: dict[str, int] = {}
+
+    async def scenario():
+        async with app.run_test(size=size) as pilot:
+            await started(app, pilot)
+            for theme in THEMES:
+                app.theme = theme
+                await pilot.pause()
+                app.refresh_dashboard(force=True)
+                await pilot.pause()
+                for view in app.dashboard.query(StateView):
+                    if not view.display or not view.content_size.width:
+                        continue
+                    view.render()  # its lines for the size it has now
+                    width, style = view.content_size.width, view.visual_style
+                    for y, line in enumerate(view._lines):
+                        ours = view._line_strip(line, width, style).apply_offsets(0, y)
+                        theirs = textual_strip(view, line, y)
+                        assert cells(ours) == cells(theirs), f"{theme}: {type(view).__name__} line {y}: {line.plain!r}"
+                        assert ours.cell_length == theirs.cell_length
+                        compared[type(view).__name__] = compared.get(type(view).__name__, 0) + 1
+
+    run_async(scenario())
+    assert {"CpuPanel", "GpuPanel", "ThroughputChart", "RunStatus", "MachineInfo"} <= set(compared), compared
+
+
+def test_lines_rich_cannot_draw_as_textual_does_go_textuals_way(tmp_path):
+    """A line longer than the panel (Textual ends it with an ellipsis), a Textual style
+    variable and a link are Textual's to draw."""
+    app = one_gpu_app(tmp_path)
+
+    async def scenario():
+        async with app.run_test(size=(140, 40)) as pilot:
+            await started(app, pilot)
+            view = next(v for v in app.dashboard.query(StateView) if type(v).__name__ == "CpuPanel")
+            width, style = view.content_size.width, view.visual_style
+            long = Text("x" * (width + 5))
+            variable = Text("busy", style="$accent")
+            linked = Text.assemble(("docs", "link https://example.com"))
+            for line in (long, variable, linked):
+                assert cells(view._line_strip(line, width, style).apply_offsets(0, 0)) == cells(textual_strip(view, line, 0)), line.plain
+            assert "…" in "".join(c[0] for c in cells(view._line_strip(long, width, style)))
+
+    run_async(scenario())
