@@ -219,6 +219,20 @@ PROBE = textwrap.dedent(
             except Exception as exc:  # a renamed function: measured without it
                 print(f"thread-times: {_target}: {exc!r}", file=sys.stderr)
 
+        import gc
+
+        _gc_started = {}
+
+        def _gc_timed(phase, info):  # the collector's time, by generation, as one more row
+            if phase == "start":
+                _gc_started[threading.get_ident()] = time.thread_time()
+            elif _timing[0] and threading.get_ident() in _gc_started:
+                slot = _times.setdefault((f"gc:generation {info['generation']}", threading.current_thread().name), [0, 0.0])
+                slot[0] += 1
+                slot[1] += time.thread_time() - _gc_started.pop(threading.get_ident())
+
+        gc.callbacks.append(_gc_timed)
+
         def _times_start(signum, frame):
             _times.clear()
             _timing[0] = True

@@ -26,6 +26,7 @@ import psutil
 
 from gputui.model import HostInfo, HostSample, ProcessSample
 from gputui.telemetry.machine_counters import read_disk_bytes, read_memory
+from gputui.telemetry.proc_files import read_whole
 from gputui.telemetry.process_counters import ProcessGone, full_name, read_cmdline, read_counters
 
 __all__ = [
@@ -147,9 +148,8 @@ def cgroup_file(name_v2: str, name_v1: str, root: Path | None = None) -> str | N
     ``root`` defaults to :data:`CGROUP_ROOT` (tests pass a folder of fake files)."""
     root = CGROUP_ROOT if root is None else root
     for name in (name_v2, name_v1):
-        try:  # a plain open: cpu.stat is read every tick, and pathlib's own work was about half of it
-            with open(os.path.join(root, name), encoding="utf-8") as fh:
-                return fh.read().strip()
+        try:  # no pathlib, no file object: cpu.stat is read every tick (gputui.telemetry.proc_files)
+            return read_whole(os.path.join(root, name)).decode("utf-8", "replace").strip()
         except OSError:
             continue
     return None
@@ -293,8 +293,7 @@ def child_pids(pid: int, proc_root: Path | None = None, every_thread: bool = Tru
         return []
     for tid in tasks:
         try:
-            with open(f"{task_dir}/{tid}/children", "rb") as fh:
-                text = fh.read()
+            text = read_whole(f"{task_dir}/{tid}/children")
         except OSError:
             continue  # the thread ended meanwhile
         pids.extend(int(word) for word in text.split())

@@ -16,6 +16,8 @@ from functools import cache
 
 import psutil
 
+from gputui.telemetry.proc_files import read_whole
+
 PROC = "/proc"
 SECTOR_BYTES = 512  # /proc/diskstats counts 512-byte sectors whatever the device's own size
 
@@ -35,8 +37,7 @@ _MEMINFO_KEYS = frozenset((b"MemTotal", b"MemAvailable", b"MemFree", b"Buffers",
 def read_memory(proc: str = PROC) -> Memory | None:
     """Memory and swap now, in bytes; None where neither /proc nor psutil says."""
     try:
-        with open(f"{proc}/meminfo", "rb") as fh:
-            text = fh.read()
+        text = read_whole(f"{proc}/meminfo")
     except OSError:
         return _psutil_memory() if proc == PROC else None
     kib: dict[bytes, int] = {}
@@ -68,8 +69,7 @@ def read_disk_bytes(proc: str = PROC, sys_block: str = "/sys/block") -> tuple[in
     partitions, which would count each byte twice), as iostat and psutil count them;
     None where neither /proc nor psutil says."""
     try:
-        with open(f"{proc}/diskstats", "rb") as fh:
-            lines = fh.read().splitlines()
+        lines = read_whole(f"{proc}/diskstats").splitlines()
     except OSError:
         return _psutil_disk() if proc == PROC else None
     read = written = 0

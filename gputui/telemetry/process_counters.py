@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import psutil
 
+from gputui.telemetry.proc_files import read_whole
+
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 HAS_PROC_STAT = os.path.exists(f"/proc/{os.getpid()}/stat")
@@ -45,8 +47,7 @@ def read_counters(proc: psutil.Process) -> Counters:
         return _psutil_counters(proc)
     pid = proc.pid
     try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read()
+        stat = read_whole(f"/proc/{pid}/stat")
     except (FileNotFoundError, ProcessLookupError):
         raise ProcessGone(pid) from None
     # "pid (name) state ppid ...": the name may hold spaces and parentheses
@@ -67,8 +68,7 @@ def read_counters(proc: psutil.Process) -> Counters:
 
 def _io(pid: int) -> tuple[int, int] | None:
     try:
-        with open(f"/proc/{pid}/io", "rb") as fh:
-            text = fh.read()
+        text = read_whole(f"/proc/{pid}/io")
     except OSError:  # another user's process, or gone meanwhile (the next tick says so)
         return None
     values = {}
