@@ -174,6 +174,10 @@ PROBE = textwrap.dedent(
         "textual.message_pump:MessagePump._dispatch_message",
         "textual.timer:Timer._tick",
         "asyncio.base_events:BaseEventLoop._run_once",
+        "textual._compositor:Compositor.render_update",
+        "textual._styles_cache:StylesCache.render_widget",
+        "textual.widget:Widget.refresh",
+        "textual.message_pump:MessagePump.post_message",
         "gputui.session.session:Session._handle",
         "gputui.session.session:Session._take_sample",
         "gputui.session.session:Session._emit",
@@ -232,6 +236,40 @@ PROBE = textwrap.dedent(
                 slot[1] += time.thread_time() - _gc_started.pop(threading.get_ident())
 
         gc.callbacks.append(_gc_timed)
+
+        # What the event loop runs, each callback by what it serves: a Task's step by its
+        # coroutine and the object that runs it (each Textual widget has a message
+        # pump of its own), any other callback by its name.
+        from asyncio import events as _events
+
+        _handle_run = _events.Handle._run
+
+        def _callback_label(callback):
+            owner = getattr(callback, "__self__", None)
+            get_coro = getattr(owner, "get_coro", None)
+            if get_coro is None:
+                return "loop: " + getattr(callback, "__qualname__", type(callback).__name__)
+            coro = get_coro()
+            frame = getattr(coro, "cr_frame", None)
+            me = frame.f_locals.get("self") if frame is not None else None
+            return f"loop: {getattr(coro, '__qualname__', '?')} of {type(me).__name__}" if me is not None else f"loop: {getattr(coro, '__qualname__', '?')}"
+
+        def _timed_handle_run(self):
+            if not _timing[0]:
+                return _handle_run(self)
+            try:
+                label = _callback_label(self._callback)
+            except Exception as exc:  # the probe must never break the loop it measures
+                label = f"loop: ({type(exc).__name__}: {exc})"
+            t0 = time.thread_time()
+            try:
+                return _handle_run(self)
+            finally:
+                slot = _times.setdefault((label, threading.current_thread().name), [0, 0.0])
+                slot[0] += 1
+                slot[1] += time.thread_time() - t0
+
+        _events.Handle._run = _timed_handle_run
 
         def _times_start(signum, frame):
             _times.clear()
@@ -984,7 +1022,7 @@ def keep_thread_times(path: Path, out: Path, window_t: tuple[float, float] | Non
     seconds = (window_t[1] - window_t[0]) if window_t else 1.0
     return [
         {
-            "function": r["function"].partition(":")[2],
+            "function": r["function"] if r["function"].startswith(("loop:", "gc:")) else r["function"].partition(":")[2],
             "thread": r["thread"],
             "calls_per_s": round(r["calls"] / seconds, 2),
             "cpu_ms_per_s": round(r["cpu_s"] * 1000 / seconds, 3),

@@ -23,6 +23,8 @@ import importlib.util
 import re
 import types
 
+import pytest
+
 from gputui.model import ProcessSample
 from gputui.record import events as ev
 from gputui.record.events import make_event
@@ -556,5 +558,42 @@ def test_the_next_run_s_total_is_its_own_not_the_last_run_s_figure(tmp_path, mon
             app.refresh_dashboard(force=True)
             await pilot.pause()
             assert total(str(cpu.render())) == str(live), f"the new run's own total, not the last run's {first}"
+
+    run_async(scenario())
+
+
+def run_memory(text: str) -> str:
+    """The run's memory on its head line: ``run 150% 2.1G ...``."""
+    match = re.search(r"(?m)^run \d+% (\S+)", text)
+    assert match, f"no run line in:\n{text}"
+    return match.group(1)
+
+
+@pytest.mark.parametrize("size", [SIZE, (80, 24)])
+def test_the_run_s_memory_is_the_sum_its_lines_show_and_moves_with_them(tmp_path, size):
+    """Workers' memory wandering within RSS_STEP keeps each line's figure, and the run's
+    total with them (the sum of a dozen raw figures changed at every redraw, at 80x24
+    too); one worker growing past the step moves its line and the total."""
+    app = one_gpu_app(tmp_path)
+    workers, memory = [97.0, 75.0, 70.0, 30.0], [1010, 1020, 1030, 1040]
+
+    async def scenario():
+        async with app.run_test(size=size) as pilot:
+            await started(app, pilot)
+            app.state.apply(app.state.run.ticket, [host_with(app, 99.0, main_cpu=100.0, workers=workers, worker_mib=memory)])
+            await shown(pilot)
+            cpu = app.dashboard.query_one(CpuPanel)
+            first = run_memory(str(cpu.render()))
+            for i in range(6):
+                mib = [m + (19 if i % 2 else -19) for m in memory]  # all up, then all down: under 2 % each
+                app.state.apply(app.state.run.ticket, [host_with(app, 100.0 + i, main_cpu=100.0, workers=workers, worker_mib=mib)])
+                app.refresh_dashboard(force=True)
+                await pilot.pause()
+                assert run_memory(str(cpu.render())) == first, f"sample {i}: the total moved while no line did"
+            grown = memory[:3] + [memory[3] + 400]  # one worker 38 % bigger
+            app.state.apply(app.state.run.ticket, [host_with(app, 110.0, main_cpu=100.0, workers=workers, worker_mib=grown)])
+            app.refresh_dashboard(force=True)
+            await pilot.pause()
+            assert run_memory(str(cpu.render())) != first, "a line that moved moves the total"
 
     run_async(scenario())

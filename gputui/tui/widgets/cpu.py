@@ -1,11 +1,12 @@
 """The host side: per-core load (one cell per core when space is short) and the
 run's process tree, the main process and each data-loader worker with CPU% and RSS.
 
-The machine's line, the run's total and its main process follow every redraw; the
+The main process's CPU follows every redraw.  The machine's and the run's CPU, the
 per-core bars and the other processes' figures show each one's mean over the last
-few seconds and move only by a visible step (see SteadyFigures): busy cores and
-data-loader workers wander by tens of points a second, and on a 16-core box with a
-dozen workers redrawing each wander was most of the dashboard's bytes (issue 25).
+few seconds and move only by a visible step (see SteadyFigures), and memory figures
+(each process's, the run's sum of them) only by RSS_STEP: busy cores and data-loader
+workers wander by tens of points a second, and on a 16-core box with a dozen workers
+redrawing each wander was most of the dashboard's bytes (issue 25).
 """
 
 from __future__ import annotations
@@ -48,6 +49,13 @@ def rss(num_bytes: int | None) -> str:
 
 def _total_cpu(processes: list[ProcessSample]) -> float:
     return sum(p.cpu_percent or 0 for p in processes)
+
+
+def _total_rss(shown: list[ProcessSample]) -> int:
+    """The run's memory as the sum of what its processes' lines show (each held until
+    it moved by RSS_STEP): the sum of a dozen workers' raw figures changed at every
+    redraw (issue 25)."""
+    return sum(p.rss or 0 for p in shown)
 
 
 class SteadyFigures:
@@ -270,15 +278,14 @@ class CpuPanel(StateView):
         if not processes:
             return [Text("no run: nothing to trace", self.style_of("cpu--dim"))]
         total_cpu = self._run_cpu(processes)
-        total_rss = sum(p.rss or 0 for p in processes)
+        listed = self._shown_processes(processes)
         workers = [p for p in processes if p.role == "worker"]
         head = Text(no_wrap=True, overflow="ellipsis")
         head.append("run ", self.style_of("cpu--label"))
         head.append(f"{total_cpu:.0f}%", self.style_of(self._level(total_cpu / max(1, len(processes)))))
-        head.append(f" {rss(total_rss)}  ")
+        head.append(f" {rss(_total_rss(listed))}  ")
         head.append(f"{len(workers)} worker{'s' if len(workers) != 1 else ''}", self.style_of("cpu--label"))
         lines = [head]
-        listed = self._shown_processes(processes)
         main = [p for p in listed if p.role == "main"]
         others = [p for p in listed if p.role != "main"]
         if len(workers) > WORKER_LINES:  # a cell each, on one line (the recording keeps each one's figures)
@@ -309,13 +316,14 @@ class CpuPanel(StateView):
             text.append("no run: nothing to trace", self.style_of("cpu--dim"))
             return text
         total_cpu = self._run_cpu(processes)
+        listed = self._shown_processes(processes)
         text.append("run ", self.style_of("cpu--label"))
-        text.append(f"{total_cpu:.0f}% {rss(sum(p.rss or 0 for p in processes))}")
-        for proc in processes:
+        text.append(f"{total_cpu:.0f}% {rss(_total_rss(listed))}")
+        for proc in listed:
             if proc.role == "main":
                 text.append(" │ main ", self.style_of("cpu--label"))
                 text.append(fmt.num(proc.cpu_percent, "%"), self.style_of(self._level(proc.cpu_percent)))
-        workers = self._steady_order([p for p in self._shown_processes(processes) if p.role == "worker"])
+        workers = self._steady_order([p for p in listed if p.role == "worker"])
         if len(workers) > WORKER_LINES:  # a cell each, as in the full panel
             text.append(f" │ {len(workers)} workers ", self.style_of("cpu--label"))
             for chars, role in charts.runs_of(self._worker_cells(workers)):
