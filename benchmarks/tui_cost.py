@@ -59,6 +59,15 @@ window (its stream: NAME.nvitop.stream), its CPU and bytes measured as gputui's,
 the issue's comparison: in states nvitop has a counterpart for (watching, running)
 gputui's targets are half of nvitop's bytes and no more than its CPU; elsewhere 1 KB/s.
 
+Where the CPU goes (--out DIR): --thread-times wraps gputui's main functions (the
+redraw tick, the compositor, each panel's lines, the session's dispatch, the sampler's
+reads, the recorder) and the event loop's callbacks (each by what it serves: a timer, a
+widget's message pump) and times them with time.thread_time() over the window: the
+calling thread's CPU alone, waits excluded, exact on Python 3.12, where --cprofile's
+cProfile sees every thread's calls on one stack.  Both write under --out
+(NAME.thread-times.json; NAME.cprofile and its listing) and cost gputui CPU: measure
+without them.
+
 No GPU here?  --fake-gpus N and --fake-cores N load the project's NVML test double
 (tests/support/fake_nvml.py; busy while gputui has a run, with another user's process
 on it, idle otherwise) and N synthetic CPU cores (each a few % idle, six of them
@@ -156,6 +165,7 @@ PROBE = textwrap.dedent(
     # thread's alone, waits excluded) from SIGUSR1 to SIGUSR2, written as JSON: per
     # function and thread, calls and seconds (inclusive of what they call).  cProfile
     # cannot say this on Python 3.12, where it sees every thread's calls on one stack.
+    _window_opens, _window_closes = [], []  # what --thread-times and --cprofile do as the window opens and closes
     _thread_times = os.environ.pop("TUI_COST_THREAD_TIMES", "")
     _TIMED = (
         "gputui.tui.dashboard_app:DashboardApp.refresh_dashboard",
@@ -191,7 +201,7 @@ PROBE = textwrap.dedent(
         "gputui.tui.bridge:SessionBridge._put",
     )
     if _thread_times:
-        import functools, importlib, inspect, json, signal, threading, time
+        import functools, importlib, inspect, json, threading, time
 
         _times = {}
         _timing = [False]
@@ -271,35 +281,38 @@ PROBE = textwrap.dedent(
 
         _events.Handle._run = _timed_handle_run
 
-        def _times_start(signum, frame):
+        def _times_start():
             _times.clear()
             _timing[0] = True
 
-        def _times_stop(signum, frame):
+        def _times_stop():
             _timing[0] = False
             rows = [{"function": k, "thread": t, "calls": n, "cpu_s": round(c, 6)} for (k, t), (n, c) in sorted(_times.items(), key=lambda i: -i[1][1])]
             with open(_thread_times, "w") as fh:
                 json.dump(rows, fh, indent=1)
 
-        signal.signal(signal.SIGUSR1, _times_start)
-        signal.signal(signal.SIGUSR2, _times_stop)
+        _window_opens.append(_times_start)
+        _window_closes.append(_times_stop)
 
     # --cprofile: SIGUSR1 starts cProfile, SIGUSR2 stops it and writes the stats (the
     # benchmark sends them as the window opens and closes).  Python 3.11 profiles the
     # main thread only; 3.12's cProfile (sys.monitoring) every thread.
     if _cprofile:
-        import cProfile, signal
+        import cProfile
         _profiler = cProfile.Profile()
 
-        def _profile_start(signum, frame):
-            _profiler.enable()
-
-        def _profile_stop(signum, frame):
+        def _profile_stop():
             _profiler.disable()
             _profiler.dump_stats(_cprofile)
 
-        signal.signal(signal.SIGUSR1, _profile_start)
-        signal.signal(signal.SIGUSR2, _profile_stop)
+        _window_opens.append(_profiler.enable)
+        _window_closes.append(_profile_stop)
+
+    if _window_opens:  # the benchmark signals the window's start and end
+        import signal
+
+        signal.signal(signal.SIGUSR1, lambda signum, frame: [start() for start in _window_opens])
+        signal.signal(signal.SIGUSR2, lambda signum, frame: [stop() for stop in _window_closes])
 
     # Each Python thread gives its name to the OS (/proc/self/task/TID/comm, 15 bytes), so
     # the benchmark can tell whose CPU time is whose; time outside the GIL (NVML calls,

@@ -45,7 +45,7 @@
 #     tuicost   issue 25 (~9 min): benchmarks/tui_cost.py --all beside nvitop (from .whl/) at 140x40 and 80x24:
 #               idle, a GPU preset running, its summary, findings, the editor, the Check screen; tables,
 #               raw streams and breakdowns under tui-cost/ (packed: the device returns few files).
-#               TUI_ALL_STATES picks the states (comma-separated; default all)
+#               TUI_ALL_STATES picks the states (comma-separated; default all), TUI_ALL_SIZES the sizes
 #     tuicostlive issue 25 (~4 min): idle and running beside nvitop at 140x40 and 80x24 (tuicost's two states
 #               with an nvitop counterpart), then the running preset headless; under tui-cost-live/.
 #               TUI_WARMUP and TUI_SECONDS set the warm-up and the window (default 15 and 15), TUI_SIZES the sizes,
@@ -214,7 +214,7 @@ PY
     planted) planted ;;
     accuracy) mkdir -p "$out/accuracy"; python3 benchmarks/matmul_vs_check.py --gpu 0 --out "$out/accuracy" 2>&1 | tail -12
               repeats; planted ;;
-    tuicost) python3 benchmarks/tui_cost.py --all --sizes 140x40,80x24 --states "${TUI_ALL_STATES:-watching,running,summary,findings,editor,check}" --preset torch-resnet50 \
+    tuicost) python3 benchmarks/tui_cost.py --all --sizes "${TUI_ALL_SIZES:-140x40,80x24}" --states "${TUI_ALL_STATES:-watching,running,summary,findings,editor,check}" --preset torch-resnet50 \
                --running-preset torch-resnet50-input-fed --findings-preset torch-resnet50-input-bound \
                --nvitop --warmup 15 --seconds 15 --out "$out/tui-cost" 2>&1 | tail -30 ;;
     tuicostlive) for size in ${TUI_SIZES:-140x40 80x24}; do  # the two states beside nvitop, at both sizes (~4 min)

@@ -54,6 +54,27 @@ def test_frame_profile_prints_the_cost_of_a_redraw_and_where_it_went(tmp_path):
     assert "refresh_dashboard" in done.stdout and out.stat().st_size > 0
 
 
+def test_tui_cost_times_the_dashboard_s_functions_by_thread_and_profiles_the_window(tmp_path):
+    """--thread-times and --cprofile in one short run of the dashboard over the NVML test
+    double: the functions' CPU by thread (each event-loop callback by what it serves,
+    the collector by generation), and cProfile's listing of the window."""
+    done = run_script(
+        "benchmarks/tui_cost.py",
+        *("--fake-gpus", "1", "--fake-cores", "4", "--warmup", "4", "--seconds", "4", "--size", "100x30"),
+        *("--thread-times", "--cprofile", "--out", tmp_path),
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads((tmp_path / "tui-cost.json").read_text())[0]
+    rows = {(row["function"], row["thread"]): row for row in result["thread_times"]}
+    assert rows[("DashboardApp.refresh_dashboard", "MainThread")]["calls_per_s"] > 0, sorted(rows)
+    assert rows[("Session._take_sample", "gputui-sampler")]["cpu_ms_per_s"] > 0
+    assert any(function.startswith("loop: Timer._run_timer") and thread == "MainThread" for function, thread in rows)
+    assert json.loads((tmp_path / "running-100x30.thread-times.json").read_text())
+    listing = (tmp_path / result["cprofile"]).read_text()
+    assert "cProfile over a 4 s window" in listing and "function calls" in listing
+
+
 def test_summarize_makes_a_table_row_per_recording_and_refuses_a_missing_one_in_one_line(tmp_path):
     done = run_script("benchmarks/summarize.py", RECORDING)
     assert done.returncode == 0, done.stderr
