@@ -68,7 +68,7 @@ def test_every_panel_line_is_the_cells_textual_would_draw_in_every_theme(tmp_pat
 
 def test_lines_rich_cannot_draw_as_textual_does_go_textuals_way(tmp_path):
     """A line longer than the panel (Textual ends it with an ellipsis), a Textual style
-    variable and a link are Textual's to draw."""
+    variable, a link and a tab are Textual's to draw."""
     app = one_gpu_app(tmp_path)
 
     async def scenario():
@@ -79,7 +79,8 @@ def test_lines_rich_cannot_draw_as_textual_does_go_textuals_way(tmp_path):
             long = Text("x" * (width + 5))
             variable = Text("busy", style="$accent")
             linked = Text.assemble(("docs", "link https://example.com"))
-            for line in (long, variable, linked):
+            tabbed = Text("step\t12")  # panels escape tabs (gputui.escape); Textual would expand one
+            for line in (long, variable, linked, tabbed):
                 assert cells(view._line_strip(line, width, style).apply_offsets(0, 0)) == cells(textual_strip(view, line, 0)), line.plain
             assert "…" in "".join(c[0] for c in cells(view._line_strip(long, width, style)))
 

@@ -216,7 +216,8 @@ class StateView(Widget):
         (0.4 ms a line on the H200: half of a running dashboard's repaint).  Other lines
         go Textual's way; tests/tui/test_state_view_lines.py holds the two to the same
         cells, colours and offsets."""
-        if self._drawn_plainly() and line.cell_len <= width and _plain_style(line.style) and all(_plain_span(span) for span in line.spans):
+        plain = line.cell_len <= width and "\t" not in line.plain and _plain_style(line.style)  # Textual expands tabs
+        if plain and self._drawn_plainly() and all(_plain_span(span) for span in line.spans):
             segments = Segment.apply_style(line.render(self.app.console), style.rich_style)
             return Strip(segments, line.cell_len)
         return Visual.to_strips(self, visualize(self, line), width, 1, style)[0]
