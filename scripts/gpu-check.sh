@@ -63,7 +63,8 @@
 #               child) holds 20 GiB and runs a bf16 matmul loop: recording, co_tenant finding, the
 #               process list and an 80x24 dashboard screenshot; then the same run alone: no finding.
 #               All under cotenant/ (~6 min)
-# Everything is written to a temporary folder and packed into $OUT/results.tgz (few files come back).
+# Everything is written to a temporary folder and packed into $OUT/results.tgz (few files come back);
+# a second run in the same call packs into results-2.tgz and so on, and adds to log.txt.
 # Results go to $OUT (or ./gpu-check-out). Never changes the card's settings.
 set -uo pipefail
 final=${OUT:-$PWD/gpu-check-out}
@@ -71,7 +72,7 @@ out=$(mktemp -d /tmp/gpu-check.XXXX)  # everything goes here, and comes back pac
 mkdir -p "$final"
 # The log also goes straight to $OUT, so a step cut by the device's time limit still
 # leaves what it printed (the packed results only exist once every step has finished).
-exec > >(tee "$final/log.txt") 2>&1
+exec > >(tee -a "$final/log.txt") 2>&1
 cd "$(dirname "$0")/.."
 
 if [ -d .whl ]; then  # the device has no network: pure-Python deps travel as wheels
@@ -325,4 +326,7 @@ PY
     *) echo "unknown step $step" ;;
   esac
 done
-(cd "$out" && tar czf "$final/results.tgz" .) && echo "results: $final/results.tgz ($(du -h "$final/results.tgz" | cut -f1))"
+archive="$final/results.tgz"  # not over an earlier run's in the same call
+n=2
+while [ -e "$archive" ]; do archive="$final/results-$n.tgz"; n=$((n + 1)); done
+(cd "$out" && tar czf "$archive" .) && echo "results: $archive ($(du -h "$archive" | cut -f1))"

@@ -75,6 +75,17 @@ def test_tui_cost_times_the_dashboard_s_functions_by_thread_and_profiles_the_win
     assert "cProfile over a 4 s window" in listing and "function calls" in listing
 
 
+def test_gpu_check_run_twice_in_one_call_keeps_both_runs_results(tmp_path):
+    """The device returns $OUT's files once the call ends: a second gpu-check.sh in the
+    same call packs into results-2.tgz and adds to the log, not over the first's."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "OUT": str(tmp_path / "out")}
+    for _ in range(2):
+        done = subprocess.run(["bash", "scripts/gpu-check.sh", "no-such-step"], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in (tmp_path / "out").glob("*.tgz")) == ["results-2.tgz", "results.tgz"]
+    assert (tmp_path / "out" / "log.txt").read_text().count("unknown step no-such-step") == 2
+
+
 def test_summarize_makes_a_table_row_per_recording_and_refuses_a_missing_one_in_one_line(tmp_path):
     done = run_script("benchmarks/summarize.py", RECORDING)
     assert done.returncode == 0, done.stderr
