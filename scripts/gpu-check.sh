@@ -56,6 +56,8 @@
 #     tuicprofile issue 25 (~3 min): cProfile inside gputui over the window (tui_cost.py --cprofile), the dashboard
 #               over a running preset at 140x40, then the same run headless; calls and times by function under tui-cprofile/.
 #               TUI_PROFILER=--thread-times: each main function's CPU by thread instead (exact, where 3.12's cProfile mixes threads)
+#     xidcost   issue 25 (~1 min): the CPU of XID watchers, one, two in one process, and one beside another
+#               process's (benchmarks/xid_watch_cost.py), in xid-watch-cost.txt
 #     tuicost2  issue 25 on a machine with 2+ GPUs (~3 min): idle and a DDP run on every GPU
 #               (benchmarks/gpu-presets.toml tui-ddp) at 140x40, beside nvitop; under tui-cost-2gpu/.
 #               TUI_WARMUP and TUI_SECONDS set the DDP run's warm-up and window (default 40 and 15); TUI_NO_IDLE=1 skips idle
@@ -239,6 +241,7 @@ PY
                    python3 benchmarks/tui_cost.py --state running $face --presets benchmarks/gpu-presets.toml --preset tui-input-fed \
                      --warmup ${TUI_WARMUP:-40} --seconds ${TUI_SECONDS:-30} ${TUI_PROFILER:---cprofile} --out "$out/tui-cprofile${face:+/headless}" 2>&1 | tail -2
                  done ;;
+    xidcost) python3 benchmarks/xid_watch_cost.py --seconds 5 2>&1 | tee "$out/xid-watch-cost.txt" ;;
     tuicost2) mkdir -p "$out/tui-cost-2gpu"
               [ -n "${TUI_NO_IDLE:-}" ] || python3 benchmarks/tui_cost.py --state watching --preset watch --nvitop --warmup 10 --seconds 15 \
                  --out "$out/tui-cost-2gpu/idle" 2>&1 | tail -8
