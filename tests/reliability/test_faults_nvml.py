@@ -32,7 +32,7 @@ class LoseGpuAfter(Observer):
             self.gpu.lost = True
 
 
-def record_session(path: Path, gpu: GpuTelemetry, *observers: Observer, duration: float = 1.5) -> Recording:
+def record_session(path: Path, gpu: GpuTelemetry, *observers: Observer, duration: float = 2.5) -> Recording:
     session = Session(SessionConfig(interval=0.1, duration=duration), gpu=gpu)
     recorder = Recorder(path)
     for observer in (recorder, *observers):
@@ -57,7 +57,7 @@ def test_a_gpu_lost_mid_run_leaves_the_others_and_the_host_recorded(tmp_path, er
         assert lost.lost and lost.temp_c is None and lost.power_w is None
         assert not first.lost and first.temp_c == 51.0 and first.power_w == 312.5
         assert not third.lost and third.memory_used == gpus[2].memory_used
-    # The host is read about once a second (and in the last sample): it goes on too.
+    # The host is read every HOST_INTERVAL_S (and in the last sample): it goes on too.
     hosted = [s for s in after if s.host is not None]
     assert len(hosted) >= 2 and after[-1].host is not None
     assert all(s.host.cpu_percent is not None for s in hosted)
