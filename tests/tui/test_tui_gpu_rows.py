@@ -312,3 +312,51 @@ def test_the_baseline_options_are_checked_before_anything_starts():
         check_baseline_options(None, True, None)
     with pytest.raises(UserError, match=r"^--baseline-run: preset 'resnet50-demo' is not data-parallel"):
         check_baseline_options(None, True, demo_preset())
+
+
+@pytest.mark.parametrize("size, gpu_count", [((160, 48), 2), ((200, 60), 8)], ids=["2-panels", "8-rows-and-a-panel"])
+def test_panels_laid_out_before_the_first_sample_grow_to_their_rows_when_it_comes(tmp_path, size, gpu_count):
+    """#gpus is a grid of auto rows, which Textual sizes by the panels' lines, not their
+    CSS height: a panel laid out while it said "waiting for the first sample…" kept one
+    row (the snapshots caught it about one run in four on this repo's VM)."""
+    import threading
+
+    from tests.support.fake_nvml import FakeNvml
+    from tests.support.tui import ScriptedSession
+
+    gate = threading.Event()
+
+    class FirstSampleLate(ScriptedSession):
+        def _tick(self, i: int, running: bool) -> None:
+            if i == 0:
+                gate.wait(20)
+            super()._tick(i, running)
+
+    gpus = eight_gpus()[:gpu_count]
+    app = make_dashboard(
+        {demo_preset().name: demo_preset()},
+        session_factory=lambda config: FirstSampleLate(config, FakeNvml(gpus), samples=4),
+        start_preset=demo_preset().name,
+        clock=lambda: 1000.0,
+        settings_file=tmp_path / "settings.toml",
+        user_themes_dir=tmp_path / "no-themes",
+    )
+
+    async def scenario():
+        async with app.run_test(size=size) as pilot:
+            await wait_until(pilot, lambda: app.state.gpus and app.dashboard.query(GpuPanel), what="the panels")
+            first = app.dashboard.query_one("#gpu-0", GpuPanel)
+            await wait_until(pilot, lambda: "waiting for the first sample" in panel_text(first), what="a waiting panel")
+            await shown(pilot)  # laid out while waiting
+            gate.set()
+            await wait_until(pilot, lambda: app.state.gpus[0].latest is not None, what="the first sample")
+            await shown(pilot)
+            await shown(pilot)
+            assert first.region.height == 8 and first.size.height == 6, (first.region, first.size)
+            assert "VRAM" in panel_text(first)
+
+    run_async(scenario())
+
+
+def panel_text(panel: GpuPanel) -> str:
+    return "\n".join(strip.text for strip in (panel.render_line(y) for y in range(panel.size.height)))

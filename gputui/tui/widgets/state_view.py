@@ -248,7 +248,15 @@ class StateView(Widget):
 
     @property
     def _auto_height(self) -> bool:
-        return self.styles.height is not None and self.styles.height.is_auto
+        """Whether the panel's height follows its lines: its own height is auto, or it is
+        a cell of a grid's auto rows, which Textual sizes by the cells' lines whatever
+        their CSS height says (the GPU panels: laid out while "waiting for the first
+        sample…", they kept one row)."""
+        if self.styles.height is not None and self.styles.height.is_auto:
+            return True
+        grid = self.parent.styles if isinstance(self.parent, Widget) else None
+        return grid is not None and grid.layout is not None and grid.layout.name == "grid" and any(row.is_auto for row in grid.grid_rows or ())
+
 
     @property
     def _auto_width(self) -> bool:
