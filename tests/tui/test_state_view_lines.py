@@ -85,3 +85,30 @@ def test_lines_rich_cannot_draw_as_textual_does_go_textuals_way(tmp_path):
             assert "…" in "".join(c[0] for c in cells(view._line_strip(long, width, style)))
 
     run_async(scenario())
+
+
+def test_a_line_with_a_style_of_its_own_is_drawn_in_it(tmp_path):
+    """Panels hand over their lines one by one (StateView.build_lines), each with the
+    style it was made in ("waiting for the first sample…", "no clock throttling"); Rich's
+    Text.render leaves that style out of a line without spans."""
+    from rich.style import Style
+
+    app = one_gpu_app(tmp_path)
+
+    async def scenario():
+        async with app.run_test(size=(140, 40)) as pilot:
+            await started(app, pilot)
+            view = next(v for v in app.dashboard.query(StateView) if type(v).__name__ == "GpuPanel")
+            width, style = view.content_size.width, view.visual_style
+            dim = Style(color="#9aa5b1")
+            alone = Text("no clock throttling", dim)
+            named = Text("waiting", "bold red")
+            with_spans = Text("util 100%", dim)
+            with_spans.stylize("bold", 0, 4)
+            unstyled = cells(view._line_strip(Text("waiting"), width, style))
+            for line in (alone, named, with_spans):
+                ours = cells(view._line_strip(line, width, style).apply_offsets(0, 0))
+                assert ours == cells(textual_strip(view, line, 0)), line.plain
+                assert ours[-1][1] != unstyled[0][1], f"{line.plain!r} is drawn in the panel's own colour"
+
+    run_async(scenario())

@@ -186,10 +186,10 @@ class CpuPanel(StateView):
         self._order_shown = [p.pid for p in order]
         return order
 
-    def build(self) -> Text:
+    def build_lines(self) -> list[Text]:
         host = self.state.host
         if host is None:
-            return Text("waiting for the first sample…", self.style_of("cpu--dim"))
+            return [Text("waiting for the first sample…", self.style_of("cpu--dim"))]
         width = self.content_size.width or 40
         height = self.content_size.height or 10
         self._steady(host)
@@ -202,7 +202,7 @@ class CpuPanel(StateView):
             spare = height - len(lines) - (len(host.processes) + 1 if host.processes else 1)
             lines += self._cores(cores, width, spare)
             lines += self._processes(host.processes, width, max(1, height - len(lines)))
-        return Text("\n").join(lines)
+        return lines
 
     def _level(self, percent: float | None) -> str:
         if percent is None:

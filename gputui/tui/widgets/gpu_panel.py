@@ -81,7 +81,7 @@ class GpuPanel(StateView):
     def history(self) -> st.GpuHistory:
         return self.state.gpus[self.index]
 
-    def build(self) -> Text:
+    def build_lines(self) -> list[Text]:
         history = self.history
         info = history.info or GpuInfo(index=self.index, name=f"GPU {self.index}")
         title = f"GPU{self.index} {short_name(info.name)}{self._rank_note()}"
@@ -89,12 +89,12 @@ class GpuPanel(StateView):
             self._title, self.border_title = title, for_widget(title)  # a GPU's name, as NVML or a recording gives it
         sample = history.latest
         if sample is None:
-            return Text("waiting for the first sample…", self.style_of("gpu--dim"))
+            return [Text("waiting for the first sample…", self.style_of("gpu--dim"))]
         if sample.lost:
-            return Text(f"GPU{self.index} LOST: NVML no longer reaches it", self.style_of("gpu--hot"))
+            return [Text(f"GPU{self.index} LOST: NVML no longer reaches it", self.style_of("gpu--hot"))]
         detail = self.has_class("-detail")  # drilled into from the rows on a small screen
         if self.compact and not detail:
-            return self._one_line(info, sample)
+            return [self._one_line(info, sample)]
         width = self.content_size.width or 48
         key = (width, history.info)
         now = time.monotonic()
@@ -110,7 +110,7 @@ class GpuPanel(StateView):
         ]
         if detail and self.compact:
             rows.insert(0, Text(f"{title} (enter closes)", self.style_of("gpu--label"), no_wrap=True))
-        return Text("\n").join(rows)
+        return rows
 
     def _rank_note(self) -> str:
         """In a data-parallel run, the rank driving this GPU and its samples/s, and

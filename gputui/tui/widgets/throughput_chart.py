@@ -62,23 +62,20 @@ class ThroughputChart(StateView):
         self._plot_key = None  # the theme may have changed: the plot's colours too
         super().invalidate()
 
-    def build(self) -> Text:
+    def build_lines(self) -> list[Text]:
         run = self.state.run
         width, height = self.content_size.width or 40, self.content_size.height or 8
         if run is None:
             # wrapped here: panels crop their lines, and this one is longer than the chart
-            return Text(textwrap.fill(self.state.idle_note(), max(20, width)), self.style_of("chart--dim"))
+            return [Text(textwrap.fill(self.state.idle_note(), max(20, width)), self.style_of("chart--dim"))]
         reference = st.pick_reference(run.preset, self.state.gpu_names())
-        text = self._fit_legend(self._legend(run, reference), width)
-        height -= len(text.plain.split("\n")) - 1  # a legend on two lines leaves the plot a row less
+        legend = self._fit_legend(self._legend(run, reference), width)
+        height -= len(legend) - 1  # a legend on two lines leaves the plot a row less
         key = (run.ticket.serial, run.ended, width, height, reference)
         now = time.monotonic()
         if key != self._plot_key or now - self._plotted_at >= PLOT_EVERY_S:
             self._plot, self._plot_key, self._plotted_at = self._draw_plot(run, reference, width, height), key, now
-        for line in self._plot:
-            text.append("\n")
-            text.append_text(line)
-        return text
+        return [*legend, *self._plot]
 
     def _draw_plot(self, run: st.RunView, reference, width: int, height: int) -> list[Text]:
         plot_height = height - 1 - (1 if height >= 5 else 0)
@@ -105,11 +102,11 @@ class ThroughputChart(StateView):
             lines.append(axis)
         return lines
 
-    def _fit_legend(self, legend: Text, width: int) -> Text:
+    def _fit_legend(self, legend: Text, width: int) -> list[Text]:
         """The figures on as many lines as they need (at most two), broken between
         figures rather than cut: a narrow chart keeps its key."""
         if legend.cell_len <= width:
-            return legend
+            return [legend]
         lines: list[Text] = []
         for part in legend.split(LEGEND_SEPARATOR):
             if lines and lines[-1].cell_len + len(LEGEND_SEPARATOR) + part.cell_len <= width:
@@ -123,7 +120,7 @@ class ThroughputChart(StateView):
                 rest.append(LEGEND_SEPARATOR, self.style_of("chart--dim"))
                 rest.append_text(more)
             lines = lines[:2]
-        return Text("\n", no_wrap=True, overflow="ellipsis").join(lines)
+        return lines
 
     def _legend(self, run: st.RunView, reference) -> Text:
         text = Text(no_wrap=True, overflow="ellipsis")
