@@ -56,6 +56,9 @@ MIN_INTERVAL_S = 0.1
 # never seen; a share over 2 s is also steadier.  On the H200 a reading costs 1.2-1.4 ms
 # of CPU (13 processes), the dearest part of a tick after NVML's slow counters.
 HOST_INTERVAL_S = 2.0
+# Without GPUs the host is the whole sample: read once a second, as the diagnosis's
+# windows expect of a sample stream.
+HOST_ONLY_INTERVAL_S = 1.0
 # The dispatch loop's longest wait for news: stop() wakes it (Wake), a duration ends it
 # on time; this bounds how late it sees an attached process end.  A timed wake costs
 # CPython 0.1-0.2 ms of CPU (this repo's 2-core VM): at 0.2 s, 5 a second for nothing.
@@ -396,13 +399,13 @@ class Session:
         exact, self._exact_next = exact or self._exact_next, False
         t = round(self.elapsed, 4)
         gpus = self.gpu.sample(exact)
-        return Sample(t=t, gpus=gpus, host=self._host_sample(t, exact))
+        return Sample(t=t, gpus=gpus, host=self._host_sample(t, exact, HOST_INTERVAL_S if gpus else HOST_ONLY_INTERVAL_S))
 
-    def _host_sample(self, t: float, exact: bool) -> HostSample | None:
-        """The host part, read at most once every HOST_INTERVAL_S (and on exact ticks):
-        the machine-wide parts and the process tree cost three to four times a GPU
-        reading, and a CPU share over 100 ms says little more than one over a second."""
-        due = self._host_t is None or t - self._host_t >= HOST_INTERVAL_S - self.config.interval / 2
+    def _host_sample(self, t: float, exact: bool, every_s: float) -> HostSample | None:
+        """The host part, read at most once every ``every_s`` (and on exact ticks): the
+        machine-wide parts and the process tree cost three to four times a GPU reading,
+        and a CPU share over 100 ms says little more than one over a second."""
+        due = self._host_t is None or t - self._host_t >= every_s - self.config.interval / 2
         if not (due or exact):
             return None
         self._host_t = t

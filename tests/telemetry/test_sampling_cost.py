@@ -66,6 +66,24 @@ def test_energy_and_clock_event_times_are_read_every_ten_seconds_not_every_tick(
     assert fake.calls[ENERGY] == 2
 
 
+def test_by_default_energy_and_clock_event_times_wait_thirty_seconds_and_the_fault_counters_ten():
+    """Energy and the clock-event times cost 4.3 ms of CPU a reading on an H200; the
+    failing-hardware rule's counters are cheap and read three times as often."""
+    fake, clock = FakeNvml(), Clock()
+    telemetry = GpuTelemetry(fake, clock=clock)
+    telemetry.open()
+    read_at: dict[str, list[float]] = {"energy": [], "ecc": []}
+    for tick in range(61):  # a minute at 1 Hz
+        clock.now = float(tick)
+        (s,) = telemetry.sample()
+        if s.energy_mj is not None:
+            read_at["energy"].append(clock.now)
+        if s.ecc_uncorrected is not None:
+            read_at["ecc"].append(clock.now)
+    assert read_at == {"energy": [0.0, 30.0, 60.0], "ecc": [0.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0]}
+    assert fake.calls[ENERGY] == fake.calls[FIELDS] == 3 and fake.calls["nvmlDeviceGetPcieReplayCounter"] == 7
+
+
 def test_an_exact_sample_reads_the_counters_at_once():
     fake, clock = FakeNvml(), Clock()
     telemetry = opened(fake, clock)
@@ -377,6 +395,26 @@ def test_at_ten_hertz_the_host_is_read_every_host_interval_and_the_gpus_every_ti
     gaps = [b.t - a.t for a, b in zip(with_host, with_host[1:-1])]
     assert gaps and all(gap >= HOST_INTERVAL_S - 0.1 for gap in gaps), gaps
     assert samples[-1].host is not None  # the final sample is whole
+
+
+def test_without_gpus_the_host_is_the_sample_and_comes_once_a_second(tmp_path):
+    from gputui.session.session import HOST_ONLY_INTERVAL_S
+
+    (tmp_path / "p.toml").write_text(f"[presets.w]\ncommand = [{json.dumps(sys.executable)}, '-c', 'import time; time.sleep(3.5)']\n")
+    preset = load_file(tmp_path / "p.toml")["w"]
+    samples: list[Sample] = []
+
+    class Keep(SummaryBuilder):
+        def on_sample(self, sample: Sample) -> None:
+            samples.append(sample)
+            super().on_sample(sample)
+
+    session = Session(SessionConfig(preset=preset, interval=0.1), gpu=GpuTelemetry(FakeNvml([])), host=CountingHost())
+    session.summary_builder = Keep()
+    session.run()
+    assert samples and all(s.gpus == [] and s.host is not None for s in samples)
+    gaps = [b.t - a.t for a, b in zip(samples, samples[1:-1])]
+    assert len(gaps) >= 2 and all(HOST_ONLY_INTERVAL_S - 0.1 <= gap < 1.5 for gap in gaps), gaps
 
 
 def test_the_diagnosis_keeps_the_run_processes_between_host_readings():
