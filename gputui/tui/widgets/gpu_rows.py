@@ -165,7 +165,7 @@ class GpuRows(StateView):
     def _header_shown(self) -> bool:
         return self._wide()
 
-    def build(self) -> Text:
+    def build_lines(self) -> list[Text]:
         indices = self.indices()
         if self.selected not in indices and indices:
             self.selected = indices[0]
@@ -179,7 +179,7 @@ class GpuRows(StateView):
                 line.stylize(self.style_of("gpu--cursor"))
             lines.append(line)
         lines.append(self._totals(wide))
-        return Text("\n").join(lines)
+        return lines
 
     def _header(self, data_parallel: bool) -> Text:
         text = Text(no_wrap=True, overflow="ellipsis")
