@@ -66,25 +66,33 @@ def test_every_panel_line_is_the_cells_textual_would_draw_in_every_theme(tmp_pat
     assert {"CpuPanel", "GpuPanel", "ThroughputChart", "RunStatus", "MachineInfo"} <= set(compared), compared
 
 
-def test_lines_rich_cannot_draw_as_textual_does_go_textuals_way(tmp_path):
-    """A line longer than the panel (Textual ends it with an ellipsis), a Textual style
-    variable, a link and a tab are Textual's to draw."""
+def in_a_panel(tmp_path, panel: str, check) -> None:
+    """``check(view, width, style)`` on the running dashboard's panel of that class."""
     app = one_gpu_app(tmp_path)
 
     async def scenario():
         async with app.run_test(size=(140, 40)) as pilot:
             await started(app, pilot)
-            view = next(v for v in app.dashboard.query(StateView) if type(v).__name__ == "CpuPanel")
-            width, style = view.content_size.width, view.visual_style
-            long = Text("x" * (width + 5))
-            variable = Text("busy", style="$accent")
-            linked = Text.assemble(("docs", "link https://example.com"))
-            tabbed = Text("step\t12")  # panels escape tabs (gputui.escape); Textual would expand one
-            for line in (long, variable, linked, tabbed):
-                assert cells(view._line_strip(line, width, style).apply_offsets(0, 0)) == cells(textual_strip(view, line, 0)), line.plain
-            assert "…" in "".join(c[0] for c in cells(view._line_strip(long, width, style)))
+            view = next(v for v in app.dashboard.query(StateView) if type(v).__name__ == panel)
+            check(view, view.content_size.width, view.visual_style)
 
     run_async(scenario())
+
+
+def test_lines_rich_cannot_draw_as_textual_does_go_textuals_way(tmp_path):
+    """A line longer than the panel (Textual ends it with an ellipsis), a Textual style
+    variable, a link and a tab are Textual's to draw."""
+
+    def check(view, width, style):
+        long = Text("x" * (width + 5))
+        variable = Text("busy", style="$accent")
+        linked = Text.assemble(("docs", "link https://example.com"))
+        tabbed = Text("step\t12")  # panels escape tabs (gputui.escape); Textual would expand one
+        for line in (long, variable, linked, tabbed):
+            assert cells(view._line_strip(line, width, style).apply_offsets(0, 0)) == cells(textual_strip(view, line, 0)), line.plain
+        assert "…" in "".join(c[0] for c in cells(view._line_strip(long, width, style)))
+
+    in_a_panel(tmp_path, "CpuPanel", check)
 
 
 def test_a_line_with_a_style_of_its_own_is_drawn_in_it(tmp_path):
@@ -93,22 +101,16 @@ def test_a_line_with_a_style_of_its_own_is_drawn_in_it(tmp_path):
     Text.render leaves that style out of a line without spans."""
     from rich.style import Style
 
-    app = one_gpu_app(tmp_path)
+    def check(view, width, style):
+        dim = Style(color="#9aa5b1")
+        alone = Text("no clock throttling", dim)
+        named = Text("waiting", "bold red")
+        with_spans = Text("util 100%", dim)
+        with_spans.stylize("bold", 0, 4)
+        unstyled = cells(view._line_strip(Text("waiting"), width, style))
+        for line in (alone, named, with_spans):
+            ours = cells(view._line_strip(line, width, style).apply_offsets(0, 0))
+            assert ours == cells(textual_strip(view, line, 0)), line.plain
+            assert ours[-1][1] != unstyled[0][1], f"{line.plain!r} is drawn in the panel's own colour"
 
-    async def scenario():
-        async with app.run_test(size=(140, 40)) as pilot:
-            await started(app, pilot)
-            view = next(v for v in app.dashboard.query(StateView) if type(v).__name__ == "GpuPanel")
-            width, style = view.content_size.width, view.visual_style
-            dim = Style(color="#9aa5b1")
-            alone = Text("no clock throttling", dim)
-            named = Text("waiting", "bold red")
-            with_spans = Text("util 100%", dim)
-            with_spans.stylize("bold", 0, 4)
-            unstyled = cells(view._line_strip(Text("waiting"), width, style))
-            for line in (alone, named, with_spans):
-                ours = cells(view._line_strip(line, width, style).apply_offsets(0, 0))
-                assert ours == cells(textual_strip(view, line, 0)), line.plain
-                assert ours[-1][1] != unstyled[0][1], f"{line.plain!r} is drawn in the panel's own colour"
-
-    run_async(scenario())
+    in_a_panel(tmp_path, "GpuPanel", check)
