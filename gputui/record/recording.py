@@ -1,9 +1,10 @@
 """Recordings: JSON Lines written as a session runs, and read back.
 
 Line 1 is the header, then ``sample`` and ``event`` lines in time order, then one
-``summary`` line.  Every line is flushed as it is written (and fsynced at most once a
-second), so a file cut by SIGKILL or a power loss reads back up to its last whole line,
-and the reader says it was cut.  A path ending in ``.gz`` is written gzip-compressed
+``summary`` line.  Routine lines (samples, readings, output) are flushed together when
+the session has caught up, at most a second apart; any other line at once; the file is
+fsynced at most once a second.  So a file cut by SIGKILL or a power loss reads back up to
+its last whole line, and the reader says it was cut.  A path ending in ``.gz`` is written gzip-compressed
 (gputui/record/gzip_lines.py), sync-flushed at the fsync cadence, and read back transparently.
 The format is documented in docs/record-format.md.
 """
@@ -39,11 +40,14 @@ from gputui.text_files import open_regular_file, read_bytes_bounded
 log = logging.getLogger(__name__)
 
 FSYNC_EVERY_S = 1.0
-# A child printing a flood of lines would cost a write call per line (half the session's
-# time under a million lines).  Its lines are flushed together when the session has
-# caught up (on_idle), or at least this often while it has not; any other record goes
-# out at once, with the lines before it.
-FLUSH_OUTPUT_EVERY_S = 0.05
+# Routine lines (samples, throughput readings, the child's output, the probe's reports)
+# are flushed together when the session has caught up (on_idle: once a batch of news,
+# gputui.session.session.DISPATCH_BATCH_S), or this long after the first of them while
+# it has not (a child's flood); any other record goes out at once, with the lines
+# before it.  A write call per line was half the session's time under a million lines,
+# and at a few lines a second each is a system call on cold caches.
+FLUSH_HELD_S = 1.0
+ROUTINE_EVENTS = frozenset({ev.OUTPUT, ev.THROUGHPUT, ev.RANK_THROUGHPUT, ev.PROBE, ev.PROBE_STATUS})
 
 
 def exists_message(path: Path) -> str:
@@ -100,27 +104,29 @@ class Recorder(Observer):
             except OSError:
                 pass  # someone is reading it right now: the mark is only a hint
         self._last_sync = 0.0
-        self._last_flush = 0.0
-        self._held = False  # lines written but not yet flushed
+        self._held_since: float | None = None  # when the oldest line not yet flushed was written
 
     def _write(self, record: dict[str, Any], *, may_wait: bool = False) -> None:
-        """Write one line; ``may_wait``: a line of output, flushed with the next record,
-        when the session is idle, or after FLUSH_OUTPUT_EVERY_S."""
+        """Write one line; ``may_wait``: a routine line, flushed with the next other
+        record, when the session is idle, or FLUSH_HELD_S after the oldest held line."""
         if self._file.closed:
             return
         try:
             self._file.write(_json_line(record))
-            if may_wait and time.monotonic() - self._last_flush < FLUSH_OUTPUT_EVERY_S:
-                self._held = True
-                return
+            if may_wait:
+                now = time.monotonic()
+                if self._held_since is None:
+                    self._held_since = now
+                if now - self._held_since < FLUSH_HELD_S:
+                    return
             self._flush()
         except OSError as exc:
             self._fail(exc)
 
     def _flush(self) -> None:
         self._file.flush()
-        self._held = False
-        now = self._last_flush = time.monotonic()
+        self._held_since = None
+        now = time.monotonic()
         if now - self._last_sync >= FSYNC_EVERY_S:
             self._sync()
             self._last_sync = now
@@ -154,17 +160,17 @@ class Recorder(Observer):
         self._write({"type": "header", **header.to_dict()})
 
     def on_sample(self, sample: Sample) -> None:
-        self._write({"type": "sample", **to_dict(sample)})
+        self._write({"type": "sample", **to_dict(sample)}, may_wait=True)
 
     def on_event(self, event: Event) -> None:
-        self._write({"type": "event", **ev.event_to_dict(event)}, may_wait=event.kind == ev.OUTPUT)
+        self._write({"type": "event", **ev.event_to_dict(event)}, may_wait=event.kind in ROUTINE_EVENTS)
 
     def on_summary(self, summary: Summary) -> None:
         self._write({"type": "summary", **summary.to_dict()})
         self.close()
 
     def on_idle(self) -> None:
-        if self._held and not self._file.closed:
+        if self._held_since is not None and not self._file.closed:
             try:
                 self._flush()
             except OSError as exc:

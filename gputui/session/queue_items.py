@@ -1,6 +1,10 @@
 """What the Session's threads hand its dispatch thread: one frozen dataclass per kind of
 news (the sampler's samples, the child's output lines, the probe's reports, events posted
-by a driver, the child's end, a wake-up), so the dispatch matches on the class."""
+by a driver, the child's end, a wake-up), so the dispatch matches on the class.
+
+News carries the session time it arrived at (``t``): the dispatch handles it in batches
+(``DISPATCH_BATCH_S``), and its events, and the rates of formats timed by gputui (Keras's
+progress bar), are of when it came, not of when it was handled."""
 
 from __future__ import annotations
 
@@ -20,11 +24,13 @@ class SampleTaken:
 @dataclass(frozen=True)
 class LineRead:
     line: OutputLine
+    t: float
 
 
 @dataclass(frozen=True)
 class ProbeReported:
     text: str  # one datagram of the probe's, as it came
+    t: float
 
 
 @dataclass(frozen=True)
@@ -33,6 +39,7 @@ class EventPosted:
 
     kind: str
     data: dict[str, Any]
+    t: float
 
 
 @dataclass(frozen=True)

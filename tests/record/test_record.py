@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import types
 
 import pytest
 
@@ -47,14 +48,33 @@ def test_non_finite_numbers_are_written_as_null(tmp_path):
     assert header.interval is None and header.extra == {"x": None}
 
 
-def test_each_line_is_on_disk_as_soon_as_it_is_written(tmp_path):
+def test_a_sample_is_on_disk_once_the_session_catches_up_and_other_records_at_once(tmp_path, monkeypatch):
+    """Routine lines (samples, readings, output) wait for the session to catch up (one
+    write call a batch of news, gputui.session.session.DISPATCH_BATCH_S), or
+    FLUSH_HELD_S; the header, a finding or the outcome go out at once, with them."""
+    import gputui.record.recording as recording_module
+
+    clock = [100.0]
+    monkeypatch.setattr(recording_module, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
     path = tmp_path / "r.jsonl"
     recorder = Recorder(path)
     recorder.on_header(Header(schema=1))
+    assert read_recording(path).header is not None  # not closed: another reader sees it already
     recorder.on_sample(make_sample(0.0))
-    # Not closed: another reader sees both whole lines already.
+    recorder.on_event(make_event(0.5, ev.THROUGHPUT, {"samples_per_sec": 10.0, "source": "gputui"}))
+    assert read_recording(path).samples == []
+    recorder.on_idle()
     recording = read_recording(path)
-    assert len(recording.samples) == 1
+    assert len(recording.samples) == 1 and len(recording.events) == 1
+    recorder.on_sample(make_sample(1.0))
+    recorder.on_event(make_event(1.0, ev.FINDING, {"id": "idle-run-1", "kind": "idle", "state": "open", "severity": "warning", "title": "idle"}))
+    assert len(read_recording(path).samples) == 2  # the finding took the sample before it along
+    for i in range(5):  # a session that never catches up (a flood): flushed FLUSH_HELD_S after the oldest held line
+        clock[0] += recording_module.FLUSH_HELD_S / 4
+        recorder.on_sample(make_sample(2.0 + i))
+    assert len(read_recording(path).samples) >= 6
+    recorder.close()
+    assert len(read_recording(path).samples) == 7
 
 
 def test_output_is_on_disk_once_the_session_catches_up_or_with_the_next_record(tmp_path):
@@ -63,7 +83,7 @@ def test_output_is_on_disk_once_the_session_catches_up_or_with_the_next_record(t
     recorder.on_header(Header(schema=1))
 
     def texts() -> list[str]:
-        return [e.data["text"] for e in read_recording(path).events]
+        return [e.data["text"] for e in read_recording(path).events if e.kind == ev.OUTPUT]
 
     def output(text: str) -> ev.Event:
         return make_event(0.1, ev.OUTPUT, {"stream": "stdout", "text": text})
@@ -74,7 +94,7 @@ def test_output_is_on_disk_once_the_session_catches_up_or_with_the_next_record(t
     burst = [f"line {i}" for i in range(200)]
     for text in burst:
         recorder.on_event(output(text))
-    recorder.on_sample(make_sample(1.0))
+    recorder.on_event(make_event(1.0, ev.PHASE, {"phase": "measure"}))
     assert texts() == ["alone", *burst]
     recorder.on_event(output("last"))
     recorder.on_idle()

@@ -30,12 +30,15 @@ GZIP_MAGIC = b"\x1f\x8b"
 
 
 def write_run(path, samples: int = 50, close: bool = True) -> Recorder:
+    """A session's recording: after each sample the session has caught up (on_idle),
+    which is when routine lines are flushed."""
     recorder = Recorder(path)
     recorder.on_header(Header(schema=1, gpus=[]))
     for i in range(samples):
         recorder.on_sample(make_sample(float(i)))
         if i == 10:
             recorder.on_event(make_event(10.5, ev.THROUGHPUT, {"samples_per_sec": 10.0, "source": "gputui"}))
+        recorder.on_idle()
     if close:
         recorder.on_summary(Summary(throughput=ThroughputSummary(median=10.0)))
     return recorder
@@ -148,6 +151,7 @@ def test_a_full_disk_is_one_error_and_what_was_written_stays_readable(tmp_path, 
     recorder.on_header(Header(schema=1))
     for i in range(200):
         recorder.on_sample(make_sample(float(i)))
+        recorder.on_idle()
     recorder.on_summary(Summary(duration_s=1.0))
     assert errors == [f"{path}: cannot write the recording (No space left on device)"]
     assert path.stat().st_size == 3000
