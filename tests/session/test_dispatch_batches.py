@@ -43,12 +43,17 @@ def session_printing(tmp_path, lines: int, every_s: float) -> Session:
     return Session(SessionConfig(preset=load_file(tmp_path / "p.toml")["chatty"], interval=1.0), gpu=GpuTelemetry(FakeNvml()))
 
 
-def test_a_line_every_tenth_of_a_second_is_handled_in_a_few_batches_and_none_is_lost(tmp_path):
-    session = session_printing(tmp_path, lines=25, every_s=0.1)
+def run_watched(session: Session) -> tuple[Batches, float]:
+    """Run ``session`` to its end; what it handled when, and when it started."""
     batches = Batches()
     session.add_observer(batches)
     started = time.monotonic()
     session.run()
+    return batches, started
+
+
+def test_a_line_every_tenth_of_a_second_is_handled_in_a_few_batches_and_none_is_lost(tmp_path):
+    batches, started = run_watched(session_printing(tmp_path, lines=25, every_s=0.1))
     took = time.monotonic() - started
     assert batches.lines == [f"line {i}" for i in range(25)]
     # ~2.5 s of a line every 0.1 s (and a sample a second): a batch a DISPATCH_BATCH_S, not one a line
@@ -59,10 +64,7 @@ def test_a_line_every_tenth_of_a_second_is_handled_in_a_few_batches_and_none_is_
 
 def test_the_run_s_end_and_a_stop_do_not_wait_for_the_batch(tmp_path):
     session = session_printing(tmp_path, lines=3, every_s=0.05)
-    batches = Batches()
-    session.add_observer(batches)
-    started = time.monotonic()
-    session.run()
+    batches, started = run_watched(session)
     assert batches.lines == ["line 0", "line 1", "line 2"]
     assert session.outcome is not None and session.outcome.exit_code == 0 and session.outcome.duration_s is not None
     assert batches.ended_at is not None
