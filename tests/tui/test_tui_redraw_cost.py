@@ -380,6 +380,8 @@ def test_a_blinking_cursor_in_the_editor_sends_its_one_cell(tmp_path):
             editor = await wait_until(pilot, lambda: isinstance(app.screen, PresetEditorScreen) and app.screen, what="the editor")
             field = editor.query_one("#field-name")
             await wait_until(pilot, lambda: field.has_focus, what="the name field focused")
+            if field._blink_timer is not None:  # the test blinks it: its own timer racing the test under load broke the comparison (CI, 2026-11-27)
+                field._blink_timer.pause()
             await pilot.pause(0.2)
             recorder.take()
             cursor = field.cursor_screen_offset
