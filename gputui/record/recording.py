@@ -40,14 +40,13 @@ from gputui.text_files import open_regular_file, read_bytes_bounded
 log = logging.getLogger(__name__)
 
 FSYNC_EVERY_S = 1.0
-# Routine lines (samples, throughput readings, the child's output, the probe's reports)
+# Routine lines (samples and ev.ROUTINE_EVENTS: readings, output, the probe's windows)
 # are flushed together when the session has caught up (on_idle: once a batch of news,
 # gputui.session.session.DISPATCH_BATCH_S), or this long after the first of them while
 # it has not (a child's flood); any other record goes out at once, with the lines
 # before it.  A write call per line was half the session's time under a million lines,
 # and at a few lines a second each is a system call on cold caches.
 FLUSH_HELD_S = 1.0
-ROUTINE_EVENTS = frozenset({ev.OUTPUT, ev.THROUGHPUT, ev.RANK_THROUGHPUT, ev.PROBE, ev.PROBE_STATUS})
 
 
 def exists_message(path: Path) -> str:
@@ -163,7 +162,7 @@ class Recorder(Observer):
         self._write({"type": "sample", **to_dict(sample)}, may_wait=True)
 
     def on_event(self, event: Event) -> None:
-        self._write({"type": "event", **ev.event_to_dict(event)}, may_wait=event.kind in ROUTINE_EVENTS)
+        self._write({"type": "event", **ev.event_to_dict(event)}, may_wait=event.kind in ev.ROUTINE_EVENTS)
 
     def on_summary(self, summary: Summary) -> None:
         self._write({"type": "summary", **summary.to_dict()})

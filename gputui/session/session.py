@@ -60,7 +60,7 @@ HOST_INTERVAL_S = 2.0
 # windows expect of a sample stream.
 HOST_ONLY_INTERVAL_S = 1.0
 # The dispatch loop's longest wait for news: stop() wakes it (Wake), a duration ends it
-# on time; this bounds how late it sees an attached process end.  A timed wake costs
+# on time; with DISPATCH_BATCH_S it bounds how late it sees an attached process end.  A timed wake costs
 # CPython 0.1-0.2 ms of CPU (this repo's 2-core VM): at 0.2 s, 5 a second for nothing.
 DISPATCH_WAIT_S = 1.0
 # Once caught up, the dispatch gathers news this long before it handles more (a stop or

@@ -38,15 +38,12 @@ from gputui.tui.news import (
 )
 from gputui.tui.supervisor import SessionTicket
 
-# Events the panels show only at the tick: the readings and output lines a run prints.
-ROUTINE_EVENTS = frozenset({ev.THROUGHPUT, ev.RANK_THROUGHPUT, ev.OUTPUT})
-
 
 def is_routine(item: News) -> bool:
     """Whether the news can wait for the app's redraw tick."""
     if isinstance(item, SampleArrived):
         return True
-    return isinstance(item, EventArrived) and item.event.kind in ROUTINE_EVENTS
+    return isinstance(item, EventArrived) and item.event.kind in ev.ROUTINE_EVENTS
 
 
 class SessionNews(Message):

@@ -289,7 +289,7 @@ class StateView(Widget):
             return
         old = self._cells
         self._remember(self.build_lines())
-        resized = (self._auto_height and len(old) != len(self._cells)) or (
+        resized = (len(old) != len(self._cells) and self._auto_height) or (
             self._auto_width and max((len(c.text) for c in old), default=0) != max((len(c.text) for c in self._cells), default=0)
         )
         if resized:
