@@ -45,7 +45,7 @@ FSYNC_EVERY_S = 1.0
 # gputui.session.session.DISPATCH_BATCH_S), or this long after the first of them while
 # it has not (a child's flood); any other record goes out at once, with the lines
 # before it.  A write call per line was half the session's time under a million lines,
-# and at a few lines a second each is a system call on cold caches.
+# and at a few lines a second each is a system call costing far more than in a burst.
 FLUSH_HELD_S = 1.0
 
 

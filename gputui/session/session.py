@@ -64,9 +64,9 @@ HOST_ONLY_INTERVAL_S = 1.0
 # CPython 0.1-0.2 ms of CPU (this repo's 2-core VM): at 0.2 s, 5 a second for nothing.
 DISPATCH_WAIT_S = 1.0
 # Once caught up, the dispatch gathers news this long before it handles more (a stop or
-# the run's end cut it short).  Work done now and then runs with cold caches: on this
-# repo's VM a recording line written 10 ms after the last cost 160 µs of CPU to encode,
-# one of a burst 6 µs.  A run printing a line every 0.3 s woke this thread four times a
+# the run's end cut it short).  Work done now and then costs far more than in a burst
+# (cold caches, most likely): on this repo's VM a recording line encoded 10 ms after the
+# last cost 159 µs of CPU, one of a burst 6 µs.  A run printing a line every 0.3 s woke this thread four times a
 # second; the dashboard folds news in once a second all the same.
 DISPATCH_BATCH_S = 1.0
 OUTPUT_EVENT_MAX_CHARS = 2000  # longer output lines are shortened in the recording
