@@ -55,7 +55,8 @@
 #               .whl/), under tui-profile/. TUI_PROFILE_STATES picks the dashboard states (default: both)
 #     tuicprofile issue 25 (~3 min): cProfile inside gputui over the window (tui_cost.py --cprofile), the dashboard
 #               over a running preset at 140x40, then the same run headless; calls and times by function under tui-cprofile/.
-#               TUI_PROFILER=--thread-times: each main function's CPU by thread instead (exact, where 3.12's cProfile mixes threads)
+#               TUI_PROFILER=--thread-times: each main function's CPU by thread instead (exact, where 3.12's cProfile mixes threads);
+#               TUI_PROFILE_SIZE the terminal size (default 140x40)
 #     xidcost   issue 25 (~1 min): the CPU of XID watchers, one, two in one process, and one beside another
 #               process's (benchmarks/xid_watch_cost.py), in xid-watch-cost.txt
 #     tuicost2  issue 25 on a machine with 2+ GPUs (~3 min): idle and a DDP run on every GPU
@@ -239,7 +240,7 @@ PY
                   --warmup 15 --seconds 30 --profile --out "$out/tui-profile/headless" 2>&1 | grep -E "cpu_percent|bytes_per_s:" ;;
     tuicprofile) for face in "" --headless; do  # where the CPU goes, by function: cProfile over the window (~3 min)
                    python3 benchmarks/tui_cost.py --state running $face --presets benchmarks/gpu-presets.toml --preset tui-input-fed \
-                     --warmup ${TUI_WARMUP:-40} --seconds ${TUI_SECONDS:-30} ${TUI_PROFILER:---cprofile} --out "$out/tui-cprofile${face:+/headless}" 2>&1 | tail -2
+                     --size ${TUI_PROFILE_SIZE:-140x40} --warmup ${TUI_WARMUP:-40} --seconds ${TUI_SECONDS:-30} ${TUI_PROFILER:---cprofile} --out "$out/tui-cprofile${face:+/headless}" 2>&1 | tail -2
                  done ;;
     xidcost) python3 benchmarks/xid_watch_cost.py --seconds 5 2>&1 | tee "$out/xid-watch-cost.txt" ;;
     tuicost2) mkdir -p "$out/tui-cost-2gpu"

@@ -475,3 +475,39 @@ def test_a_partial_update_renders_only_the_widgets_its_changes_fall_in(tmp_path)
             assert_same(recorder.term, composed(app, recorder.console), "after the update")
 
     run_async(scenario())
+
+
+def test_a_change_renders_the_widget_in_front_of_it_and_not_the_containers_and_screen_behind(tmp_path):
+    """Textual's update keeps, for each cell, the strip of the frontmost widget over it.
+    A panel's changed line made its containers and the screen render too (the screen
+    over every row between the clock at the top and the GPU line): five of eight
+    renders a frame at 80x24 on the H200.  The picture is the same."""
+    app = one_gpu_app(tmp_path)
+
+    async def scenario():
+        recorder = Recorder(app, *SIZE)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(app, pilot)
+            dashboard = app.dashboard
+            rendered: list[object] = []
+            for widget in list(dashboard._compositor.visible_widgets):
+
+                def counted(crop, widget=widget, original=widget.render_lines):
+                    rendered.append(widget)
+                    return original(crop)
+
+                widget.render_lines = counted
+            recorder.take()
+            gpu, clock = dashboard.query_one("#gpu-0"), dashboard.query_one(RunStatus)
+            app.state.apply(app.state.run.ticket, [sample(app, 100.0, power_w=333.0)])
+            gpu.sync(force=True)
+            clock.refresh()
+            await pilot.pause()
+            behind = set(gpu.ancestors_with_self[1:]) | set(clock.ancestors_with_self[1:])
+            assert gpu in rendered and clock in rendered
+            assert dashboard in behind
+            assert not behind & set(rendered), f"rendered behind the changes: {sorted(type(w).__name__ for w in behind & set(rendered))}"
+            recorder.take()
+            assert_same(recorder.term, composed(app, recorder.console), "after the update")
+
+    run_async(scenario())
