@@ -332,7 +332,8 @@ class CroppingCompositor(Compositor):
         and the screen under a panel) renders only for a change no band in front of
         it already covers: a panel's changed line made its two containers and the
         screen render too, the screen over every row between the clock at the top
-        and the GPU line below (five of eight renders a frame at 80x24 on the H200)."""
+        and the GPU line below (half of the renders of a running dashboard at 80x24 on
+        this repo's VM, over the NVML test double)."""
         updating = self._updating
         if not updating:
             yield from super()._get_renders(crop)

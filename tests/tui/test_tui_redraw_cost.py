@@ -480,8 +480,8 @@ def test_a_partial_update_renders_only_the_widgets_its_changes_fall_in(tmp_path)
 def test_a_change_renders_the_widget_in_front_of_it_and_not_the_containers_and_screen_behind(tmp_path):
     """Textual's update keeps, for each cell, the strip of the frontmost widget over it.
     A panel's changed line made its containers and the screen render too (the screen
-    over every row between the clock at the top and the GPU line): five of eight
-    renders a frame at 80x24 on the H200.  The picture is the same."""
+    over every row between the clock at the top and the GPU line).  The picture is
+    the same."""
     app = one_gpu_app(tmp_path)
 
     async def scenario():
