@@ -10,7 +10,8 @@ writes is replayed on the terminal emulator of tests/tui/test_tui_updates.py:
   writes its own column (columns of a second or more), without gaps;
 - busy cores and workers wander by tens of points a second: a bar or a worker's figure
   moves once its mean moved by a step (10 points, or into another colour and 5 past
-  its line), and shows the mean since it was drawn; the main process stays live;
+  its line), and shows the mean since it was drawn; the main process stays live; a
+  core or a worker drawn as one cell moves by two of its eight heights (25 points);
 - workers near each other swapped lines at every redraw: while all fit they keep
   their lines, and when they do not the busiest come first within a margin;
 - the cost table lacked nvitop's CPU.
@@ -312,6 +313,53 @@ def test_workers_that_all_fit_keep_their_lines_and_many_share_one_line_a_cell_ea
             await shown(pilot)
             now = workers_cells(cpu)
             assert now[:last] == cells[:last] and now[last] < cells[last], f"worker {last} fell idle: {cells} -> {now}"
+
+    run_async(scenario())
+
+
+COMPACT = (80, 24)  # the CPU panel in two lines: the machine and a cell a core, then the run
+
+
+def compact_cells(cpu: CpuPanel) -> tuple[str, str]:
+    """The cores' strip (``CPU  70% ▃█▅▇ mem …``) and the workers' cells (``│ 20 workers ▅▅▆…``) of a narrow panel."""
+    machine, run = str(cpu.render()).splitlines()[:2]
+    return machine.split("%", 1)[1].split(" mem")[0].strip(), run.split(" workers ", 1)[1].rstrip("…")
+
+
+def test_cells_of_a_narrow_panel_move_by_two_of_their_heights_or_into_another_colour(tmp_path):
+    """At 80x24 a core and each of many workers are a cell of eight heights.  A busy
+    core's mean wandering by 12 points moved its cell by a height at most redraws (a
+    cursor move and a colour for each); within two heights and its colour it stays,
+    and one moving 30 points, or into another colour, moves alone."""
+    app = one_gpu_app(tmp_path)
+    cores = [20.0, 75.0, 30.0, 70.0] + IDLE_CORES[4:]  # green and yellow, 12 points from their colours' lines
+    workers = [20.0 if i % 2 else 75.0 for i in range(20)]
+
+    def at(t: float, core_loads: list[float], worker_loads: list[float]):
+        event = with_workers(app, t, worker_loads)
+        host = dataclasses.replace(event.sample.host, per_core=core_loads)
+        return dataclasses.replace(event, sample=dataclasses.replace(event.sample, host=host))
+
+    async def scenario():
+        async with app.run_test(size=COMPACT) as pilot:
+            await started(app, pilot)
+            cpu = app.dashboard.query_one(CpuPanel)
+            app.state.apply(app.state.run.ticket, [at(100.0, cores, workers)])
+            await shown(pilot)
+            strip, cells = compact_cells(cpu)
+            assert len(strip) >= 4 and len(cells) >= 12, (strip, cells)
+            for i in range(6):
+                sign = 1 if i % 2 else -1
+                app.state.apply(app.state.run.ticket, [at(101.0 + i, [c + sign * 12.0 for c in cores], [w - sign * 12.0 for w in workers])])
+                await shown(pilot)
+                assert compact_cells(cpu) == (strip, cells), f"sample {i}: moved within two heights and their colours"
+            moved_cores, moved_workers = list(cores), list(workers)
+            moved_cores[0], moved_workers[2] = 50.0, 40.0  # 30 points up; 35 down, into green
+            app.state.apply(app.state.run.ticket, [at(110.0, moved_cores, moved_workers)])
+            await shown(pilot)
+            now_strip, now_cells = compact_cells(cpu)
+            assert now_strip[0] > strip[0] and now_strip[1:] == strip[1:], (strip, now_strip)
+            assert now_cells[2] < cells[2] and now_cells[:2] + now_cells[3:] == cells[:2] + cells[3:], (cells, now_cells)
 
     run_async(scenario())
 

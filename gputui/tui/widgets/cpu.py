@@ -27,6 +27,12 @@ CORE_BAR_CELL = 18  # " 0 ██████▌    45%" per core when they fit a
 # A steady figure moves once its mean has moved about a cell of a core's bar (9 cells
 # for 100 %) from what is shown, or into another colour and half that past its line.
 STEP = 10.0
+# A figure drawn as one cell (a core in the strip of a narrow panel or a many-core box,
+# a data-loader worker among many) moves by two of the cell's eight heights: a busy
+# core's four-second mean wanders by a height, and each cell redrawn for it costs a
+# cursor move and a colour (the row with the cores' strip was a fifth of a running
+# 80x24 dashboard's bytes on the H200, issue 25).  Into another colour it moves as any figure.
+CELL_STEP = 25.0
 STEADY_EVERY_S = 4.0  # the steady figures move on at this pace, each the mean since the last
 RSS_STEP = 0.02  # a process's memory moves once it changed by this share (a leak climbs in steps)
 # More processes than lines: the busiest are listed, and one goes above the one before
@@ -61,9 +67,9 @@ def _total_rss(shown: list[ProcessSample]) -> int:
 class SteadyFigures:
     """Figures by key (a core, a process) as the panel shows them: the mean of each
     over the samples added since the last ``update``, kept as shown until it moved
-    by a visible step (``moved``).  What was not seen since is dropped."""
+    by a visible step (``moved(old, new, key)``).  What was not seen since is dropped."""
 
-    def __init__(self, moved: Callable[[float, float], bool]) -> None:
+    def __init__(self, moved: Callable[[float, float, int], bool]) -> None:
         self._moved = moved
         self._sums: dict[int, list[float]] = {}  # key -> [sum, count]
         self._latest: dict[int, float] = {}
@@ -80,7 +86,7 @@ class SteadyFigures:
         means = {key: total / count for key, (total, count) in self._sums.items()} or self._latest
         self._sums = {}
         shown = self.shown
-        self.shown = {key: new if key not in shown or self._moved(shown[key], new) else shown[key] for key, new in means.items()}
+        self.shown = {key: new if key not in shown or self._moved(shown[key], new, key) else shown[key] for key, new in means.items()}
         return self.shown
 
 
@@ -101,13 +107,16 @@ class CpuPanel(StateView):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self._core_loads = SteadyFigures(self._moved)  # by core index
-        self._other_loads = SteadyFigures(self._moved)  # the run's processes but main, by pid
+        self._core_loads = SteadyFigures(lambda old, new, _core: self._moved(old, new, CELL_STEP if self._cores_as_cells else STEP))
+        # the run's processes but main, by pid; workers drawn as cells by the cell's step
+        self._other_loads = SteadyFigures(lambda old, new, pid: self._moved(old, new, CELL_STEP if pid in self._cell_pids else STEP))
+        self._cores_as_cells = False  # as last drawn: a cell per core, or bars
+        self._cell_pids: frozenset[int] = frozenset()  # the workers last drawn as cells
         # The machine's CPU % (key 0) and the run's total (by its root's pid: the next run
         # starts afresh): at 80x24 these two figures, new at every redraw, were over a
         # quarter of the CPU panel's bytes on the H200 (issue 25).
-        self._machine_load = SteadyFigures(self._moved)
-        self._run_load = SteadyFigures(self._total_moved)
+        self._machine_load = SteadyFigures(lambda old, new, _key: self._moved(old, new))
+        self._run_load = SteadyFigures(lambda old, new, _pid: self._total_moved(old, new))
         self._rss_shown: dict[int, int] = {}
         self._folded: HostSample | None = None
         self._steadied_at = float("-inf")
@@ -139,10 +148,10 @@ class CpuPanel(StateView):
             for figures in (self._core_loads, self._other_loads, self._machine_load, self._run_load):
                 figures.update()
 
-    def _moved(self, old: float, new: float) -> bool:
-        """A figure left what is shown by a step, or went into another colour and half a
-        step past its line (a worker settling at 95 % turns red; one wandering over 86-94 % does not)."""
-        if abs(new - old) >= STEP:
+    def _moved(self, old: float, new: float, step: float = STEP) -> bool:
+        """A figure left what is shown by ``step``, or went into another colour and half a
+        STEP past its line (a worker settling at 95 % turns red; one wandering over 86-94 % does not)."""
+        if abs(new - old) >= step:
             return True
         well_inside = self._level(new - STEP / 2) == self._level(new + STEP / 2)
         return well_inside and self._level(new) != self._level(old)
@@ -192,7 +201,8 @@ class CpuPanel(StateView):
             return [Text("waiting for the first sample…", self.style_of("cpu--dim"))]
         width = self.content_size.width or 40
         height = self.content_size.height or 10
-        self._steady(host)
+        self._steady(host)  # by the steps of the cells and bars drawn last time
+        self._cell_pids = frozenset()  # set again where workers are drawn as cells
         cores = [load for _, load in sorted(self._core_loads.shown.items())]
         if self.compact:  # two or three lines: machine and cores in one, then the run
             lines = [self._machine_and_cores(host, cores, width), self._run_line(host.processes)]
@@ -236,6 +246,7 @@ class CpuPanel(StateView):
         text.append(f"{fmt.pct(machine):>4} ", self.style_of(self._level(machine)))
         memory = f" mem {fmt.gib(host.memory_used)}/{fmt.gib(host.memory_total)}G" if host.memory_used is not None else ""
         room = max(0, width - text.cell_len - len(memory))
+        self._cores_as_cells = True
         cells = [(charts.level_char(p / 100), self._level(p)) for p in cores[:room]]
         for chars, role in charts.runs_of(cells):
             text.append(chars, self.style_of(role))
@@ -249,7 +260,8 @@ class CpuPanel(StateView):
         if not cores:
             return []
         per_row = width // CORE_BAR_CELL
-        if per_row and len(cores) <= per_row * max(4, spare_rows):
+        self._cores_as_cells = not (per_row and len(cores) <= per_row * max(4, spare_rows))
+        if not self._cores_as_cells:
             return self._core_bars(cores, per_row)
         # One cell per core, wrapped: 128 cores fit in two lines of a wide panel.
         lines = []
@@ -338,6 +350,7 @@ class CpuPanel(StateView):
 
     def _worker_cells(self, workers: list[ProcessSample]) -> list[tuple[str, str]]:
         """Each worker's steady CPU as a cell and its colour, in the order they started."""
+        self._cell_pids = frozenset(p.pid for p in workers)
         return [(charts.level_char((p.cpu_percent or 0) / 100), self._level(p.cpu_percent)) for p in sorted(workers, key=lambda p: p.pid)]
 
     def _workers_line(self, workers: list[ProcessSample], width: int) -> Text:
