@@ -56,6 +56,16 @@ def plot_region(chart: ThroughputChart):
     return content._replace(y=content.y + top, height=content.height - top)
 
 
+def background(cell: tuple[str, str]) -> str:
+    """A terminal cell's background colour (its SGR's 48 group): a bar's full cell is a
+    space on the bar's colour."""
+    params = cell[1].split(";")
+    if "48" not in params:
+        return ""
+    i = params.index("48")
+    return ";".join(params[i : i + (3 if params[i + 1 : i + 2] == ["5"] else 5)])
+
+
 def test_a_reading_a_second_writes_its_own_column_and_leaves_no_gaps(tmp_path):
     """The first minute of a run, a reading every 1.1 s (so a column now and then holds
     none of its own): each redraw writes the new columns and none drawn before; the
@@ -83,9 +93,11 @@ def test_a_reading_a_second_writes_its_own_column_and_leaves_no_gaps(tmp_path):
                 newest = max([newest, *columns])
             assert not rewritten, f"readings that rewrote columns drawn before: {rewritten}"
 
-            bottom = plot.bottom - 2  # the plot's last row, above the time axis
-            bars = recorder.term.lines()[bottom][plot.x + GUTTER : newest + 1]
-            assert bars and " " not in bars, f"a gap in the bars: {bars!r}"
+            bottom = recorder.term.cells[plot.bottom - 2]  # the plot's last row, above the time axis
+            empty = background(bottom[plot.right - 1])  # right of the last reading: nothing drawn there
+            bars = bottom[plot.x + GUTTER : newest + 1]
+            gaps = [x for x, (char, sgr) in enumerate(bars) if char == " " and background((char, sgr)) == empty]
+            assert bars and not gaps, f"gaps in the bars at {gaps}: {''.join(char for char, _ in bars)!r}"
             assert_same(recorder.term, composed(app, recorder.console), "after the readings")
 
     run_async(scenario())
@@ -313,6 +325,38 @@ def test_workers_that_all_fit_keep_their_lines_and_many_share_one_line_a_cell_ea
             await shown(pilot)
             now = workers_cells(cpu)
             assert now[:last] == cells[:last] and now[last] < cells[last], f"worker {last} fell idle: {cells} -> {now}"
+
+    run_async(scenario())
+
+
+def test_a_bar_s_full_cells_are_spaces_on_its_colour_and_blocks_under_no_color(tmp_path):
+    """A full block is three bytes, a space one: a plot 13 rows high sent a block a row
+    for each new column.  The cell looks the same.  Under NO_COLOR, where Textual may
+    drop colours, the bars keep their blocks."""
+    app = one_gpu_app(tmp_path)
+
+    async def scenario():
+        recorder = Recorder(app, *SIZE)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(app, pilot)
+            chart = app.dashboard.query_one(ThroughputChart)
+            app.state.apply(app.state.run.ticket, [reading(5.0 + i, 2750.0) for i in range(20)])
+            app.refresh_dashboard(force=True)
+            await pilot.pause()
+            plot = plot_region(chart)
+            bottom = chart._lines[plot.y - chart.content_region.y + plot.height - 2]  # the plot's last row
+            colours = {chart.style_of(role).color for role in ("chart--bar", "chart--warmup")}
+            cells = [(bottom.plain[x], bottom.get_style_at_offset(app.console, x)) for x in range(GUTTER, GUTTER + 20)]
+            assert all(char == " " and style.bgcolor in colours for char, style in cells), cells
+            recorder.take()
+            assert_same(recorder.term, composed(app, recorder.console), "the bars")
+
+            app.no_color = True
+            chart.invalidate()
+            app.refresh_dashboard(force=True)
+            await pilot.pause()
+            bottom = chart._lines[plot.y - chart.content_region.y + plot.height - 2]
+            assert bottom.plain[GUTTER : GUTTER + 20] == "█" * 20, bottom.plain
 
     run_async(scenario())
 

@@ -24,6 +24,11 @@ PLOT_EVERY_S = 4.0
 # column: most of the chart's bytes in a run's first minute (issue 25).
 MIN_COLUMN_S = 1.0
 LEGEND_SEPARATOR = " · "
+# A bar's full cell is drawn as a space on the bar's colour: one byte where a block is
+# three, and the same cell on screen.  A new column of a plot 13 rows high at 140x40
+# sent 13 blocks, and a longer span every column's (issue 25).  Under NO_COLOR Textual
+# may drop colours, so the bars keep their blocks there.
+SOLID = "+solid"  # role suffix: a full cell drawn as its colour's background
 
 
 class ThroughputChart(StateView):
@@ -93,7 +98,7 @@ class ThroughputChart(StateView):
             elif r == len(plot.rows) - 1 and plot_height > 2:
                 label = "0"
             text.append(f"{label:>{GUTTER - 1}}┤" if label else " " * (GUTTER - 1) + "│", self.style_of("chart--axis"))
-            for chars, role in charts.runs_of(row):  # one span per run of a role: fewer escapes
+            for chars, role in charts.runs_of(self._solid(row)):  # one span per run of a role: fewer escapes
                 text.append(chars, styles.get(role))
             lines.append(text)
         if height >= 5:
@@ -101,6 +106,13 @@ class ThroughputChart(StateView):
             axis.append(charts.time_axis(width - GUTTER, plot.x_span, plot.warmup_columns), self.style_of("chart--axis"))
             lines.append(axis)
         return lines
+
+    def _solid(self, row: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """The row with its bars' full cells as spaces on their colour (see SOLID)."""
+        if self.app.no_color:
+            return row
+        full = charts.BLOCKS[-1]
+        return [(" ", role + SOLID) if char == full and role in (charts.BAR, charts.WARMUP) else (char, role) for char, role in row]
 
     def _fit_legend(self, legend: Text, width: int) -> list[Text]:
         """The figures on as many lines as they need (at most two), broken between
@@ -157,6 +169,7 @@ class ThroughputChart(StateView):
         median = self.style_of("chart--median")
         reference = self.style_of("chart--reference")
         styles = {charts.BAR: bar, charts.WARMUP: warm, charts.MEDIAN: median, charts.REFERENCE: reference}
+        styles[charts.BAR + SOLID], styles[charts.WARMUP + SOLID] = Style(bgcolor=bar.color), Style(bgcolor=warm.color)
         for name, line in ((charts.MEDIAN, median), (charts.REFERENCE, reference)):
             # a line over a full bar cell: the bar's colour becomes the background
             styles[name + charts.ON_BAR] = line + Style(bgcolor=bar.color)
