@@ -52,7 +52,7 @@ log = logging.getLogger(__name__)
 MIN_INTERVAL_S = 0.1
 # The host (per-core CPU, memory, disk, the run's process tree) is read at most this
 # often; the samples between carry GPUs only.  The dashboard draws the CPU panel every
-# 2 s (LIVE_REDRAW_S in gputui.tui.widgets.state_view), so a reading a second was half
+# 2-3 s (LIVE_REDRAW_S in gputui.tui.widgets.state_view), so a reading a second was half
 # never seen; a share over 2 s is also steadier.  On the H200 a reading costs 1.2-1.4 ms
 # of CPU (13 processes), the dearest part of a tick after NVML's slow counters.
 HOST_INTERVAL_S = 2.0

@@ -35,6 +35,7 @@ from gputui.tui.widgets import gpu_panel as gpu_panel_widgets
 from gputui.tui.widgets import state_view as base_widgets
 from gputui.tui.widgets.cpu import CpuPanel
 from gputui.tui.widgets.gpu_panel import GpuPanel
+from gputui.tui.widgets.header import RunStatus
 from gputui.tui.widgets.state_view import StateView
 from gputui.tui.widgets.throughput_chart import GUTTER, ThroughputChart
 from tests.support.process import REPO
@@ -197,9 +198,9 @@ def worker_lines(text: str) -> list[list[str]]:
 
 
 def test_bars_and_workers_show_their_mean_since_they_were_drawn_and_the_main_process_stays_live(tmp_path, monkeypatch):
-    """A sample a second, the panel redrawn every two: the run's main process follows
-    each redraw; the bars and the workers' figures move on every four seconds, showing
-    the mean over them (a core at 80, 40, 80, 40 % shows 60 %, not the last 40 %)."""
+    """Two samples a step of the panels' pace: the run's main process follows each
+    redraw; the bars and the workers' figures move on every other step, showing the
+    mean over them (a core at 80, 40, 80, 40 % shows 60 %, not the last 40 %)."""
     clock = with_clock(monkeypatch)
     app = one_gpu_app(tmp_path)
     workers = [97.0, 92.0, 88.0, 61.0]
@@ -212,15 +213,15 @@ def test_bars_and_workers_show_their_mean_since_they_were_drawn_and_the_main_pro
             cpu = app.dashboard.query_one(CpuPanel)
             seen = {}
             for second, (load, main_cpu, worker) in enumerate([(80.0, 150.0, 90.0), (40.0, 170.0, 10.0), (80.0, 190.0, 90.0), (40.0, 210.0, 10.0)], 1):
-                clock.now += 1.0
+                clock.now += base_widgets.LIVE_REDRAW_S / 2  # from the start of a step of both clocks (1000 s)
                 sample_now = host_with(app, 99.0 + second, cores=[load] + IDLE_CORES[1:], main_cpu=main_cpu, workers=workers[:3] + [worker])
                 app.state.apply(app.state.run.ticket, [sample_now])
                 app.refresh_dashboard()
                 await pilot.pause()
                 seen[second] = str(cpu.render())
-            assert "170%" in seen[2], "at 2 s: the main process's CPU is new"
+            assert "150%" not in seen[1] and "170%" in seen[2], "a step on: the main process's CPU is new"
             assert core_figure(seen[2], 0) == 0 and worker_lines(seen[2])[-1][2] == "61%", "... the bars and the workers' as drawn"
-            assert "210%" in seen[4], "at 4 s: the main process's CPU"
+            assert "210%" in seen[4], "two steps on: the main process's CPU"
             assert core_figure(seen[4], 0) == 60 and worker_lines(seen[4])[-1][2] == "50%", "... and the means since they were drawn"
 
     run_async(scenario())
@@ -524,9 +525,9 @@ def test_the_chart_cpu_and_gpu_panels_hand_over_their_lines_without_joining_and_
     run_async(scenario())
 
 
-def test_the_live_panels_step_every_two_seconds_and_a_run_starting_or_ending_is_drawn_at_once(tmp_path, monkeypatch):
-    """A sample a second is drawn every LIVE_REDRAW_S (nvitop's default interval): at
-    140x40 a redraw each second was more bytes than nvitop's.  A milestone (a run starting
+def test_the_live_panels_step_at_their_pace_and_a_run_starting_or_ending_is_drawn_at_once(tmp_path, monkeypatch):
+    """A sample a second is drawn a step of LIVE_REDRAW_S apart: at 140x40 a redraw each
+    second was more bytes than nvitop's.  A milestone (a run starting
     or ending) does not wait for the step."""
     app = one_gpu_app(tmp_path)
     clock = [1000.0]
@@ -580,6 +581,43 @@ def test_news_of_a_run_starting_or_ending_redraws_at_once_and_other_news_waits_f
     run_async(scenario())
 
 
+def test_panels_of_one_pace_step_together_whenever_each_last_drew(tmp_path, monkeypatch):
+    """Each panel kept a clock of its own against the app's one-second tick, and stepped
+    after two seconds or three as the tick's jitter fell: the clock, the GPU panel and
+    the chart went out in frames of their own (27 frames in 40 s at 80x24 on the H200,
+    for panels stepping 16 times each).  On one clock, a panel drawn out of step (here
+    the GPU panel, a tick after the others) steps with them at the next step, and all
+    step two ticks and three in turn."""
+    clock = with_clock(monkeypatch)
+    app = one_gpu_app(tmp_path)
+
+    async def scenario():
+        async with app.run_test(size=SIZE) as pilot:
+            await started(app, pilot)
+            dashboard = app.dashboard
+            views = [dashboard.query_one(RunStatus), dashboard.query_one(GpuPanel), dashboard.query_one(CpuPanel), dashboard.query_one(ThroughputChart)]
+            drawn: dict[object, list[float]] = {view: [] for view in views}
+            for view in views:
+
+                def counted(view=view, original=view.build_lines):
+                    drawn[view].append(clock.now)
+                    return original()
+
+                view.build_lines = counted
+            app.refresh_dashboard(force=True)  # at 1000 s: a step of 2.5 s begins
+            clock.now += 1.0
+            dashboard.query_one(GpuPanel).sync(force=True)  # out of step
+            for second in range(2, 12):
+                clock.now = 1000.0 + second
+                app.state.apply(app.state.run.ticket, [sample(app, 100.0 + second), reading(100.0 + second, 2750.0 + second)])
+                app.refresh_dashboard()
+                await pilot.pause()
+            steps = {type(view).__name__: [t - 1000.0 for t in drawn[view] if t >= 1002.0] for view in views}
+            assert all(ticks == [3.0, 5.0, 8.0, 10.0] for ticks in steps.values()), steps
+
+    run_async(scenario())
+
+
 def test_a_forced_redraw_draws_the_sparklines_as_they_are_now(tmp_path, monkeypatch):
     """Sparklines step every SPARK_EVERY_S, slower than the panel's figures; a forced
     redraw (a run starting or ending, a test's snapshot) shows them as they are now,
@@ -588,6 +626,7 @@ def test_a_forced_redraw_draws_the_sparklines_as_they_are_now(tmp_path, monkeypa
     app = one_gpu_app(tmp_path)
     clock = with_clock(monkeypatch)
     monkeypatch.setattr(gpu_panel_widgets, "time", types.SimpleNamespace(monotonic=clock.monotonic))
+    clock.now = 200 * gpu_panel_widgets.SPARK_EVERY_S  # a sparklines' step begins: the two samples below fall in it
 
     async def scenario():
         async with app.run_test(size=SIZE) as pilot:
@@ -602,7 +641,7 @@ def test_a_forced_redraw_draws_the_sparklines_as_they_are_now(tmp_path, monkeypa
                 await pilot.pause()
             drawn = str(panel.render())
             assert "SM   3%" in drawn  # the figures are drawn every step ...
-            panel._sparks_at = float("-inf")
+            panel._sparks_step = None
             now = str(panel.build())
             assert drawn != now  # ... the sparklines only every SPARK_EVERY_S
             app.refresh_dashboard(force=True)
@@ -642,16 +681,14 @@ def test_the_machine_s_cpu_and_the_run_s_total_move_by_a_step_not_at_every_redra
             machine, total, _ = figures(str(cpu.render()))
             seen = []
             for second in range(1, 9):  # the machine within 6 points, main within 3: the total within its step
-                clock.now += 1.0
-                app.state.apply(
-                    app.state.run.ticket, [with_load(99.0 + second, 40.0 + (6.0 if second % 2 else -4.0), 100.0 + (3.0 if second % 4 == 2 else 0.0))]
-                )
+                clock.now += 1.0  # steps of 2.5 s from 1000 s: redrawn at 3, 5 and 8 s
+                app.state.apply(app.state.run.ticket, [with_load(99.0 + second, 40.0 + (6.0 if second % 2 else -4.0), 100.0 + (3.0 if second % 2 else 0.0))])
                 app.refresh_dashboard()
                 await pilot.pause()
                 seen.append(figures(str(cpu.render())))
             assert {(m, t) for m, t, _ in seen} == {(machine, total)}, f"moved within a step: {seen}"
             assert {main for _, _, main in seen} == {"100", "103"}, "the main process follows each redraw"
-            for second in range(9, 14):  # the machine settles 30 points up
+            for second in range(9, 17):  # the machine settles 30 points up: shown at the second step of 5 s after
                 clock.now += 1.0
                 app.state.apply(app.state.run.ticket, [with_load(99.0 + second, 70.0, 100.0)])
                 app.refresh_dashboard()

@@ -21,7 +21,7 @@ from gputui import fmt
 from gputui.model import HostSample, ProcessSample
 from gputui.tui import charts
 from gputui.tui import state as st
-from gputui.tui.widgets.state_view import LIVE_REDRAW_S, StateView
+from gputui.tui.widgets.state_view import LIVE_REDRAW_S, StateView, step_of
 
 CORE_BAR_CELL = 18  # " 0 ██████▌    45%" per core when they fit as bars
 # A steady figure moves once its mean has moved about a cell of a core's bar (9 cells
@@ -33,7 +33,7 @@ STEP = 10.0
 # cursor move and a colour (the row with the cores' strip was a fifth of a running
 # 80x24 dashboard's bytes on the H200, issue 25).  Into another colour it moves as any figure.
 CELL_STEP = 25.0
-STEADY_EVERY_S = 4.0  # the steady figures move on at this pace, each the mean since the last
+STEADY_EVERY_S = 2 * LIVE_REDRAW_S  # the steady figures move on every other step, each the mean since the last
 RSS_STEP = 0.02  # a process's memory moves once it changed by this share (a leak climbs in steps)
 # More processes than lines: the busiest are listed, and one goes above the one before
 # it only once busier by this many points (workers near each other swapped places at
@@ -119,13 +119,13 @@ class CpuPanel(StateView):
         self._run_load = SteadyFigures(lambda old, new, _pid: self._total_moved(old, new))
         self._rss_shown: dict[int, int] = {}
         self._folded: HostSample | None = None
-        self._steadied_at = float("-inf")
+        self._steadied_step: int | None = None  # the step of STEADY_EVERY_S's clock they last moved in
         self._order_shown: list[int] = []  # the pids of the run's processes, in the order last listed
 
     def sync(self, force: bool = False) -> None:
         self._fold(self.state.host)  # every sample counts in the means, drawn or not
         if force:
-            self._steadied_at = float("-inf")
+            self._steadied_step = None
         super().sync(force)
 
     def _fold(self, host: HostSample | None) -> None:
@@ -139,12 +139,11 @@ class CpuPanel(StateView):
         self._run_load.add({host.processes[0].pid: _total_cpu(host.processes)} if host.processes else {})
 
     def _steady(self, host: HostSample) -> None:
-        """Move the steady figures on once STEADY_EVERY_S has passed (the panel redraws
-        every MIN_REDRAW_S or a little later: half of that is slack)."""
+        """Move the steady figures on at the first redraw in each step of STEADY_EVERY_S."""
         self._fold(host)
-        now = time.monotonic()
-        if now - self._steadied_at >= STEADY_EVERY_S - self.MIN_REDRAW_S / 2:
-            self._steadied_at = now
+        step = step_of(time.monotonic(), STEADY_EVERY_S)
+        if step != self._steadied_step:
+            self._steadied_step = step
             for figures in (self._core_loads, self._other_loads, self._machine_load, self._run_load):
                 figures.update()
 

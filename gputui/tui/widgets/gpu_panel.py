@@ -23,7 +23,7 @@ from gputui.tui import charts
 from gputui.tui import state as st
 from gputui.tui.widgets.gpu_owners import ownership
 from gputui.tui.widgets.gpu_rows import HOT_LINE_C, SHORT_REASON, GpuRows, temp_role, throttle_badges
-from gputui.tui.widgets.state_view import LIVE_REDRAW_S, StateSource, StateView
+from gputui.tui.widgets.state_view import LIVE_REDRAW_S, StateSource, StateView, step_of
 
 __all__ = ["GpuGrid", "GpuPanel", "GpuRows", "SHORT_REASON"]
 
@@ -32,7 +32,7 @@ VALUE = 17
 # The sparklines move on slower than the numbers beside them: each redraw shifts
 # every bar of a line one place per sample, so a noisy series (SM activity flickering
 # between two heights) rewrites its whole line each time.
-SPARK_EVERY_S = 6.0
+SPARK_EVERY_S = 3 * LIVE_REDRAW_S  # a multiple of the panels' pace: the sparklines step with them
 DETAIL_ROWS = 7  # a drilled-down panel on a small screen: its title and six rows
 
 
@@ -63,14 +63,14 @@ class GpuPanel(StateView):
         self.index = index
         self._sparks: dict[tuple[str, int], Text] = {}  # the sparklines last drawn, by row and width
         self._sparks_key: tuple | None = None
-        self._sparks_at = float("-inf")
+        self._sparks_step: int | None = None  # the step of SPARK_EVERY_S's clock the sparklines were drawn in
         self._title = ""
 
     def sync(self, force: bool = False) -> None:
         if not self.display:
             return  # hidden behind the rows: drawn again when shown (GpuGrid invalidates it)
         if force:
-            self._sparks_at = float("-inf")
+            self._sparks_step = None
         super().sync(force)
 
     def invalidate(self) -> None:
@@ -97,9 +97,9 @@ class GpuPanel(StateView):
             return [self._one_line(info, sample)]
         width = self.content_size.width or 48
         key = (width, history.info)
-        now = time.monotonic()
-        if key != self._sparks_key or now - self._sparks_at >= SPARK_EVERY_S:
-            self._sparks, self._sparks_key, self._sparks_at = {}, key, now
+        step = step_of(time.monotonic(), SPARK_EVERY_S)
+        if key != self._sparks_key or step != self._sparks_step:
+            self._sparks, self._sparks_key, self._sparks_step = {}, key, step
         rows = [
             self._util(sample, history, width),
             self._memory(sample, history, width),

@@ -10,6 +10,7 @@ spans of each line that differ; the dashboard's screen then sends just those spa
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -32,11 +33,23 @@ if TYPE_CHECKING:
 # The state a panel draws, asked for at each redraw: a replay swaps the state object
 # when it seeks back, so panels hold the app's accessor rather than one object.
 StateSource = Callable[[], "DashboardState"]
-# The pace of the panels that follow a run (GPUs, CPU, the chart's figures, the clock):
-# nvitop's default interval.  Once a second, each redraw a cell or a line of news, was
-# more bytes than nvitop over SSH on the H200 (issue 25); samples and recordings keep
-# the sampler's interval, and a run starting or ending is drawn at once.
-LIVE_REDRAW_S = 2.0
+# The pace of the panels that follow a run (GPUs, CPU, the chart's figures, the clock).
+# Once a second, each redraw a cell or a line of news, was more bytes than nvitop over
+# SSH on the H200 (issue 25); samples and recordings keep the sampler's interval, and a
+# run starting or ending is drawn at once.  Panels step on one clock (step_of): each on
+# a two-second clock of its own, against the app's one-second tick, stepped after two
+# seconds or three as the tick's jitter fell, at its own ticks, so the clock, the GPU
+# line and the chart often went out in frames of their own (27 frames in 40 s at 80x24
+# on the H200, for panels stepping 16 times each).  2.5 s: the pace they had on average,
+# now together, in steps of two ticks and three in turn.
+LIVE_REDRAW_S = 2.5
+
+
+def step_of(now: float, period: float) -> int:
+    """Which step of a clock of ``period`` seconds ``now`` falls in.  Every panel counts
+    on this one clock, so panels of one pace, and paces that are multiples of it, step
+    at the same tick and go out in one frame."""
+    return math.floor(now / period)
 
 
 class Cells:
@@ -138,7 +151,8 @@ class StateView(Widget):
     StateView { text-wrap: nowrap; text-overflow: ellipsis; }
     """
     SECTIONS: ClassVar[tuple[str, ...]] = ()
-    MIN_REDRAW_S: ClassVar[float] = 0.0  # charts ask for less than the app's timer gives
+    # At most a redraw a step of a clock of this many seconds (step_of); 0: at any tick with news.
+    MIN_REDRAW_S: ClassVar[float] = 0.0
     # Parts drawn on a clock of their own (sparklines, the plot, steady figures) may lag
     # the sections' last draw: a forced redraw draws such a panel again, news or not.
     PACED: ClassVar[bool] = False
@@ -147,7 +161,7 @@ class StateView(Widget):
         super().__init__(*args, **kwargs)
         self._source = source
         self._seen: tuple[int, ...] | None = None
-        self._drawn_at = float("-inf")
+        self._drawn_step: int | None = None  # the step of MIN_REDRAW_S's clock last drawn in
         self._built = False  # _lines hold the last build (forgotten to draw afresh)
         self._text: Text | None = None  # those lines as one text, made when Textual asks for it
         self._lines: list[Text] = []
@@ -280,10 +294,10 @@ class StateView(Widget):
         versions = tuple(self.state.versions[s] for s in self.SECTIONS)
         if versions == self._seen and not (force and self.PACED):
             return
-        now = time.monotonic()
-        if not force and now - self._drawn_at < self.MIN_REDRAW_S:
+        step = step_of(time.monotonic(), self.MIN_REDRAW_S) if self.MIN_REDRAW_S > 0 else None
+        if not force and step is not None and step == self._drawn_step:
             return
-        self._seen, self._drawn_at = versions, now
+        self._seen, self._drawn_step = versions, step
         if not self._built or self.content_size != self._built_for:
             self.invalidate()
             return

@@ -12,12 +12,12 @@ from rich.text import Text
 from gputui import fmt
 from gputui.tui import charts
 from gputui.tui import state as st
-from gputui.tui.widgets.state_view import LIVE_REDRAW_S, StateView
+from gputui.tui.widgets.state_view import LIVE_REDRAW_S, StateView, step_of
 
 GUTTER = 6  # y-axis labels
 
 
-PLOT_EVERY_S = 4.0
+PLOT_EVERY_S = 2 * LIVE_REDRAW_S  # every other step of the panels' pace
 # No column narrower than a second (the pace most runs report at, and the sampler's):
 # a 60-column plot spans at least a minute.  Half-second columns cost a new column
 # every half second, and a span changing at 5, 10, 20 and 30 s, each rewriting every
@@ -32,7 +32,7 @@ SOLID = "+solid"  # role suffix: a full cell drawn as its colour's background
 
 
 class ThroughputChart(StateView):
-    """The figures line follows every second; the plot below it every PLOT_EVERY_S.
+    """The figures line follows at the panels' pace; the plot below it every other step.
     The plot spans the whole run and fills from the left, a column per MIN_COLUMN_S or
     more: a new reading writes the newest column's cells (one per row, see
     gputui.tui.compositor), and only a longer span (the run outgrowing it, 1 min, 2, 3,
@@ -56,11 +56,11 @@ class ThroughputChart(StateView):
         super().__init__(*args, **kwargs)
         self._plot: list[Text] = []
         self._plot_key: tuple | None = None
-        self._plotted_at = float("-inf")
+        self._plotted_step: int | None = None  # the step of PLOT_EVERY_S's clock the plot was drawn in
 
     def sync(self, force: bool = False) -> None:
         if force:
-            self._plotted_at = float("-inf")
+            self._plotted_step = None
         super().sync(force)
 
     def invalidate(self) -> None:
@@ -77,9 +77,9 @@ class ThroughputChart(StateView):
         legend = self._fit_legend(self._legend(run, reference), width)
         height -= len(legend) - 1  # a legend on two lines leaves the plot a row less
         key = (run.ticket.serial, run.ended, width, height, reference)
-        now = time.monotonic()
-        if key != self._plot_key or now - self._plotted_at >= PLOT_EVERY_S:
-            self._plot, self._plot_key, self._plotted_at = self._draw_plot(run, reference, width, height), key, now
+        step = step_of(time.monotonic(), PLOT_EVERY_S)
+        if key != self._plot_key or step != self._plotted_step:
+            self._plot, self._plot_key, self._plotted_step = self._draw_plot(run, reference, width, height), key, step
         return [*legend, *self._plot]
 
     def _draw_plot(self, run: st.RunView, reference, width: int, height: int) -> list[Text]:
