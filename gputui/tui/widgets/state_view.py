@@ -101,6 +101,28 @@ def _plain_style(style: str | Style) -> bool:
     return style == "" or (isinstance(style, Style) and not style.link and not style._meta)
 
 
+def _side_by_side(line: Text, base: Style) -> list[Segment] | None:
+    """The segments of a line whose spans (Rich styles) lie side by side, in order, each
+    in ``base`` plus its style, as Rich's render and apply_style make them; None where
+    spans overlap.  Rich's render sorts the spans' ends and stacks their styles: four
+    times this walk's time on a chart row, for the same segments."""
+    text, pos = line.plain, 0
+    segments: list[Segment] = []
+    for span in line.spans:
+        start, end = span.start, min(span.end, len(text))
+        if start < pos:
+            return None
+        if end <= start:
+            continue
+        if start > pos:
+            segments.append(Segment(text[pos:start], base))
+        segments.append(Segment(text[start:end], base + span.style))  # type: ignore[operator]  # a Rich Style: _plain_span
+        pos = end
+    if pos < len(text):
+        segments.append(Segment(text[pos:], base))
+    return segments
+
+
 _BLANK = Cells("")
 # Skipping unchanged cells between two changes on a line costs a cursor move and the
 # colours of the next change, about this many bytes; sending them again costs a byte
@@ -232,9 +254,12 @@ class StateView(Widget):
         plain = line.cell_len <= width and "\t" not in line.plain and _plain_style(line.style)  # Textual expands tabs
         if plain and self._drawn_plainly() and all(_plain_span(span) for span in line.spans):
             console, base = self.app.console, style.rich_style
-            if line.style and not line.spans:  # Rich's render leaves a line's own style to the spans (Text.join makes it one)
+            if line.style:  # under every span, and where none is (Rich's render leaves it out of a line without spans)
                 base = base + console.get_style(line.style)
-            return Strip(Segment.apply_style(line.render(console), base), line.cell_len)
+            segments = _side_by_side(line, base)
+            if segments is None:  # spans over spans: Rich stacks their styles
+                segments = list(Segment.apply_style(line.render(console), base))
+            return Strip(segments, line.cell_len)
         return Visual.to_strips(self, visualize(self, line), width, 1, style)[0]
 
     def _drawn_plainly(self) -> bool:
