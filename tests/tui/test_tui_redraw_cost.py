@@ -445,7 +445,10 @@ def test_the_redraw_finds_panels_mounted_and_removed_since_its_last_walk(tmp_pat
 def test_a_partial_update_renders_only_the_widgets_its_changes_fall_in(tmp_path):
     """Textual rendered, for a partial update, every widget in the box around all the
     changes, each one whole: the run's clock at the top right and a GPU panel's power
-    line made the chart, the CPU panel and their containers render every line."""
+    line made the chart, the CPU panel and their containers render every line.  And as
+    Textual's update keeps, for each cell, the strip of the frontmost widget over it,
+    the containers and the screen behind a change do not render for it either (the
+    screen rendered over every row between the clock and the GPU line)."""
     app = one_gpu_app(tmp_path)
 
     async def scenario():
@@ -469,44 +472,10 @@ def test_a_partial_update_renders_only_the_widgets_its_changes_fall_in(tmp_path)
             await pilot.pause()
             drawn = {widget for widget, _ in rendered}
             assert gpu in drawn and clock in drawn
+            behind = set(gpu.ancestors_with_self[1:]) | set(clock.ancestors_with_self[1:])
+            assert dashboard in behind and not behind & drawn, f"rendered behind the changes: {sorted(type(w).__name__ for w in behind & drawn)}"
             assert not drawn & {dashboard.query_one(ThroughputChart), dashboard.query_one(CpuPanel), dashboard.query_one(PresetList)}
             assert all(crop.height < gpu.region.height for widget, crop in rendered if widget is gpu), "the GPU panel rendered whole"
-            recorder.take()
-            assert_same(recorder.term, composed(app, recorder.console), "after the update")
-
-    run_async(scenario())
-
-
-def test_a_change_renders_the_widget_in_front_of_it_and_not_the_containers_and_screen_behind(tmp_path):
-    """Textual's update keeps, for each cell, the strip of the frontmost widget over it.
-    A panel's changed line made its containers and the screen render too (the screen
-    over every row between the clock at the top and the GPU line).  The picture is
-    the same."""
-    app = one_gpu_app(tmp_path)
-
-    async def scenario():
-        recorder = Recorder(app, *SIZE)
-        async with app.run_test(size=SIZE) as pilot:
-            await started(app, pilot)
-            dashboard = app.dashboard
-            rendered: list[object] = []
-            for widget in list(dashboard._compositor.visible_widgets):
-
-                def counted(crop, widget=widget, original=widget.render_lines):
-                    rendered.append(widget)
-                    return original(crop)
-
-                widget.render_lines = counted
-            recorder.take()
-            gpu, clock = dashboard.query_one("#gpu-0"), dashboard.query_one(RunStatus)
-            app.state.apply(app.state.run.ticket, [sample(app, 100.0, power_w=333.0)])
-            gpu.sync(force=True)
-            clock.refresh()
-            await pilot.pause()
-            behind = set(gpu.ancestors_with_self[1:]) | set(clock.ancestors_with_self[1:])
-            assert gpu in rendered and clock in rendered
-            assert dashboard in behind
-            assert not behind & set(rendered), f"rendered behind the changes: {sorted(type(w).__name__ for w in behind & set(rendered))}"
             recorder.take()
             assert_same(recorder.term, composed(app, recorder.console), "after the update")
 
