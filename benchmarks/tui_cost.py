@@ -48,8 +48,10 @@ layout log (NAME.layout.jsonl) and a breakdown in tui-cost.json (tui-cost.md: th
 table): bytes per widget (the screen's layout as gputui laid it out, read through a
 probe loaded into gputui's process: see PROBE), per row, the busiest cells, the
 biggest frames and what they drew, the layout passes and full-screen repaints in
-the window, and the messages a screen under a view handled (each one used to repaint
-the whole screen).  A byte counts where it is drawn: a cursor move at the cell it
+the window, the frames that redrew the chart's whole plot (a longer span or a higher
+scale: once at 1, 2, 3, 5, 10 minutes..., so a window holding one costs more than a
+run's steady state) with the bytes per second without them, and the messages a
+screen under a view handled (each one used to repaint the whole screen).  A byte counts where it is drawn: a cursor move at the cell it
 moves to, colours and text at the cell they are written in; a move followed by
 another, "(cursor parked)"; mode switches, "(terminal modes)".
 
@@ -116,6 +118,10 @@ NVITOP_WARMUP_S = 5.0  # nvitop starts once gputui's window could open, and gets
 OTHER_TARGET = 1024.0  # B/s where nvitop has no counterpart
 BURST_GAP_S = 0.03  # terminal writes closer than this are one frame
 FULL_REPAINT_ROWS = 0.9  # a frame writing on this share of the rows repaints the screen
+# A frame writing in this share of the chart's columns and of its rows redrew the plot.
+# A step writes a few new columns; a longer span clears the right half of the columns
+# drawn (more, where the readings vary, as each column's mean changes).
+PLOT_REWRITE_COLUMNS, PLOT_REWRITE_ROWS = 0.25, 0.5
 
 WORKLOAD = textwrap.dedent(
     """
@@ -729,6 +735,19 @@ def _widget_at(widgets: list, y: int, x: int) -> str | None:
     return None
 
 
+def _plot_rewrite(cell_bytes: collections.Counter, chart: tuple[int, int, int, int] | None) -> int:
+    """The chart's bytes in a frame that rewrote most of its plot (a longer span, a
+    higher scale: every column drawn again), else 0.  Such a frame comes once at each
+    span (1, 2, 3, 5, 10 minutes...): a window that holds one costs it a share of its
+    seconds that a run's steady state does not."""
+    if chart is None:
+        return 0
+    cx, cy, cw, ch = chart
+    mine = {(y, x): n for (y, x), n in cell_bytes.items() if cx <= x < cx + cw and cy <= y < cy + ch}
+    columns, rows = {x for _, x in mine}, {y for y, _ in mine}
+    return sum(mine.values()) if len(columns) >= PLOT_REWRITE_COLUMNS * cw and len(rows) >= PLOT_REWRITE_ROWS * ch else 0
+
+
 def breakdown(session: Pty, layouts: list[dict]) -> dict:
     """The window's bytes per widget, row and cell; its layout passes and full repaints."""
     assert session.window_t and session.window
@@ -755,7 +774,8 @@ def breakdown(session: Pty, layouts: list[dict]) -> dict:
             frames[-1].append(read)
         else:
             frames.append([read])
-    full, sized = [], []
+    full, sized, rewrites = [], [], []
+    chart = next(((wx, wy, w, h) for label, wx, wy, w, h in dashboard if label.startswith("ThroughputChart")), None)
     for frame in frames:
         term = Terminal(session.cols, session.rows)
         term.counting = True
@@ -770,6 +790,9 @@ def breakdown(session: Pty, layouts: list[dict]) -> dict:
         for (y, x), n in term.cell_bytes.items():
             where[SPECIAL.get((y, x)) or (_widget_at(top, y, x) if top else None) or _widget_at(dashboard, y, x) or "screen"] += n
         sized.append({"at_s": at, "bytes": size, "widgets": dict(where.most_common(4))})
+        rewrite = _plot_rewrite(term.cell_bytes, chart)
+        if rewrite:
+            rewrites.append({"at_s": at, "bytes": rewrite})
     passes = collections.Counter(r["screen"] for r in layouts if "screen" in r and t0 <= r["t"] <= t1)
     covered = collections.Counter(f"{r['covered']}: {r['message']} from {r['sender']}" for r in layouts if "covered" in r and t0 <= r["t"] <= t1)
     return {
@@ -779,6 +802,8 @@ def breakdown(session: Pty, layouts: list[dict]) -> dict:
         "frames": len(frames),
         "full_repaints": full,
         "biggest_frames": sorted(sized, key=lambda f: -f["bytes"])[:10],
+        "plot_rewrites": rewrites,
+        "bytes_per_s_without_plot_rewrites": round((sum(session.term.cell_bytes.values()) - sum(r["bytes"] for r in rewrites)) / seconds, 1),
         "layout_passes": dict(passes),
         "messages_to_covered_screens": dict(covered.most_common()),
     }
@@ -1115,6 +1140,7 @@ def print_result(result: dict) -> None:
             for label, rate in list(value["bytes_per_s_by_widget"].items())[:12]:
                 print(f"{'':>26}{rate:>9.1f}  {label}")
             print(f"{'full repaints':>24}: {len(value['full_repaints'])} {value['full_repaints'][:6]}")
+            print(f"{'plot rewrites':>24}: {value['plot_rewrites']} (without them {value['bytes_per_s_without_plot_rewrites']} B/s)")
             print(f"{'layout passes':>24}: {value['layout_passes']}")
             print(f"{'messages under a view':>24}: {value['messages_to_covered_screens']}")
         else:

@@ -418,6 +418,34 @@ def load_tui_cost():
     return module
 
 
+def test_the_breakdown_names_frames_that_redraw_the_whole_plot_and_the_bytes_without_them():
+    """A window 50-80 s into a run held the plot's change to a two-minute span at 80x24 (a
+    644-byte frame, 21 B/s of 30 s) that a window from 65 s did not: the breakdown says
+    which frames redrew the plot and what the window cost without them."""
+    import types
+
+    tui_cost = load_tui_cost()
+    cols, rows = 80, 24
+    chart = ["ThroughputChart#throughput", 24, 2, 56, 8]  # label, x, y, width, height
+    new_column = "".join(f"\x1b[{y + 1};61H\x1b[48;5;75m " for y in range(4, 10))
+    whole_plot = "".join(f"\x1b[{y + 1};56H\x1b[48;5;16m" + " " * 25 for y in range(4, 10))  # a longer span clears the right half
+    frames = [(1.0, new_column), (5.0, whole_plot), (9.0, "\x1b[1;79H7")]  # a column, the plot, the clock
+    stream, reads = bytearray(), []
+    for t, data in frames:
+        reads.append((t, len(stream), len(data)))
+        stream += data.encode()
+    term = tui_cost.Terminal(cols, rows)
+    term.counting = True
+    term.feed(bytes(stream))
+    session = types.SimpleNamespace(window_t=(0.0, 10.0), window=(0, len(stream)), term=term, reads=reads, stream=stream, cols=cols, rows=rows)
+    layouts = [{"t": 0.0, "screen": "DashboardScreen", "key": 1, "current": True, "widgets": [chart, ["RunStatus#run-status", 50, 0, 30, 1]]}]
+    result = tui_cost.breakdown(session, layouts)
+    assert [r["at_s"] for r in result["plot_rewrites"]] == [5.0]
+    rewrite = result["plot_rewrites"][0]["bytes"]
+    assert rewrite == len(whole_plot.encode())
+    assert result["bytes_per_s_without_plot_rewrites"] == round((len(stream) - rewrite) / 10.0, 1)
+
+
 def test_the_cost_table_shows_nvitop_s_cpu_beside_gputui_s_and_its_target():
     """The H200 table of the running state lacked nvitop's CPU: the comparison the issue
     asks for (gputui's CPU no more than nvitop's) could not be read off it."""
