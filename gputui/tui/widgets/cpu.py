@@ -348,7 +348,8 @@ class CpuPanel(StateView):
         return text
 
     def _worker_cells(self, workers: list[ProcessSample]) -> list[tuple[str, str]]:
-        """Each worker's steady CPU as a cell and its colour, in the order they started."""
+        """Each worker's steady CPU as a cell and its colour, in the order they started.
+        The workers are remembered as drawn in cells: their figures move by CELL_STEP."""
         self._cell_pids = frozenset(p.pid for p in workers)
         return [(charts.level_char((p.cpu_percent or 0) / 100), self._level(p.cpu_percent)) for p in sorted(workers, key=lambda p: p.pid)]
 
