@@ -38,6 +38,21 @@ def sparkline(values: Iterable[float | None], width: int, lo: float = 0.0, hi: f
     return " " * (width - len(chars)) + "".join(chars)
 
 
+def page_of(values: Sequence[float | None], count: int, width: int) -> list[float | None]:
+    """The values a paged line ``width`` cells wide shows once ``count`` have come
+    (``values`` holds the newest of them): it fills from the left and, once full, moves
+    back by half its width at once.  Between those moves a redraw only adds cells at
+    the line's end, so the terminal is sent the new cells and not the whole line (a
+    line scrolled by a cell per value changes nearly every cell when the values are
+    noisy)."""
+    if width <= 0:
+        return []
+    page = max(1, width // 2)
+    pages_on = max(0, -(-(count - width) // page))  # pages moved so that at most ``width`` are shown
+    shown = min(count - pages_on * page, len(values))
+    return list(values)[len(values) - shown :] if shown > 0 else []
+
+
 def gauge(fraction: float | None, width: int) -> str:
     """A horizontal bar ``width`` cells wide, filled to ``fraction`` (0..1)."""
     if width <= 0:

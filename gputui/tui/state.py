@@ -43,7 +43,7 @@ from gputui.tui.supervisor import SessionTicket
 if TYPE_CHECKING:
     from gputui.record.history import KeptRun
 
-HISTORY = 240  # samples per sparkline series: 4 minutes at 1 s
+HISTORY = 240  # samples per sparkline series: 4 minutes at 1 s, more than the widest panel shows
 LOG_LINES = 10_000  # the output pane's scrollable history
 MAX_BINS = 1024  # throughput bins per run; pairs merge beyond this
 FIRST_BIN_S = 0.25
@@ -60,18 +60,19 @@ class GpuHistory:
         self.index = index
         self.info: GpuInfo | None = None
         self.latest: GpuSample | None = None
+        self.samples = 0  # ever added: where the series' newest values fall on a paged sparkline
         self.util: deque[float | None] = deque(maxlen=HISTORY)  # SM active where GPM exists, else util
         self.temp: deque[float | None] = deque(maxlen=HISTORY)
         self.power: deque[float | None] = deque(maxlen=HISTORY)
-        self.memory: deque[float | None] = deque(maxlen=HISTORY)
         self.processes: list[GpuProcess] | None = None  # the newest list read (about once a second)
 
     def add(self, sample: GpuSample) -> None:
         self.latest = sample
+        self.samples += 1
         if sample.processes is not None:
             self.processes = sample.processes
         if sample.lost:
-            for series in (self.util, self.temp, self.power, self.memory):
+            for series in (self.util, self.temp, self.power):
                 series.append(None)
             return
         # SM activity is the honest number where GPM exists ("util" reads 100% on a GPU
@@ -80,7 +81,6 @@ class GpuHistory:
         self.util.append(sample.sm_active if gpm else sample.util_gpu)
         self.temp.append(sample.temp_c)
         self.power.append(sample.power_w)
-        self.memory.append(sample.memory_used)
 
 
 class ThroughputSeries:

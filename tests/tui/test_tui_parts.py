@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,20 @@ def test_sparkline_keeps_the_newest_values_at_the_right_and_blanks_gaps():
     assert charts.sparkline([0, 50, 100], 5, 0, 100) == "  ▁▄█"
     assert charts.sparkline([100, None, 100], 3, 0, 100) == "█ █"
     assert charts.sparkline(range(100), 4, 0, 99) == charts.sparkline([96, 97, 98, 99], 4, 0, 99)
+
+
+def test_a_paged_line_fills_from_the_left_and_moves_back_half_its_width_when_full():
+    kept = deque(maxlen=30)
+    shown = []
+    for count in range(1, 31):
+        kept.append(count)
+        shown.append(charts.page_of(kept, count, 10))
+    assert shown[0] == [1] and shown[9] == list(range(1, 11))  # fills from the left, up to 10
+    assert shown[10] == list(range(6, 12))  # the 11th moves it back by 5: 6..10 stay in place, 11 after them
+    assert shown[19] == list(range(11, 21)) and shown[20] == list(range(16, 22))
+    assert all(len(line) <= 10 for line in shown)
+    assert charts.page_of(kept, 30, 0) == [] and charts.page_of(kept, 30, 1) == [30]
+    assert charts.page_of(deque([28, 29, 30]), 30, 10) == [28, 29, 30]  # fewer kept than the page holds
 
 
 def test_gauge_fills_in_eighths_and_keeps_its_width():

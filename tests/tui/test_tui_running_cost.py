@@ -679,6 +679,53 @@ def test_a_forced_redraw_draws_the_sparklines_as_they_are_now(tmp_path, monkeypa
     run_async(scenario())
 
 
+def test_a_noisy_sparkline_keeps_its_cells_in_place_and_pages_back_half_its_width_when_full(tmp_path, monkeypatch):
+    """SM activity flickering between 95 % and 3 % at every sample: each sparkline step
+    adds the step's samples at the line's end and leaves the cells drawn before where
+    they were (scrolled a cell per sample, such a line changed nearly every cell at each
+    step: the largest part of the bytes at 140x40 on the H200).  A full line moves back
+    by half its width, its newer half kept."""
+    app = one_gpu_app(tmp_path)
+    clock = with_clock(monkeypatch)
+    monkeypatch.setattr(gpu_panel_widgets, "time", types.SimpleNamespace(monotonic=clock.monotonic))
+
+    async def scenario():
+        async with app.run_test(size=SIZE) as pilot:
+            await started(app, pilot)
+            panel = app.dashboard.query_one(GpuPanel)
+            room = panel.content_size.width - panel._spark_at
+            drawn = [util_sparkline(panel)]
+            i = 0
+            while panel.history.samples < room + room // 2:  # a full line and half of another: one page
+                i += 1
+                clock.now += 1.0
+                news = sample(app, 300.0 + i)
+                util = 95.0 if i % 2 else 3.0
+                news.sample.gpus[0] = dataclasses.replace(news.sample.gpus[0], util_gpu=util, sm_active=util)
+                app.state.apply(app.state.run.ticket, [news])
+                app.refresh_dashboard()
+                await pilot.pause()
+                if util_sparkline(panel) != drawn[-1]:
+                    drawn.append(util_sparkline(panel))
+            grew = paged = 0
+            for before, after in zip(drawn, drawn[1:]):
+                assert len(after) <= room
+                if after.startswith(before):
+                    grew += 1
+                else:
+                    assert after.startswith(before[room // 2 :]), f"{before!r} -> {after!r}"
+                    paged += 1
+            assert paged == 1 and grew > 10 and len(set(drawn[-1])) == 2
+
+    run_async(scenario())
+
+
+def util_sparkline(panel: GpuPanel) -> str:
+    """The cells of a GPU panel's utilization sparkline, as drawn."""
+    row = next(line for line in str(panel.render()).splitlines() if line.startswith("util"))
+    return row[panel._spark_at :].rstrip()
+
+
 def test_the_machine_s_cpu_and_the_run_s_total_move_by_a_step_not_at_every_redraw(tmp_path, monkeypatch):
     """At 80x24 the CPU panel is two lines, and the machine's CPU % and the run's total
     were new at every redraw (a third of the panel's bytes on the H200).  They show their

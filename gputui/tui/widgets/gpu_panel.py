@@ -1,6 +1,7 @@
 """One panel per GPU: utilization / SM activity, VRAM, temperature against its
 slowdown threshold and the 80 °C line, power against its limit, SM clock against its
-maximum, active throttle reasons as badges, and sparklines of recent history.
+maximum, active throttle reasons as badges, and sparklines of recent history (paged:
+they fill from the left and move back by half their width when full).
 
 With more GPUs than panels fit side by side (or on a small screen) the grid shows a
 row per GPU and a totals row instead (gputui.tui.widgets.gpu_rows), and the full
@@ -9,7 +10,7 @@ panel of the GPU under the cursor beneath them."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rich.text import Text
@@ -29,9 +30,11 @@ __all__ = ["GpuGrid", "GpuPanel", "GpuRows", "SHORT_REASON"]
 
 LABEL = 6
 VALUE = 17
-# The sparklines move on slower than the numbers beside them: each redraw shifts
-# every bar of a line one place per sample, so a noisy series (SM activity flickering
-# between two heights) rewrites its whole line each time.
+# The sparklines take their new samples slower than the numbers beside them take
+# theirs, and they are paged (charts.page_of): a line fills from the left and, once
+# full, moves back by half its width at once.  Scrolled a cell per sample, a noisy
+# series (SM activity flickering between two heights) rewrote its whole line at each
+# step: at 140x40 on the H200 the three lines were the largest part of the bytes sent.
 SPARK_EVERY_S = 3 * LIVE_REDRAW_S  # a multiple of the panels' pace: the sparklines step with them
 DETAIL_ROWS = 7  # a drilled-down panel on a small screen: its title and six rows
 
@@ -65,6 +68,7 @@ class GpuPanel(StateView):
         self._sparks_key: tuple | None = None
         self._sparks_step: int | None = None  # the step of SPARK_EVERY_S's clock the sparklines were drawn in
         self._title = ""
+        self._spark_at = LABEL + VALUE  # the column the sparklines start at (see _spark_column)
 
     def sync(self, force: bool = False) -> None:
         if not self.display:
@@ -100,6 +104,7 @@ class GpuPanel(StateView):
         step = step_of(time.monotonic(), SPARK_EVERY_S)
         if key != self._sparks_key or step != self._sparks_step:
             self._sparks, self._sparks_key, self._sparks_step = {}, key, step
+        self._spark_at = self._spark_column(info, width)
         rows = [
             self._util(sample, history, width),
             self._memory(sample, history, width),
@@ -134,9 +139,7 @@ class GpuPanel(StateView):
         if s.sm_active is not None:
             value += f"  SM {fmt.pct(s.sm_active):>4}"
         text = self._start("util", value)
-        room = width - text.cell_len
-        text.append_text(self._spark("util", room, lambda: Text(charts.sparkline(h.util, room, 0, 100), self.style_of("gpu--spark"))))
-        return text
+        return self._with_spark(text, "util", width, lambda room: Text(self._paged_cells(h.util, room, 100)[0], self.style_of("gpu--spark")))
 
     def _memory(self, s: GpuSample, h: st.GpuHistory, width: int) -> Text:
         text = self._start("VRAM", f"{fmt.gib(s.memory_used)}/{fmt.gib(s.memory_total)} GiB")
@@ -159,31 +162,44 @@ class GpuPanel(StateView):
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append(f"{'temp':<{LABEL}}", self.style_of("gpu--label"))
         text.append(f"{fmt.num(s.temp_c, '°C'):<6}", self.style_of(self._temp_style(s.temp_c, slowdown)))
-        # the 80 °C line and this GPU's own slowdown threshold, in words where there is room
-        limits = f"hot 80 slow {fmt.num(slowdown)}" if width >= 64 else f"80|{fmt.num(slowdown)}"
-        text.append(f"{limits:<{VALUE - 6}} ", self.style_of("gpu--dim"))
+        text.append(f"{self._limits(slowdown, width):<{VALUE - 6}} ", self.style_of("gpu--dim"))
         top = max(slowdown or 0.0, HOT_LINE_C + 10.0)
-        room = width - text.cell_len
 
-        def spark() -> Text:
-            line = charts.sparkline(h.temp, room, 0, top)
-            recent = list(h.temp)[-len(line) :]
-            values: list[float | None] = [None] * (len(line) - len(recent))
-            values += recent
+        def spark(room: int) -> Text:
+            line, values = self._paged_cells(h.temp, room, top)
             out = Text()
             for chars, role in charts.runs_of([(c, self._temp_style(v, slowdown)) for c, v in zip(line, values)]):
                 out.append(chars, self.style_of(role))
             return out
 
-        text.append_text(self._spark("temp", room, spark))
-        return text
+        return self._with_spark(text, "temp", width, spark)
+
+    @staticmethod
+    def _limits(slowdown: float | None, width: int) -> str:
+        """The 80 °C line and this GPU's own slowdown threshold, in words where there is room."""
+        return f"hot 80 slow {fmt.num(slowdown)}" if width >= 64 else f"80|{fmt.num(slowdown)}"
+
+    def _spark_column(self, info: GpuInfo, width: int) -> int:
+        """Where the three sparklines start: one column, so that a sample's cells line up
+        (the temperature's limits are longer than the other rows' figures where in words)."""
+        return max(LABEL + VALUE, LABEL + 6 + max(VALUE - 6, len(self._limits(info.temp_slowdown_c, width))) + 1)
 
     def _power(self, s: GpuSample, h: st.GpuHistory, width: int) -> Text:
         limit = s.power_limit_w
         text = self._start("power", f"{fmt.num(s.power_w)}/{fmt.num(limit, ' W')}")
+        return self._with_spark(text, "power", width, lambda room: Text(self._paged_cells(h.power, room, limit)[0], self.style_of("gpu--spark")))
+
+    def _with_spark(self, text: Text, row: str, width: int, draw: Callable[[int], Text]) -> Text:
+        """``text`` and its row's sparkline, from the column the sparklines share."""
+        text.append(" " * max(0, self._spark_at - text.cell_len))
         room = width - text.cell_len
-        text.append_text(self._spark("power", room, lambda: Text(charts.sparkline(h.power, room, 0, limit), self.style_of("gpu--spark"))))
+        text.append_text(self._spark(row, room, lambda: draw(room)))
         return text
+
+    def _paged_cells(self, series: Sequence[float | None], room: int, top: float | None) -> tuple[str, list[float | None]]:
+        """A paged sparkline's cells (see SPARK_EVERY_S) and the values they show."""
+        shown = charts.page_of(series, self.history.samples, room)
+        return charts.sparkline(shown, len(shown), 0, top), shown
 
     def _spark(self, row: str, room: int, draw: Callable[[], Text]) -> Text:
         """A row's sparkline as last drawn, drawn again every SPARK_EVERY_S (see
