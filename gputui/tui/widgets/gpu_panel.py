@@ -162,7 +162,7 @@ class GpuPanel(StateView):
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append(f"{'temp':<{LABEL}}", self.style_of("gpu--label"))
         text.append(f"{fmt.num(s.temp_c, '°C'):<6}", self.style_of(self._temp_style(s.temp_c, slowdown)))
-        text.append(f"{self._limits(slowdown, width):<{VALUE - 6}} ", self.style_of("gpu--dim"))
+        text.append(self._limits(slowdown, width), self.style_of("gpu--dim"))
         top = max(slowdown or 0.0, HOT_LINE_C + 10.0)
 
         def spark(room: int) -> Text:
@@ -176,13 +176,15 @@ class GpuPanel(StateView):
 
     @staticmethod
     def _limits(slowdown: float | None, width: int) -> str:
-        """The 80 °C line and this GPU's own slowdown threshold, in words where there is room."""
-        return f"hot 80 slow {fmt.num(slowdown)}" if width >= 64 else f"80|{fmt.num(slowdown)}"
+        """The 80 °C line and this GPU's own slowdown threshold, in words where there is
+        room, as the temperature row shows them after its figure (6 cells)."""
+        limits = f"hot 80 slow {fmt.num(slowdown)}" if width >= 64 else f"80|{fmt.num(slowdown)}"
+        return f"{limits:<{VALUE - 6}} "
 
     def _spark_column(self, info: GpuInfo, width: int) -> int:
         """Where the three sparklines start: one column, so that a sample's cells line up
         (the temperature's limits are longer than the other rows' figures where in words)."""
-        return max(LABEL + VALUE, LABEL + 6 + max(VALUE - 6, len(self._limits(info.temp_slowdown_c, width))) + 1)
+        return max(LABEL + VALUE, LABEL + 6 + len(self._limits(info.temp_slowdown_c, width)))
 
     def _power(self, s: GpuSample, h: st.GpuHistory, width: int) -> Text:
         limit = s.power_limit_w

@@ -104,8 +104,9 @@ def _plain_style(style: str | Style) -> bool:
 def _side_by_side(line: Text, base: Style) -> list[Segment] | None:
     """The segments of a line whose spans (Rich styles) lie side by side, in order, each
     in ``base`` plus its style, as Rich's render and apply_style make them; None where
-    spans overlap.  Rich's render sorts the spans' ends and stacks their styles: four
-    times this walk's time on a chart row, for the same segments."""
+    spans overlap.  Rich's render sorts the spans' ends and stacks their styles: about
+    four times this walk's time for the same segments (131 against 31 µs, on this repo's
+    2-core VM under CI's load, for a made-up row of 11 spans like a chart's)."""
     text, pos = line.plain, 0
     segments: list[Segment] = []
     for span in line.spans:
