@@ -29,17 +29,17 @@ from pathlib import Path
 from typing import IO, Any
 
 
-def write_atomic(path: Path, text: str, *, backup: Path | None = None, like: Path | None = None) -> None:
+def write_atomic(path: Path, text: str, *, backup: Path | None = None, like: Path | None = None, private: bool = False) -> None:
     """Replace ``path`` with ``text`` atomically.  With ``backup``, the previous
     version (if any) is first copied there (itself atomically, and no more readable
-    than ``path``).  Raises OSError."""
+    than ``path``).  A ``private`` file is readable by its owner alone (0600).  Raises OSError."""
     if backup is not None and path.is_file():
         previous = path.read_bytes()
         write_atomic_with(backup, lambda handle: handle.write(previous), binary=True, like=path)
-    write_atomic_with(path, lambda handle: handle.write(text), like=like)
+    write_atomic_with(path, lambda handle: handle.write(text), like=like, private=private)
 
 
-def write_atomic_with(path: Path, fill: Callable[[IO[Any]], object], *, binary: bool = False, like: Path | None = None) -> None:
+def write_atomic_with(path: Path, fill: Callable[[IO[Any]], object], *, binary: bool = False, like: Path | None = None, private: bool = False) -> None:
     """Write what ``fill(handle)`` writes to ``path``: atomically for a regular file,
     into it for a character device or a FIFO.  For files too big to build in memory
     first (an exported table) or binary ones (a PNG).  Raises OSError."""
@@ -48,7 +48,7 @@ def write_atomic_with(path: Path, fill: Callable[[IO[Any]], object], *, binary: 
         _write_into(path, kind, fill, binary)
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    _replace_with(path.resolve() if path.is_symlink() else path, fill, binary, like)
+    _replace_with(path.resolve() if path.is_symlink() else path, fill, binary, like, private)
 
 
 def _existing_kind(path: Path) -> int | None:
@@ -98,8 +98,8 @@ def _write_into(path: Path, kind: int, fill: Callable[[IO[Any]], object], binary
         handle.flush()
 
 
-def _replace_with(path: Path, fill: Callable[[IO[Any]], object], binary: bool, like: Path | None) -> None:
-    mode = _mode_for(path, like)
+def _replace_with(path: Path, fill: Callable[[IO[Any]], object], binary: bool, like: Path | None, private: bool = False) -> None:
+    mode = 0o600 if private else _mode_for(path, like)
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.fchmod(fd, mode)  # mkstemp makes 0600: keep the file's own mode, or the usual one
@@ -124,15 +124,28 @@ def _mode_for(path: Path, like: Path | None = None) -> int:
     try:
         mode = path.stat().st_mode & 0o7777
     except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
+        mode = 0o666 & ~_umask()
     if like is not None:
         try:
             mode &= like.stat().st_mode & 0o7777
         except OSError:
             pass
     return mode
+
+
+def _umask() -> int:
+    """The process's umask, read where it can be without changing it: setting it to learn
+    it would, for that moment, leave every file another thread creates readable by all."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    umask = os.umask(0o077)  # Linux before 4.7, other systems: the strictest in the meantime
+    os.umask(umask)
+    return umask
 
 
 def _fsync_dir(folder: Path) -> None:

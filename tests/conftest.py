@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.isolation import isolate_user
+from tests.support.isolation import USER_FOLDERS, isolate_user
 
 TORCHVISION_SHIM = Path(__file__).parent / "shims" / "torchvision_cpu"
 
@@ -53,9 +53,17 @@ def _no_real_user_files_for_shared_fixtures(tmp_path_factory: pytest.TempPathFac
 
 
 @pytest.fixture(autouse=True)
-def _no_real_user_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every test's user folders lie under its tmp_path (tests/support/isolation.py)."""
+def _no_real_user_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every test's user folders lie under its tmp_path (tests/support/isolation.py);
+    a run it left going there (a detached one outlives the test) is stopped, and fails it."""
     isolate_user(monkeypatch, tmp_path)
+    yield
+    state_home = tmp_path / USER_FOLDERS["XDG_STATE_HOME"]
+    if (state_home / "gputui" / "live").is_dir():
+        from tests.support.live import stop_leftovers
+
+        left = stop_leftovers(state_home)
+        assert not left, f"the test left these runs going (stopped now): {[run.name for run in left]}"
 
 
 @functools.lru_cache(maxsize=1)

@@ -1,15 +1,21 @@
-"""From the command line to the dashboard: ``gputui`` [--preset NAME] [--record FILE] [--theme NAME]: every option checked before the screen opens, the exporter started, the app run."""
+"""From the command line to the dashboard: ``gputui`` [--preset NAME] [--record FILE] [--theme NAME]
+(and ``gputui attach``): every option checked before the screen opens, the exporter
+started, the app run, with each run it starts in a process of its own (gputui.live)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from gputui.errors import UserError
 from gputui.session.options import RunOptions
 
+if TYPE_CHECKING:
+    from gputui.live.registry import LiveRun
 
-def run_dashboard(args: argparse.Namespace) -> int:
+
+def run_dashboard(args: argparse.Namespace, attach_to: LiveRun | None = None) -> int:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise UserError("the dashboard needs a terminal: use --record FILE to record headless")
     from gputui.record.history import RunHistory
@@ -24,10 +30,11 @@ def run_dashboard(args: argparse.Namespace) -> int:
     from gputui.metrics.server import start_metrics  # only where a run starts: prometheus_client is not light
 
     metrics = start_metrics(args)  # a port in use is a one-line error before the screen opens
+    from gputui.live.spawn import start_detached
     from gputui.tui.app import DashboardLook, DashboardParts, make_app  # Textual loads only now
 
     look = DashboardLook(theme=args.theme, handle_signals=True, confirm_quit=not args.no_confirm_quit)
-    app = make_app(options, DashboardParts(history=history), look)
+    app = make_app(options, DashboardParts(history=history, run_launcher=start_detached), look, attach_to=attach_to)
     if metrics is not None:
         app.supervisor.add_observer(metrics.live)
     try:
@@ -38,10 +45,24 @@ def run_dashboard(args: argparse.Namespace) -> int:
         app.supervisor.wait_closed(30)
         if metrics is not None:
             metrics.close()
+    going = [followed.live for followed in app.supervisor.left_running if followed.live is not None and followed.live.alive()]
     if args.record is not None:
         note = f"recorded to {args.record}" if app.recorded else f"nothing recorded to {args.record}: no run was started"
+        if any(live.record_path is not None for live in going):
+            note = f"recording to {args.record}: the run goes on"
         print(f"gputui: {note}", file=sys.stderr)
+    say_still_going(going)
     return dashboard_exit_code(app, code)
+
+
+def say_still_going(going: list[LiveRun]) -> None:
+    """The runs the dashboard leaves going, and how to get back to them."""
+    from gputui.console import say
+    from gputui.escape import for_terminal
+
+    for live in going:
+        name = for_terminal(live.name)
+        say(f"gputui: {name} goes on (pid {live.pid}): gputui attach {name} to watch it again, gputui stop {name} to stop it")
 
 
 def check_dashboard_options(options: RunOptions) -> None:

@@ -30,5 +30,6 @@ def run(args: argparse.Namespace) -> int:
         count, out = write_csv(recording, args.csv), args.csv
     else:
         count, out = write_parquet(recording, args.parquet), args.parquet
-    print(for_terminal(f"{out}: {count} rows" + (f" (the recording was cut: {recording.cut})" if recording.cut else "")))
+    note = f" (the recording was cut: {recording.cut})" if recording.cut else " (the run is live: the rows so far)" if recording.live else ""
+    print(for_terminal(f"{out}: {count} rows{note}"))
     return 0

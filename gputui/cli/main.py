@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,8 +18,6 @@ from gputui.session.options import RunOptions
 
 if TYPE_CHECKING:
     from gputui.presets.preset import Preset
-    from gputui.record.schema import Baseline
-    from gputui.run.signal_relay import SignalRelay
 
 
 def preset_name(text: str) -> str:
@@ -59,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-probe", action="store_true", help="no zero-code PyTorch probe in the command's Python (default: on; see docs/your-own-training.md)"
     )
     parser.add_argument("--headless", action="store_true", help="no dashboard, even on a terminal")
+    parser.add_argument("--detach", action="store_true", help="headless, in a process of its own: prints how to attach and stop it, and returns to the shell")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     parser.add_argument("--theme", metavar="NAME", help="dashboard colour theme (remembered), e.g. gputui-light")
     parser.add_argument(
@@ -103,6 +101,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "export": ("gputui.cli.export_cli", "a recording's samples as a flat table (CSV or Parquet)"),
     "runs": ("gputui.cli.runs_cli", "the kept run history: list it, prune it"),
     "replay": ("gputui.cli.replay_cli", "play a recording back in the dashboard"),
+    "attach": ("gputui.cli.attach_cli", "watch a live run in the dashboard: one started in another terminal, detached, or before an SSH session dropped"),
+    "stop": ("gputui.cli.stop_cli", "stop a live run (its whole process group) and say how it ended"),
     "fleet": ("gputui.cli.fleet_cli", "gputui check on every node of a fleet (Slurm, SSH), and the report that finds the slow one"),
 }
 
@@ -166,57 +166,29 @@ def probe_notice(preset: Preset | None) -> None:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
+    """A recorded run with no dashboard: in the foreground (a progress line a second), or
+    with --detach in a process of its own, this one returning at once."""
+    from gputui.live.host import HostSpec, record_run
     from gputui.record.history import RunHistory
     from gputui.record.recording import check_record_target
-    from gputui.session.assemble import SessionParts
-    from gputui.session.progress import ProgressPrinter
-    from gputui.session.recorders import run_recorders
 
-    check_record_target(args.record, args.force)
+    if args.record is not None:
+        check_record_target(args.record, args.force)
     history = RunHistory.from_environment(args.no_history)
     options = RunOptions.from_command_line(args)
-    preset = options.preset
-    probe_notice(preset)
-    from gputui.metrics.server import start_metrics  # only where a run starts: prometheus_client is not light
-
-    metrics = start_metrics(args)  # a port in use stops us before the recording exists
-    if preset is None and options.attach_pid is None and options.duration is None and not sys.stdin.isatty():
+    probe_notice(options.preset)
+    spec = HostSpec(options=options, history=history, progress=not args.quiet, metrics_address=args.serve_metrics)
+    if args.detach:
+        return detach(spec)
+    if options.preset is None and options.attach_pid is None and options.duration is None and not sys.stdin.isatty():
         say("gputui: recording telemetry until interrupted (Ctrl-C or SIGTERM)")
-    baseline = None  # --baseline FILE's comes with the options
-    if options.baseline_run:
-        baseline, received = _measure_baseline(options, quiet=args.quiet)
-        if received:
-            return signal_exit_code(received[0])
-    session = SessionParts().build(options.session_config(preset, attach_pid=options.attach_pid, baseline=baseline, cap_watching=True))
-
-    def warn(text: str) -> None:
-        say(f"gputui: warning: {printable(text)}")
-
-    recording, kept = run_recorders(
-        session, record_path=args.record, overwrite=args.force, history=history, preset=preset, attach_pid=options.attach_pid, warn=warn
-    )
-    assert recording is not None  # --record FILE is what brought us here
-    recorders = [recording, *([kept] if kept is not None else [])]
-    for recorder in recorders:
-        session.add_observer(recorder)
-    if not args.quiet:
-        session.add_observer(ProgressPrinter(session.summary_builder))
-    if metrics is not None:
-        session.add_observer(metrics.live)
-    received = _stop_on_signals(session)
-    try:
-        summary = session.run()
-    finally:
-        for recorder in recorders:
-            recorder.close()
-        if metrics is not None:
-            metrics.close()
-    if recording.error is not None:
-        say(f"gputui: error: {printable(recording.error)}; the run was stopped")
+    result = record_run(spec)
+    if result.record_error is not None:
+        say(f"gputui: error: {printable(result.record_error)}; the run was stopped")
         return RECORD_WRITE_FAILED
-    if received:  # the shell's convention: 130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP
-        return signal_exit_code(received[0])
-    outcome = summary.outcome
+    if result.signals:  # the shell's convention: 130 for Ctrl-C, 143 for SIGTERM
+        return signal_exit_code(result.signals[0])
+    outcome = result.summary.outcome if result.summary is not None else None
     if outcome is None:
         return 0
     if outcome.kind == "stopped":
@@ -227,52 +199,23 @@ def cmd_record(args: argparse.Namespace) -> int:
 RECORD_WRITE_FAILED = 74  # sysexits' EX_IOERR: the recording could not be written (disk full)
 
 
-def _measure_baseline(options: RunOptions, *, quiet: bool) -> tuple[Baseline | None, list[int]]:
-    """--baseline-run: the preset's one-GPU twin, run headless before the real run."""
-    from gputui.session.assemble import SessionParts
-    from gputui.session.baseline import THIS_SESSION, baseline_from_summary, one_gpu_twin
-    from gputui.session.progress import ProgressPrinter
+def detach(spec) -> int:
+    """--detach: start the run in a process of its own and say, in one line, how to
+    watch and stop it."""
+    from gputui.live.spawn import start_detached
 
-    assert options.preset is not None  # RunOptions.from_command_line made sure of it
-    twin = one_gpu_twin(options.preset)
-    say(f"gputui: measuring the one-GPU baseline first: {twin.name}")
-    session = SessionParts().build(options.session_config(twin))
-    if not quiet:
-        session.add_observer(ProgressPrinter(session.summary_builder))
-    received = _stop_on_signals(session)
-    summary = session.run()
-    if received:
-        return None, received
-    return baseline_from_summary(summary, THIS_SESSION, "--baseline-run"), []
+    live = start_detached(spec)
+    for note in live.notes:
+        say(f"gputui: warning: {printable(note)}")
+    where = live.record_path or live.kept_path or live.recording
+    name = printable(live.name)
+    print(f"gputui: {name} runs detached (pid {live.pid}), recording to {printable(where)}; watch it: gputui attach {name}; stop it: gputui stop {name}")
+    return 0
 
 
 def signal_exit_code(signum: int) -> int:
     """What a shell reports for a process ended by this signal: 128 + its number."""
     return 128 + int(signum)
-
-
-def _stop_on_signals(session) -> list[int]:
-    """Ctrl-C, SIGTERM and a dropped SSH session (SIGHUP) stop ``session`` cleanly; the
-    list returned fills with the signals received, first one first.  One relay for the
-    process (gputui.run.signal_relay: the stop runs outside the signal handler); a later call
-    points it at the next session (--baseline-run's twin, then the run).
-
-    Under nohup SIGHUP is already ignored: leave it so, the user asked to keep going.
-    """
-    global _relay
-    from gputui.run.signal_relay import STOP_SIGNALS, SignalRelay
-
-    def stop(signum: int) -> None:
-        session.stop(f"received {signal.Signals(signum).name}")
-
-    if _relay is None:
-        _relay = SignalRelay(STOP_SIGNALS, stop)
-    else:
-        _relay.on_signal, _relay.received = stop, []
-    return _relay.received
-
-
-_relay: SignalRelay | None = None  # the process's, made by the first _stop_on_signals
 
 
 def _on_terminal() -> bool:
@@ -299,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_presets(args)
         if args.command in SUBCOMMANDS:
             return importlib.import_module(SUBCOMMANDS[args.command][0]).run(args)
-        if args.record is not None and (args.headless or not _on_terminal()):
+        if args.detach or (args.record is not None and (args.headless or not _on_terminal())):
             return cmd_record(args)
         if args.headless:
             raise UserError("--headless needs --record FILE")

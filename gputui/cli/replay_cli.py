@@ -32,24 +32,11 @@ def parse_speed(text: str) -> float | None:
     return value
 
 
-def resolve(path: Path) -> Path:
-    """FILE as given, else the kept run of that name."""
-    if path.exists() or path.is_absolute() or len(path.parts) > 1:
-        return path
-    from gputui.record.history import SUFFIX, runs_dir
-
-    for name in (path.name, path.name + SUFFIX):
-        kept = runs_dir() / name
-        if kept.exists():
-            return kept
-    return path
-
-
 def run(args: argparse.Namespace) -> int:
-    from gputui.record.recording import read_recording
+    from gputui.lookback.load import load_recording
 
     speed = parse_speed(args.speed)
-    recording = read_recording(resolve(args.file))  # a bad or newer file: one line, before the screen opens
+    recording = load_recording(args.file)  # a bad or newer file: one line, before the screen opens
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise UserError("replay needs a terminal (it opens the dashboard)")
     from gputui.tui.replay import make_replay_app  # Textual loads only now

@@ -1,5 +1,6 @@
 """``gputui runs [--json]``, ``gputui runs prune [--keep N] [--older-than DAYS]``,
-``gputui runs path``: the kept run history (see gputui.record.history)."""
+``gputui runs path``: the kept run history (see gputui.record.history), the runs going
+now marked live with their pid and how long they have run (gputui.live)."""
 
 from __future__ import annotations
 
@@ -33,16 +34,44 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.runs_command == "prune":
         return _prune(history, args.keep, args.older_than)
-    runs = history.runs()
+    runs, live = with_live_runs(history.runs())
     if args.json:
-        print(json.dumps([r.to_json() for r in runs], indent=2))
+        print(json.dumps([{**r.to_json(), "live": live_json(live.get(r.path))} for r in runs], indent=2))
         return 0
     if not runs:
         print(f"no runs kept in {for_terminal(history.folder)}")
         return 0
-    print(table(runs))
+    print(table(runs, live))
     say_why_unlisted(runs)
     return 0
+
+
+def with_live_runs(runs):
+    """The kept runs and the runs going now that have no kept copy (--no-history), newest
+    first, and the live ones by their file."""
+    from gputui.live.registry import Registry
+    from gputui.record.history import read_kept_run
+
+    live = {}
+    for run in Registry().runs():
+        live[run.kept_path or run.recording] = run
+        if run.kept_path is None:
+            runs.append(read_kept_run(run.recording))
+    runs.sort(key=lambda r: (r.sort_key(), r.path.name), reverse=True)
+    return runs, live
+
+
+def live_json(run):
+    if run is None:
+        return None
+    return {"name": run.name, "pid": run.pid, "elapsed_s": round(run.elapsed_s(), 1), "detached": run.detached}
+
+
+def live_word(run) -> str:
+    """ "live, pid 4242, 1:02:03" """
+    from gputui import fmt
+
+    return f"live, pid {run.pid}, {fmt.duration(run.elapsed_s())}"
 
 
 def say_why_unlisted(runs) -> None:
@@ -57,9 +86,10 @@ def say_why_unlisted(runs) -> None:
             print(f"gputui: {r.outcome}: {for_terminal(r.problem)}", file=sys.stderr)
 
 
-def table(runs) -> str:
+def table(runs, live=None) -> str:
     from gputui import fmt
 
+    live = live or {}
     rows = [COLUMNS] + [
         tuple(
             for_terminal(cell)  # a preset name, a GPU name, a file name: from the recordings
@@ -67,7 +97,7 @@ def table(runs) -> str:
                 r.local_time(),
                 r.label,
                 r.gpu_text(),
-                r.outcome,
+                live_word(live[r.path]) if r.path in live else r.outcome,
                 fmt.rate(r.median) + (" " + fmt.per_second_short(r.unit) if r.unit in ("tokens", "steps") else ""),
                 "-" if r.findings is None else str(r.findings),
                 r.path.name,

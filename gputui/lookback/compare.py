@@ -105,7 +105,7 @@ def _verdict_cell(recording: Recording) -> str:
     recorded = check_summary(recording)
     if recorded is not None and recorded.verdict is not None:
         return recorded.verdict
-    return "- (cut)" if recording.cut else "-"
+    return "- (cut)" if recording.cut else "- (live)" if recording.live else "-"
 
 
 def _check_table(recordings: list[Recording], labels: list[str]) -> tuple[list[str], list[list[str]]]:

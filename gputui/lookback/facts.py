@@ -95,9 +95,14 @@ def gpu_of(header: Header) -> tuple[str, str | None]:
     return text, names[0] if len(names) == 1 else None
 
 
-def outcome_of(summary: Summary, cut: str | None) -> tuple[str, bool | None]:
+LIVE_OUTCOME = "still running (live: figures so far)"
+
+
+def outcome_of(summary: Summary, cut: str | None, live: bool = False) -> tuple[str, bool | None]:
     outcome = summary.outcome
     if outcome is None:
+        if live:
+            return LIVE_OUTCOME, None
         return ("cut before the run ended" if cut else "no command run (telemetry only)"), None
     text = outcome.message or outcome.kind or "?"
     if outcome.duration_s is not None:
@@ -146,7 +151,7 @@ def run_facts(recording: Recording, price_per_hour: float | None = None) -> RunF
     summary = run_summary(recording)
     throughput = summary.throughput or ThroughputSummary()
     gpu_text, gpu_name = gpu_of(header)
-    outcome, ok = outcome_of(summary, recording.cut)
+    outcome, ok = outcome_of(summary, recording.cut, recording.live)
     peak_workload, peak_source = _peak_vram_workload(recording)
     findings, replayed = recorded_findings(recording)
     command = header.command

@@ -22,9 +22,30 @@ from gputui.session.summary import SummaryBuilder
 CHECK_EVENT = ev.CHECK  # one recording event per check result
 
 
+def find_recording(path: Path) -> Path:
+    """FILE as given; else the kept run of that name (as ``gputui runs`` lists it), or the
+    live run (its name, or its start)."""
+    if path.exists() or path.is_absolute() or len(path.parts) > 1:
+        return path
+    from gputui.record.history import SUFFIX, runs_dir
+
+    for name in (path.name, path.name + SUFFIX):
+        kept = runs_dir() / name
+        if kept.exists():
+            return kept
+    from gputui.live.registry import Registry
+
+    try:
+        return Registry().find(path.name).recording
+    except UserError:
+        return path  # "no such file" says it best
+
+
 def load_recording(path: Path) -> Recording:
-    """Read ``path``; a UserError (one line) for a missing file, a file that is not a
-    recording, or one written by a newer gputui."""
+    """Read ``path`` (or the run of that name: find_recording); a UserError (one line) for
+    a missing file, a file that is not a recording, or one written by a newer gputui.  A
+    live run's reads as far as it has got (``Recording.live``)."""
+    path = find_recording(path)
     if not path.exists():
         raise UserError(f"{path}: no such file")
     if path.is_dir():

@@ -185,7 +185,7 @@ def _check_blocks(recording: Recording) -> list[Block]:
     if verdict is None:
         from gputui.check.result import worst
 
-        verdict = worst([r.status for r in results]) + (" (so far)" if recording.cut else "")
+        verdict = worst([r.status for r in results]) + (" (so far)" if recording.cut or recording.live else "")
     rows = []
     for r in results:
         expected = with_bound(value_text(r.expected, r.unit), r.bound) + (f" ({r.expected_source})" if r.expected_source else "")
@@ -215,6 +215,8 @@ def report_blocks(recording: Recording, price_per_hour: float | None = None, plo
     blocks: list[Block] = [Heading(1, f"gputui report: {facts.label}")]
     if recording.cut:
         blocks.append(ReportNote((Bold("This recording was cut"), f": {recording.cut}. Figures cover what it holds.")))
+    elif recording.live:
+        blocks.append(ReportNote((Bold("This run is live"), ": it is still going. Figures cover what it has recorded so far.")))
     blocks.append(_run_table(recording, facts, summary))
     if facts.check:
         blocks += _check_blocks(recording)

@@ -14,6 +14,7 @@ and holds both to the shapes every reader uses (gputui.record.recording's ``pars
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import io
 import os
 import re
@@ -42,6 +43,18 @@ TAIL_CHUNK = 64 * 1024  # a summary line is a few KB; read more only when it is 
 def runs_dir(environ: Mapping[str, str] = os.environ) -> Path:
     state_home = environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(state_home) / "gputui" / "runs"
+
+
+def make_private_folder(folder: Path) -> None:
+    """``folder`` (and its parents) made if missing, and readable by its owner alone: the
+    runs in it hold whole command lines and outputs.  A folder of ours left looser by an
+    older gputui is tightened; one of another user's is refused (OSError)."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = folder.stat()
+    if info.st_uid != os.geteuid():
+        raise PermissionError(errno.EPERM, f"owned by another user (uid {info.st_uid})", str(folder))
+    if info.st_mode & 0o077:
+        folder.chmod(0o700)
 
 
 def history_disabled(no_history_flag: bool, environ: Mapping[str, str] = os.environ) -> bool:
@@ -96,6 +109,7 @@ class KeptRun:
     label: str = "?"
     gpus: list[str] = field(default_factory=list)
     outcome: str = "?"  # outcome_word, or "cut", "running", "unreadable", "newer format"
+    message: str | None = None  # how the run ended, in a line ("stopped: by gputui stop (pid 4242)")
     median: float | None = None  # throughput over the measured window, in ``unit``s per second
     unit: str | None = None  # samples (also when absent), tokens or steps
     findings: int | None = None
@@ -137,6 +151,7 @@ class KeptRun:
             "preset": self.label,
             "gpus": self.gpus,
             "outcome": self.outcome,
+            "message": self.message,
             "median": self.median,
             "unit": self.unit or "samples",
             "findings": self.findings,
@@ -255,6 +270,7 @@ def read_kept_run(path: Path) -> KeptRun:
             )
         return run
     run.outcome = outcome_word(summary.outcome) if summary.outcome else "watched"
+    run.message = summary.outcome.message if summary.outcome else None
     if summary.check is not None:
         run.outcome = f"check {summary.check.verdict or '?'}"
     run.median = summary.figure
@@ -276,6 +292,22 @@ def list_kept_runs(folder: Path) -> list[KeptRun]:
 
 def _safe_name(label: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", label).strip("-.")[:80] or "run"
+
+
+def new_recorder(folder: Path, label: str, now: Callable[[], float] = time.time) -> Recorder:
+    """A private Recorder for a new run in ``folder``, named when it started and what it
+    runs (``20261129-101502-resnet50.jsonl``, then ``-2``, ``-3``... within one second):
+    the name ``gputui runs`` lists and ``attach``, ``replay`` and ``report`` take."""
+    stamp = dt.datetime.fromtimestamp(now()).strftime("%Y%m%d-%H%M%S")
+    base = f"{stamp}-{_safe_name(label)}"
+    for n in range(1, 1000):
+        path = folder / f"{base}{'' if n == 1 else f'-{n}'}{SUFFIX}"
+        try:
+            return Recorder(path, overwrite=False)
+        except UserError:
+            if not path.exists():
+                raise
+    raise UserError(f"{folder}: too many runs named {base}")
 
 
 @dataclass
@@ -310,18 +342,9 @@ class RunHistory:
         """A Recorder for a new run's history file, after pruning to the cap; None
         (with one warning, the first time) when the folder cannot be written."""
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
+            make_private_folder(self.folder)
             self.prune_to_cap()
-            stamp = dt.datetime.fromtimestamp(now()).strftime("%Y%m%d-%H%M%S")
-            base = f"{stamp}-{_safe_name(label)}"
-            for n in range(1, 1000):
-                path = self.folder / f"{base}{'' if n == 1 else f'-{n}'}{SUFFIX}"
-                try:
-                    return Recorder(path, overwrite=False)
-                except UserError:
-                    if not path.exists():
-                        raise
-            raise UserError(f"{self.folder}: too many runs named {base}")
+            return new_recorder(self.folder, label, now)
         except (OSError, UserError) as exc:
             if not self._warned:
                 self._warned = True

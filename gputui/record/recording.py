@@ -68,6 +68,11 @@ def _json_line(record: dict[str, Any]) -> str:
         return json.dumps(json_safe(record), separators=(",", ":"), allow_nan=False) + "\n"
 
 
+def _owner_only(path: str, flags: int) -> int:
+    """open()'s opener: a file it creates is 0600 (one it replaces keeps its mode)."""
+    return os.open(path, flags, 0o600)
+
+
 class Recorder(Observer):
     """Writes a session to a JSON Lines file.
 
@@ -75,6 +80,10 @@ class Recorder(Observer):
     exclusively, so a file appearing since the check is not clobbered either).  While
     it writes, the recorder holds an advisory lock on the file (released by the
     kernel even on SIGKILL), so readers can tell a live recording from a cut one.
+
+    A new file is created readable by its owner alone (0600): a recording holds the
+    run's command line and its whole output, no other user's business; an existing one
+    replaced with ``overwrite`` keeps its mode.
 
     A failed write (disk full, I/O error, ``/dev/full``) never raises into the session:
     the recorder stops writing, keeps what is on disk (readable to its last whole
@@ -89,10 +98,10 @@ class Recorder(Observer):
         try:
             self._gzip: GzipLineWriter | None = None
             if is_gzip_path(path):
-                self._gzip = GzipLineWriter(open(path, "wb" if overwrite else "xb"))
+                self._gzip = GzipLineWriter(open(path, "wb" if overwrite else "xb", opener=_owner_only))
                 self._file: IO[str] | GzipLineWriter = self._gzip
             else:
-                self._file = open(path, "w" if overwrite else "x", encoding="utf-8")
+                self._file = open(path, "w" if overwrite else "x", encoding="utf-8", opener=_owner_only)
         except FileExistsError:
             raise UserError(exists_message(path)) from None
         except OSError as exc:
@@ -195,6 +204,7 @@ class Recording:
     events: list[Event] = field(default_factory=list)
     summary: Summary | None = None
     cut: str | None = None  # why the file ends early, if it does
+    live: bool = False  # a recorder is still writing it: it ends where the run has got to
 
     def events_of(self, kind: str) -> list[Event]:
         return [e for e in self.events if e.kind == kind]
@@ -334,6 +344,18 @@ def read_header_line(path: Path, line: bytes) -> Header:
     return Header.from_dict(record)
 
 
+def read_header(path: Path) -> Header:
+    """A recording's header alone (its first line), checked as read_recording checks it."""
+    try:
+        with open_regular_file(path, "recording") as handle:
+            first = handle.readline(MAX_LINE_BYTES + 1)
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read the recording ({exc.strerror})") from None
+    if not first.endswith(b"\n"):
+        raise UserError(f"{path}: no whole header line yet" if len(first) <= MAX_LINE_BYTES else f"{path}:1: a line of over {MAX_LINE_BYTES:,} bytes")
+    return read_header_line(path, first)
+
+
 STREAM_CUT = "the compressed stream ends early: the file was cut while being written"
 
 
@@ -364,23 +386,36 @@ def read_recording(path: Path) -> Recording:
         if recording is None:
             recording = Recording(path=path, header=read_header_line(path, line))
             continue
-        where = f"{path}:{number}"
-        record = parse_line(where, line)
-        kind = record.pop("type", None)
-        check_line(where, kind, record)
-        if kind == "sample":
-            recording.samples.append(from_dict(Sample, record))
-        elif kind == "event":
-            recording.events.append(ev.event_from_dict(record))
-        elif kind == "summary":
-            recording.summary = Summary.from_dict(record)
-        else:  # a second header
-            raise UserError(f'{where}: type: expected "sample", "event" or "summary" (the header is line 1 alone)')
+        item = read_body_line(f"{path}:{number}", line)
+        if isinstance(item, Sample):
+            recording.samples.append(item)
+        elif isinstance(item, Event):
+            recording.events.append(item)
+        else:
+            recording.summary = item
     if recording is None:
         if raw:  # bytes, but not one whole line: not "empty", and not a recording either
             raise UserError(f"{path}: not a gputui recording: no complete line in its {len(raw):,} bytes")
         raise UserError(f"{path}: empty file, not a gputui recording")
+    if recording.summary is None and is_live(path):
+        recording.live = True  # still being written: its last line may be on its way, not cut
+        return recording
     if recording.summary is None and cut is None:
         cut = "no summary: the recorder was stopped before it could finish"
     recording.cut = cut
     return recording
+
+
+def read_body_line(where: str, line: bytes) -> Sample | Event | Summary:
+    """A line after the header, checked and typed; a UserError starting with ``where``
+    (``FILE:LINE``) for anything else, a second header included."""
+    record = parse_line(where, line)
+    kind = record.pop("type", None)
+    check_line(where, kind, record)
+    if kind == "sample":
+        return from_dict(Sample, record)
+    if kind == "event":
+        return ev.event_from_dict(record)
+    if kind == "summary":
+        return Summary.from_dict(record)
+    raise UserError(f'{where}: type: expected "sample", "event" or "summary" (the header is line 1 alone)')

@@ -86,6 +86,11 @@ class RunOptions:
     def presets(self) -> dict[str, Preset]:
         return self.config.presets
 
+    @property
+    def price_per_hour(self) -> float | None:
+        """--price, where given."""
+        return (self.diagnosis_overrides or {}).get("price_per_hour")
+
     def session_config(
         self, preset: Preset | None, *, attach_pid: int | None = None, baseline: Baseline | None = None, cap_watching: bool = False
     ) -> SessionConfig:

@@ -2,8 +2,14 @@
 What it shares with a replay (state, screens, redraw, themes) is
 :class:`~gputui.tui.dashboard_app.DashboardApp`.
 
+A run the dashboard starts lives in a process of its own (``DashboardParts.run_launcher``:
+the command line's starts it detached, gputui.live), which the dashboard follows through
+its recording: quitting, a hangup or a SIGKILL leave it going, ``s`` asks before it stops
+it, and the Runs list offers the live runs started elsewhere (Enter attaches).  Without a
+launcher (tests on fake telemetry) runs are Sessions in this process, stopped on quit.
+
 Threads: the Textual event loop draws; one thread worker runs the
-:class:`~gputui.tui.supervisor.SessionSupervisor` loop, which runs one Session at a
+:class:`~gputui.tui.supervisor.SessionSupervisor` loop, which runs one session at a
 time.  News waits in each session's :class:`~gputui.tui.bridge.SessionBridge`: the
 app folds it into :class:`~gputui.tui.state.DashboardState` at its redraw tick (once a
 second) and redraws the changed panels, so neither the redraw rate nor the app's
@@ -14,6 +20,7 @@ as a :class:`~gputui.tui.bridge.SessionNews` message.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import signal
 import threading
@@ -21,7 +28,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from textual.app import SystemCommand
 from textual.binding import Binding
@@ -29,18 +36,23 @@ from textual.screen import Screen
 from textual.theme import Theme
 
 from gputui.errors import UserError
+from gputui.record.history import KeptRun, read_kept_run
 from gputui.record.observer import Observer
 from gputui.session.assemble import SessionParts
 from gputui.tui import state as st
 from gputui.tui.baseline_first import BaselineFirst
 from gputui.tui.bridge import SessionBridge, SessionNews
 from gputui.tui.dashboard_app import REFRESH_S, DashboardApp, app_themes
-from gputui.tui.supervisor import SessionFactory, SessionSupervisor, SessionTicket
+from gputui.tui.screens.stop_screen import STOP, StopRunScreen
+from gputui.tui.supervisor import SessionFactory, SessionSupervisor, SessionTicket, followed
 from gputui.tui.user_settings import settings_path as default_settings_path
 
 if TYPE_CHECKING:  # the session side loads in the session thread, after the first frame
     from gputui.check.check_run import CheckListener, CheckRun
     from gputui.check.stage_context import CheckOptions
+    from gputui.live.followed import FollowedRun
+    from gputui.live.host import HostSpec
+    from gputui.live.registry import LiveRun
     from gputui.record.history import RunHistory
     from gputui.record.recording import Recorder
     from gputui.session.options import RunOptions
@@ -50,6 +62,7 @@ if TYPE_CHECKING:  # the session side loads in the session thread, after the fir
     from gputui.tui.screens.check import CheckFactory
 
 STOP_WAIT_S = 20.0  # the runner's TERM grace (5 s) and KILL, with room to spare
+LIVE_POLL_S = 5.0  # how often the Runs list looks for live runs started elsewhere
 EXIT_GRACE_S = 5.0  # what Textual gets to restore the terminal once the sessions are closed
 QUIT_CONFIRM_S = 5.0  # a second q within this confirms quitting while a run is going
 HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
@@ -71,6 +84,8 @@ class GpuTuiApp(DashboardApp):
         themes: dict[str, Theme],
         theme_problems: list[str],
         look: DashboardLook,
+        run_launcher: RunLauncher | None = None,
+        attach_to: LiveRun | None = None,
     ) -> None:
         self.make_check = make_check
         super().__init__(
@@ -82,7 +97,12 @@ class GpuTuiApp(DashboardApp):
             refresh_interval=look.refresh_interval,
         )
         self.options = options
-        self.supervisor = SessionSupervisor(make_session, self._observers_for, self._session_ended, options=options)
+        self._run_launcher = run_launcher
+        self.supervisor = SessionSupervisor(
+            make_session, self._observers_for, self._session_ended, options=options, make_run=self._make_run if run_launcher else None
+        )
+        self._attach_first = attach_to
+        self._live_names: frozenset[str] | None = None  # the live runs the Runs list was last read with
         start_preset = options.preset.name if options.preset else None
         self._start_preset = start_preset
         self.dashboard.initial_preset = start_preset
@@ -103,7 +123,9 @@ class GpuTuiApp(DashboardApp):
 
     # -- Start and stop ---------------------------------------------------------------
     def start_source(self) -> None:
-        if self._baseline_first is not None:
+        if self._attach_first is not None:
+            self.attach(self._attach_first)
+        elif self._baseline_first is not None:
             self.state.note(f"--baseline-run: measuring the one-GPU baseline first: {self._baseline_first.twin.name}")
             self.supervisor.start_run(self._baseline_first.twin)
         elif self._start_preset:
@@ -112,20 +134,40 @@ class GpuTuiApp(DashboardApp):
         # would otherwise compete with it for the interpreter.
         self.call_after_refresh(self.run_worker, self.supervisor.loop, name="sessions", thread=True, exit_on_error=False)
         self.call_after_refresh(self.load_history)
+        if self._run_launcher is not None:
+            self.set_interval(LIVE_POLL_S, self._look_for_live_runs)
         if self._handle_signals:
             self._install_signal_handlers()
 
     def load_history(self) -> None:
-        """Read the kept runs for the Runs list, off the UI thread."""
+        """Read the kept runs and the live ones for the Runs list, off the UI thread."""
         history = self.history
-        if history is None:
-            return
+        watch_live = self._run_launcher is not None
 
         def read() -> None:
-            runs = history.runs()
-            self.call_from_thread(self.state.set_history, runs)
+            from gputui.live.registry import Registry
 
-        self.run_worker(read, name="history", thread=True, exit_on_error=False, group="history", exclusive=True)
+            live = Registry().runs() if watch_live else []
+            runs = history.runs() if history is not None else []
+            kept = {run.path for run in runs}
+            runs += [read_kept_run(run.recording) for run in live if run.recording not in kept]  # live with no history copy
+            self.call_from_thread(self._show_runs, runs, live)
+
+        if history is not None or watch_live:
+            self.run_worker(read, name="history", thread=True, exit_on_error=False, group="history", exclusive=True)
+
+    def _show_runs(self, runs: list[KeptRun], live: list[LiveRun]) -> None:
+        self._live_names = frozenset(run.name for run in live)
+        self.state.set_history(runs, live)
+
+    def _look_for_live_runs(self) -> None:
+        """A run started or ended elsewhere (another terminal, a detached one): list it."""
+        from gputui.live.registry import Registry
+
+        names = frozenset(run.name for run in Registry().runs())
+        if names != self._live_names:
+            self._live_names = names
+            self.load_history()
 
     async def on_unmount(self) -> None:
         # The benchmark's whole process group is stopped before the app is gone, and
@@ -147,8 +189,8 @@ class GpuTuiApp(DashboardApp):
         self.supervisor.shutdown(reason)
 
     def quit_needs_asking(self) -> bool:
-        if not self.confirm_quit or not self.state.live_run:
-            return False
+        if not self.confirm_quit or not self.state.live_run or self.supervisor.current_outlives_viewer:
+            return False  # nothing to lose: a run of its own process goes on
         now = time.monotonic()
         if self._quit_asked_at is not None and now - self._quit_asked_at <= QUIT_CONFIRM_S:
             return False  # the second press: confirmed
@@ -195,20 +237,40 @@ class GpuTuiApp(DashboardApp):
         self.exit(128 + int(sig))
 
     # -- Sessions (the observers run in the session thread) ----------------------------
-    def _observers_for(self, session: Session, ticket: SessionTicket) -> list[Observer]:
+    def _make_run(self, ticket: SessionTicket, options: RunOptions) -> FollowedRun:
+        """A preset's run in a process of its own (started by the supervisor's loop), the
+        first one writing the --record file, as headless does."""
+        from gputui.live.followed import FollowedRun
+        from gputui.live.host import HostSpec
+
+        assert self._run_launcher is not None
+        measuring_baseline = self._baseline_first is not None and ticket.preset is self._baseline_first.twin
+        record_path = options.record_path if not (self.recorded or measuring_baseline) else None
+        self.recorded = self.recorded or record_path is not None
+        run_options = dataclasses.replace(options, preset=ticket.preset, attach_pid=None, baseline_run=False, record_path=record_path)
+        spec = HostSpec(options=run_options, history=self.history, progress=False, detached=True)
+        launcher = self._run_launcher
+        return FollowedRun(lambda: launcher(spec))
+
+    def _observers_for(self, session: Session | FollowedRun, ticket: SessionTicket) -> list[Observer]:
         bridge = SessionBridge(ticket, self.post_message)
         self._bridges[ticket.serial] = bridge
         bridge.started()
         observers: list[Observer] = [bridge]
+        if followed(session):  # it writes its recordings itself
+            session.when_started(lambda live: self._followed(ticket, bridge, live))
+            return observers
         if not (ticket.is_run or ticket.attach_pid):
             return observers  # watching an idle machine is neither recorded nor kept
         measuring_baseline = self._baseline_first is not None and ticket.preset is self._baseline_first.twin
         record_path = self.options.record_path if not (self.recorded or measuring_baseline) else None  # --record: the first run, as headless
         from gputui.session.recorders import run_recorders
 
+        here = cast("Session", session)  # a run in this process: its recorders are this dashboard's
+
         def recorders(path: Path | None) -> tuple[Recorder | None, Recorder | None]:
             return run_recorders(
-                session,
+                here,
                 record_path=path,
                 overwrite=self.options.record_force,
                 history=self.history,
@@ -235,6 +297,16 @@ class GpuTuiApp(DashboardApp):
             observers.insert(0, kept)
             bridge.kept(str(kept.path))
         return observers
+
+    def _followed(self, ticket: SessionTicket, bridge: SessionBridge, live: LiveRun) -> None:
+        """A run of its own process has started (or been attached to): what it writes, where."""
+        for note in live.notes:
+            bridge.note(note)
+        if live.record_path is not None and ticket.live is None:  # this dashboard's --record file
+            self._recorded_serial = ticket.serial
+            bridge.recording(str(live.record_path))
+        if live.kept_path is not None:
+            bridge.kept(str(live.kept_path))
 
     def _session_ended(self, ticket: SessionTicket, error: BaseException | None) -> None:
         if self._recorder is not None and self._recorded_serial == ticket.serial:
@@ -308,12 +380,56 @@ class GpuTuiApp(DashboardApp):
         return self._last_preset is not None and not self.state.live_run
 
     def action_stop_run(self) -> None:
-        if not self.supervisor.stop_run():
+        """``s``: asks first; y stops the run (its whole process group)."""
+        run = self.state.live_run
+        if run is None:
+            self.notify("Nothing is running.")
+            return
+
+        def answered(choice: str | None) -> None:
+            if choice == STOP:
+                self.stop_run()
+
+        self.push_screen(StopRunScreen(run.label, self.supervisor.current_outlives_viewer), answered)
+
+    def stop_run(self) -> None:
+        """Stop the run now, saying who asked (its outcome names the dashboard)."""
+        from gputui.live.stop_request import asked_by
+
+        try:
+            stopped = self.supervisor.stop_run(asked_by("the dashboard"))
+        except UserError as exc:  # it ended meanwhile, or its process is not ours
+            self.notify(str(exc), severity="warning")
+            return
+        if not stopped:
             self.notify("Nothing is running.")
             return
         cancelled = self._baseline_first.cancel() if self._baseline_first is not None else None
         if cancelled:
             self.state.note(cancelled)
+
+    def attach(self, live: LiveRun) -> None:
+        """Show ``live`` (a run started elsewhere) from its start, then as it goes."""
+        from gputui.record.recording import read_header
+        from gputui.tui.replay_player import preset_from_header
+
+        try:
+            preset = preset_from_header(read_header(live.recording), live.recording)
+        except (UserError, OSError) as exc:
+            self.notify(f"{live.name}: cannot attach: {exc}", severity="error")
+            return
+        if self.supervisor.attach(live, preset) is None:
+            self.notify("A run is shown: stop it (s) or quit, then attach.", severity="warning")
+            return
+        self._last_preset = None  # r runs a preset of this dashboard's, not a run attached to
+
+    def open_run(self, entry: st.RunView | KeptRun) -> None:
+        """Enter on the Runs list: a live run started elsewhere is attached to; any other shows its summary."""
+        live = self.state.live_runs.get(entry.path) if isinstance(entry, KeptRun) else None
+        if live is not None:
+            self.attach(live)
+            return
+        super().open_run(entry)
 
     def action_run_again(self) -> None:
         if self._last_preset is None:
@@ -381,6 +497,10 @@ class DashboardParts:
     session_factory: SessionFactory | None = None
     check_factory: CheckFactory | None = None
     history: RunHistory | None = None
+    run_launcher: RunLauncher | None = None  # starts a run in a process of its own; None: runs here
+
+
+RunLauncher = Callable[["HostSpec"], "LiveRun"]
 
 
 @dataclass(frozen=True)
@@ -395,10 +515,10 @@ class DashboardLook:
     confirm_quit: bool = True  # False (--no-confirm-quit): one q stops a run and quits
 
 
-def make_app(options: RunOptions, parts: DashboardParts | None = None, look: DashboardLook | None = None) -> GpuTuiApp:
+def make_app(options: RunOptions, parts: DashboardParts | None = None, look: DashboardLook | None = None, *, attach_to: LiveRun | None = None) -> GpuTuiApp:
     """The dashboard, ready to ``run()`` or ``run_test()``: the runs ``options`` asks for
     (RunOptions: the presets, the preset to start, --record, --baseline, ...), built
-    from ``parts``, looking as ``look`` says."""
+    from ``parts``, looking as ``look`` says; showing the live run ``attach_to`` first."""
     parts = parts or DashboardParts()
     look = look or DashboardLook()
     session_parts = SessionParts(gpu=parts.gpu, host=parts.host, clock=parts.clock)
@@ -420,4 +540,6 @@ def make_app(options: RunOptions, parts: DashboardParts | None = None, look: Das
         themes=themes,
         theme_problems=problems,
         look=look,
+        run_launcher=parts.run_launcher,
+        attach_to=attach_to,
     )

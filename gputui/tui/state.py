@@ -41,6 +41,7 @@ from gputui.tui.news import (
 from gputui.tui.supervisor import SessionTicket
 
 if TYPE_CHECKING:
+    from gputui.live.registry import LiveRun
     from gputui.record.history import KeptRun
 
 HISTORY = 240  # samples per sparkline series: 4 minutes at 1 s, more than the widest panel shows
@@ -242,6 +243,7 @@ class DashboardState:
         self.recording_state = ""  # "on", then "done" (summary written) or "cut"
         self._recording_serial: int | None = None
         self.history: list[KeptRun] = []  # kept runs of earlier sessions, newest first
+        self.live_runs: dict[Path, LiveRun] = {}  # runs going elsewhere, by their kept file (or their live copy)
         self.replay: ReplayStatus | None = None  # set while replaying a recording
         self.watched_pid: int | None = None  # --pid: the job started elsewhere being watched
         self.watched_exit: str | None = None  # ... and, once it has gone, what ended it
@@ -379,8 +381,9 @@ class DashboardState:
             run.ended, run.cut = True, reason
         self.touch(RUNS, THROUGHPUT, STATUS, FINDINGS)
 
-    def set_history(self, runs: list[KeptRun]) -> None:
+    def set_history(self, runs: list[KeptRun], live: list[LiveRun] | None = None) -> None:
         self.history = runs
+        self.live_runs = {run.kept_path or run.recording: run for run in live or []}
         self.touch(RUNS)
 
     def _run_for(self, ticket: SessionTicket) -> RunView | None:

@@ -45,7 +45,7 @@ def test_replay_errors_are_one_line_before_any_screen(tmp_path):
     cases = [
         ([str(newer)], f"{newer}:1: recording format 99 is newer than this gputui reads (up to 1): upgrade gputui"),
         ([str(notes)], f"{notes}:1: not a gputui recording line"),
-        ([str(tmp_path / "absent.jsonl")], f"{tmp_path / 'absent.jsonl'}: cannot read the recording"),
+        ([str(tmp_path / "absent.jsonl")], f"{tmp_path / 'absent.jsonl'}: no such file"),
         ([str(INPUT_BOUND), "--speed", "fast"], "--speed: expected a factor greater than 0"),
         ([str(INPUT_BOUND), "--speed", "0"], "--speed: expected a factor greater than 0"),
         ([str(INPUT_BOUND)], "replay needs a terminal"),  # a good file, but no terminal here
@@ -184,8 +184,8 @@ def test_replay_plays_at_the_chosen_speed_and_never_runs_or_opens_nvml(tmp_path,
     run_async(scenario())
 
 
-def test_replay_resolves_a_kept_runs_name(tmp_path, monkeypatch):
-    from gputui.cli.replay_cli import resolve
+def test_a_kept_runs_name_finds_its_file_for_replay_report_compare_and_export(tmp_path, monkeypatch):
+    from gputui.lookback.load import find_recording as resolve  # what each of them reads through
 
     runs = tmp_path / "state" / "gputui" / "runs"
     runs.mkdir(parents=True)

@@ -73,13 +73,15 @@ def test_opt_out_and_cap_come_from_the_environment():
     assert runs_dir({"XDG_STATE_HOME": "/s"}) == runs_dir({"XDG_STATE_HOME": "/s"}) and str(runs_dir({"XDG_STATE_HOME": "/s"})) == "/s/gputui/runs"
 
 
-def test_a_state_folder_that_cannot_be_made_is_one_warning_and_the_run_goes_on(tmp_path):
+def test_a_state_folder_that_cannot_be_made_is_one_warning_each_for_history_and_attaching_and_the_run_goes_on(tmp_path):
     (tmp_path / "state").write_text("a file where the folder should be")
     out = tmp_path / "r.jsonl"
     result = run_gputui(["--presets", str(fail_preset(tmp_path)), "--record", str(out), "--preset", "quick", "--quiet"], tmp_path)
     assert result.returncode == 0
     warnings = [line for line in result.stderr.splitlines() if line]
-    assert len(warnings) == 1 and warnings[0].startswith("gputui: warning: run history off: cannot write to "), result.stderr
+    assert len(warnings) == 2, result.stderr
+    assert warnings[0].startswith("gputui: warning: run history off: cannot write to ")
+    assert warnings[1].startswith("gputui: warning: this run cannot be attached to (gputui attach): cannot write to ")
     assert outcome_of(read_recording(out)).ok is True
 
 

@@ -17,7 +17,7 @@ from gputui.lookback.load import load_recording
 from gputui.record import events as ev
 from gputui.record.events import make_event
 from gputui.record.history import read_kept_run
-from gputui.record.recording import STREAM_CUT, Recorder, is_live, read_recording
+from gputui.record.recording import Recorder, is_live, read_recording
 from gputui.record.schema import Header, Summary, ThroughputSummary
 from tests.support.leftovers import no_leftovers  # noqa: F401  (the fixture)
 from tests.support.lookback import RECORDINGS
@@ -71,13 +71,14 @@ def test_compressed_is_much_smaller_than_plain_even_when_synced_every_line(tmp_p
 
 def test_a_recorder_still_writing_leaves_every_synced_line_readable(tmp_path, sync_every_line):
     path = tmp_path / "r.jsonl.gz"
-    recorder = write_run(path, samples=20, close=False)  # as SIGKILL leaves it: no trailer
+    recorder = write_run(path, samples=20, close=False)  # mid-run: no trailer yet
     recording = read_recording(path)
     assert len(recording.samples) == 20
-    assert recording.cut == STREAM_CUT
+    assert recording.live and recording.cut is None  # still being written: it ends where the run has got to
     assert is_live(path)  # the advisory lock is held on the .gz as on a plain file
     recorder.close()
     assert not is_live(path)
+    assert read_recording(path).cut == "no summary: the recorder was stopped before it could finish"
 
 
 def test_the_header_is_readable_before_the_first_sync_interval_ends(tmp_path):

@@ -22,6 +22,7 @@ from gputui.diagnosis.__main__ import main as diagnose
 from gputui.errors import UserError
 from gputui.record.recording import read_recording
 from gputui.record.redact import REDACTED, looks_secret, redact_env
+from tests.support.live import wait_live
 from tests.support.lookback import TRACES
 from tests.support.process import gputui_env, run_gputui, start_gputui, try_read, wait_for
 
@@ -145,7 +146,8 @@ SLEEPER = '[presets.sleeper]\ncommand = ["sleep", "60"]\n'
 SIGNAL_CODES = [(signal.SIGTERM, 143), (signal.SIGHUP, 129), (signal.SIGINT, 130)]
 
 
-@pytest.mark.parametrize("sig, code", SIGNAL_CODES, ids=lambda v: getattr(v, "name", str(v)))
+# A hangup stops no run (tests/live/test_detached_runs.py: it goes on); the others stop it.
+@pytest.mark.parametrize("sig, code", [(sig, code) for sig, code in SIGNAL_CODES if sig != signal.SIGHUP], ids=lambda v: getattr(v, "name", str(v)))
 def test_the_headless_recorder_exits_128_plus_the_signal(tmp_path, sig, code):
     (tmp_path / "sleeper.toml").write_text(SLEEPER)
     out = tmp_path / "r.jsonl"
@@ -178,7 +180,7 @@ def _read_until(fd: int, needle: bytes, timeout: float = 60.0) -> bytes:
 
 
 @pytest.mark.parametrize("sig, code", SIGNAL_CODES, ids=lambda v: getattr(v, "name", str(v)))
-def test_the_dashboard_exits_128_plus_the_signal(tmp_path, sig, code):
+def test_the_dashboard_exits_128_plus_the_signal_and_its_run_goes_on(tmp_path, sig, code):
     (tmp_path / "sleeper.toml").write_text(SLEEPER)
     master, slave = pty.openpty()
     env = {**gputui_env(tmp_path), "TERM": "xterm-256color", "COLUMNS": "100", "LINES": "30"}
@@ -194,10 +196,13 @@ def test_the_dashboard_exits_128_plus_the_signal(tmp_path, sig, code):
     os.close(slave)
     try:
         _read_until(master, b"sleeper")  # the dashboard is up, running the preset
+        live = wait_live(tmp_path / "state")
         proc.send_signal(sig)
         # Keep reading so the app is never blocked on a full terminal while it leaves.
         wait_for(lambda: (select.select([master], [], [], 0.2)[0] and _drain(master)) or proc.poll() is not None, timeout=60)
         assert proc.wait(timeout=5) == code
+        assert live.alive()  # the signal was the dashboard's: the run is a process of its own
+        assert run_gputui(["stop", live.name], tmp_path).returncode == 0
     finally:
         proc.kill()
         proc.wait()

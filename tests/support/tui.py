@@ -182,6 +182,15 @@ async def wait_until(pilot, predicate, timeout: float = 20.0, what: str = "condi
     raise AssertionError(f"{what}: not met within {timeout} s")
 
 
+async def stop_the_run(pilot) -> None:
+    """``s``, then ``y`` once the dashboard has asked: a run is never stopped by one key."""
+    from gputui.tui.screens.stop_screen import StopRunScreen
+
+    await pilot.press("s")
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, StopRunScreen), what="asked to confirm the stop")
+    await pilot.press("y")
+
+
 async def shown(pilot) -> str:
     """The screen's text once pending redraws are done (panels redraw on a timer)."""
     from gputui.tui.screenshot import screen_text

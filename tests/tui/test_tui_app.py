@@ -16,6 +16,7 @@ from gputui.record.recording import read_recording
 from gputui.tui.app import GpuTuiApp
 from gputui.tui.screens.dashboard_screen import DashboardScreen
 from gputui.tui.screens.findings_screen import FindingsScreen
+from gputui.tui.screens.stop_screen import StopRunScreen
 from gputui.tui.screens.summary_screen import SummaryScreen
 from gputui.tui.widgets.gpu_panel import GpuGrid, GpuPanel, GpuRows
 from gputui.tui.widgets.presets import PresetList
@@ -71,7 +72,10 @@ def test_stop_run_again_and_quit_leave_no_process_and_a_finished_recording(isola
             assert re.search(r"[\d,]+ samples/s now", text), text
             assert "REC run.jsonl" in text
 
-            await pilot.press("s")
+            await pilot.press("s")  # asks first
+            await wait_until(pilot, lambda: isinstance(app.screen, StopRunScreen), what="asked")
+            assert not first.ended
+            await pilot.press("y")
             await wait_until(pilot, lambda: first.ended, what="run stopped")
             assert first.outcome_word == "stopped"
             await wait_until(pilot, lambda: not group_alive(groups[0]), what="group gone")

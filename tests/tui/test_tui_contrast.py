@@ -16,7 +16,7 @@ from gputui.tui.themes import load_themes
 from tests.support.contrast import AA, contrast, low_contrast, report
 from tests.support.dashboard import make_dashboard
 from tests.support.snapshots import FINDING
-from tests.support.tui import demo_preset, run_async, scripted_factory, shown, wait_until
+from tests.support.tui import demo_preset, run_async, scripted_factory, shown, stop_the_run, wait_until
 
 
 def shipped_themes() -> list[str]:
@@ -60,7 +60,7 @@ async def _views(app, pilot, theme: str) -> list[tuple[str, str]]:
     await check("editor")
     app.screen.dismiss()
     await wait_until(pilot, lambda: app.screen is app.dashboard, what="back to the dashboard")
-    await pilot.press("s")
+    await stop_the_run(pilot)
     await wait_until(pilot, lambda: isinstance(app.screen, SummaryScreen), what="summary")
     await check("summary")
     return problems

@@ -29,6 +29,7 @@ from tests.support.tui import (
     run_async,
     scripted_factory,
     shown,
+    stop_the_run,
     wait_until,
 )
 
@@ -289,7 +290,7 @@ def test_stopping_the_one_gpu_twin_starts_nothing(tmp_path):
                        settings_file=tmp_path / "settings.toml", user_themes_dir=tmp_path / "none")  # fmt: skip
         async with app.run_test(size=(120, 40)) as pilot:
             await wait_until(pilot, lambda: app.state.live_run is not None and app.state.live_run.series.readings == 96, what="the twin")
-            await pilot.press("s")
+            await stop_the_run(pilot)
             await wait_until(pilot, lambda: app.state.run is not None and app.state.run.ended, what="the twin stopped")
             await pilot.pause(0.3)
             return [run.preset.name for run in app.state.runs], [text for _, text in app.state.log]

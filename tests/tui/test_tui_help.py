@@ -15,7 +15,7 @@ from gputui.tui.screens.summary_screen import SummaryScreen
 from tests.support.dashboard import make_dashboard
 from tests.support.fake_nvml import FakeNvml
 from tests.support.snapshots import FINDING
-from tests.support.tui import ScriptedSession, demo_gpus, demo_preset, run_async, shown, wait_until
+from tests.support.tui import ScriptedSession, demo_gpus, demo_preset, run_async, shown, stop_the_run, wait_until
 
 
 def scripted(tmp_path, findings=None, settings=None, **kwargs):
@@ -122,7 +122,7 @@ def test_the_footer_shows_the_keys_that_apply_now(tmp_path, size):
             for key in ("s Stop", "f Findings", "q Quit"):
                 assert key in running, running
             assert "r Run again" not in running and "u Summary" not in running, running
-            await pilot.press("s")
+            await stop_the_run(pilot)
             await wait_until(pilot, lambda: isinstance(app.screen, SummaryScreen), what="summary")
             await pilot.press("escape")
             await wait_until(pilot, lambda: isinstance(app.screen, DashboardScreen), what="back")

@@ -13,7 +13,7 @@ from gputui.tui.widgets.gpu_panel import GpuGrid
 from gputui.tui.widgets.runs import RunsList
 from gputui.tui.widgets.throughput_chart import ThroughputChart
 from tests.support.dashboard import make_dashboard
-from tests.support.tui import demo_preset, run_async, scripted_factory, shown, wait_until
+from tests.support.tui import demo_preset, run_async, scripted_factory, shown, stop_the_run, wait_until
 
 
 def dashboard(size: tuple[int, int], tmp_path: Path, check, name: str = "resnet50-demo", gpus=None, stop=False):
@@ -31,7 +31,7 @@ def dashboard(size: tuple[int, int], tmp_path: Path, check, name: str = "resnet5
         async with app.run_test(size=size) as pilot:
             await wait_until(pilot, lambda: app.state.run is not None and app.state.run.series.readings == 96, what="script played")
             if stop:
-                await pilot.press("s")
+                await stop_the_run(pilot)
                 await wait_until(pilot, lambda: app.state.run.ended, what="the stop")
                 await wait_until(pilot, lambda: app.screen is not app.dashboard, what="the summary")
                 await pilot.press("escape")

@@ -14,8 +14,8 @@ from typing import Any
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen, Screen
+from textual.containers import Horizontal, VerticalScroll
+from textual.screen import Screen
 from textual.widgets import Footer, Input, Label, Select, Static, TabbedContent, TabPane, TextArea
 
 from gputui.catalog import FRAMEWORKS, PIPELINES
@@ -25,6 +25,7 @@ from gputui.presets.preset import WORKLOAD_CHECKS, Preset, check_preset, parse_t
 from gputui.presets.store import TEMPLATE, ConflictError, PresetFile, check_name, is_builtin, source_table
 from gputui.tui.compositor import crop_updates
 from gputui.tui.messages import StartPreset
+from gputui.tui.screens.dialog import Dialog
 from gputui.tui.screens.once import DismissOnce
 from gputui.tui.screens.terminal_size import TerminalSized
 from gputui.tui.widgets.fields import EditorField
@@ -518,27 +519,7 @@ def apply_saved(app, saved: dict[str, Preset], removed: str | None, select: str)
     app.dashboard.show_highlighted_preset()
 
 
-class _Dialog(DismissOnce, TerminalSized, ModalScreen[str | None]):
-    """A small box in the middle of the screen: ``parts()`` yields its widgets."""
-
-    DEFAULT_CSS = """
-    _Dialog { align: center middle; }
-    _Dialog > Vertical { width: 80; max-width: 100%; height: auto; border: round $primary; background: $surface; padding: 0 1; }
-    """
-
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.text = text
-
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield from self.parts()
-
-    def parts(self) -> ComposeResult:
-        yield Static(self.text)
-
-
-class NameScreen(_Dialog):
+class NameScreen(Dialog):
     """Asks for the name of the copy "Save as" makes (``text``: the name offered)."""
 
     BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", id="name_cancel")]
@@ -552,7 +533,7 @@ class NameScreen(_Dialog):
         self.dismiss(event.value.strip() or None)
 
 
-class ConflictScreen(_Dialog):
+class ConflictScreen(Dialog):
     """The file changed on disk since the editor loaded it: overwrite it, or reload it."""
 
     BINDINGS = [
@@ -566,7 +547,7 @@ class ConflictScreen(_Dialog):
         yield Static("o overwrite it with your version · r reload it (your changes are lost) · Esc cancel")
 
 
-class LeaveEditorScreen(_Dialog):
+class LeaveEditorScreen(Dialog):
     """Esc in the editor with unsaved changes: save, discard or cancel (stay)."""
 
     BINDINGS = [

@@ -1,8 +1,9 @@
 """The Runs list: this dashboard session's runs with their outcome and median
-throughput, newest first, then the runs kept from earlier sessions (the run history).
+throughput, newest first, then the runs kept from earlier sessions (the run history),
+the runs live elsewhere among them (another terminal's, a detached one: "● live").
 
-It takes the focus (Tab): ↑ ↓ choose, Enter opens a run's summary, c marks a run for
-comparison and, with two marked, opens the comparison.  The cursor shows only while
+It takes the focus (Tab): ↑ ↓ choose, Enter opens a run's summary (attaches to a live
+one), c marks a run for comparison and, with two marked, opens the comparison.  The cursor shows only while
 the list has the focus.
 """
 
@@ -19,7 +20,8 @@ from gputui.tui import state as st
 from gputui.tui.messages import CompareRuns, OpenRun, RunEntry
 from gputui.tui.widgets.state_view import LIVE_REDRAW_S, StateView
 
-_MARKS = {"ok": "✓", "running": "●", "stopping": "■", "stopped": "■", "watched": "○"}
+_MARKS = {"ok": "✓", "running": "●", "live": "●", "stopping": "■", "stopped": "■", "watched": "○"}
+LIVE = "live"  # a kept run that is going elsewhere: Enter attaches
 Entry = RunEntry
 
 
@@ -29,7 +31,7 @@ def outcome_look(word: str) -> tuple[str, str, str]:
         verdict = word.removeprefix("check ")
         passed = verdict in ("ok", "warn")
         return ("✓" if passed else "✗", "runs--ok" if passed else "runs--bad", f" {verdict}")
-    style = "runs--ok" if word in ("ok", "watched") else "runs--live" if word in ("running", "stopping") else "runs--bad"
+    style = "runs--ok" if word in ("ok", "watched") else "runs--live" if word in ("running", "stopping", LIVE) else "runs--bad"
     return (_MARKS.get(word, "✗"), style, "" if word in ("ok", "watched") else f" {word}")
 
 
@@ -187,6 +189,8 @@ class RunsList(StateView):
             word, median, unit = entry.outcome_word, entry.result, entry.unit
         else:
             word, median, unit = entry.outcome, entry.median, entry.unit
+            if entry.path in self.state.live_runs:
+                word = LIVE
         mark, style, middle = outcome_look(word)
         marked = entry_key(entry) in self.marked
         text = Text(no_wrap=True, overflow="ellipsis")
