@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
+import os
+import stat
 from pathlib import Path
 
 from gputui.errors import UserError
@@ -25,7 +27,7 @@ CHECK_EVENT = ev.CHECK  # one recording event per check result
 def find_recording(path: Path) -> Path:
     """FILE as given; else the kept run of that name (as ``gputui runs`` lists it), or the
     live run (its name, or its start)."""
-    if path.exists() or path.is_absolute() or len(path.parts) > 1:
+    if path.is_absolute() or len(path.parts) > 1 or os.path.lexists(path):
         return path
     from gputui.record.history import SUFFIX, runs_dir
 
@@ -46,9 +48,13 @@ def load_recording(path: Path) -> Recording:
     a missing file, a file that is not a recording, or one written by a newer gputui.  A
     live run's reads as far as it has got (``Recording.live``)."""
     path = find_recording(path)
-    if not path.exists():
-        raise UserError(f"{path}: no such file")
-    if path.is_dir():
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file") from None
+    except OSError as exc:  # a folder of another user's: Permission denied
+        raise UserError(f"{path}: cannot read the recording ({exc.strerror})") from None
+    if stat.S_ISDIR(info.st_mode):
         raise UserError(f"{path}: is a directory, expected a recording (.jsonl or .jsonl.gz)")
     return read_recording(path)  # its header's schema checked (check_schema)
 

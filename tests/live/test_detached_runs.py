@@ -148,3 +148,20 @@ def test_sigterm_and_sigint_to_the_run_itself_stop_it(tmp_path, sig):
     recording = read_recording(tmp_path / "r.jsonl")
     assert recording.summary is not None and recording.summary.outcome.kind == "stopped"
     assert recording.events_of(ev.STOPPING)[0].data["reason"] == f"received {signal.Signals(sig).name}"
+
+
+def test_a_run_whose_process_was_killed_reads_as_ended_never_as_live(tmp_path):
+    assert detach(tmp_path).returncode == 0
+    live = wait_live(tmp_path / STATE)
+    wait_readings(tmp_path / "r.jsonl", 2)
+    processes = run_processes(live)
+    os.kill(live.pid, signal.SIGKILL)  # no summary, no clean-up: its entry is left behind
+    wait_for(lambda: gone(processes), timeout=30)  # its command dies with it (the guard's parent-death signal)
+    entry = tmp_path / STATE / "gputui" / "live" / f"{live.name}.json"
+    assert entry.exists()
+    listed = run_gputui(["runs"], tmp_path)
+    (row,) = [line for line in listed.stdout.splitlines() if live.kept_path.name in line]
+    assert " cut " in row and "live" not in row
+    assert not entry.exists()  # the stale entry was cleaned up by the listing
+    attached = run_gputui(["attach"], tmp_path)
+    assert attached.returncode == 1 and "no run is live" in attached.stderr

@@ -155,3 +155,18 @@ def test_a_stop_asked_while_the_run_starts_reaches_it_once_it_has(tmp_path, monk
     viewer.join(timeout=10)
     assert asked == [("r", "by a test")]
     assert [dataclasses.replace(live) for live in listed] == [entry_for(path)]
+
+
+def test_several_viewers_follow_one_run_each_hearing_all_of_it(tmp_path):
+    path = tmp_path / "r.jsonl"
+    session = printing_session(tmp_path, lines=20)
+    direct = Heard()
+    session.add_observer(Recorder(path))
+    session.add_observer(direct)
+    runner = threading.Thread(target=session.run, daemon=True)
+    runner.start()
+    viewers = [follow(FollowedRun(entry_for(path), poll_s=0.05)) for _ in range(3)]
+    runner.join(timeout=60)
+    for heard, thread in viewers:
+        thread.join(timeout=10)
+        assert heard.items == direct.items

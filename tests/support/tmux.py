@@ -22,7 +22,8 @@ needs_tmux = pytest.mark.skipif(TMUX is None, reason="tmux is not installed: the
 
 
 class Tmux:
-    """One private tmux server (its own socket, no user config) with one session."""
+    """One private tmux server (its own socket, no user config) with a session "t" (and
+    others a test names: two dashboards in two terminals)."""
 
     def __init__(self, tmp_path) -> None:
         self.socket = f"gputui-test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -34,15 +35,20 @@ class Tmux:
             raise AssertionError(f"tmux {' '.join(args)}: {result.stderr}")
         return result.stdout
 
-    def start(self, args: list[str], size=(80, 24), term: str = "tmux-256color") -> int:
-        env = gputui_env(self.tmp_path)
+    def start(self, args: list[str], size=(80, 24), term: str = "tmux-256color", session: str = "t") -> int:
+        """gputui with ``args`` in a new session of this server; its pid."""
         # exec (and env's own exec): the pane's pid is gputui's
-        command = " ".join(["exec", "env", f"TERM={term}", sys.executable, "-m", "gputui", *args])
+        return self.start_command(["exec", "env", f"TERM={term}", sys.executable, "-m", "gputui", *args], size, session)
+
+    def start_command(self, words: list[str], size=(80, 24), session: str = "t") -> int:
+        """A shell command line (``words`` joined by spaces) in a new session; the pane's pid."""
+        env = gputui_env(self.tmp_path)
+        command = " ".join(words)
         self.tmux(
             "new-session",
             "-d",
             "-s",
-            "t",
+            session,
             "-x",
             str(size[0]),
             "-y",
@@ -59,37 +65,37 @@ class Tmux:
             "COLORTERM=",
             command,
         )
-        return int(self.tmux("display-message", "-p", "-t", "t", "#{pane_pid}").strip())
+        return int(self.tmux("display-message", "-p", "-t", session, "#{pane_pid}").strip())
 
-    def screen(self) -> str:
+    def screen(self, session: str = "t") -> str:
         try:
-            return self.tmux("capture-pane", "-p", "-t", "t")
+            return self.tmux("capture-pane", "-p", "-t", session)
         except AssertionError:
             return ""  # the session ended with gputui
 
-    def screen_with_colours(self) -> str:
-        return self.tmux("capture-pane", "-p", "-e", "-t", "t")
+    def screen_with_colours(self, session: str = "t") -> str:
+        return self.tmux("capture-pane", "-p", "-e", "-t", session)
 
-    def keys(self, *keys: str) -> None:
-        self.tmux("send-keys", "-t", "t", *keys)
+    def keys(self, *keys: str, session: str = "t") -> None:
+        self.tmux("send-keys", "-t", session, *keys)
 
-    def wait_for(self, pattern: str, timeout: float = 30.0) -> re.Match:
+    def wait_for(self, pattern: str, timeout: float = 30.0, session: str = "t") -> re.Match:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            self.last_screen = self.screen()
+            self.last_screen = self.screen(session)
             match = re.search(pattern, self.last_screen)
             if match:
                 return match
             time.sleep(0.1)
-        raise AssertionError(f"{pattern!r} never appeared; the screen:\n{self.screen()}")
+        raise AssertionError(f"{pattern!r} never appeared; the screen:\n{self.screen(session)}")
 
-    def wait_until_gone(self, pattern: str, timeout: float = 30.0) -> None:
+    def wait_until_gone(self, pattern: str, timeout: float = 30.0, session: str = "t") -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if not re.search(pattern, self.screen()):
+            if not re.search(pattern, self.screen(session)):
                 return
             time.sleep(0.1)
-        raise AssertionError(f"{pattern!r} stayed; the screen:\n{self.screen()}")
+        raise AssertionError(f"{pattern!r} stayed; the screen:\n{self.screen(session)}")
 
     def kill_server(self) -> None:
         subprocess.run([TMUX, "-L", self.socket, "kill-server"], capture_output=True, timeout=10)
