@@ -19,8 +19,10 @@ size (TERM=xterm-256color unless --truecolor), with a preset started from the co
 line and sampling every --interval seconds.  The script reads everything gputui
 writes to the terminal and measures, over --seconds after a short warm-up:
 
-  cpu       gputui's own CPU time (user + system) / wall time, in % of one core:
-            the app, its sampler and session threads; not the benchmark it runs
+  cpu       the dashboard's own CPU time (user + system) / wall time, in % of one core:
+            the app and the thread that follows the run's recording; not the benchmark
+            it runs.  The run lives in a process of its own (its session, samplers and
+            recorder: gputui.live), measured over the same window as run_process
   bytes/s   bytes written to the terminal per second
   1st frame seconds from exec to the first full frame (the "Presets" panel drawn),
             and the CPU seconds gputui used until then (what a busy machine stretches)
@@ -104,6 +106,9 @@ from pathlib import Path
 import psutil
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from gputui.live.registry import LiveRun, Registry
+
 FIRST_FRAME_MARK = b"Presets"  # a border title in every layout: the first frame is up
 STATES = ("running", "watching", "summary", "findings", "editor", "check")
 ALL_STATES = ("watching", "running", "summary", "findings", "editor", "check")
@@ -153,26 +158,34 @@ WORKLOAD = textwrap.dedent(
     """
 )
 
-# Loaded into gputui's process (and only there: it takes its settings out of the
-# environment before anything is started) as sitecustomize.  It logs each layout pass
-# of each screen, with the widgets' regions when they changed (the breakdown's map,
-# and how the benchmark sees which view is up), and with --fake-gpus/--fake-cores
-# puts the NVML test double and synthetic cores in place of the machine's.
+# Loaded as sitecustomize into gputui's processes: the dashboard (``-m gputui``) and the
+# process of the run it starts (``-m gputui.live``); every other Python (the run's
+# command) leaves it at once.  In the dashboard it logs each layout pass of each screen,
+# with the widgets' regions when they changed (the breakdown's map, and how the benchmark
+# sees which view is up), and takes its measuring settings out of the environment; in
+# both, --fake-gpus/--fake-cores put the NVML test double and synthetic cores in place of
+# the machine's (the run's process samples the GPUs while the dashboard follows it).
 PROBE = textwrap.dedent(
     r"""
     import os, sys
-    _layout = os.environ.pop("TUI_COST_LAYOUT", "")
-    _gpus = int(os.environ.pop("TUI_COST_FAKE_GPUS", "0") or 0)
-    _cores = int(os.environ.pop("TUI_COST_FAKE_CORES", "0") or 0)
-    _repo = os.environ.pop("TUI_COST_REPO", "")
-    _cprofile = os.environ.pop("TUI_COST_CPROFILE", "")
+    try:
+        _argv = open("/proc/self/cmdline", "rb").read().split(b"\0")
+    except OSError:
+        _argv = []
+    _role = "dashboard" if b"gputui" in _argv else "run" if b"gputui.live" in _argv else None
+    _measured = _role == "dashboard"
+    _layout = os.environ.pop("TUI_COST_LAYOUT", "") if _measured else ""
+    _gpus = int(os.environ.get("TUI_COST_FAKE_GPUS", "0") or 0) if _role else 0
+    _cores = int(os.environ.get("TUI_COST_FAKE_CORES", "0") or 0) if _role else 0
+    _repo = os.environ.get("TUI_COST_REPO", "")
+    _cprofile = os.environ.pop("TUI_COST_CPROFILE", "") if _measured else ""
 
     # --thread-times: these functions' CPU time (time.thread_time, so the calling
     # thread's alone, waits excluded) from SIGUSR1 to SIGUSR2, written as JSON: per
     # function and thread, calls and seconds (inclusive of what they call).  cProfile
     # cannot say this on Python 3.12, where it sees every thread's calls on one stack.
     _window_opens, _window_closes = [], []  # what --thread-times and --cprofile do as the window opens and closes
-    _thread_times = os.environ.pop("TUI_COST_THREAD_TIMES", "")
+    _thread_times = os.environ.pop("TUI_COST_THREAD_TIMES", "") if _measured else ""
     _TIMED = (
         "gputui.tui.dashboard_app:DashboardApp.refresh_dashboard",
         "gputui.tui.dashboard_app:DashboardApp._display",
@@ -205,6 +218,8 @@ PROBE = textwrap.dedent(
         "gputui.session.summary:SummaryBuilder.on_sample",
         "gputui.session.summary:SummaryBuilder.counted",
         "gputui.tui.bridge:SessionBridge._put",
+        "gputui.live.followed:FollowedRun._tell",
+        "gputui.record.follow:RecordingTail.read",
     )
     if _thread_times:
         import functools, importlib, inspect, json, threading, time
@@ -334,7 +349,8 @@ PROBE = textwrap.dedent(
             pass
         _bootstrap_inner(self)
 
-    threading.Thread._bootstrap_inner = _named_bootstrap_inner
+    if _role:
+        threading.Thread._bootstrap_inner = _named_bootstrap_inner
 
     if _layout:
         import json, time
@@ -893,6 +909,52 @@ class Driver:
         return now >= self.view_up + (CHECK_SETTLE_S if self.state == "check" else SETTLE_S)
 
 
+def live_runs(scratch: Path) -> list[LiveRun]:
+    """The runs going under the benchmark's own XDG_STATE_HOME (the dashboard's, in a process of their own)."""
+    return Registry(scratch / "xdg-state" / "gputui" / "live").runs()
+
+
+class RunProcess:
+    """The CPU of the run's own process (its session, samplers and recorder: what the
+    dashboard follows through the recording) over the window."""
+
+    def __init__(self, scratch: Path) -> None:
+        runs = live_runs(scratch)
+        self.process = psutil.Process(runs[0].pid) if runs else None
+        self._cpu: list[float] = []
+        self._t: list[float] = []
+
+    def mark(self) -> None:
+        if self.process is None:
+            return
+        try:
+            times = self.process.cpu_times()
+        except psutil.Error:
+            self.process = None
+            return
+        self._cpu.append(times.user + times.system)
+        self._t.append(time.monotonic())
+
+    def result(self) -> dict | None:
+        if self.process is None or len(self._cpu) < 2:
+            return None
+        seconds = self._t[-1] - self._t[0]
+        return {"pid": self.process.pid, "cpu_percent_of_one_core": round((self._cpu[-1] - self._cpu[0]) / seconds * 100, 2)}
+
+
+def stop_runs(scratch: Path, grace: float = 30.0) -> None:
+    """Quitting the dashboard leaves its run going: stop it (SIGTERM: its group, then KILL)."""
+    runs = live_runs(scratch)
+    for run in runs:
+        try:
+            os.kill(run.pid, signal.SIGTERM)
+        except OSError:
+            pass
+    deadline = time.monotonic() + grace
+    while any(run.alive() for run in runs) and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
 def measure(args: argparse.Namespace, scratch: Path, name: str) -> dict:
     cols, rows = args.size
     argv, preset = gputui_argv(args, scratch)
@@ -928,6 +990,7 @@ def measure(args: argparse.Namespace, scratch: Path, name: str) -> dict:
     first_frame: float | None = None
     first_frame_cpu: float | None = None
     window_end: float | None = None
+    run_process: RunProcess | None = None
     profiler: subprocess.Popen | None = None
     ready_since = gputui.started + args.warmup
     deadline = gputui.started + args.warmup + VIEW_TIMEOUT_S
@@ -941,6 +1004,8 @@ def measure(args: argparse.Namespace, scratch: Path, name: str) -> dict:
                         nvitop = Pty(nvitop_cmd, terminal_env(cols, rows, args.truecolor), cols, rows)
                         continue
                     gputui.open_window()
+                    run_process = RunProcess(scratch)
+                    run_process.mark()
                     if signalled:
                         os.kill(gputui.pid, signal.SIGUSR1)
                     if args.profile:
@@ -953,6 +1018,8 @@ def measure(args: argparse.Namespace, scratch: Path, name: str) -> dict:
                     raise SystemExit(f"{name}: {driver.view} never came up in {VIEW_TIMEOUT_S:.0f} s")
             elif now >= window_end:
                 gputui.close_window()
+                if run_process is not None:
+                    run_process.mark()
                 if signalled:
                     os.kill(gputui.pid, signal.SIGUSR2)
                 if nvitop is not None:
@@ -972,6 +1039,7 @@ def measure(args: argparse.Namespace, scratch: Path, name: str) -> dict:
     finally:
         # quit as a user does (the view closed first); the benchmark's group stops with it
         gputui.stop(None if args.headless else [b"\x1b", b"q"] if driver.view else [b"q"])
+        stop_runs(scratch)
         if nvitop is not None:
             nvitop.stop([b"q"])
 
@@ -988,6 +1056,9 @@ def measure(args: argparse.Namespace, scratch: Path, name: str) -> dict:
         "load_avg_at_start": round(load_before, 2),
         "bytes_total": len(gputui.stream),
     }
+    followed = run_process.result() if run_process is not None and not args.headless else None
+    if followed is not None:  # the dashboard follows a run in a process of its own: its CPU is not the dashboard's
+        result["run_process"] = followed
     if args.fake_gpus or args.fake_cores:
         result["fake"] = f"{args.fake_gpus} NVML test-double GPUs, {args.fake_cores or 'real'} cores"
     if driver.view_up is not None:

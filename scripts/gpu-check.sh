@@ -59,6 +59,12 @@
 #               TUI_PROFILE_SIZE the terminal size (default 140x40)
 #     xidcost   issue 25 (~1 min): the CPU of XID watchers, one, two in one process, and one beside another
 #               process's (benchmarks/xid_watch_cost.py), in xid-watch-cost.txt
+#     reattach  issue 41 (~7 min): benchmarks/reattach.py: reattach-input-fed started in the dashboard for
+#               REATTACH_S (default 180) s, the dashboard SIGKILLed at 60 s, attached again at 90 s; the recording's
+#               gaps, and its figure against the same run headless; screens and tables under reattach/
+#     viewercost issue 41 (~5 min): benchmarks/viewer_cost.py: the dashboard attached to a detached reattach-input-fed
+#               run, beside nvitop (from .whl/), and nvitop alone, at TUI_ALL_SIZES (default 140x40,80x24) after
+#               TUI_WARMUP (60) s of the run, TUI_SECONDS (30) s windows; the run's own CPU too; under viewer-cost/
 #     tuicost2  issue 25 on a machine with 2+ GPUs (~3 min): idle and a DDP run on every GPU
 #               (benchmarks/gpu-presets.toml tui-ddp) at 140x40, beside nvitop; under tui-cost-2gpu/.
 #               TUI_WARMUP and TUI_SECONDS set the DDP run's warm-up and window (default 40 and 15); TUI_NO_IDLE=1 skips idle
@@ -231,6 +237,10 @@ PY
                  # the same run recorded headless: what the session costs without the dashboard
                  python3 benchmarks/tui_cost.py --state running --headless --presets benchmarks/gpu-presets.toml --preset tui-input-fed \
                    --warmup ${TUI_WARMUP:-15} --seconds ${TUI_SECONDS:-15} --out "$out/tui-cost-live/headless" 2>&1 | grep -E "cpu_percent|bytes_per_s:" ;;
+    reattach) python3 benchmarks/reattach.py --presets benchmarks/gpu-presets.toml --preset reattach-input-fed \
+                --duration ${REATTACH_S:-180} --kill-at 60 --attach-at 90 --out "$out/reattach" 2>&1 | tail -14 ;;
+    viewercost) python3 benchmarks/viewer_cost.py --presets benchmarks/gpu-presets.toml --preset reattach-input-fed \
+                  --warmup ${TUI_WARMUP:-60} --seconds ${TUI_SECONDS:-30} --sizes "${TUI_ALL_SIZES:-140x40,80x24}" --out "$out/viewer-cost" 2>&1 | tail -20 ;;
     tuiprofile) for state in ${TUI_PROFILE_STATES:-watching running}; do
                   python3 benchmarks/tui_cost.py --state $state --preset torch-resnet50 --running-preset torch-resnet50-input-fed \
                     --warmup 15 --seconds 30 --profile --out "$out/tui-profile" 2>&1 | grep -E "cpu_percent|bytes_per_s:|py-spy"
@@ -330,6 +340,9 @@ PY
     *) echo "unknown step $step" ;;
   esac
 done
+# A run gputui started detached (a session of its own) would outlive this call and load the
+# next one: every step stops its own, and anything left is stopped here.
+pkill -TERM -f "gputui[.]live" 2> /dev/null && { sleep 8; pkill -KILL -f "gputui[.]live" 2> /dev/null; echo "stopped detached runs left behind"; }
 archive="$final/results.tgz"  # not over an earlier run's in the same call
 n=2
 while [ -e "$archive" ]; do archive="$final/results-$n.tgz"; n=$((n + 1)); done

@@ -57,7 +57,8 @@ def test_frame_profile_prints_the_cost_of_a_redraw_and_where_it_went(tmp_path):
 def test_tui_cost_times_the_dashboard_s_functions_by_thread_and_profiles_the_window(tmp_path):
     """--thread-times and --cprofile in one short run of the dashboard over the NVML test
     double: the functions' CPU by thread (each event-loop callback by what it serves,
-    the collector by generation), and cProfile's listing of the window."""
+    the collector by generation), cProfile's listing of the window, and the CPU of the
+    run's own process, which the dashboard follows."""
     done = run_script(
         "benchmarks/tui_cost.py",
         *("--fake-gpus", "1", "--fake-cores", "4", "--warmup", "4", "--seconds", "4", "--size", "100x30"),
@@ -68,7 +69,9 @@ def test_tui_cost_times_the_dashboard_s_functions_by_thread_and_profiles_the_win
     result = json.loads((tmp_path / "tui-cost.json").read_text())[0]
     rows = {(row["function"], row["thread"]): row for row in result["thread_times"]}
     assert rows[("DashboardApp.refresh_dashboard", "MainThread")]["calls_per_s"] > 0, sorted(rows)
-    assert rows[("Session._take_sample", "gputui-sampler")]["cpu_ms_per_s"] > 0
+    # The run is a process of its own: the dashboard reads its recording (the sampler's cost is run_process's).
+    assert any(function == "FollowedRun._tell" and row["cpu_ms_per_s"] > 0 for (function, _), row in rows.items()), sorted(rows)
+    assert result["run_process"]["cpu_percent_of_one_core"] > 0
     assert any(function.startswith("loop: Timer._run_timer") and thread == "MainThread" for function, thread in rows)
     assert json.loads((tmp_path / "running-100x30.thread-times.json").read_text())
     listing = (tmp_path / result["cprofile"]).read_text()
