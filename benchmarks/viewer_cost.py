@@ -3,7 +3,8 @@
     python3 benchmarks/viewer_cost.py --presets benchmarks/gpu-presets.toml --preset reattach-input-fed \\
         --warmup 60 --seconds 30 --sizes 140x40,80x24 --out DIR
 
-The run is started detached (``gputui --detach``), as from another terminal, and keeps
+First, before the run, nvitop alone on the idle GPU at each size (``nvitop idle``).  The
+run is then started detached (``gputui --detach``), as from another terminal, and keeps
 going for the whole measurement.  Once it has gone --warmup seconds, for each size, in
 terminals of that size:
 
@@ -121,37 +122,53 @@ def nvitop_result(session: Pty) -> dict:
     return {**session.result(), "frames": frames(session), "bytes_per_s_by_row": by_row(session)}
 
 
-def window(ptys: list[Pty], seconds: float, run_pid: int) -> float:
-    """Open every program's window now, pump for ``seconds``, close them; the run's own CPU %."""
+def window(ptys: list[Pty], seconds: float, run_pid: int | None) -> float | None:
+    """Open every program's window now, pump for ``seconds``, close them; the run's own CPU %
+    (None without a run)."""
     import psutil
 
-    run = psutil.Process(run_pid)
-    cpu0, t0 = sum(run.cpu_times()[:2]), time.monotonic()
+    run = psutil.Process(run_pid) if run_pid is not None else None
+    cpu0, t0 = (sum(run.cpu_times()[:2]) if run else 0.0), time.monotonic()
     for p in ptys:
         p.open_window()
     pump(ptys, time.monotonic() + seconds)
     for p in ptys:
         if p.window is not None:
             p.close_window()
+    if run is None:
+        return None
     return round((sum(run.cpu_times()[:2]) - cpu0) / (time.monotonic() - t0) * 100, 2)
+
+
+def nvitop_alone(args: argparse.Namespace, size: tuple[int, int], run_pid: int | None, keep_as: str) -> dict | None:
+    """nvitop alone in a terminal of ``size`` over one window (the run's own CPU % beside it,
+    where there is a run); None where nvitop cannot run here."""
+    command = nvitop_argv(args.interval)
+    if command is None:
+        return None
+    cols, rows = size
+    alone = Pty(command, terminal_env(cols, rows, False), cols, rows)
+    pump([alone], time.monotonic() + args.nvitop_warmup)
+    if alone.ended:
+        alone.stop([b"q"])
+        return {"exited_early": " ".join(program_text(alone).split())[:300]}
+    run_cpu = window([alone], args.seconds, run_pid)
+    result = nvitop_result(alone)
+    if run_cpu is not None:
+        result["run_process_cpu_percent"] = run_cpu
+    keep(args, keep_as, alone)
+    alone.stop([b"q"])
+    return result
 
 
 def measure_size(args: argparse.Namespace, scratch: Path, run, size: tuple[int, int]) -> dict:
     cols, rows = size
     name = f"{cols}x{rows}"
     result: dict = {"size": name}
-    nvitop_cmd = nvitop_argv(args.interval)
-    if nvitop_cmd is not None:
-        alone = Pty(nvitop_cmd, terminal_env(cols, rows, False), cols, rows)
-        pump([alone], time.monotonic() + args.nvitop_warmup)
-        if alone.ended:
-            result["nvitop_alone"] = {"exited_early": " ".join(program_text(alone).split())[:300]}
-            nvitop_cmd = None
-        else:
-            result["run_process_cpu_percent_nvitop_alone"] = window([alone], args.seconds, run.pid)
-            result["nvitop_alone"] = nvitop_result(alone)
-            keep(args, f"nvitop-alone-{name}.stream", alone)
-        alone.stop([b"q"])
+    alone = nvitop_alone(args, size, run.pid, f"nvitop-alone-{name}.stream")
+    nvitop_cmd = nvitop_argv(args.interval) if alone is not None and "exited_early" not in alone else None
+    if alone is not None:
+        result["nvitop_alone"] = alone
     layout = scratch / f"viewer-{name}.layout.jsonl"
     viewer = Pty([sys.executable, "-m", "gputui", "attach", run.name], gputui_env(scratch, cols, rows, args, layout), cols, rows)
     beside = Pty(nvitop_cmd, terminal_env(cols, rows, False), cols, rows) if nvitop_cmd else None
@@ -197,11 +214,13 @@ def table(results: list[dict], machine_text: str) -> str:
     lines = [
         f"Machine: {machine_text}",
         "",
-        "| size | viewer B/s | viewer CPU % | nvitop alone B/s | nvitop alone CPU % | nvitop beside B/s | nvitop beside CPU % | run's own CPU % | bytes ≤ 1.5× nvitop alone | CPU ≤ nvitop alone |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| size | viewer B/s | viewer CPU % | nvitop alone B/s | nvitop alone CPU % | nvitop beside B/s | nvitop beside CPU % | nvitop, GPU idle: B/s, CPU % | run's own CPU % | bytes ≤ 1.5× nvitop alone | CPU ≤ nvitop alone |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in results:
         viewer, alone, beside = r["viewer"], r.get("nvitop_alone", {}), r.get("nvitop_side_by_side", {})
+        idle = r.get("nvitop_idle_gpu") or {}
+        idle_text = f"{idle['bytes_per_s']}, {idle['cpu_percent_of_one_core']}" if "bytes_per_s" in idle else "-"
         bytes_ok = cpu_ok = "-"
         if "bytes_per_s" in alone:
             bytes_ok = "met" if viewer["bytes_per_s"] <= 1.5 * alone["bytes_per_s"] else "no"
@@ -209,8 +228,18 @@ def table(results: list[dict], machine_text: str) -> str:
         lines.append(
             f"| {r['size']} | {viewer['bytes_per_s']} | {viewer['cpu_percent_of_one_core']} | {alone.get('bytes_per_s', '-')} | "
             f"{alone.get('cpu_percent_of_one_core', '-')} | {beside.get('bytes_per_s', '-')} | {beside.get('cpu_percent_of_one_core', '-')} | "
-            f"{r['run_process_cpu_percent_side_by_side']} | {bytes_ok} | {cpu_ok} |"
+            f"{idle_text} | {r['run_process_cpu_percent_side_by_side']} | {bytes_ok} | {cpu_ok} |"
         )
+    for r in results:
+        idle, alone = r.get("nvitop_idle_gpu") or {}, r.get("nvitop_alone") or {}
+        if "bytes_per_s_by_row" in idle and "bytes_per_s_by_row" in alone:
+            ranked = sorted(alone["bytes_per_s_by_row"], key=lambda row: -(alone["bytes_per_s_by_row"][row] - idle["bytes_per_s_by_row"].get(row, 0.0)))[:6]
+            lines += [
+                "",
+                f"nvitop alone at {r['size']}: {idle['bytes_per_s']} B/s with the GPU idle, {alone['bytes_per_s']} B/s while the run goes. "
+                "The rows that wrote most more while it goes (B/s idle → running):",
+                *[f"- row {row}: {idle['bytes_per_s_by_row'].get(row, 0.0)} → {alone['bytes_per_s_by_row'][row]}" for row in ranked],
+            ]
     for r in results:
         rows = differences(r)
         if rows:
@@ -237,14 +266,18 @@ def main() -> int:
     parser.add_argument("--fake-cores", type=int, default=0, metavar="N", help="N synthetic CPU cores in gputui's processes")
     parser.add_argument("--out", type=Path, help="the results (viewer-cost.json, viewer-cost.md) and each window's terminal stream")
     args = parser.parse_args()
+    sizes = [_size(size) for size in args.sizes.split(",")]
+    idle = {f"{c}x{r}": nvitop_alone(args, (c, r), None, f"nvitop-idle-{c}x{r}.stream") for c, r in sizes}  # the GPU idle, before the run
     with tempfile.TemporaryDirectory(prefix="gputui-viewer-cost-") as folder:
         scratch = Path(folder)
         run, began = start_run(args, scratch)
         results = []
         try:
             time.sleep(max(0.0, began + args.warmup - time.monotonic()))
-            for size in args.sizes.split(","):
-                result = measure_size(args, scratch, run, _size(size))
+            for size in sizes:
+                result = measure_size(args, scratch, run, size)
+                if idle.get(result["size"]) is not None:
+                    result["nvitop_idle_gpu"] = idle[result["size"]]
                 result["run_seconds_at_window_end"] = round(time.monotonic() - began, 1)
                 results.append(result)
                 print(
