@@ -17,6 +17,7 @@ T = TypeVar("T")
 
 _SCALARS = (int, float, str, bool)
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+_FIELD_SETS: dict[type, frozenset[str]] = {}
 
 
 def _field_names(cls: type) -> tuple[str, ...] | None:
@@ -53,7 +54,9 @@ def from_dict(cls: type[T], data: dict[str, Any]) -> T:
     so that older readers can load newer recordings."""
     nested = getattr(cls, "_nested", {})
     kwargs = {}
-    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    names = _FIELD_SETS.get(cls)
+    if names is None:
+        names = _FIELD_SETS[cls] = frozenset(_field_names(cls) or ())  # a reader builds a sample a line
     for key, value in data.items():
         if key not in names:
             continue

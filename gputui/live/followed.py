@@ -25,6 +25,9 @@ from gputui.record.schema import Header, Summary
 from gputui.session.summary import SummaryBuilder
 
 POLL_S = 0.5  # how often a caught-up viewer looks for new lines; the run flushes about once a second
+# The samples a viewer catching up on a long run reads: more than any panel draws (a
+# sparkline holds 240); the events, all of them, make the chart, the findings and phases.
+RECENT_SAMPLES = 600
 QUIET_CHECK_S = 3.0  # this long without a new line, ask whether the run's process is still there
 
 
@@ -84,7 +87,7 @@ class FollowedRun:
         """Start the run if this was made to, then follow its recording until its
         summary, the run's end without one, or release()."""
         live = self._started()
-        tail = RecordingTail(live.recording)
+        tail = RecordingTail(live.recording, recent_samples=RECENT_SAMPLES)
         quiet_s = 0.0
         caught_up = True
         try:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from gputui.record import events as ev
@@ -78,53 +78,148 @@ def _describe(hint: Any) -> str:
 
 
 # --- Checking -------------------------------------------------------------------------
+# Each hint is made into a checker once (walking type hints costs far more than the
+# check itself: a follower of a day-long recording checks millions of fields).
+
+Checker = Callable[[Any, str], None]
+_CHECKERS: dict[Any, Checker] = {}
 
 
 def check(value: Any, hint: Any, where: str) -> None:
     """Raise Wrong unless ``value`` fits ``hint``: a type, a union (``X | None``),
     ``list[X]``, ``dict[str, X]`` or a dataclass (its required fields present, every
     field it has of its type; keys it has no field for let through)."""
+    _checker(hint)(value, where)
+
+
+def _checker(hint: Any) -> Checker:
+    found = _CHECKERS.get(hint)
+    if found is None:
+        _CHECKERS[hint] = _later(hint)  # what a class that holds itself finds while it is made
+        found = _CHECKERS[hint] = _compile(hint)
+    return found
+
+
+def _later(hint: Any) -> Checker:
+    def check_later(value: Any, where: str) -> None:
+        _checker(hint)(value, where)
+
+    return check_later
+
+
+def _compile(hint: Any) -> Checker:
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if _is_union(hint):
-        if value is None and type(None) in args:
-            return
-        others = [arg for arg in args if arg is not type(None)]
-        if len(others) == 1:  # X | None: say what inside X is wrong
-            if value is None:
-                raise Wrong(where, _describe(hint), value)
-            return check(value, others[0], where)
-        if not any(_fits(value, arg, where) for arg in others):
-            raise Wrong(where, _describe(hint), value)
-        return
+        return _union_checker(hint, args)
     if dataclasses.is_dataclass(hint):
-        if not isinstance(value, dict):
-            raise Wrong(where, "an object", value)
-        for key, (inner, required) in _hints(typing.cast(type, hint)).items():
-            if key in value:
-                check(value[key], inner, f"{where}.{key}" if where else key)
-            elif required:
-                raise Wrong(f"{where}.{key}" if where else key, f"{_describe(inner)} (it is missing)")
-        return
+        return _object_checker(typing.cast(type, hint))
     if origin is list:
-        if not isinstance(value, list):
-            raise Wrong(where, "a list", value)
-        for index, item in enumerate(value):
-            check(item, args[0], f"{where}[{index}]")
-        return
+        item = _checker(args[0])
+
+        def check_list(value: Any, where: str) -> None:
+            if not isinstance(value, list):
+                raise Wrong(where, "a list", value)
+            for index, one in enumerate(value):
+                item(one, f"{where}[{index}]")
+
+        return check_list
     if origin in (dict, Mapping) or hint is dict:
+        inner = args[1] if args else Any
+        member = _checker(inner)
+
+        def check_dict(value: Any, where: str) -> None:
+            if not isinstance(value, dict):
+                raise Wrong(where, "an object", value)
+            if inner is Any:
+                return
+            for key, one in value.items():
+                member(one, f"{where}.{key}")
+
+        return check_dict
+    if hint is Any:
+        return lambda value, where: None
+    return _scalar_checker(hint)
+
+
+def _plain(hint: Any) -> bool:
+    """A type a JSON value is checked against with isinstance alone."""
+    return isinstance(hint, type) and not dataclasses.is_dataclass(hint) and typing.get_origin(hint) is None and hint not in (list, dict)
+
+
+def _kinds(hint: Any) -> Any:
+    return (int, float) if hint is float else hint
+
+
+def _scalar_checker(hint: Any) -> Checker:
+    expected = _describe(hint)
+    kinds = _kinds(hint)
+
+    def check_scalar(value: Any, where: str) -> None:
+        # JSON true is no number (bool is an int to Python)
+        if not isinstance(value, kinds) or (isinstance(value, bool) and hint is not bool):
+            raise Wrong(where, expected, value)
+
+    return check_scalar
+
+
+def _union_checker(hint: Any, args: tuple[Any, ...]) -> Checker:
+    nullable = type(None) in args
+    others = [arg for arg in args if arg is not type(None)]
+    expected = _describe(hint)
+    if len(others) == 1 and _plain(others[0]):  # X | None for a number, a string...: one call
+        kinds = _kinds(others[0])
+        plain = others[0]
+        inside = _describe(plain)  # a value of the wrong kind is told what X is, as a null is not wrong
+
+        def check_plain_optional(value: Any, where: str) -> None:
+            if value is None:
+                if nullable:
+                    return
+                raise Wrong(where, expected, value)
+            if not isinstance(value, kinds) or (isinstance(value, bool) and plain is not bool):
+                raise Wrong(where, inside, value)
+
+        return check_plain_optional
+    if len(others) == 1:  # X | None: say what inside X is wrong
+        inner = _checker(others[0])
+
+        def check_optional(value: Any, where: str) -> None:
+            if value is None:
+                if nullable:
+                    return
+                raise Wrong(where, expected, value)
+            inner(value, where)
+
+        return check_optional
+    members = [_checker(arg) for arg in others]
+
+    def check_union(value: Any, where: str) -> None:
+        if value is None and nullable:
+            return
+        for member in members:
+            try:
+                member(value, where)
+                return
+            except Wrong:
+                continue
+        raise Wrong(where, expected, value)
+
+    return check_union
+
+
+def _object_checker(cls: type) -> Checker:
+    fields = [(key, _checker(inner), required, _describe(inner)) for key, (inner, required) in _hints(cls).items()]
+
+    def check_object(value: Any, where: str) -> None:
         if not isinstance(value, dict):
             raise Wrong(where, "an object", value)
-        for key, item in value.items():
-            check(item, args[1] if args else Any, f"{where}.{key}")
-        return
-    if hint is Any:
-        return
-    if isinstance(value, bool) and hint is not bool:  # JSON true is no number
-        raise Wrong(where, _describe(hint), value)
-    if hint is float and isinstance(value, (int, float)):
-        return
-    if not isinstance(value, hint):
-        raise Wrong(where, _describe(hint), value)
+        for key, inner, required, expected in fields:
+            if key in value:
+                inner(value[key], f"{where}.{key}" if where else key)
+            elif required:
+                raise Wrong(f"{where}.{key}" if where else key, f"{expected} (it is missing)")
+
+    return check_object
 
 
 def _fits(value: Any, hint: Any, where: str) -> bool:

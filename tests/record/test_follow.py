@@ -92,3 +92,29 @@ def test_a_compressed_recording_is_refused_in_one_line(tmp_path):
     path.write_bytes(gzip.compress(b""))
     with pytest.raises(UserError, match="a compressed recording cannot be followed"):
         RecordingTail(path)
+
+
+def test_catching_up_on_a_long_recording_reads_every_event_and_the_latest_samples_only(tmp_path, monkeypatch):
+    from gputui.record import follow
+
+    monkeypatch.setattr(follow, "READ_CHUNK", 4096)  # a long run in miniature: many reads' worth
+    path = tmp_path / "r.jsonl"
+    recorder = Recorder(path)
+    recorder.on_header(header())
+    for i in range(400):
+        recorder.on_sample(Sample(t=float(i)))
+        recorder.on_event(Event(t=float(i), kind=ev.PHASE, payload=ev.PhaseChange(f"phase {i}")))
+    recorder.on_idle()
+    tail = RecordingTail(path, recent_samples=10)
+    items = []
+    while more := tail.read():
+        items += more
+    samples = [item.t for item in items if isinstance(item, Sample)]
+    phases = [item.payload.phase for item in items if isinstance(item, Event)]
+    assert phases == [f"phase {i}" for i in range(400)]  # every event, in order
+    assert samples == sorted(samples) and samples[-1] == 399.0  # the newest ones, in order
+    assert 10 <= len(samples) < 100 and tail.samples_passed_over == 400 - len(samples)
+    recorder.on_sample(Sample(t=400.0))  # caught up: every new sample is read
+    recorder.on_sample(Sample(t=401.0))
+    recorder.on_idle()
+    assert [item.t for item in tail.read()] == [400.0, 401.0]
