@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 WAIT_S = 60.0  # the run's grace (5 s) before KILL, its last sample and summary, with room to spare
 
@@ -35,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def how_it_ended(path) -> str:
+def how_it_ended(path: Path) -> str:
     """The outcome a finished recording gives, in a line."""
     from gputui.errors import UserError
     from gputui.record.history import read_kept_run

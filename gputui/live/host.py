@@ -108,23 +108,40 @@ def _run_listed(spec: HostSpec, relay: _StopRelay, metrics: MetricsServer | None
     label = label_for(preset.name if preset else None, options.attach_pid)
     followed = kept or _private_copy(registry, label, warn)
     recorders = [r for r in (recording, kept, followed) if r is not None]
+    if followed is None and spec.detached:  # no terminal and nothing to attach to: it would run unseen
+        for recorder in recorders:
+            recorder.close()
+        raise UserError(notes[-1])
     for recorder in dict.fromkeys(recorders):
         session.add_observer(recorder)
     if spec.progress:
         session.add_observer(ProgressPrinter(session.summary_builder))
     if metrics is not None:
         session.add_observer(metrics.live)
-    live = _listed(registry, session, followed, recording, kept, label, spec, notes, warn)
-    if live is not None and ready is not None:
-        session.add_observer(_OnHeader(lambda: ready(live)))
-    relay.point_at(session, registry, live)
+    relay.point_at(session)
+
+    def entry(path: Path) -> LiveRun:
+        return LiveRun(
+            name=path.name.removesuffix(".jsonl"),
+            pid=os.getpid(),
+            pid_started=process_start_time(os.getpid()) or 0.0,
+            started_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            label=label,
+            recording=path.absolute(),  # a viewer may be in any folder
+            record_path=recording.path.absolute() if recording is not None else None,
+            kept_path=kept.path.absolute() if kept is not None else None,
+            detached=spec.detached,
+            notes=tuple(notes),
+        )
+
+    listing = _Listing(registry, relay, (lambda: entry(followed.path)) if followed is not None else None, ready, warn)
+    session.add_observer(listing)
     try:
         summary = session.run()
     finally:
         for recorder in dict.fromkeys(recorders):
             recorder.close()
-        if live is not None:
-            registry.remove(live)
+        listing.unlist()
     return RunResult(summary, relay.received, recording.error if recording is not None else None)
 
 
@@ -137,55 +154,43 @@ def _private_copy(registry: Registry, label: str, warn: Callable[[str], None]) -
         return None
 
 
-def _listed(
-    registry: Registry,
-    session: Session,
-    followed: Recorder | None,
-    recording: Recorder | None,
-    kept: Recorder | None,
-    label: str,
-    spec: HostSpec,
-    notes: list[str],
-    warn: Callable[[str], None],
-) -> LiveRun | None:
-    """The run's entry in the live folder, written; None where it cannot be (said once)."""
-    if followed is None:
-        return None
-    live = LiveRun(
-        name=followed.path.name.removesuffix(".jsonl"),
-        pid=os.getpid(),
-        pid_started=process_start_time(os.getpid()) or 0.0,
-        started_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        label=label,
-        recording=followed.path.absolute(),  # a viewer may be in any folder
-        record_path=recording.path.absolute() if recording is not None else None,
-        kept_path=kept.path.absolute() if kept is not None else None,
-        detached=spec.detached,
-        notes=list(notes),
-    )
-    try:
-        registry.add(live)
-    except OSError as exc:
-        warn(unattachable(registry, exc))
-        return None
-    return live
-
-
 def unattachable(registry: Registry, exc: OSError | UserError) -> str:
     why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
     return f"this run cannot be attached to (gputui attach): cannot write to {registry.folder} ({why})"
 
 
-class _OnHeader(Observer):
-    """Calls back once, when the header is written: the run has started as asked."""
+class _Listing(Observer):
+    """Lists the run as live once its header is written (a viewer then finds a recording
+    it can read from its first line), tells ``ready``, and takes it off the list at the end."""
 
-    def __init__(self, callback: Callable[[], None]) -> None:
-        self._callback: Callable[[], None] | None = callback
+    def __init__(
+        self,
+        registry: Registry,
+        relay: _StopRelay,
+        entry: Callable[[], LiveRun] | None,
+        ready: ReadyCallback | None,
+        warn: Callable[[str], None],
+    ) -> None:
+        self._registry, self._relay, self._entry, self._ready, self._warn = registry, relay, entry, ready, warn
+        self.live: LiveRun | None = None
 
     def on_header(self, header: Header) -> None:
-        callback, self._callback = self._callback, None
-        if callback is not None:
-            callback()
+        if self.live is not None or self._entry is None:  # None: nothing a viewer could follow (said when the copy could not be made)
+            return
+        live = self._entry()
+        try:
+            self._registry.add(live)
+        except OSError as exc:
+            self._warn(unattachable(self._registry, exc))
+        else:
+            self.live = live
+            self._relay.listed(self._registry, live)
+        if self._ready is not None:
+            self._ready(live)
+
+    def unlist(self) -> None:
+        if self.live is not None:
+            self._registry.remove(self.live)
 
 
 class _StopRelay:
@@ -200,8 +205,12 @@ class _StopRelay:
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
         self._relay = SignalRelay([*STOP_SIGNALS, STOP_SIGNAL], self._on_signal)
 
-    def point_at(self, session: Session, registry: Registry | None = None, live: LiveRun | None = None) -> None:
-        self._session, self._registry, self._live = session, registry, live
+    def point_at(self, session: Session) -> None:
+        self._session = session
+
+    def listed(self, registry: Registry, live: LiveRun) -> None:
+        """Stop requests for ``live`` come through ``registry`` from now on."""
+        self._registry, self._live = registry, live
 
     def _on_signal(self, signum: int) -> None:
         if signum == STOP_SIGNAL:

@@ -19,7 +19,7 @@ import json
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +61,7 @@ class LiveRun:
     record_path: Path | None = None  # --record FILE
     kept_path: Path | None = None  # its copy in the run history
     detached: bool = False  # started apart from any terminal (the dashboard's runs, --detach)
-    notes: list[str] = field(default_factory=list)  # what its start had to say (no history, ...)
+    notes: tuple[str, ...] = ()  # what its start had to say (no history, ...)
 
     def alive(self) -> bool:
         started = process_start_time(self.pid)
@@ -72,6 +72,7 @@ class LiveRun:
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
+        data["notes"] = list(self.notes)
         for key in ("recording", "record_path", "kept_path"):
             data[key] = None if data[key] is None else str(data[key])
         return data
@@ -89,7 +90,7 @@ class LiveRun:
                 label=str(data["label"]),
                 recording=Path(data["recording"]),
                 detached=bool(data.get("detached", False)),
-                notes=[str(note) for note in data.get("notes") or []],
+                notes=tuple(str(note) for note in data.get("notes") or []),
                 **paths,
             )
         except (KeyError, TypeError) as exc:

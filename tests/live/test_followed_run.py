@@ -59,6 +59,17 @@ def entry_for(path, pid=None) -> LiveRun:
     return LiveRun(name="r", pid=pid, pid_started=psutil.Process(pid).create_time(), started_at="", label="loop", recording=path)
 
 
+def recorded_run(tmp_path, lines: int) -> tuple[Session, Heard, threading.Thread]:
+    """The printing session recording to tmp_path/r.jsonl, started in a thread; what its own observer heard."""
+    session = printing_session(tmp_path, lines=lines)
+    direct = Heard()
+    session.add_observer(Recorder(tmp_path / "r.jsonl"))
+    session.add_observer(direct)
+    runner = threading.Thread(target=session.run, daemon=True)
+    runner.start()
+    return session, direct, runner
+
+
 def follow(followed: FollowedRun) -> tuple[Heard, threading.Thread]:
     heard = Heard()
     followed.add_observer(heard)
@@ -70,12 +81,7 @@ def follow(followed: FollowedRun) -> tuple[Heard, threading.Thread]:
 @pytest.mark.parametrize("late", [False, True], ids=["from-the-start", "attached-late"])
 def test_a_viewer_hears_what_the_run_told_its_observers_in_order_with_running_medians(tmp_path, late):
     path = tmp_path / "r.jsonl"
-    session = printing_session(tmp_path, lines=30)
-    direct = Heard()
-    session.add_observer(Recorder(path))
-    session.add_observer(direct)
-    runner = threading.Thread(target=session.run, daemon=True)
-    runner.start()
+    _, direct, runner = recorded_run(tmp_path, lines=30)
     if late:  # the run is well on before anyone looks
         deadline = time.monotonic() + 30
         while sum(kind == "throughput" for kind, _ in direct.items) < 2 and time.monotonic() < deadline:
@@ -92,10 +98,7 @@ def test_a_viewer_hears_what_the_run_told_its_observers_in_order_with_running_me
 
 def test_release_stops_following_at_once_and_leaves_the_run_going(tmp_path):
     path = tmp_path / "r.jsonl"
-    session = printing_session(tmp_path, lines=200)
-    session.add_observer(Recorder(path))
-    runner = threading.Thread(target=session.run, daemon=True)
-    runner.start()
+    session, _, runner = recorded_run(tmp_path, lines=200)
     followed = FollowedRun(entry_for(path), poll_s=0.05)
     heard, viewer = follow(followed)
     while not any(kind == "throughput" for kind, _ in heard.items):
@@ -159,12 +162,7 @@ def test_a_stop_asked_while_the_run_starts_reaches_it_once_it_has(tmp_path, monk
 
 def test_several_viewers_follow_one_run_each_hearing_all_of_it(tmp_path):
     path = tmp_path / "r.jsonl"
-    session = printing_session(tmp_path, lines=20)
-    direct = Heard()
-    session.add_observer(Recorder(path))
-    session.add_observer(direct)
-    runner = threading.Thread(target=session.run, daemon=True)
-    runner.start()
+    _, direct, runner = recorded_run(tmp_path, lines=20)
     viewers = [follow(FollowedRun(entry_for(path), poll_s=0.05)) for _ in range(3)]
     runner.join(timeout=60)
     for heard, thread in viewers:

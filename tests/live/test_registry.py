@@ -53,7 +53,7 @@ def test_a_folder_left_open_by_hand_is_made_private_again(tmp_path, sleeper):
 
 def test_an_entry_reads_back_as_written(tmp_path, sleeper):
     registry = Registry()
-    written = entry(tmp_path, sleeper, record_path=tmp_path / "run.jsonl", kept_path=tmp_path / "kept.jsonl", detached=True, notes=["run history off"])
+    written = entry(tmp_path, sleeper, record_path=tmp_path / "run.jsonl", kept_path=tmp_path / "kept.jsonl", detached=True, notes=("run history off",))
     registry.add(written)
     assert registry.runs() == [written]
 
