@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from gputui.check.result import AT_MOST, FAIL, INFO, OK, UNDER_LOAD, WARN, CheckResult, skipped
 from gputui.check.stage_context import GpuUnderTest
 from gputui.check.thresholds import THERMAL_WARN_C, THROTTLE_FAULT_SHARE
-from gputui.diagnosis.settings import DEFAULTS
+from gputui.diagnosis_settings import DEFAULTS
 from gputui.model import GpuProcess, Sample, co_runners
 from gputui.record.observer import Observer
 

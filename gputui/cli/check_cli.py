@@ -68,8 +68,8 @@ def run(args: argparse.Namespace) -> int:
     for option, path in (("--markdown", args.markdown), ("--metrics-file", args.metrics_file)):
         if path is not None and not path.parent.is_dir():
             raise UserError(f"{option}: {path.parent} is not a directory")
-    from gputui.check.check_run import run_check_cli
     from gputui.check.stage_context import CheckOptions
+    from gputui.cli.check_headless import run_check_cli
     from gputui.record.recording import check_record_target
 
     if args.record is not None:

@@ -75,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="what this machine costs per hour: the idle finding says what idle time cost, and --serve-metrics adds the cost per million samples",
     )
     parser.set_defaults(run_command=None)  # main() fills it from what follows "--"
-    parser.add_argument("--no-confirm-quit", action="store_true", help="q quits at once, even while a run is going (default: a second q confirms)")
+    parser.add_argument("--no-confirm-quit", action="store_true", help="kept for scripts: q quits at once (a run goes on in a process of its own either way)")
 
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", prog="gputui")  # "gputui report", not the usage line
     presets = sub.add_parser("presets", help="list, show, check and edit presets")

@@ -1,6 +1,7 @@
 """Bottleneck diagnosis: rules that turn samples and events into findings.
 
-- :mod:`.settings`: thresholds and hold times (the ``[diagnosis]`` table of presets.toml);
+- :mod:`gputui.diagnosis_settings` (a leaf, outside the package): thresholds and hold
+  times (the ``[diagnosis]`` table of presets.toml), which presets and recordings check too;
 - :mod:`.hold`: time hysteresis, so verdicts neither flap nor fire on a blip;
 - :mod:`.rules`: what each finding looks for and how it explains itself (one module per family);
 - :mod:`.engine`: the :class:`Diagnoser` a Session feeds, and :func:`replay` for recordings.
@@ -8,8 +9,8 @@
 ``python -m gputui.diagnosis RECORDING.jsonl`` re-diagnoses a recording.
 See docs/diagnosis.md.
 
-The package loads nothing until a name is asked for: ``gputui.diagnosis.settings``
-(which the presets read) must not pull in the engine and every rule with it.
+The package loads nothing until a name is asked for: asking it for ``Settings`` must not
+pull in the engine and every rule with it.
 """
 
 from __future__ import annotations
@@ -17,15 +18,15 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-# name -> the submodule that defines it, imported on first use (PEP 562)
+# name -> the module that defines it, imported on first use (PEP 562)
 _LAZY = {
-    "Diagnoser": "engine",
-    "replay": "engine",
-    "replay_recording": "engine",
-    "Settings": "settings",
-    "DEFAULTS": "settings",
-    "KEYS": "settings",
-    "check_value": "settings",
+    "Diagnoser": "gputui.diagnosis.engine",
+    "replay": "gputui.diagnosis.engine",
+    "replay_recording": "gputui.diagnosis.engine",
+    "Settings": "gputui.diagnosis_settings",
+    "DEFAULTS": "gputui.diagnosis_settings",
+    "KEYS": "gputui.diagnosis_settings",
+    "check_value": "gputui.diagnosis_settings",
 }
 __all__ = list(_LAZY)
 
@@ -33,4 +34,4 @@ __all__ = list(_LAZY)
 def __getattr__(name: str) -> Any:
     if name not in _LAZY:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    return getattr(importlib.import_module(_LAZY[name]), name)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from gputui.config import tomllib
 from gputui.diagnosis.engine import replay
-from gputui.diagnosis.settings import KEYS, Settings, check_value
+from gputui.diagnosis_settings import KEYS, Settings, check_value
 from gputui.errors import UserError
 from gputui.fmt import printable
 from gputui.record import events as ev

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gputui.diagnosis.settings import Settings
+from gputui.diagnosis_settings import Settings
 from gputui.model import RUN, SAMPLES, GpuInfo, GpuProcess, GpuSample, HostSample, ProcessSample, Sample
 from gputui.record.events import ProbeReport
 from gputui.record.schema import Header, PresetRecord

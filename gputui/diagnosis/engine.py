@@ -13,7 +13,7 @@ from gputui.diagnosis.hold import CLOSE, OPEN, RAISE, Hold
 from gputui.diagnosis.rules import SEVERITIES, Rule, RuleFinding
 from gputui.diagnosis.rules import make_rules as make_base_rules
 from gputui.diagnosis.rules.straggler import make_scaling_rules
-from gputui.diagnosis.settings import Settings
+from gputui.diagnosis_settings import Settings
 from gputui.model import Sample, Throughput
 from gputui.protocol import MEASURE, WARMUP
 from gputui.record import events as ev

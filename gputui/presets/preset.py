@@ -28,8 +28,8 @@ from typing import Any
 
 from gputui.catalog import AUGMENT_LEVELS, COMPILE_MODES, DEVICES, FRAMEWORKS, METHODS, PIPELINES
 from gputui.config import user_presets_path
-from gputui.diagnosis.settings import KEYS as DIAGNOSIS_KEYS
-from gputui.diagnosis.settings import check_value as check_diagnosis_value
+from gputui.diagnosis_settings import KEYS as DIAGNOSIS_KEYS
+from gputui.diagnosis_settings import check_value as check_diagnosis_value
 from gputui.errors import UserError
 from gputui.text_files import parse_toml, read_text_file
 

@@ -266,7 +266,7 @@ MAX_LINE_BYTES = 16 * 1024 * 1024  # gputui's lines are a few KB; a sample of 8 
 
 def _check_header(record: dict[str, Any]) -> None:
     check(record, Header, "header")
-    from gputui.diagnosis.settings import KEYS, check_value  # diagnosis is heavier than this reader
+    from gputui.diagnosis_settings import KEYS, check_value  # diagnosis is heavier than this reader
 
     for key, value in (record.get("diagnosis") or {}).items():
         if key in KEYS:

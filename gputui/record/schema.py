@@ -163,7 +163,7 @@ class Header(_Record):
     attach_pid: int | None = _null()
     probe: bool | None = None  # a command's run: whether the zero-code probe was put in
     python: str | None = _null()
-    diagnosis: dict[str, Any] | None = _null()  # the settings in force (gputui.diagnosis.settings checks them)
+    diagnosis: dict[str, Any] | None = _null()  # the settings in force (gputui.diagnosis_settings checks them)
     baseline: Baseline | None = None
     check: CheckSettings | None = None  # a gputui check recording
     extra: Mapping[str, Any] = _extra()

@@ -244,13 +244,17 @@ class GpuTuiApp(DashboardApp):
         from gputui.live.host import HostSpec
 
         assert self._run_launcher is not None
-        measuring_baseline = self._baseline_first is not None and ticket.preset is self._baseline_first.twin
-        record_path = options.record_path if not (self.recorded or measuring_baseline) else None
+        record_path = self._record_path_for(ticket)
         self.recorded = self.recorded or record_path is not None
         run_options = dataclasses.replace(options, preset=ticket.preset, attach_pid=None, baseline_run=False, record_path=record_path)
         spec = HostSpec(options=run_options, history=self.history, progress=False, detached=True)
         launcher = self._run_launcher
         return FollowedRun(lambda: launcher(spec))
+
+    def _record_path_for(self, ticket: SessionTicket) -> Path | None:
+        """--record FILE for the first run, as headless (not a --baseline-run's twin)."""
+        measuring_baseline = self._baseline_first is not None and ticket.preset is self._baseline_first.twin
+        return self.options.record_path if not (self.recorded or measuring_baseline) else None
 
     def _observers_for(self, session: Session | FollowedRun, ticket: SessionTicket) -> list[Observer]:
         bridge = SessionBridge(ticket, self.post_message)
@@ -262,8 +266,7 @@ class GpuTuiApp(DashboardApp):
             return observers
         if not (ticket.is_run or ticket.attach_pid):
             return observers  # watching an idle machine is neither recorded nor kept
-        measuring_baseline = self._baseline_first is not None and ticket.preset is self._baseline_first.twin
-        record_path = self.options.record_path if not (self.recorded or measuring_baseline) else None  # --record: the first run, as headless
+        record_path = self._record_path_for(ticket)
         from gputui.session.recorders import run_recorders
 
         here = cast("Session", session)  # a run in this process: its recorders are this dashboard's
@@ -421,7 +424,8 @@ class GpuTuiApp(DashboardApp):
         if self.supervisor.attach(live, preset) is None:
             self.notify("A run is shown: stop it (s) or quit, then attach.", severity="warning")
             return
-        self._last_preset = None  # r runs a preset of this dashboard's, not a run attached to
+        # r runs its preset again where this dashboard has one of that name (a command run elsewhere may not be)
+        self._last_preset = preset.name if preset.name in self.presets else None
 
     def open_run(self, entry: st.RunView | KeptRun) -> None:
         """Enter on the Runs list: a live run started elsewhere is attached to; any other shows its summary."""
@@ -512,7 +516,7 @@ class DashboardLook:
     user_themes_dir: Path | None = None
     refresh_interval: float = REFRESH_S
     handle_signals: bool = False  # TERM/HUP/INT stop the runs and quit (the command line's)
-    confirm_quit: bool = True  # False (--no-confirm-quit): one q stops a run and quits
+    confirm_quit: bool = True  # a run in this process (tests): a second q confirms; False (--no-confirm-quit): one q stops it
 
 
 def make_app(options: RunOptions, parts: DashboardParts | None = None, look: DashboardLook | None = None, *, attach_to: LiveRun | None = None) -> GpuTuiApp:

@@ -13,7 +13,7 @@ from prometheus_client.core import GaugeMetricFamily
 
 from gputui.diagnosis import Diagnoser
 from gputui.diagnosis.rules import CoTenant
-from gputui.diagnosis.settings import Settings
+from gputui.diagnosis_settings import Settings
 from gputui.metrics.families import PROCESSES_PER_GPU, metric_families
 from gputui.metrics.live import LiveMetrics
 from gputui.model import HIDDEN, OTHER, RUN, UNMATCHED, GpuInfo, GpuProcess, GpuSample, Sample, Throughput, co_runners, to_dict

@@ -420,7 +420,7 @@ def test_without_gpus_the_host_is_the_sample_and_comes_once_a_second(tmp_path):
 
 def test_the_diagnosis_keeps_the_run_processes_between_host_readings():
     from gputui.diagnosis.context import Context
-    from gputui.diagnosis.settings import Settings
+    from gputui.diagnosis_settings import Settings
     from gputui.model import HostSample, ProcessSample
 
     ctx = Context(Settings())

@@ -209,7 +209,7 @@ def test_a_malformed_settings_file_is_ignored_and_never_overwritten(tmp_path):
 
 
 def test_the_dashboard_s_settings_are_named_apart_from_the_diagnosis_settings(tmp_path):
-    from gputui.diagnosis.settings import Settings as DiagnosisSettings
+    from gputui.diagnosis_settings import Settings as DiagnosisSettings
 
     path = tmp_path / "settings.toml"
     path.write_text('theme = "gputui-light"\n[keys]\nstop_run = "x"\n')

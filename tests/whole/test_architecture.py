@@ -109,7 +109,8 @@ def test_an_exemption_that_matches_no_import_is_an_error(tmp_path):
     pyproject = root / "pyproject.toml"
     text = pyproject.read_text(encoding="utf-8")
     stale = '"gputui.run.runner -> gputui.session.session",'
-    pyproject.write_text(text.replace("ignore_imports = [\n", f"ignore_imports = [\n    {stale}\n", 1), encoding="utf-8")
+    assert "ignore_imports = []" in text  # the layers hold with no exception
+    pyproject.write_text(text.replace("ignore_imports = []", f"ignore_imports = [\n    {stale}\n]", 1), encoding="utf-8")
     result = run_lint_imports(root)
     assert result.returncode != 0
     assert "gputui.run.runner -> gputui.session.session" in result.stdout + result.stderr

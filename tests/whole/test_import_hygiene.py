@@ -75,8 +75,10 @@ def test_the_core_never_loads_the_benchmark_worker_package():
 
 def test_the_package_roots_stay_lazy():
     # gputui/__init__ imports nothing; gputui.diagnosis loads its engine and rules only
-    # when a name is asked for (the presets read its settings alone: issue 27)
+    # when a name is asked for; the presets read the settings, a leaf, alone
     assert _modules_loaded_by_importing(["gputui"], "gputui") == ["gputui"]
-    assert _modules_loaded_by_importing(["gputui.presets.preset"], "gputui.diagnosis") == ["gputui.diagnosis", "gputui.diagnosis.settings"]
+    assert _modules_loaded_by_importing(["gputui.presets.preset"], "gputui.diagnosis") == []
+    assert _modules_loaded_by_importing(["gputui.presets.preset"], "gputui.diagnosis_settings") == ["gputui.diagnosis_settings"]
+    assert _modules_loaded_by_importing(["gputui.diagnosis"], "gputui.diagnosis") == ["gputui.diagnosis"]
     # And the check itself can fail: asking the package for the engine loads every rule.
     assert "gputui.diagnosis.rules.clocks" in _modules_loaded_by_importing(["gputui.diagnosis.engine"], "gputui.diagnosis")

@@ -15,7 +15,7 @@ from typing import Any
 
 from gputui.diagnosis.context import Accum, Context, med, rnd
 from gputui.diagnosis.hold import Hold
-from gputui.diagnosis.settings import Settings
+from gputui.diagnosis_settings import Settings
 from gputui.model import GpuSample
 from gputui.record import events
 

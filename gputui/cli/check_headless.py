@@ -1,0 +1,94 @@
+"""``gputui check`` without the dashboard: a line per check as it completes, then the
+verdict (or JSON), the check kept in the run history and, where asked, in a recording, a
+Markdown table and a Prometheus text file.  Loaded by ``check_cli.run`` only (the check's
+modules are not light)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from gputui.check import verdict_text as render
+from gputui.check.check_run import CheckListener, CheckRun
+from gputui.check.result import CheckResult
+from gputui.check.stage_context import CheckOptions
+from gputui.errors import UserError
+from gputui.run.signal_relay import STOP_SIGNALS, SignalRelay
+
+
+class ProgressLines(CheckListener):
+    """A line per stage as it starts and per check as it completes."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+
+    def on_stage(self, stage: str, state: str) -> None:
+        if state == "start":
+            print(f"gputui check: {stage}", file=self.stream, flush=True)
+
+    def on_result(self, result: CheckResult) -> None:
+        print("  " + render.progress_line(result), file=self.stream, flush=True)
+
+
+def run_check_cli(
+    options: CheckOptions,
+    *,
+    record: Path | None,
+    as_json: bool,
+    markdown: Path | None,
+    metrics_file: Path | None = None,
+    quiet: bool = False,
+    force: bool = False,
+    no_history: bool = False,
+) -> int:
+    """The headless face: a line per check as it completes, then the verdict (or JSON).
+    The check is kept in the run history like any run, and in ``record`` if given."""
+    from gputui.record.history import RunHistory
+    from gputui.record.recording import Recorder
+    from gputui.safe_write import write_atomic
+
+    # A full disk loses the recording, not the verdict: say so at once and go on.
+    recorders = (
+        [Recorder(record, overwrite=force, on_error=lambda text: print(f"gputui: warning: {text}; the check goes on", file=sys.stderr))]
+        if record is not None
+        else []
+    )
+    history = RunHistory.from_environment(no_history)
+    if history is not None:
+        kept = history.start_recording("check", warn=lambda text: print(f"gputui: warning: {text}", file=sys.stderr))
+        recorders += [kept] if kept is not None else []
+    # Progress goes to stderr with --json (stdout is for the machine), else to stdout.
+    listener = CheckListener() if quiet else ProgressLines(sys.stderr if as_json else sys.stdout)
+    metrics = None
+    if metrics_file is not None:
+        from gputui.metrics.live import LiveMetrics
+
+        metrics = LiveMetrics(options.price_per_hour)
+    check = CheckRun(options, observers=[*recorders, *([metrics] if metrics else [])], listener=listener)
+    relay = SignalRelay(STOP_SIGNALS, lambda _signum: check.stop())  # nohup's ignored SIGHUP stays ignored
+    received = relay.received
+    try:
+        report = check.run()
+    finally:
+        relay.close()
+        for recorder in recorders:
+            recorder.close()
+    if markdown is not None:
+        try:
+            write_atomic(markdown, render.markdown(report.results, report.header))
+        except OSError as exc:
+            raise UserError(f"{markdown}: cannot write the Markdown report ({exc.strerror})") from None
+    if metrics is not None and metrics_file is not None:
+        from gputui.metrics.families import write_metrics_file
+
+        try:
+            write_metrics_file(metrics_file, metrics)
+        except OSError as exc:
+            raise UserError(f"{metrics_file}: cannot write the metrics ({exc.strerror or exc})") from None
+    if as_json:
+        print(render.to_json(report.results, report.header, report.summary))
+    else:
+        print(render.verdict_line(report.results) + (" (stopped early)" if report.stopped else ""))
+    if report.stopped:
+        return 128 + received[0] if received else 130  # as the shell reports a death by that signal
+    return report.exit_code
