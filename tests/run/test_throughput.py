@@ -484,7 +484,9 @@ def test_ordinary_lines_are_cheap():
     for line in lines:
         parser.feed(line)
     per_line = (time.perf_counter() - start) / len(lines)
-    assert per_line < 50e-6, f"{per_line * 1e6:.1f} us per line"
+    # A bound that tells a linear pass from a pathological one (a regex that backtracks)
+    # with room for a loaded CI worker: fresh-clone CI once took 65 us a line under load.
+    assert per_line < 500e-6, f"{per_line * 1e6:.1f} us per line"
 
 
 HUGE_LINES = {

@@ -29,6 +29,8 @@ def setup(tmp_path) -> tuple[Path, dict]:
 
 
 async def open_editor(pilot, app, name: str) -> PresetEditorScreen:
+    """The editor on preset ``name``, once its form is up (on a loaded machine the screen is
+    pushed a moment before its fields are mounted)."""
     app.dashboard.query_one(PresetList).select_name(name)
     await pilot.press("e")
-    return await wait_until(pilot, lambda: isinstance(app.screen, PresetEditorScreen) and app.screen, what="editor")
+    return await wait_until(pilot, lambda: isinstance(app.screen, PresetEditorScreen) and app.screen.query("#field-name") and app.screen, what="editor")
