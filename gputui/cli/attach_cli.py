@@ -27,6 +27,8 @@ def run(args: argparse.Namespace) -> int:
 
     registry = Registry()
     live = registry.find(args.run) if args.run else choose(registry.runs())
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise UserError(f"gputui attach opens the dashboard, which needs a terminal; {live.name} goes on (gputui runs lists it, gputui stop stops it)")
     return run_dashboard(args, attach_to=live)
 
 

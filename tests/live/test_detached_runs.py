@@ -65,6 +65,9 @@ def test_gputui_runs_marks_a_live_run_with_its_pid_and_time(tmp_path):
     assert f"live, pid {live.pid}, 0:" in row
     (entry,) = json.loads(run_gputui(["runs", "--json"], tmp_path).stdout)
     assert entry["live"]["pid"] == live.pid and entry["live"]["name"] == live.name and entry["outcome"] == "running"
+    attached = run_gputui(["attach"], tmp_path)  # no terminal here: one line, and the run is left alone
+    assert attached.returncode == 2 and f"needs a terminal; {live.name} goes on" in attached.stderr, attached.stderr
+    assert live.alive()
     assert run_gputui(["stop", live.name], tmp_path).returncode == 0
 
 
