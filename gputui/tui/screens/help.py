@@ -24,7 +24,7 @@ HELP: tuple[tuple[str, tuple[Row, ...]], ...] = (
         (
             (None, "↑ ↓", "choose a preset"),
             ("run_preset", "enter", "run the highlighted preset"),
-            ("stop_run", "s", "stop the run (its whole process group), after asking; shown while a run is going"),
+            ("stop_run", "s", "stop the run (its whole process group), after asking"),
             ("run_again", "r", "run the last preset again"),
             ("show_findings", "f", "what holds the run back, with evidence and advice"),
             ("show_summary", "u", "the last finished run's summary"),
@@ -39,7 +39,7 @@ HELP: tuple[tuple[str, tuple[Row, ...]], ...] = (
             ("command_palette", "ctrl+p", "command palette: themes, stop, run again, screenshot, …"),
             ("close_keys_panel", "escape", "close Textual's Keys panel (palette: Keys)"),
             ("help", "?,f1", "this help"),
-            ("quit", "q", "quit; a run goes on in its own process (gputui attach shows it again)"),
+            ("quit", "q", "quit; a run goes on (gputui attach shows it again)"),
             ("quit_ctrl_q", "ctrl+q", "quit, the same way"),
         ),
     ),
@@ -48,7 +48,7 @@ HELP: tuple[tuple[str, tuple[Row, ...]], ...] = (
         (
             ("runs_up", "up", "previous run"),
             ("runs_down", "down", "next run"),
-            ("open_run", "enter", "the run's summary; a run marked live: attach to it"),
+            ("open_run", "enter", "the run's summary; a live one: attach to it"),
             ("compare_run", "c", "mark for comparison; a second mark compares the two"),
         ),
     ),
