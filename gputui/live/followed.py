@@ -36,8 +36,6 @@ class FollowedRun:
     the run's entry, or from a function that starts the run and returns its entry
     (called by :meth:`run`, in the caller's thread: starting takes a second or two)."""
 
-    outlives_viewer = True  # closing the viewer leaves it running
-
     def __init__(self, live: LiveRun | Callable[[], LiveRun], *, poll_s: float = POLL_S) -> None:
         self._start = None if isinstance(live, LiveRun) else live
         self.live: LiveRun | None = live if isinstance(live, LiveRun) else None
