@@ -32,7 +32,7 @@ from synthetic import gpu_sample, sample
 
 from gputui.model import to_dict
 from gputui.record.gzip_lines import GzipLineWriter
-from gputui.record.recording import Recorder
+from gputui.record.recorder import Recorder
 from gputui.record.schema import Header
 from gputui.session.summary import SummaryBuilder
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 T = TypeVar("T")
 
@@ -71,11 +71,12 @@ def from_dict(cls: type[T], data: dict[str, Any]) -> T:
 
 
 # Whose a GPU process is (GpuProcess.owner), judged by gputui.telemetry.gpu_processes:
-RUN = "run"  # the run's own: its pid is in the run's process tree
-OTHER = "other"  # another process this PID namespace shows (another user's, another job)
-HIDDEN = "hidden"  # a pid this PID namespace does not show, while NVML's pids match ours: another container
-UNMATCHED = "unmatched"  # a pid we cannot see, and NVML's pids were never seen to match ours: ours or not, unknown
-OWNERS = (RUN, OTHER, HIDDEN, UNMATCHED)
+Owner = Literal["run", "other", "hidden", "unmatched"]
+RUN: Owner = "run"  # the run's own: its pid is in the run's process tree
+OTHER: Owner = "other"  # another process this PID namespace shows (another user's, another job)
+HIDDEN: Owner = "hidden"  # a pid this PID namespace does not show, while NVML's pids match ours: another container
+UNMATCHED: Owner = "unmatched"  # a pid we cannot see, and NVML's pids were never seen to match ours: ours or not, unknown
+OWNERS: tuple[Owner, ...] = (RUN, OTHER, HIDDEN, UNMATCHED)
 
 
 @dataclass
@@ -87,7 +88,7 @@ class GpuProcess:
     pid: int
     used_memory: int | None = None  # bytes; None where NVML does not say (NVML_VALUE_NOT_AVAILABLE)
     name: str | None = None
-    owner: str | None = None  # one of OWNERS
+    owner: Owner | None = None
     kind: str | None = None  # "compute", "graphics" or "compute+graphics"
     user: str | None = None  # where this PID namespace shows the process
     command: str | None = None  # short: the program and its script, no other arguments
@@ -263,8 +264,11 @@ class Sample:
 #: What a throughput reading counts.  Samples (images, sequences, examples) where the tool
 #: says so or a batch size converts its steps; tokens stay tokens (LLM jobs count them);
 #: steps (optimizer steps, iterations, batches) where nothing says how big a step is.
-SAMPLES, TOKENS, STEPS = "samples", "tokens", "steps"
-UNITS = (SAMPLES, TOKENS, STEPS)
+Unit = Literal["samples", "tokens", "steps"]
+SAMPLES: Unit = "samples"
+TOKENS: Unit = "tokens"
+STEPS: Unit = "steps"
+UNITS: tuple[Unit, ...] = (SAMPLES, TOKENS, STEPS)
 
 
 @dataclass(frozen=True)
@@ -282,7 +286,7 @@ class Throughput:
     seconds: float | None = None
     rank: int | None = None  # one rank's own reading in a data-parallel run
     ranks: int | None = None  # a data-parallel total: how many ranks' readings it adds
-    unit: str = SAMPLES  # one of UNITS
+    unit: Unit = SAMPLES
 
 
 #: The source of readings from gputui's own benchmark workloads: windows of timed steps,

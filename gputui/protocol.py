@@ -31,7 +31,7 @@ import json
 import math
 import os
 import sys
-from typing import Any, TextIO
+from typing import Any, TextIO, TypedDict
 
 MARKER = "@gputui "
 VERSION = 1
@@ -59,7 +59,12 @@ def json_safe(value: Any) -> Any:
     return value
 
 
-def decode(line: str) -> dict[str, Any] | None:
+#: A JSON object as ``json.loads`` gives it: the one type of the parse edge, where a
+#: reader (the protocol, the recording, the live list) has not yet checked its keys.
+JsonObject = dict[str, Any]
+
+
+def decode(line: str) -> JsonObject | None:
     """The payload of a protocol line, or None for any other line (never raises)."""
     start = line.find(MARKER)
     if start < 0:
@@ -113,3 +118,76 @@ class Emitter:
 
     def oom(self, **fields: Any) -> None:
         self.emit("oom", **fields)
+
+
+# --- What the lines hold -------------------------------------------------------------
+# The keys of the lines the workers write and gputui reads, declared once for both sides.
+# On the wire every key may be missing (None is never written: ``encode`` leaves it out).
+
+
+class RunInfo(TypedDict, total=False):
+    """What a workload says of itself on its start, result and oom lines."""
+
+    framework: str
+    model: str
+    precision: str
+    device: str  # "cuda" or "cpu"
+    peak_memory_source: str  # what peak_memory_bytes counts (the framework's allocator, ru_maxrss)
+
+
+class StartLine(RunInfo, total=False):
+    """``start``: the run's settings as the workload resolved them (batch_size, pipeline,
+    image_size, ...); here the keys gputui reads by name."""
+
+    batch_size: int
+    flops_per_sample: float  # training FLOPs of one sample, where the workload counted them
+
+
+class TrialLine(TypedDict):
+    """One batch size tried by ``--find-max-batch`` (a ``trial`` line, and one point of a
+    result's ``curve``)."""
+
+    batch_size: int
+    fits: bool
+    samples_per_sec: float | None
+    peak_memory_bytes: int | None
+    message: str | None
+
+
+class ResultLine(RunInfo, total=False):
+    """``result``: the run's numbers (gputui.workloads.measure); a batch search's best
+    batch and its curve; the smoke workload's checksum."""
+
+    samples_per_sec: float  # the median of the measured windows' rates (or the tf-metal headline)
+    p5: float
+    p95: float
+    mean: float  # measured samples / measured seconds
+    steps: int
+    batch_size: int
+    windows: int
+    samples: float
+    seconds: float
+    flops_per_sample: float  # training FLOPs of one sample, where the workload counted them
+    achieved_tflops: float
+    epochs: int
+    statistic: str  # how samples_per_sec was computed
+    method: str  # "steps" or "tf-metal"
+    peak_memory_bytes: int
+    mode: str  # "find-max-batch"
+    max_batch_size: int
+    best_batch_size: int
+    best_samples_per_sec: float
+    trials: int
+    curve: list[TrialLine]
+    checksum: int
+
+
+class PipelineLine(TypedDict):
+    """``pipeline``: the host image pipeline's rate (gputui.workloads.pipeline_rate)."""
+
+    images_per_sec: float
+    images: int
+    seconds: float
+    workers: int
+    image_size: int
+    augment: str

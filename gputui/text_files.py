@@ -68,7 +68,11 @@ def read_text_file(path: Path, what: str = "text file", limit: int = MAX_TEXT_BY
         raise UserError(f"{path}: not UTF-8 text (byte {exc.start})") from None
 
 
-def parse_toml(text: str, path: Path) -> dict[str, Any]:
+#: A TOML table as ``tomllib`` gives it: the parse edge, before its loader checks its keys.
+TomlTable = dict[str, Any]
+
+
+def parse_toml(text: str, path: Path) -> TomlTable:
     """``text`` parsed as TOML; every way it can fail is a UserError naming ``path``
     (a syntax error says the line and column tomllib gives)."""
     try:
@@ -81,7 +85,7 @@ def parse_toml(text: str, path: Path) -> dict[str, Any]:
         raise UserError(f"{path}: a number too long to read ({str(exc).split(':')[0]})") from None
 
 
-def load_toml(path: Path, what: str = "TOML file") -> dict[str, Any]:
+def load_toml(path: Path, what: str = "TOML file") -> TomlTable:
     """Read and parse a small TOML file; see :func:`read_text_file` and :func:`parse_toml`."""
     return parse_toml(read_text_file(path, what), path)
 

@@ -6,3 +6,6 @@ pipeline), each producing :class:`~gputui.check.result.CheckResult` values grade
 against :mod:`~gputui.gpus.models` with the thresholds in
 :mod:`~gputui.check.thresholds`.  Nothing here imports Textual.
 """
+
+# What other packages may import (the check's run, its results, options, thresholds and how they read); tests/whole/test_package_faces.py holds them to it.
+__all__ = ["check_run", "result", "stage_context", "thresholds", "verdict_text"]

@@ -19,8 +19,9 @@ from typing import Any
 from gputui.check import verdict_text as render
 from gputui.check.cost import cost_results
 from gputui.check.result import CheckResult, exit_code
-from gputui.check.stage_context import CHECK_EVENT, STAGE_EVENT, CheckOptions, StageContext, gpus_under_test
+from gputui.check.stage_context import CHECK_EVENT, STAGE_EVENT, CheckOptions, StageContext, StageState, gpus_under_test
 from gputui.check.under_load import LoadWatcher, load_results
+from gputui.diagnosis_settings import Settings as DiagnosisSettings
 from gputui.record.observer import Observer
 from gputui.record.schema import CheckSettings, CheckSummary, Header
 from gputui.session.assemble import SessionParts
@@ -52,7 +53,7 @@ class CheckListener:
     """What a face (the headless lines, the dashboard's Check screen) hears; called
     from the thread that runs the check."""
 
-    def on_stage(self, stage: str, state: str) -> None:
+    def on_stage(self, stage: str, state: StageState) -> None:
         pass
 
     def on_result(self, result: CheckResult) -> None:
@@ -74,7 +75,7 @@ class CheckRun:
     ):
         self.options = options
         self.listener = listener or CheckListener()
-        diagnosis = options.config.diagnosis if options.config is not None else {}
+        diagnosis = DiagnosisSettings.from_tables(options.config.diagnosis if options.config is not None else None)
         if parts is None:  # telemetry instances handed in (tests), else this machine's
             parts = SessionParts(gpu=None if gpu is None else (lambda: gpu), host=None if host is None else (lambda: host))
         self.session = parts.build(SessionConfig(interval=options.interval, diagnosis=diagnosis, check=_options_record(options)))
@@ -179,7 +180,7 @@ class CheckRun:
         watcher.start()
         return watcher
 
-    def _stage_event(self, stage: str, state: str) -> None:
+    def _stage_event(self, stage: str, state: StageState) -> None:
         self.session.post_event(STAGE_EVENT, {"stage": stage, "state": state})
         self.listener.on_stage(stage, state)
 

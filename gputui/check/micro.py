@@ -15,7 +15,8 @@ CUDA_VISIBLE_DEVICES reorders, so devices are matched by UUID or PCI address.
 ``--device cpu`` measures an fp32 matmul and a memory copy with small sizes: it lets
 CI test this protocol path without a GPU; the check never uses it.
 
-This child imports nothing of gputui beyond the protocol and the NVML wrapper.
+This child imports nothing of gputui beyond the protocol, the NVML wrapper and its lines'
+shapes (:mod:`gputui.check.micro_lines`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from gputui.check.micro_matmul import SWEEP_FULL, SWEEP_QUICK, fitting_shapes, sweep
+from gputui.check.micro_lines import AllreduceFields, CopyFields, HostCopyFields, MicroFields, PeerCopyFields
+from gputui.check.micro_matmul import SWEEP_FULL, SWEEP_QUICK, MatmulFields, fitting_shapes, sweep
 from gputui.protocol import Emitter
 from gputui.telemetry.nvml import GpuLost, Nvml
 
@@ -46,7 +48,7 @@ MATMUL_SHAPE_SECONDS = {False: 0.6, True: 0.2}  # keyed by --quick
 MATMUL_WARMUP_SECONDS = {False: 1.0, True: 0.3}
 MATMUL_DTYPES = {"matmul_bf16": "bfloat16", "matmul_fp16": "float16", "matmul_tf32": "float32"}
 AMPERE = 8  # compute capability major of the first bf16/TF32 tensor cores
-DEVICE_COPY_BYTES = GIB  # far past any L2 cache (50 MB on an H100)
+DEVICE_COPY_BYTES = GIB  # far past any L2 cache (an H100's is 50 MB)
 PINNED_BYTES = 256 * MIB
 P2P_BYTES = 256 * MIB
 ALLREDUCE_BYTES = 256 * MIB
@@ -133,7 +135,18 @@ def _norm_uuid(value: Any) -> str | None:
     return text[4:] if text.startswith("gpu-") else text
 
 
-def nvml_identities(nvml: Nvml) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class DeviceIdentity:
+    """One GPU as torch or NVML numbers it: its index there, UUID (lower case, no
+    ``GPU-``) and PCI (domain, bus, device); NVML's also its handle."""
+
+    index: int
+    uuid: str | None
+    pci: tuple[int, int, int] | None
+    handle: Any = None
+
+
+def nvml_identities(nvml: Nvml) -> list[DeviceIdentity]:
     """index, handle, uuid and PCI (domain, bus, device) of every GPU NVML sees."""
     out = []
     for index in range(nvml.call("nvmlDeviceGetCount") or 0):
@@ -142,23 +155,23 @@ def nvml_identities(nvml: Nvml) -> list[dict[str, Any]]:
             continue
         pci = nvml.call("nvmlDeviceGetPciInfo", handle)
         out.append(
-            {
-                "index": index,
-                "handle": handle,
-                "uuid": _norm_uuid(nvml.call("nvmlDeviceGetUUID", handle)),
-                "pci": None if pci is None else (pci.domain, pci.bus, pci.device),
-            }
+            DeviceIdentity(
+                index=index,
+                handle=handle,
+                uuid=_norm_uuid(nvml.call("nvmlDeviceGetUUID", handle)),
+                pci=None if pci is None else (pci.domain, pci.bus, pci.device),
+            )
         )
     return out
 
 
-def match_devices(torch_ids: list[dict[str, Any]], nvml_ids: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+def match_devices(torch_ids: list[DeviceIdentity], nvml_ids: list[DeviceIdentity]) -> dict[int, DeviceIdentity]:
     """torch index -> its NVML identity, matched by UUID, else by PCI address."""
     matched = {}
     for tid in torch_ids:
         for nid in nvml_ids:
-            if (tid.get("uuid") and tid["uuid"] == nid.get("uuid")) or (tid.get("pci") and tid["pci"] == nid.get("pci")):
-                matched[tid["index"]] = nid
+            if (tid.uuid and tid.uuid == nid.uuid) or (tid.pci and tid.pci == nid.pci):
+                matched[tid.index] = nid
                 break
     return matched
 
@@ -234,15 +247,16 @@ class Micro:
         self.seconds = seconds
         self.quick = quick
 
-    def attempt(self, metric: str, fn: Callable[[], dict[str, Any]], **keys: Any) -> None:
-        """Run one measurement; any failure is reported and the run goes on."""
+    def attempt(self, metric: str, fn: Callable[[], MicroFields], *, gpu: int | None = None, peer: int | None = None, device: str | None = None) -> None:
+        """Run one measurement; any failure is reported and the run goes on.  The line
+        names the GPU (and the ``peer`` of a copy between two) or the ``device``."""
         try:
             fields = fn()
         except Exception as exc:  # noqa: BLE001 - OOM, unsupported dtype, a CUDA error: skip it
-            self.out.emit("micro_skipped", metric=metric, **keys, reason=_reason(exc))
+            self.out.emit("micro_skipped", metric=metric, gpu=gpu, peer=peer, device=device, reason=_reason(exc))
             self._release()
             return
-        self.out.emit("micro", metric=metric, **keys, **fields)
+        self.out.emit("micro", metric=metric, gpu=gpu, peer=peer, device=device, **fields)
         self._release()
 
     def _release(self) -> None:
@@ -260,7 +274,7 @@ class Micro:
         )
         self.attempt(
             "memory_bandwidth",
-            lambda: {"value": round(copy_gbs(torch, "cpu", CPU_COPY_BYTES, self.seconds, timer, sync), 2), "unit": "GB/s", "bytes": CPU_COPY_BYTES},
+            lambda: CopyFields(value=round(copy_gbs(torch, "cpu", CPU_COPY_BYTES, self.seconds, timer, sync), 2), unit="GB/s", bytes=CPU_COPY_BYTES),
             device="cpu",
         )
 
@@ -277,7 +291,7 @@ class Micro:
         for metric, to_device in (("h2d", True), ("d2h", False)):
             self.attempt(metric, functools.partial(self._host_copy, target, device, to_device, timer, sync, nvml), gpu=target.gpu)
 
-    def _matmul(self, target: Target, device: Any, metric: str, dtype_name: str, timer: Any, sync: Callable[[], None]) -> dict[str, Any]:
+    def _matmul(self, target: Target, device: Any, metric: str, dtype_name: str, timer: Any, sync: Callable[[], None]) -> MatmulFields:
         torch = self.torch
         if metric != "matmul_fp16" and target.capability[0] < AMPERE:
             kind = "TF32" if metric == "matmul_tf32" else "bf16"
@@ -305,18 +319,18 @@ class Micro:
             torch.backends.cuda.matmul.allow_tf32 = previous
         return result.fields()
 
-    def _device_copy(self, device: Any, timer: Any, sync: Callable[[], None]) -> dict[str, Any]:
+    def _device_copy(self, device: Any, timer: Any, sync: Callable[[], None]) -> CopyFields:
         free, _total = self.torch.cuda.mem_get_info(device)
         nbytes = min(DEVICE_COPY_BYTES, free // 8)
-        return {"value": round(copy_gbs(self.torch, device, nbytes, self.seconds, timer, sync), 1), "unit": "GB/s", "bytes": nbytes}
+        return CopyFields(value=round(copy_gbs(self.torch, device, nbytes, self.seconds, timer, sync), 1), unit="GB/s", bytes=nbytes)
 
-    def _host_copy(self, target: Target, device: Any, to_device: bool, timer: Any, sync: Callable[[], None], nvml: Nvml | None) -> dict[str, Any]:
+    def _host_copy(self, target: Target, device: Any, to_device: bool, timer: Any, sync: Callable[[], None], nvml: Nvml | None) -> HostCopyFields:
         link = LinkWatcher(nvml, target.nvml_handle)
         value = host_copy_gbs(self.torch, device, to_device, self.seconds, timer, sync, link)
-        return {"value": round(value, 2), "unit": "GB/s", "bytes": PINNED_BYTES, "pcie_gen_loaded": link.gen, "pcie_width_loaded": link.width}
+        return HostCopyFields(value=round(value, 2), unit="GB/s", bytes=PINNED_BYTES, pcie_gen_loaded=link.gen, pcie_width_loaded=link.width)
 
-    def _p2p(self, a: Target, b: Target, access: bool, seconds: float) -> dict[str, Any]:
-        return {"value": round(p2p_gbs(self.torch, a.torch_index, b.torch_index, seconds), 1), "unit": "GB/s", "access": access, "bytes": P2P_BYTES}
+    def _p2p(self, a: Target, b: Target, access: bool, seconds: float) -> PeerCopyFields:
+        return PeerCopyFields(value=round(p2p_gbs(self.torch, a.torch_index, b.torch_index, seconds), 1), unit="GB/s", access=access, bytes=P2P_BYTES)
 
     def run_pairs(self, targets: list[Target]) -> None:
         if len(targets) < 2:
@@ -336,12 +350,12 @@ class Micro:
 
         self.attempt(
             "allreduce",
-            lambda: {
-                "value": round(allreduce_busbw([t.torch_index for t in targets], ALLREDUCE_BYTES, self.seconds, ALLREDUCE_TIMEOUT_S), 1),
-                "unit": "GB/s",
-                "gpus": len(targets),
-                "bytes": ALLREDUCE_BYTES,
-            },
+            lambda: AllreduceFields(
+                value=round(allreduce_busbw([t.torch_index for t in targets], ALLREDUCE_BYTES, self.seconds, ALLREDUCE_TIMEOUT_S), 1),
+                unit="GB/s",
+                gpus=len(targets),
+                bytes=ALLREDUCE_BYTES,
+            ),
         )
 
 
@@ -352,11 +366,11 @@ def find_targets(torch: Any, nvml: Nvml | None, wanted: list[int] | None) -> tup
     for index in range(count):
         props = torch.cuda.get_device_properties(index)
         torch_ids.append(
-            {
-                "index": index,
-                "uuid": _norm_uuid(getattr(props, "uuid", None)),
-                "pci": (props.pci_domain_id, props.pci_bus_id, props.pci_device_id) if hasattr(props, "pci_bus_id") else None,
-            }
+            DeviceIdentity(
+                index=index,
+                uuid=_norm_uuid(getattr(props, "uuid", None)),
+                pci=(props.pci_domain_id, props.pci_bus_id, props.pci_device_id) if hasattr(props, "pci_bus_id") else None,
+            )
         )
     matched = match_devices(torch_ids, nvml_identities(nvml)) if nvml is not None else {}
     targets = []
@@ -364,10 +378,10 @@ def find_targets(torch: Any, nvml: Nvml | None, wanted: list[int] | None) -> tup
         props = torch.cuda.get_device_properties(index)
         nid = matched.get(index)
         # Without NVML the torch index is all there is (and no link reading).
-        gpu = nid["index"] if nid else (index if not matched else None)
+        gpu = nid.index if nid else (index if not matched else None)
         if gpu is None or (wanted is not None and gpu not in wanted):
             continue
-        targets.append(Target(torch_index=index, gpu=gpu, name=props.name, capability=(props.major, props.minor), nvml_handle=nid["handle"] if nid else None))
+        targets.append(Target(torch_index=index, gpu=gpu, name=props.name, capability=(props.major, props.minor), nvml_handle=nid.handle if nid else None))
     seen = {t.gpu for t in targets}
     return sorted(targets, key=lambda t: t.gpu), [gpu for gpu in wanted or [] if gpu not in seen]
 

@@ -3,8 +3,8 @@
 have settled.  Part of the micro-benchmark child (:mod:`gputui.check.micro`).
 
 One square size is not enough: cuBLAS picks a different kernel per shape, and the size
-that suits one card or dtype leaves another 10-15 % short (an 8192² bf16 matmul on an
-H200 measured 85 % of the best shape's figure, issue 23).  So each dtype runs:
+that suits one card or dtype leaves another 10-15 % short
+(docs/performance.md#figures-behind-the-codes-choices).  So each dtype runs:
 
 1. a warm-up on the largest shape that fits, long enough for the clocks to settle where
    a sustained load keeps them (a cold card boosts, then meets its power cap);
@@ -12,7 +12,8 @@ H200 measured 85 % of the best shape's figure, issue 23).  So each dtype runs:
    a shape's figure is the **median** of its windows: sustained, not one lucky window;
 3. the best shape's figure as the result, with every shape's figure beside it.
 
-This module imports nothing of gputui: the child stays light.
+This module imports nothing of gputui but the lines' shapes (:mod:`gputui.check.micro_lines`):
+the child stays light.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from gputui.check.micro_lines import MatmulFields, SweepShape
 
 Shape = tuple[int, int, int]  # (m, n, k): an (m, k) by (k, n) product
 
@@ -55,18 +58,17 @@ class SweepResult:
     best: ShapeResult
     shapes: list[ShapeResult] = field(default_factory=list)
 
-    def fields(self, digits: int = 1) -> dict[str, Any]:
+    def fields(self, digits: int = 1) -> MatmulFields:
         """The ``micro`` line's fields: the best shape's sustained figure, and the sweep."""
         m, n, k = self.best.shape
-        return {
-            "value": round(self.best.tflops, digits),
-            "unit": "TFLOP/s",
-            **({"size": m} if m == n == k else {}),
-            "shape": [m, n, k],
-            "best_window": round(self.best.best_window, digits),
-            "windows": self.best.windows,
-            "sweep": [{"shape": list(s.shape), "value": round(s.tflops, digits), "windows": s.windows} for s in self.shapes],
-        }
+        out = MatmulFields(value=round(self.best.tflops, digits), unit="TFLOP/s")
+        if m == n == k:
+            out["size"] = m
+        out["shape"] = [m, n, k]
+        out["best_window"] = round(self.best.best_window, digits)
+        out["windows"] = self.best.windows
+        out["sweep"] = [SweepShape(shape=list(s.shape), value=round(s.tflops, digits), windows=s.windows) for s in self.shapes]
+        return out
 
 
 def flops(shape: Shape) -> float:

@@ -11,11 +11,12 @@ from __future__ import annotations
 import statistics
 import sys
 from collections import deque
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
 
 from gputui import fmt
+from gputui.check.micro_lines import Measured, read_line
 from gputui.check.result import AT_LEAST, FAIL, INFO, MICRO, OK, WARN, CheckResult, skipped
+from gputui.check.result_data import AllreduceData, DatasheetData, HostCopyData, LinkData, PeerCopyData
 from gputui.check.stage_context import GpuUnderTest, StageContext
 from gputui.check.thresholds import PEER_OUTLIER_BELOW, grade_ratio, pcie_gbs, ratio_bands
 from gputui.gpus.models import ACHIEVABLE, Expectation, datasheet_peak, expect
@@ -89,25 +90,28 @@ class MicroGrader:
         self.graded_ids: list[str] = []
         self.values: dict[str, dict[int, tuple[float, str]]] = {}  # metric -> gpu -> (value, unit), for the peers
 
-    def grade(self, payload: dict[str, Any]) -> list[CheckResult]:
-        event = payload.get("event")
-        if event == "micro":
-            results = self._measured(payload)
-        elif event == "micro_skipped":
-            metric = str(payload.get("metric", "?"))
-            gpu = payload.get("gpu")
+    def grade(self, payload: Mapping[str, object]) -> list[CheckResult]:
+        """The results of one decoded protocol payload of the child (gputui.check.micro_lines)."""
+        line = read_line(payload)
+        if line is None:  # anything newer: nothing to grade
+            results = []
+        elif line["event"] == "micro":
+            results = self._measured(line)
+        elif line["event"] == "micro_skipped":
+            metric = str(line.get("metric", "?"))
+            gpu = line.get("gpu")
             results = [
                 skipped(
-                    result_id(metric, gpu, payload.get("peer"), payload.get("device")),
+                    result_id(metric, gpu, line.get("peer"), line.get("device")),
                     MICRO,
-                    self._name(metric, gpu, payload.get("peer")),
-                    str(payload.get("reason") or "not measured"),
+                    self._name(metric, gpu, line.get("peer")),
+                    str(line.get("reason") or "not measured"),
                     gpu=gpu,
                 )
             ]
-        elif event == "micro_unavailable":
-            results = [skipped(STAGE_ID, MICRO, STAGE_NAME, str(payload.get("reason") or "PyTorch cannot use a GPU"))]
-        else:  # micro_env and anything newer: nothing to grade
+        elif line["event"] == "micro_unavailable":
+            results = [skipped(STAGE_ID, MICRO, STAGE_NAME, str(line.get("reason") or "PyTorch cannot use a GPU"))]
+        else:  # micro_env: nothing to grade
             results = []
         self.graded_ids.extend(r.id for r in results)
         return results
@@ -122,7 +126,7 @@ class MicroGrader:
         gut = self._gpus.get(gpu) if gpu is not None else None
         return gut.info.name if gut is not None else f"GPU {gpu}"
 
-    def _measured(self, p: dict[str, Any]) -> list[CheckResult]:
+    def _measured(self, p: Measured) -> list[CheckResult]:
         metric = str(p.get("metric", "?"))
         value = p.get("value")
         if not isinstance(value, (int, float)):
@@ -142,7 +146,7 @@ class MicroGrader:
         if metric == "allreduce":
             n = p.get("gpus")
             result.detail = f"bus bandwidth of an all-reduce over {n} GPUs"
-            result.data = {"gpus": n, "bytes": p.get("bytes")}
+            result.data = AllreduceData(gpus=n, bytes=p.get("bytes"))
             return [result]
         if gpu is None:  # --device cpu: a protocol check, not a verdict
             result.detail = f"measured on the {p.get('device', 'host')}"
@@ -166,13 +170,12 @@ class MicroGrader:
         result.expected_source = expectation.source
         result.status = grade_ratio(result.ratio, ratio_bands(metric, expectation.from_baseline)) or INFO
 
-    def _against_datasheet(self, result: CheckResult, p: dict[str, Any], gut: GpuUnderTest | None) -> CheckResult:
+    def _against_datasheet(self, result: CheckResult, p: Measured, gut: GpuUnderTest | None) -> CheckResult:
         metric = str(p["metric"])
         model = gut.model if gut else None
         expectation = expect(model, metric)
         is_matmul = metric.startswith("matmul")
-        keys = ("size", "shape", "best_window", "windows", "sweep") if is_matmul else ("bytes",)
-        result.data = {k: p[k] for k in keys if p.get(k) is not None}
+        data = result.data = _datasheet_data(p, is_matmul)
         details = [_sweep_text(p)] if is_matmul and p.get("sweep") else []
         if expectation is None:
             return self._no_reference(result)
@@ -180,7 +183,8 @@ class MicroGrader:
         peak = datasheet_peak(model, metric)
         if peak:
             share = float(result.value) / peak  # type: ignore[arg-type]
-            result.data.update({"datasheet_peak": peak, "datasheet_share": round(share, 4)})
+            data["datasheet_peak"] = peak
+            data["datasheet_share"] = round(share, 4)
             details.insert(0, f"{share:.0%} of the datasheet's {peak:g} {result.unit}")
         result.detail = "; ".join(details) or None
         if result.status != OK:
@@ -244,10 +248,10 @@ class MicroGrader:
             results.append(result)
         return results
 
-    def _host_copy(self, result: CheckResult, p: dict[str, Any], gut: GpuUnderTest | None) -> CheckResult:
+    def _host_copy(self, result: CheckResult, p: Measured, gut: GpuUnderTest | None) -> CheckResult:
         metric = str(p["metric"])
         gen, width, link_source = card_link(gut)
-        result.data = {"bytes": p.get("bytes"), "pcie_gen_loaded": p.get("pcie_gen_loaded"), "pcie_width_loaded": p.get("pcie_width_loaded")}
+        result.data = HostCopyData(bytes=p.get("bytes"), pcie_gen_loaded=p.get("pcie_gen_loaded"), pcie_width_loaded=p.get("pcie_width_loaded"))
         expectation = expect(gut.model if gut else None, metric)  # a measured baseline wins
         link_gbs = pcie_gbs(gen, width)
         if expectation is None and link_gbs is not None:
@@ -278,7 +282,7 @@ class MicroGrader:
             result.advice = advice
         return result
 
-    def _link(self, p: dict[str, Any], gut: GpuUnderTest | None) -> list[CheckResult]:
+    def _link(self, p: Measured, gut: GpuUnderTest | None) -> list[CheckResult]:
         """``gpu{i}.pcie_link_loaded`` from the first copy that read the link."""
         gpu = int(p["gpu"])
         loaded_gen, loaded_width = p.get("pcie_gen_loaded"), p.get("pcie_width_loaded")
@@ -294,7 +298,7 @@ class MicroGrader:
             value=link_text(loaded_gen, loaded_width),
             gpu=gpu,
             detail=f"{link_text(loaded_gen, loaded_width)} during the {NAMES[str(p['metric'])]} test",
-            data={"gen": loaded_gen, "width": loaded_width, "card_gen": gen, "card_width": width},
+            data=LinkData(gen=loaded_gen, width=loaded_width, card_gen=gen, card_width=width),
         )
         if not gen and not width:
             return [self._no_reference(result, "its PCIe generation and width are unknown")]
@@ -311,9 +315,9 @@ class MicroGrader:
             )
         return [result]
 
-    def _p2p(self, result: CheckResult, p: dict[str, Any]) -> CheckResult:
+    def _p2p(self, result: CheckResult, p: Measured) -> CheckResult:
         gpu, peer, access = p.get("gpu"), p.get("peer"), p.get("access")
-        result.data = {"access": access, "peer": peer, "bytes": p.get("bytes")}
+        result.data = PeerCopyData(access=access, peer=peer, bytes=p.get("bytes"))
         if access is False:
             result.status = WARN
             result.detail = "no direct peer access"
@@ -331,17 +335,38 @@ class MicroGrader:
         return result
 
 
-def _sweep_text(p: dict[str, Any]) -> str:
+def _datasheet_data(p: Measured, is_matmul: bool) -> DatasheetData:
+    """What a matmul (its sweep) or a memory copy (its bytes) keeps beside the figure,
+    each key only where the child wrote it."""
+    data = DatasheetData()
+    if not is_matmul:
+        if (nbytes := p.get("bytes")) is not None:
+            data["bytes"] = nbytes
+        return data
+    if (size := p.get("size")) is not None:
+        data["size"] = size
+    if (shape := p.get("shape")) is not None:
+        data["shape"] = shape
+    if (best_window := p.get("best_window")) is not None:
+        data["best_window"] = best_window
+    if (windows := p.get("windows")) is not None:
+        data["windows"] = windows
+    if (shapes := p.get("sweep")) is not None:
+        data["sweep"] = shapes
+    return data
+
+
+def _sweep_text(p: Measured) -> str:
     """ "best of 6 shapes: 16384×16384×16384" (the sweep, gputui.check.micro_matmul)."""
     shape = p.get("shape") or []
-    return f"best of {len(p['sweep'])} shapes: {'×'.join(str(d) for d in shape)}"
+    return f"best of {len(p.get('sweep') or [])} shapes: {'×'.join(str(d) for d in shape)}"
 
 
 def _below(measured: int | None, expected: int | None) -> bool:
     return measured is not None and expected is not None and measured < expected
 
 
-def grade_micro(payloads: list[dict[str, Any]], gpus: list[GpuUnderTest], co_runners: CoRunners = lambda gpu: None) -> list[CheckResult]:
+def grade_micro(payloads: list[Mapping[str, object]], gpus: list[GpuUnderTest], co_runners: CoRunners = lambda gpu: None) -> list[CheckResult]:
     """Every result the micro-benchmark payloads give, in payload order, then the peers."""
     grader = MicroGrader(gpus, co_runners)
     return [result for payload in payloads for result in grader.grade(payload)] + grader.peer_results()
@@ -386,7 +411,7 @@ def run_micro_stage(ctx: StageContext) -> None:
     grader = MicroGrader(ctx.gpus, ctx.co_runners)
     last_lines: deque[str] = deque(maxlen=3)  # a crash's last words (a traceback's last line)
 
-    def on_payload(payload: dict[str, Any]) -> None:
+    def on_payload(payload: Mapping[str, object]) -> None:
         for result in grader.grade(payload):
             ctx.report(result)
 

@@ -15,12 +15,15 @@ import ctypes
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gputui.check.result import AT_MOST, FAIL, INFO, OK, PREFLIGHT, WARN, CheckResult, skipped
+from gputui.check.result import AT_MOST, FAIL, INFO, OK, PREFLIGHT, WARN, CheckResult, ResultFields, Status, skipped
 from gputui.check.stage_context import GpuUnderTest
 from gputui.check.thresholds import RETIRED_PAGES_FAIL, grade_ratio
-from gputui.telemetry.gpu import _cuda_version, _text, _watts
+from gputui.telemetry.gpu import cuda_version, nvml_text, nvml_watts
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 NOT_REPORTED = "not reported by this GPU/driver"
 NVML_SOURCE = "NVML"
@@ -46,8 +49,8 @@ class CudaDevices:
 
 def read_system_facts(nvml: Any) -> SystemFacts:
     return SystemFacts(
-        driver_version=_text(nvml.call("nvmlSystemGetDriverVersion")),
-        cuda_driver_version=_cuda_version(nvml.call("nvmlSystemGetCudaDriverVersion")),
+        driver_version=nvml_text(nvml.call("nvmlSystemGetDriverVersion")),
+        cuda_driver_version=cuda_version(nvml.call("nvmlSystemGetCudaDriverVersion")),
         nvml_gpu_count=nvml.call("nvmlDeviceGetCount"),
     )
 
@@ -213,9 +216,9 @@ def _count(value: Any) -> int | None:
 def read_gpu_facts(nvml: Any, handle: Any) -> GpuFacts:
     """Read one GPU's facts.  May raise GpuLost (the GPU stopped answering)."""
     call, const = nvml.call, nvml.const
-    facts = GpuFacts(name=_text(call("nvmlDeviceGetName", handle)))
-    facts.power_limit_w = _watts(call("nvmlDeviceGetEnforcedPowerLimit", handle))
-    facts.power_default_w = _watts(call("nvmlDeviceGetPowerManagementDefaultLimit", handle))
+    facts = GpuFacts(name=nvml_text(call("nvmlDeviceGetName", handle)))
+    facts.power_limit_w = nvml_watts(call("nvmlDeviceGetEnforcedPowerLimit", handle))
+    facts.power_default_w = nvml_watts(call("nvmlDeviceGetPowerManagementDefaultLimit", handle))
     facts.sm_clock_max_mhz = call("nvmlDeviceGetMaxClockInfo", handle, const("NVML_CLOCK_SM", 1))
     facts.persistence_on = _flag(call("nvmlDeviceGetPersistenceMode", handle))
     facts.mig_on, facts.mig_pending_on = _pair(call("nvmlDeviceGetMigMode", handle))
@@ -258,7 +261,7 @@ class _Grader:
         self.gpu = gpu
         self.index = gpu.index
 
-    def result(self, key: str, name: str, status: str, **fields: Any) -> CheckResult:
+    def result(self, key: str, name: str, status: Status, **fields: Unpack[ResultFields]) -> CheckResult:
         return CheckResult(id=f"gpu{self.index}.{key}", group=PREFLIGHT, name=name, status=status, gpu=self.index, **fields)
 
     def not_reported(self, key: str, name: str, why: str = "") -> CheckResult:

@@ -16,15 +16,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
 
 from gputui.check import thresholds as t
-from gputui.check.result import AT_LEAST, AT_MOST, INFO, OK, PREFLIGHT, CheckResult, skipped
+from gputui.check.result import AT_LEAST, AT_MOST, INFO, OK, PREFLIGHT, CheckResult, ResultFields, Status, skipped
 from gputui.check.stage_context import GpuUnderTest
 from gputui.fmt import GIB
 from gputui.telemetry.host import CpuThrottling, cgroup_memory_limit, cpu_available, read_cpu_throttling, steal_percent  # noqa: F401 - re-exported
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 MIB = 1024**2
 SHM_PATH = Path("/dev/shm")
@@ -188,7 +191,7 @@ def measure_read_throughput(
 # --- graders ---------------------------------------------------------------------------
 
 
-def _result(key: str, name: str, status: str, **fields: Any) -> CheckResult:
+def _result(key: str, name: str, status: Status, **fields: Unpack[ResultFields]) -> CheckResult:
     return CheckResult(id=f"host.{key}", group=PREFLIGHT, name=name, status=status, **fields)
 
 

@@ -3,28 +3,38 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final, Literal, TypedDict, cast
 
-OK = "ok"
-WARN = "warn"
-FAIL = "fail"
-SKIPPED = "skipped"  # could not be measured here; ``cause`` says why
-INFO = "info"  # a fact worth showing that has no expectation (versions, a GPU not in the table)
-STATUSES = (OK, WARN, FAIL, SKIPPED, INFO)
+from gputui.check.result_data import CheckData, NoData
+from gputui.protocol import JsonObject
+
+Status = Literal["ok", "warn", "fail", "skipped", "info"]
+Verdict = Literal["ok", "warn", "fail"]  # of several checks (``worst``), and of a whole check
+Group = Literal["preflight", "micro", "workload", "under-load", "cost"]
+Bound = Literal["at least", "at most"]
+
+OK: Final = "ok"
+WARN: Final = "warn"
+FAIL: Final = "fail"
+SKIPPED: Final = "skipped"  # could not be measured here; ``cause`` says why
+INFO: Final = "info"  # a fact worth showing that has no expectation (versions, a GPU not in the table)
+STATUSES: tuple[Status, ...] = (OK, WARN, FAIL, SKIPPED, INFO)
 
 # Groups, in the order a check runs them.
-PREFLIGHT = "preflight"
-MICRO = "micro"
-WORKLOAD = "workload"
-UNDER_LOAD = "under-load"  # watched throughout the loaded stages: throttling, heat, XIDs
-COST = "cost"
+PREFLIGHT: Final = "preflight"
+MICRO: Final = "micro"
+WORKLOAD: Final = "workload"
+UNDER_LOAD: Final = "under-load"  # watched throughout the loaded stages: throttling, heat, XIDs
+COST: Final = "cost"
+GROUPS: tuple[Group, ...] = (PREFLIGHT, MICRO, WORKLOAD, UNDER_LOAD, COST)
 
 # What ``expected`` is when it is not a target to reach: a floor or a ceiling. A ratio
 # against either says nothing ("steal time 0 % is 0 % of the expected 5 %"), so none is given.
-AT_LEAST = "at least"
-AT_MOST = "at most"
-BOUND_SIGN = {AT_LEAST: "≥", AT_MOST: "≤"}
+AT_LEAST: Final = "at least"
+AT_MOST: Final = "at most"
+BOUND_SIGN: dict[Bound, str] = {AT_LEAST: "≥", AT_MOST: "≤"}
 
 
 _GPU_PART = re.compile(r"gpu(\d+)")
@@ -41,7 +51,7 @@ def name_and_gpu(check_id: str) -> tuple[str, int | None]:
     return ".".join(part for part in parts if not _GPU_PART.fullmatch(part)), gpus[0]
 
 
-def with_bound(text: str, bound: str | None) -> str:
+def with_bound(text: str, bound: Bound | None) -> str:
     """An expected value as a table shows it: ``≤ 5.0 %`` for a ceiling, ``≥`` a floor."""
     return f"{BOUND_SIGN[bound]} {text}" if bound else text
 
@@ -55,9 +65,9 @@ class CheckResult:
     """
 
     id: str
-    group: str
+    group: Group
     name: str
-    status: str
+    status: Status
     value: float | str | None = None
     unit: str = ""
     expected: float | str | None = None
@@ -66,8 +76,8 @@ class CheckResult:
     detail: str | None = None  # what was measured, in words (e.g. "Gen5 x16 while loaded")
     cause: str | None = None  # the likely cause when not ok; the reason when skipped
     advice: str | None = None  # what to do when not ok
-    data: dict[str, Any] = field(default_factory=dict)  # extra numbers (datasheet share, ...)
-    bound: str | None = None  # AT_LEAST or AT_MOST: ``expected`` is a floor or a ceiling
+    data: CheckData = field(default_factory=NoData)  # extra numbers (datasheet share, ...): gputui.check.result_data
+    bound: Bound | None = None  # AT_LEAST or AT_MOST: ``expected`` is a floor or a ceiling
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -82,8 +92,9 @@ class CheckResult:
             return self.value / self.expected
         return None
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": self.id, "group": self.group, "name": self.name, "status": self.status}
+    def to_dict(self) -> JsonObject:
+        """The result as JSON writes it (a ``check`` event, ``gputui check --json``): its one way out."""
+        out: dict[str, object] = {"id": self.id, "group": self.group, "name": self.name, "status": self.status}
         for key in ("value", "unit", "expected", "expected_source", "bound", "gpu", "detail", "cause", "advice"):
             value = getattr(self, key)
             if value not in (None, ""):
@@ -96,8 +107,9 @@ class CheckResult:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> CheckResult:
-        """Read back a ``check`` event; unknown keys (newer writers) are ignored."""
+    def from_dict(cls, data: Mapping[str, Any]) -> CheckResult:
+        """Read back a ``check`` event (or a result of ``gputui check --json``): its one
+        way in.  Unknown keys (newer writers) are ignored; the values are taken as written."""
         known = {
             k: data[k]
             for k in ("id", "group", "name", "status", "value", "unit", "expected", "expected_source", "bound", "gpu", "detail", "cause", "advice", "data")
@@ -109,14 +121,31 @@ class CheckResult:
         known.setdefault("name", known.get("id", "?"))
         if known.get("status") not in STATUSES:
             known["status"] = SKIPPED
+        if "data" in known:
+            known["data"] = cast(CheckData, known["data"])  # written by to_dict: one of result_data's shapes
         return cls(**known)
 
 
-def skipped(id: str, group: str, name: str, reason: str, *, gpu: int | None = None) -> CheckResult:
+class ResultFields(TypedDict, total=False):
+    """The fields of a result past its id, group, name, status and GPU: what a stage's
+    result helper takes as keywords (``**fields: Unpack[ResultFields]``)."""
+
+    value: float | str | None
+    unit: str
+    expected: float | str | None
+    expected_source: str | None
+    detail: str | None
+    cause: str | None
+    advice: str | None
+    data: CheckData
+    bound: Bound | None
+
+
+def skipped(id: str, group: Group, name: str, reason: str, *, gpu: int | None = None) -> CheckResult:
     return CheckResult(id=id, group=group, name=name, status=SKIPPED, gpu=gpu, cause=reason)
 
 
-def worst(statuses: list[str]) -> str:
+def worst(statuses: list[Status]) -> Verdict:
     """The verdict of several checks: fail over warn over ok; only skipped/info is ok."""
     if FAIL in statuses:
         return FAIL

@@ -9,10 +9,10 @@ thread while the Session samples telemetry beside them; ``report`` is thread-saf
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from gputui import protocol
 from gputui.check.result import CheckResult
@@ -26,6 +26,7 @@ from gputui.run.runner import Runner
 
 CHECK_EVENT = ev.CHECK  # one recording event per check result
 STAGE_EVENT = "check_stage"  # a stage started or ended: {"stage": ..., "state": "start"|"end"}
+StageState = Literal["start", "end"]
 
 
 @dataclass
@@ -59,7 +60,7 @@ class StageContext:
         gpus: list[GpuUnderTest],
         *,
         report: Callable[[CheckResult], None],
-        post_event: Callable[[str, dict[str, Any]], None] = lambda kind, data: None,
+        post_event: Callable[[str, Mapping[str, object]], None] = lambda kind, data: None,
         watch: Callable[[list[int]], None] = lambda pids: None,
         gpu_unavailable_reason: str | None = None,
         nvml: Any = None,
@@ -94,7 +95,7 @@ class StageContext:
     def run_child(
         self,
         argv: list[str],
-        on_payload: Callable[[dict[str, Any]], None],
+        on_payload: Callable[[Mapping[str, object]], None],
         *,
         env: dict[str, str] | None = None,
         timeout: float | None = None,

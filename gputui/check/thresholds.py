@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import overload
 
-from gputui.check.result import FAIL, OK, WARN
+from gputui.check.result import FAIL, OK, WARN, Verdict
 
 OK_RATIO = 0.90  # ok at >= 90 % of expected
 WARN_RATIO = 0.75  # warn at >= 75 %, fail below
@@ -71,10 +71,10 @@ THROTTLE_FAULT_SHARE = 0.05
 
 
 @overload
-def grade_ratio(ratio: float, bands: tuple[float, float] = ...) -> str: ...
+def grade_ratio(ratio: float, bands: tuple[float, float] = ...) -> Verdict: ...
 @overload
-def grade_ratio(ratio: float | None, bands: tuple[float, float] = ...) -> str | None: ...
-def grade_ratio(ratio: float | None, bands: tuple[float, float] = (OK_RATIO, WARN_RATIO)) -> str | None:
+def grade_ratio(ratio: float | None, bands: tuple[float, float] = ...) -> Verdict | None: ...
+def grade_ratio(ratio: float | None, bands: tuple[float, float] = (OK_RATIO, WARN_RATIO)) -> Verdict | None:
     """ok / warn / fail for ``measured / expected`` (higher is better); None if unknown.
     ``bands`` is (ok at or above, warn at or above)."""
     if ratio is None:
@@ -95,7 +95,7 @@ def ratio_bands(metric: str, from_baseline: bool) -> tuple[float, float]:
     return OK_RATIO, WARN_RATIO
 
 
-def grade_floor(value: float, *, ok_at: float, fail_below: float) -> str:
+def grade_floor(value: float, *, ok_at: float, fail_below: float) -> Verdict:
     """ok at ``ok_at`` or more, fail below ``fail_below``, warn between."""
     if value >= ok_at:
         return OK
@@ -104,7 +104,7 @@ def grade_floor(value: float, *, ok_at: float, fail_below: float) -> str:
     return WARN
 
 
-def grade_ceiling(value: float, *, warn_at: float, fail_at: float) -> str:
+def grade_ceiling(value: float, *, warn_at: float, fail_at: float) -> Verdict:
     """ok below ``warn_at``, fail at ``fail_at`` or more, warn between (lower is better)."""
     if value >= fail_at:
         return FAIL

@@ -4,15 +4,34 @@ and Markdown), and JSON for machines."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping
+from typing import TypedDict
 
-from gputui.check.result import FAIL, OK, SKIPPED, WARN, CheckResult, with_bound
+from gputui.check.result import FAIL, OK, SKIPPED, STATUSES, WARN, CheckResult, Status, Verdict, with_bound
 from gputui.record.schema import CheckSummary, Header
 
-MARK = {"ok": "ok", "warn": "WARN", "fail": "FAIL", "skipped": "skip", "info": "info"}
+MARK: dict[Status, str] = {"ok": "ok", "warn": "WARN", "fail": "FAIL", "skipped": "skip", "info": "info"}
 
 
-def value_text(value: Any, unit: str = "") -> str:
+class VerdictJson(TypedDict, total=False):
+    """The ``verdict`` of ``gputui check --json`` (gputui.record.schema.CheckSummary)."""
+
+    verdict: str
+    counts: dict[str, int]
+    scope: str
+    stopped: bool
+
+
+class CheckJson(TypedDict):
+    """What ``gputui check --json`` prints (:func:`to_json`), as a reader holds it: the
+    header and each result as written (Header.to_dict, CheckResult.to_dict)."""
+
+    header: Mapping[str, object]
+    verdict: VerdictJson
+    checks: list[Mapping[str, object]]
+
+
+def value_text(value: float | str | None, unit: str = "") -> str:
     if value is None:
         return "-"
     if isinstance(value, bool):
@@ -117,6 +136,6 @@ def gpu_checked(results: list[CheckResult]) -> bool:
 def verdict_summary(results: list[CheckResult]) -> CheckSummary:
     """The verdict and its counts; ``scope`` "host only" when every GPU check was skipped,
     so that a machine whose GPUs could not be tested never reads as a healthy GPU box."""
-    counts = {s: sum(r.status == s for r in results) for s in ("ok", "warn", "fail", "skipped", "info")}
-    verdict = FAIL if counts["fail"] else WARN if counts["warn"] else OK
+    counts: dict[str, int] = {s: sum(r.status == s for r in results) for s in STATUSES}
+    verdict: Verdict = FAIL if counts["fail"] else WARN if counts["warn"] else OK
     return CheckSummary(verdict=verdict, counts=counts, scope="host only" if results and not gpu_checked(results) else None)

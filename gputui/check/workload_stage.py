@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from typing import Any
+from collections.abc import Mapping
+from typing import cast
 
-from gputui.check.result import FAIL, INFO, OK, SKIPPED, WARN, WORKLOAD, CheckResult, skipped
+from gputui.check.result import FAIL, INFO, OK, SKIPPED, WARN, WORKLOAD, CheckResult, Status, skipped
+from gputui.check.result_data import PipelineData, WorkloadData
 from gputui.check.stage_context import GpuUnderTest, StageContext
 from gputui.check.thresholds import OK_RATIO, grade_ratio
 from gputui.gpus.models import datasheet_peak, expect
 from gputui.presets.preset import Preset, load_presets
+from gputui.protocol import PipelineLine, ResultLine, StartLine
 from gputui.telemetry.host import host_info
 
 # (preset, check metric, unit, warm-up steps, measured steps): enough warm-up for
@@ -27,6 +30,30 @@ WORKLOADS = (
 WORKLOAD_TIMEOUT_S = 420.0  # compile included; a hung run must not hold the check forever
 OOM_RETRIES = 2  # halve the batch this many times on a card with less memory
 PIPELINE_SECONDS = 10.0
+
+
+class RunLines:
+    """The last line of each event one workload child wrote: its start, its result, an oom
+    (gputui.protocol declares their keys; they are taken as the child wrote them)."""
+
+    def __init__(self) -> None:
+        self._last: dict[str, Mapping[str, object]] = {}
+
+    def add(self, payload: Mapping[str, object]) -> None:
+        self._last[str(payload.get("event"))] = payload
+
+    @property
+    def oom(self) -> bool:
+        return "oom" in self._last
+
+    @property
+    def start(self) -> StartLine:
+        return cast(StartLine, self._last.get("start", {}))
+
+    @property
+    def result(self) -> ResultLine | None:
+        result = self._last.get("result")
+        return None if result is None else cast(ResultLine, result)
 
 
 def run_workload_stage(ctx: StageContext) -> None:
@@ -60,20 +87,15 @@ def _run_workload(ctx: StageContext, gpu: GpuUnderTest, preset: Preset | None, m
     batch = preset.batch_size
     for attempt in range(OOM_RETRIES + 1):
         run = dataclasses.replace(preset, steps=steps, warmup_steps=warmup, batch_size=batch, gpus=str(gpu.index), timeout=WORKLOAD_TIMEOUT_S)
-        payloads: dict[str, dict[str, Any]] = {}
+        lines = RunLines()
         env = {**run.child_env(), "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}  # CUDA numbers GPUs as NVML does
-        # run_child returns when the child ends, so this attempt's payloads are the ones filled
-        outcome = ctx.run_child(
-            run.argv(),
-            lambda p: payloads.__setitem__(str(p.get("event")), p),  # noqa: B023
-            env=env,
-            timeout=run.timeout,
-        )
-        if "oom" in payloads and batch and batch > 1 and attempt < OOM_RETRIES:
+        # run_child returns when the child ends, so this attempt's lines are the ones filled
+        outcome = ctx.run_child(run.argv(), lines.add, env=env, timeout=run.timeout)
+        if lines.oom and batch and batch > 1 and attempt < OOM_RETRIES:
             batch //= 2
             continue
         break
-    result = payloads.get("result")
+    result = lines.result
     if result is None or not result.get("samples_per_sec"):
         why = outcome.message or outcome.kind
         if outcome.kind == "stopped":
@@ -92,15 +114,15 @@ def _run_workload(ctx: StageContext, gpu: GpuUnderTest, preset: Preset | None, m
                 else "run the preset alone (gputui --preset " + preset.name + ") to see its output"
             ),
         )
-    return _grade_workload(check_id, metric, unit, gpu, result, payloads.get("start", {}), preset, batch)
+    return _grade_workload(check_id, metric, unit, gpu, result, lines.start, preset, batch)
 
 
 def _grade_workload(
-    check_id: str, metric: str, unit: str, gpu: GpuUnderTest, result: dict[str, Any], start: dict[str, Any], preset: Preset, batch: int | None
+    check_id: str, metric: str, unit: str, gpu: GpuUnderTest, result: ResultLine, start: StartLine, preset: Preset, batch: int | None
 ) -> CheckResult:
     rate = float(result["samples_per_sec"])
     detail = f"batch {batch}, {start.get('precision', preset.precision)}, median of the measured windows"
-    data: dict[str, Any] = {"batch_size": batch, "preset": preset.name}
+    data = WorkloadData(batch_size=batch, preset=preset.name)
     flops = start.get("flops_per_sample") or result.get("flops_per_sample")
     if flops:
         achieved = rate * float(flops) / 1e12
@@ -127,12 +149,12 @@ def _host_pipeline(ctx: StageContext, trained: float | None) -> CheckResult:
     cores = host_info().cpu_available or 1.0
     workers = max(1, int(cores))
     check_id, name = "workload.host_pipeline", "Host image pipeline (decode + augment)"
-    payloads: list[dict[str, Any]] = []
+    payloads: list[Mapping[str, object]] = []
     seconds = PIPELINE_SECONDS / 2 if ctx.options.quick else PIPELINE_SECONDS
     outcome = ctx.run_child(
         [sys.executable, "-m", "gputui.workloads.pipeline_rate", "--workers", str(workers), "--seconds", str(seconds)], payloads.append, timeout=seconds + 120
     )
-    measured = next((p for p in payloads if p.get("event") == "pipeline"), None)
+    measured = next((cast(PipelineLine, p) for p in payloads if p.get("event") == "pipeline"), None)
     if measured is None:
         return CheckResult(
             id=check_id,
@@ -143,7 +165,7 @@ def _host_pipeline(ctx: StageContext, trained: float | None) -> CheckResult:
         )
     rate = float(measured["images_per_sec"])
     per_core = rate / workers
-    data: dict[str, float | None] = {"workers": workers, "cores_available": cores, "per_core_images_per_sec": round(per_core, 1)}
+    data = PipelineData(workers=workers, cores_available=cores, per_core_images_per_sec=round(per_core, 1))
     detail = f"{workers} worker processes, 224 px crop + flip from 300x200 PNGs"
     if trained is None:
         return CheckResult(
@@ -159,7 +181,7 @@ def _host_pipeline(ctx: StageContext, trained: float | None) -> CheckResult:
     data["gpu_images_per_sec"] = trained
     data["cores_to_feed_gpu"] = round(trained / per_core, 1) if per_core else None
     # A CPU that cannot feed the GPU is a limit of this instance, not a fault: warn, never fail.
-    status = OK if rate >= OK_RATIO * trained else WARN
+    status: Status = OK if rate >= OK_RATIO * trained else WARN
     result = CheckResult(
         id=check_id,
         group=WORKLOAD,

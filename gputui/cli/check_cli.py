@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(f"{option}: {path.parent} is not a directory")
     from gputui.check.stage_context import CheckOptions
     from gputui.cli.check_headless import run_check_cli
-    from gputui.record.recording import check_record_target
+    from gputui.record.recorder import check_record_target
 
     if args.record is not None:
         check_record_target(args.record, args.force)  # before minutes of checking, not after

@@ -11,9 +11,9 @@ from pathlib import Path
 from gputui.check import verdict_text as render
 from gputui.check.check_run import CheckListener, CheckRun
 from gputui.check.result import CheckResult
-from gputui.check.stage_context import CheckOptions
+from gputui.check.stage_context import CheckOptions, StageState
 from gputui.errors import UserError
-from gputui.run.signal_relay import STOP_SIGNALS, SignalRelay
+from gputui.run.signal_relay import STOP_SIGNALS
 
 
 class ProgressLines(CheckListener):
@@ -22,7 +22,7 @@ class ProgressLines(CheckListener):
     def __init__(self, stream) -> None:
         self.stream = stream
 
-    def on_stage(self, stage: str, state: str) -> None:
+    def on_stage(self, stage: str, state: StageState) -> None:
         if state == "start":
             print(f"gputui check: {stage}", file=self.stream, flush=True)
 
@@ -43,20 +43,18 @@ def run_check_cli(
 ) -> int:
     """The headless face: a line per check as it completes, then the verdict (or JSON).
     The check is kept in the run history like any run, and in ``record`` if given."""
+    from gputui.live.wiring import RunWiring
     from gputui.record.history import RunHistory
-    from gputui.record.recording import Recorder
     from gputui.safe_write import write_atomic
 
+    wiring = RunWiring(history=RunHistory.from_environment(no_history), record_path=record, record_force=force)
     # A full disk loses the recording, not the verdict: say so at once and go on.
-    recorders = (
-        [Recorder(record, overwrite=force, on_error=lambda text: print(f"gputui: warning: {text}; the check goes on", file=sys.stderr))]
-        if record is not None
-        else []
+    recording, kept = wiring.recorders(
+        "check",
+        warn=lambda text: print(f"gputui: warning: {text}", file=sys.stderr),
+        on_record_error=lambda text: print(f"gputui: warning: {text}; the check goes on", file=sys.stderr),
     )
-    history = RunHistory.from_environment(no_history)
-    if history is not None:
-        kept = history.start_recording("check", warn=lambda text: print(f"gputui: warning: {text}", file=sys.stderr))
-        recorders += [kept] if kept is not None else []
+    recorders = [r for r in (recording, kept) if r is not None]
     # Progress goes to stderr with --json (stdout is for the machine), else to stdout.
     listener = CheckListener() if quiet else ProgressLines(sys.stderr if as_json else sys.stdout)
     metrics = None
@@ -65,7 +63,7 @@ def run_check_cli(
 
         metrics = LiveMetrics(options.price_per_hour)
     check = CheckRun(options, observers=[*recorders, *([metrics] if metrics else [])], listener=listener)
-    relay = SignalRelay(STOP_SIGNALS, lambda _signum: check.stop())  # nohup's ignored SIGHUP stays ignored
+    relay = wiring.stop_signals(STOP_SIGNALS, lambda _signum: check.stop())  # nohup's ignored SIGHUP stays ignored
     received = relay.received
     try:
         report = check.run()

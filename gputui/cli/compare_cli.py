@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 from gputui.cli.report_cli import add_price_argument
+from gputui.cli.run_options import check_price
 from gputui.errors import UserError
 from gputui.escape import for_csv_cell
-from gputui.session.options import check_price
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -8,6 +8,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from gputui.cli.run_options import run_options, run_wiring
+from gputui.console import say
 from gputui.errors import UserError
 from gputui.session.options import RunOptions
 
@@ -18,23 +20,19 @@ if TYPE_CHECKING:
 def run_dashboard(args: argparse.Namespace, attach_to: LiveRun | None = None) -> int:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise UserError("the dashboard needs a terminal: use --record FILE to record headless")
-    from gputui.record.history import RunHistory
-    from gputui.record.recording import check_record_target
+    from gputui.record.recorder import check_record_target
 
     if args.record is not None:
         check_record_target(args.record, args.force)  # before the screen opens, not at the first run
-    history = RunHistory.from_environment(args.no_history)
-    options = RunOptions.from_command_line(args)  # a wrong name: one line, before the screen opens
+    options = run_options(args)  # a wrong name: one line, before the screen opens
     check_dashboard_options(options)
-
-    from gputui.metrics.server import start_metrics  # only where a run starts: prometheus_client is not light
-
-    metrics = start_metrics(args)  # a port in use is a one-line error before the screen opens
+    wiring = run_wiring(args, options)
+    metrics = wiring.metrics(announce=None if args.quiet else say)  # a port in use: one line before the screen opens
     from gputui.live.spawn import start_detached
     from gputui.tui.app import DashboardLook, DashboardParts, make_app  # Textual loads only now
 
     look = DashboardLook(theme=args.theme, handle_signals=True, confirm_quit=not args.no_confirm_quit)
-    app = make_app(options, DashboardParts(history=history, run_launcher=start_detached), look, attach_to=attach_to)
+    app = make_app(options, DashboardParts(wiring=wiring, run_launcher=start_detached), look, attach_to=attach_to)
     if metrics is not None:
         app.supervisor.add_observer(metrics.live)
     try:
@@ -57,7 +55,6 @@ def run_dashboard(args: argparse.Namespace, attach_to: LiveRun | None = None) ->
 
 def say_still_going(going: list[LiveRun]) -> None:
     """The runs the dashboard leaves going, and how to get back to them."""
-    from gputui.console import say
     from gputui.escape import for_terminal
 
     for live in going:

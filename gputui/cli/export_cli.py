@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from gputui.errors import UserError
-from gputui.record.recording import exists_message
+from gputui.record.recorder import exists_message
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

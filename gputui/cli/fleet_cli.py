@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check_args(args: argparse.Namespace) -> list[str]:
-    from gputui.session.options import check_price
+    from gputui.cli.run_options import check_price
 
     out = ["--quick"] if args.quick else []
     if check_price(args.price) is not None:
@@ -106,9 +106,9 @@ def run_check(args: argparse.Namespace) -> int:
 def run_report(args: argparse.Namespace) -> int:
     import json
 
+    from gputui.cli.run_options import check_price
     from gputui.fleet.peers import load_report
     from gputui.fleet.report_files import terminal_lines, to_json, write_documents
-    from gputui.session.options import check_price
 
     report = load_report(args.paths, check_price(args.price))
     if args.out is not None:

@@ -14,7 +14,6 @@ from gputui.console import say
 from gputui.errors import UserError
 from gputui.fmt import printable
 from gputui.metrics import DEFAULT_ADDRESS
-from gputui.session.options import RunOptions
 
 if TYPE_CHECKING:
     from gputui.presets.preset import Preset
@@ -136,7 +135,7 @@ def cmd_presets(args: argparse.Namespace) -> int:
             print(f"{names[name]:<{width}}  {printable(preset.description)}{origin}")
         return 0
     preset = get_preset(presets, args.name)
-    shown = {**preset.describe(), "argv": preset.argv()}
+    shown = {**preset.describe().to_dict(), "argv": preset.argv()}
     if "env" in shown:
         shown["env"], hidden = redact_env(shown["env"])
         if hidden:
@@ -168,16 +167,15 @@ def probe_notice(preset: Preset | None) -> None:
 def cmd_record(args: argparse.Namespace) -> int:
     """A recorded run with no dashboard: in the foreground (a progress line a second), or
     with --detach in a process of its own, this one returning at once."""
+    from gputui.cli.run_options import run_options, run_wiring
     from gputui.live.host import HostSpec, record_run
-    from gputui.record.history import RunHistory
-    from gputui.record.recording import check_record_target
+    from gputui.record.recorder import check_record_target
 
     if args.record is not None:
         check_record_target(args.record, args.force)
-    history = RunHistory.from_environment(args.no_history)
-    options = RunOptions.from_command_line(args)
+    options = run_options(args)
     probe_notice(options.preset)
-    spec = HostSpec(options=options, history=history, progress=not args.quiet, metrics_address=args.serve_metrics)
+    spec = HostSpec(options=options, wiring=run_wiring(args, options), progress=not args.quiet)
     if args.detach:
         return detach(spec)
     if options.preset is None and options.attach_pid is None and options.duration is None and not sys.stdin.isatty():

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from gputui.cli.run_options import check_price
 from gputui.errors import UserError
-from gputui.session.options import check_price
 
 
 def add_price_argument(parser: argparse.ArgumentParser) -> None:

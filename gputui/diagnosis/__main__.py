@@ -20,7 +20,8 @@ from gputui.record import events as ev
 from gputui.record.recording import read_recording
 
 
-def _value(raw: str):
+def _value(raw: str) -> object:
+    """A ``--set`` value as TOML reads it (a number, a boolean, a list), else the text itself."""
     try:
         return tomllib.loads(f"v = {raw}")["v"]
     except tomllib.TOMLDecodeError:

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gputui.diagnosis_settings import Settings
-from gputui.model import RUN, SAMPLES, GpuInfo, GpuProcess, GpuSample, HostSample, ProcessSample, Sample
+from gputui.model import RUN, SAMPLES, GpuInfo, GpuProcess, GpuSample, HostSample, ProcessSample, Sample, Unit
+from gputui.protocol import JsonObject
 from gputui.record.events import ProbeReport
 from gputui.record.schema import Header, PresetRecord
 from gputui.stats import median
@@ -25,6 +26,10 @@ SWAP_WINDOW_S = 30.0
 CPU_STAT_WINDOW_S = 30.0  # cgroup throttling is judged on its growth over this long
 # A GPU's process list is read about once a second; one older than this is not "now"
 PROCESSES_STALE_S = 5.0
+
+# What a rule saw in one sample, by name: the numbers a finding's evidence is computed
+# from (None: not known in this sample).
+Obs = dict[str, float | None]
 
 
 @dataclass
@@ -57,7 +62,7 @@ class Context:
         self.cores: float | None = None  # cpu_available may be a fraction (a cgroup quota)
         self.n_gpus = 0
         self.preset = PresetRecord()  # the header's (an empty one where nothing was run)
-        self.workload: dict[str, Any] = {}
+        self.workload: JsonObject = {}
         self.expects_phases = False
         self.phase: str | None = None
         self.first_t: float | None = None
@@ -122,7 +127,7 @@ class Context:
         # where the wait was seen: around DataLoader batches, or sampled in the loop's own code
         self.probe_sampled = report.sampled_wait
         self.probe_site = report.data_site if report.sampled_wait else None
-        self.probe.append((t, float(seconds), float(wait), report.workers, report._get("rank", int)))
+        self.probe.append((t, float(seconds), float(wait), report.workers, report.rank))
         while self.probe and self.probe[0][0] < t - RATE_KEEP_S:
             self.probe.popleft()
 
@@ -137,7 +142,7 @@ class Context:
         """The DataLoader's worker count the probe saw last."""
         return next((w for (_, _, _, w, _) in reversed(self.probe) if w is not None), None)
 
-    def add_rate(self, t: float, rate: float, unit: str = SAMPLES) -> None:
+    def add_rate(self, t: float, rate: float, unit: Unit = SAMPLES) -> None:
         self.first_progress_t = t if self.first_progress_t is None else self.first_progress_t
         if unit != self.rate_unit:  # steps became samples (the batch size is known now): start afresh
             self.rates.clear()
@@ -146,7 +151,7 @@ class Context:
         while self.rates and self.rates[0][0] < t - RATE_KEEP_S:
             self.rates.popleft()
 
-    def add_rank_rate(self, rank: Any, t: float, rate: float) -> None:
+    def add_rank_rate(self, rank: object, t: float, rate: float) -> None:
         if not isinstance(rank, int):
             return
         rates = self.rank_rates.setdefault(rank, deque())
@@ -224,6 +229,10 @@ class Context:
             if host.memory_total and host.memory_available is not None:
                 self.last_memory_used_pct = 100.0 * (1 - host.memory_available / host.memory_total)
 
+    def info_of(self, index: int | None) -> GpuInfo | None:
+        """The header's description of GPU ``index`` (None: not described, or no GPU)."""
+        return self.gpu_info.get(index) if index is not None else None
+
     def processes_of(self, index: int) -> list[GpuProcess] | None:
         """The GPU's processes as last read, None where none was read lately."""
         entry = self.gpu_processes.get(index)
@@ -267,7 +276,7 @@ class Accum:
         self._stride = 1
         self._skip = 0
 
-    def add(self, t: float, obs: dict[str, float | None] | None) -> None:
+    def add(self, t: float, obs: Obs | None) -> None:
         self._skip += 1
         if self._skip < self._stride:
             return

@@ -6,16 +6,15 @@ from __future__ import annotations
 import heapq
 import logging
 from collections.abc import Iterable, Iterator
-from typing import Any
 
-from gputui.diagnosis.context import BASELINE_S, Context, med
+from gputui.diagnosis.context import BASELINE_S, Context, Obs, med
 from gputui.diagnosis.hold import CLOSE, OPEN, RAISE, Hold
 from gputui.diagnosis.rules import SEVERITIES, Rule, RuleFinding
 from gputui.diagnosis.rules import make_rules as make_base_rules
 from gputui.diagnosis.rules.straggler import make_scaling_rules
 from gputui.diagnosis_settings import Settings
 from gputui.model import Sample, Throughput
-from gputui.protocol import MEASURE, WARMUP
+from gputui.protocol import MEASURE, WARMUP, JsonObject
 from gputui.record import events as ev
 from gputui.record.events import Event
 from gputui.record.recording import Recording
@@ -93,7 +92,7 @@ class Diagnoser:
             del self._open[key]
         self.ctx.open_kinds.discard(rule.kind)
 
-    def _update(self, rule: Rule, index: int | None, t: float, level: int | None, obs: dict) -> list[ev.Finding]:
+    def _update(self, rule: Rule, index: int | None, t: float, level: int | None, obs: Obs) -> list[ev.Finding]:
         key = (rule.kind, index)
         hold = self._holds.get(key)
         if hold is None:
@@ -143,7 +142,8 @@ class Diagnoser:
 
     def _describe(self, rule: Rule, finding: RuleFinding) -> ev.Finding:
         try:
-            finding.title, finding.evidence, finding.advice = rule.describe(finding, self.ctx)
+            said = rule.describe(finding, self.ctx)
+            finding.title, finding.evidence, finding.advice = said.title, said.evidence, said.advice
         except Exception:  # say it with what we have rather than not at all
             log.exception("diagnosis rule %s could not describe its finding", rule.kind)
             finding.title = finding.title or finding.kind.replace("_", " ")
@@ -181,14 +181,14 @@ class Diagnoser:
                 return self._safe_oom(event.t, {**said, "killed": "SIGKILL"})
         return []
 
-    def _safe_oom(self, t: float, data: dict[str, Any], from_outcome: bool = False) -> list[ev.Finding]:
+    def _safe_oom(self, t: float, data: JsonObject, from_outcome: bool = False) -> list[ev.Finding]:
         try:
             return self._oom(t, data, from_outcome)
         except Exception:
             log.exception("diagnosis could not record an out-of-memory event")
             return []
 
-    def _oom(self, t: float, data: dict[str, Any], from_outcome: bool = False) -> list[ev.Finding]:
+    def _oom(self, t: float, data: JsonObject, from_outcome: bool = False) -> list[ev.Finding]:
         rule = next((r for r in self.rules if r.kind == "oom"), None)
         if rule is None:
             return []
@@ -218,7 +218,7 @@ class Diagnoser:
         if self._finished:
             return []
         self._finished = True
-        out = []
+        out: list[ev.Finding] = []
         rules = {r.kind: r for r in self.rules}
         for finding in self._open.values():
             out.append(self._describe(rules[finding.kind], finding))

@@ -21,9 +21,14 @@ fast the sampling.
 from __future__ import annotations
 
 from bisect import bisect_left
-from typing import Any
+from typing import Final, Literal
 
-OPEN, RAISE, CLOSE = "open", "raise", "close"
+from gputui.diagnosis.context import Obs
+
+Change = Literal["open", "raise", "close"]  # what one update did
+OPEN: Final = "open"
+RAISE: Final = "raise"
+CLOSE: Final = "close"
 LEVELS = 3
 _EPS = 1e-6
 # Sample times jitter by a few milliseconds (a 1 s sampler ticks at 1.0629, 2.0628,
@@ -40,7 +45,7 @@ class Hold:
         self.clear_share = clear_share
         self._keep_s = max(open_after_s, close_after_s) + 1.0
         self._t: list[float] = []
-        self._obs: list[Any] = []
+        self._obs: list[Obs | None] = []
         self._levels: list[int] = []
         self._cum: list[tuple[int, ...]] = []  # samples at level >= 1, 2, 3 up to and including i
         self._base: tuple[int, ...] = (0,) * LEVELS  # _cum of the last entry dropped
@@ -81,13 +86,13 @@ class Hold:
             self._base = self._cum[drop - 1]
             del self._t[:drop], self._obs[:drop], self._levels[:drop], self._cum[:drop]
 
-    def window(self, since: float) -> list[tuple[float, int, Any]]:
+    def window(self, since: float) -> list[tuple[float, int, Obs | None]]:
         """(t, level, obs) of the retained samples from ``since`` on."""
         start = bisect_left(self._t, since - _EPS)
         return list(zip(self._t[start:], self._levels[start:], self._obs[start:]))
 
     # --- updates -----------------------------------------------------------------------
-    def update(self, t: float, level: int | None, obs: Any = None) -> str | None:
+    def update(self, t: float, level: int | None, obs: Obs | None = None) -> Change | None:
         """Feed one sample; returns OPEN, RAISE, CLOSE or None."""
         if level is None:
             return None

@@ -9,3 +9,6 @@ runs ``gputui check --json``, and what it printed comes back on the engine's std
 - :mod:`.report`: the fleet report over such a folder;
 - :mod:`.cli`: ``gputui fleet check`` and ``gputui fleet report``.
 """
+
+# What other packages may import (what `gputui fleet` is made of; only cli.fleet_cli uses it); tests/whole/test_package_faces.py holds them to it.
+__all__ = ["node", "peers", "report_files", "results", "slurm", "ssh"]

@@ -18,6 +18,10 @@ import shlex
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from gputui.check.verdict_text import CheckJson
 
 MARK = "@@gputui-fleet"
 NOT_FOUND = 127  # the shell's status for a command it cannot find
@@ -89,7 +93,7 @@ def _decoded(text: str, gzipped: bool = False) -> str:
         return ""
 
 
-def parse_check(text: str) -> dict | None:
+def parse_check(text: str) -> CheckJson | None:
     """The check's JSON object, None when it is not one (the check died before printing)."""
     try:
         data = json.loads(text)
@@ -97,4 +101,4 @@ def parse_check(text: str) -> dict | None:
         return None
     if not isinstance(data, dict) or not isinstance(data.get("checks"), list) or not isinstance(data.get("verdict"), dict):
         return None
-    return data
+    return cast("CheckJson", data)

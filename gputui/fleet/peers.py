@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gputui.check.result import name_and_gpu
+from gputui.check.result import CheckResult, name_and_gpu
 from gputui.check.thresholds import PEER_OUTLIER_BELOW
 from gputui.errors import UserError
 from gputui.fleet.results import FAIL, HEALTHY, STATUSES
@@ -167,12 +167,12 @@ def _read_check(node: Node, check: Any, path: Path) -> None:
     for item in checks:
         if not isinstance(item, dict) or not isinstance(item.get("id"), str):
             raise UserError(f"{path}: checks: expected objects with an id")
-        _read_result(node, item)
+        _read_result(node, CheckResult.from_dict(item))
 
 
-def _read_result(node: Node, item: dict[str, Any]) -> None:
-    cid, value, unit = item["id"], item.get("value"), str(item.get("unit") or "")
-    if item.get("status") == FAIL:
+def _read_result(node: Node, result: CheckResult) -> None:
+    cid, value, unit = result.id, result.value, str(result.unit or "")
+    if result.status == FAIL:
         node.failed.append(f"{cid}: {value}{' ' + unit if unit else ''}" if value is not None else cid)
     name, gpu = name_and_gpu(cid)
     if name == "pcie_link_loaded" and gpu is not None and isinstance(value, str):

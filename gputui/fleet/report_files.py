@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from gputui import fmt
 from gputui.fleet.peers import FleetReport, Node, Outlier
@@ -107,7 +107,43 @@ def _problems(report: FleetReport) -> list[str]:
     return out
 
 
-def to_json(report: FleetReport) -> dict[str, Any]:
+class FleetNodeJson(TypedDict):
+    node: str
+    status: str
+    reason: str | None
+    gpus: int
+    failed: list[str]
+    cost_per_million_samples: float | None
+    values: dict[str, dict[str, float]]  # check -> GPU index ("node" for a node-wide check) -> value
+
+
+class MedianJson(TypedDict):
+    median: float
+    unit: str
+
+
+class OutlierJson(TypedDict):
+    node: str
+    gpu: int | None
+    check: str
+    value: Any  # a number, or a PCIe link ("Gen4 x16")
+    median: Any
+    unit: str
+    shortfall: float | None
+
+
+class FleetJson(TypedDict):
+    """``gputui fleet report --json``."""
+
+    nodes: list[FleetNodeJson]
+    medians: dict[str, dict[str, MedianJson]]  # check -> peers -> its median
+    outliers: list[OutlierJson]
+    flagged: list[str]
+    price_per_node_hour: float | None
+    exit_code: int
+
+
+def to_json(report: FleetReport) -> FleetJson:
     return {
         "nodes": [
             {

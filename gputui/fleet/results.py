@@ -12,8 +12,9 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
+from gputui.check.verdict_text import CheckJson
 from gputui.fleet.node import NOT_FOUND, parse_check, split_output
 from gputui.safe_write import write_atomic
 
@@ -27,6 +28,18 @@ HEALTHY = (OK, WARN)
 FORMAT = 1  # of NODE.json
 
 
+class NodeJson(TypedDict):
+    """NODE.json: how the node was reached and what its ``gputui check --json`` said, whole."""
+
+    fleet_node: int  # FORMAT
+    node: str
+    hostname: str | None
+    status: str
+    reason: str | None
+    seconds: float | None
+    check: CheckJson | None
+
+
 @dataclass
 class NodeResult:
     node: str  # as the user named it (a hostfile line) or Slurm's node name
@@ -34,12 +47,12 @@ class NodeResult:
     reason: str = ""
     hostname: str | None = None
     seconds: float | None = None
-    check: dict[str, Any] | None = None
+    check: CheckJson | None = None  # kept whole, to be written back as it came
     recording: str = field(default="", repr=False)
 
     @property
     def counts(self) -> dict[str, int]:
-        counts = ((self.check or {}).get("verdict") or {}).get("counts")
+        counts = (self.check.get("verdict") or {}).get("counts") if self.check is not None else None
         return counts if isinstance(counts, dict) else {}
 
     def line(self) -> str:
@@ -50,7 +63,7 @@ class NodeResult:
             return f"{self.node}: {self.status} ({counts}){took}"
         return f"{self.node}: {self.status}: {self.reason}{took}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> NodeJson:
         return {
             "fleet_node": FORMAT,
             "node": self.node,

@@ -20,12 +20,9 @@ DATA = Path(__file__).parent / "data"
 GIB = 1024**3
 
 # Share of a datasheet peak that a healthy card reaches in the check's micro-benchmarks,
-# used only where no measured baseline exists for the GPU model (docs/check.md, "Where
-# expectations come from").  Dense matmul: the check's sustained shape sweep holds 68-73 %
-# of the datasheet on an H200 and an H100 SXM, both at their 700 W cap (a few-millisecond
-# burst at the boost clock reaches 80 %, and no training step holds it); a device-to-device
-# copy reaches 0.88-0.90 of the datasheet bandwidth; pinned PCIe copies 0.84-0.86 of a Gen5
-# x16 link after 128b/130b encoding, on a good host.
+# used only where no measured baseline exists for the GPU model: each at or a little under
+# what healthy cards sustained at their power cap, not a short burst at the boost clock
+# (docs/check.md#where-expectations-come-from).
 ACHIEVABLE = {
     "matmul": 0.70,
     "memory_bandwidth": 0.85,
@@ -89,7 +86,7 @@ def find_model(nvml_name: str | None, memory_total: int | None = None, models: t
 
 # The diagnosis asks for the run's GPU model on every sample (the throughput ceiling):
 # matching every entry's patterns each time was a tenth to a fifth of the session's
-# dispatch thread in py-spy's samples (this VM; the H100).  The datasheet is read
+# dispatch thread (docs/performance.md#figures-behind-the-codes-choices).  The datasheet is read
 # once, so its answers keep.
 @functools.lru_cache(maxsize=64)
 def _find_in_datasheet(nvml_name: str, memory_total: int | None) -> GpuModel | None:

@@ -32,11 +32,11 @@ from gputui.errors import UserError
 from gputui.fmt import printable
 from gputui.live.registry import LiveRun, Registry, process_start_time
 from gputui.live.stop_request import STOP_SIGNAL, take_stop_request
-from gputui.record.history import RunHistory, label_for, new_recorder
+from gputui.live.wiring import RunWiring
+from gputui.record.history import label_for, new_recorder
 from gputui.record.observer import Observer
-from gputui.record.recording import Recorder
+from gputui.record.recorder import Recorder
 from gputui.record.schema import Header, Summary
-from gputui.run.signal_relay import SignalRelay
 from gputui.session.options import RunOptions
 
 if TYPE_CHECKING:
@@ -51,10 +51,9 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # Ctrl-C and kill stop a run; SI
 class HostSpec:
     """What a run is asked to do, whichever process runs it (pickled to a detached one)."""
 
-    options: RunOptions  # what to run, checked (its preset, --record FILE, --duration, ...)
-    history: RunHistory | None  # where it is kept, None with --no-history
+    options: RunOptions  # what to run, checked (its preset, --duration, ...)
+    wiring: RunWiring  # where it is written and exported (--record FILE, the history, --serve-metrics)
     progress: bool = True  # a progress line a second on stderr (a foreground run, not --quiet)
-    metrics_address: str | None = None  # --serve-metrics [HOST:]PORT
     detached: bool = False  # it runs apart from any terminal
 
 
@@ -73,7 +72,7 @@ def record_run(spec: HostSpec, ready: ReadyCallback | None = None) -> RunResult:
     ``ready`` hears the run's entry once its header is written."""
     options = spec.options
     relay = _StopRelay()
-    metrics = _start_metrics(spec)
+    metrics = spec.wiring.metrics(announce=say if spec.progress else None)
     try:
         baseline = None  # --baseline FILE's comes with the options
         if options.baseline_run:
@@ -90,7 +89,6 @@ def record_run(spec: HostSpec, ready: ReadyCallback | None = None) -> RunResult:
 def _run_listed(spec: HostSpec, relay: _StopRelay, metrics: MetricsServer | None, baseline: Baseline | None, ready: ReadyCallback | None) -> RunResult:
     from gputui.session.assemble import SessionParts
     from gputui.session.progress import ProgressPrinter
-    from gputui.session.recorders import run_recorders
 
     options = spec.options
     preset = options.preset
@@ -101,11 +99,9 @@ def _run_listed(spec: HostSpec, relay: _StopRelay, metrics: MetricsServer | None
         notes.append(text)
         say(f"gputui: warning: {printable(text)}")
 
-    recording, kept = run_recorders(
-        session, record_path=options.record_path, overwrite=options.record_force, history=spec.history, preset=preset, attach_pid=options.attach_pid, warn=warn
-    )
-    registry = Registry()
     label = label_for(preset.name if preset else None, options.attach_pid)
+    recording, kept = spec.wiring.recorders(label, warn=warn, on_record_error=lambda _text: session.stop("cannot write the recording"))
+    registry = Registry()
     followed = kept or _private_copy(registry, label, warn)
     recorders = [r for r in (recording, kept, followed) if r is not None]
     if followed is None and spec.detached:  # no terminal and nothing to attach to: it would run unseen
@@ -203,7 +199,7 @@ class _StopRelay:
         self._live: LiveRun | None = None
         self.received: list[int] = []
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
-        self._relay = SignalRelay([*STOP_SIGNALS, STOP_SIGNAL], self._on_signal)
+        self._relay = RunWiring.stop_signals([*STOP_SIGNALS, STOP_SIGNAL], self._on_signal)
 
     def point_at(self, session: Session) -> None:
         self._session = session
@@ -226,24 +222,13 @@ class _StopRelay:
         self._relay.close()
 
 
-def _start_metrics(spec: HostSpec) -> MetricsServer | None:
-    if spec.metrics_address is None:
-        return None
-    from gputui.metrics.server import start_metrics_server  # prometheus_client is not light
-
-    server = start_metrics_server(spec.metrics_address, spec.options.price_per_hour)
-    if spec.progress:
-        say(f"gputui: serving metrics at {server.url}")
-    return server
-
-
 def _measure_baseline(options: RunOptions, relay: _StopRelay, *, progress: bool) -> Baseline | None:
     """--baseline-run: the preset's one-GPU twin, run before the real run."""
     from gputui.session.assemble import SessionParts
     from gputui.session.baseline import THIS_SESSION, baseline_from_summary, one_gpu_twin
     from gputui.session.progress import ProgressPrinter
 
-    assert options.preset is not None  # RunOptions.from_command_line made sure of it
+    assert options.preset is not None  # the command line made sure of it (cli.run_options)
     twin = one_gpu_twin(options.preset)
     if progress:
         say(f"gputui: measuring the one-GPU baseline first: {twin.name}")

@@ -26,6 +26,7 @@ from typing import Any
 import psutil
 
 from gputui.errors import UserError
+from gputui.protocol import JsonObject
 from gputui.record.history import make_private_folder
 from gputui.safe_write import write_atomic
 
@@ -70,7 +71,7 @@ class LiveRun:
     def elapsed_s(self, now: float | None = None) -> float:
         return max(0.0, (time.time() if now is None else now) - self.pid_started)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         data = asdict(self)
         data["notes"] = list(self.notes)
         for key in ("recording", "record_path", "kept_path"):

@@ -6,3 +6,6 @@ what a cut file lacks), ``facts`` (the numbers a report and a comparison show),
 ``report``, ``compare`` and ``noise`` (is a difference real?), ``export`` (flat
 tables).  The ``*_cli`` modules are the subcommands.  No Textual here.
 """
+
+# What other packages may import (the subcommands' engines); tests/whole/test_package_faces.py holds them to it.
+__all__ = ["compare", "document", "export", "load", "report"]

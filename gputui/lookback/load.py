@@ -122,7 +122,7 @@ def recorded_findings(recording: Recording) -> tuple[list[ev.Finding], bool]:
     latest = _latest_findings(recording.events_of(ev.FINDING))
     if latest or recording.header.diagnosis is not None or is_check(recording):
         return latest, False
-    from gputui.diagnosis.engine import replay_recording
+    from gputui.diagnosis import replay_recording
 
     return _latest_findings(replay_recording(recording)), True
 

@@ -17,13 +17,14 @@ from prometheus_client.registry import Collector
 
 from gputui.metrics.live import GpuLabels, LiveMetrics, MetricsSnapshot
 from gputui.model import RUN, GpuProcess, GpuSample
+from gputui.record.events import Severity
 from gputui.safe_write import write_atomic
 from gputui.session import ranks
 from gputui.telemetry.gpu import THROTTLE_REASONS
 
 MIB = 1024**2
 GPU_LABELS = ["gpu", "UUID", "modelName", "Hostname"]
-SEVERITY_LEVEL = {"info": 1, "warning": 2, "critical": 3}
+SEVERITY_LEVEL: dict[Severity | None, int] = {"info": 1, "warning": 2, "critical": 3}
 PROCESSES_PER_GPU = 8  # gputui_gpu_process_memory_bytes: the biggest this many per GPU, so the series stay few
 
 

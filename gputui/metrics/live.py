@@ -12,8 +12,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from gputui.check.result import name_and_gpu
+from gputui.check.result import CheckResult, name_and_gpu
 from gputui.model import GpuProcess, HostSample, Sample, Throughput
+from gputui.protocol import JsonObject
 from gputui.record import events as ev
 from gputui.record.events import Event
 from gputui.record.observer import Observer
@@ -34,7 +35,7 @@ class GpuLabels:
 class OpenFinding:
     kind: str
     gpu: int | None
-    severity: str
+    severity: ev.Severity | None
 
 
 @dataclass(frozen=True)
@@ -142,15 +143,16 @@ class LiveMetrics(Observer):
         elif event.kind == ev.CHECK:
             self._on_check(ev.payload_fields(payload))
 
-    def _on_check(self, result: dict[str, Any]) -> None:
-        check_id, status = result.get("id"), result.get("status")
-        if not isinstance(check_id, str) or not isinstance(status, str):
+    def _on_check(self, fields: JsonObject) -> None:
+        try:
+            result = CheckResult.from_dict(fields)
+        except (KeyError, TypeError, ValueError):  # not a check this gputui knows how to read: no metric
             return
-        name, gpu = name_and_gpu(check_id)
-        value, ratio = result.get("value"), result.get("ratio")
+        name, gpu = name_and_gpu(result.id)
+        value, ratio = result.value, result.ratio
         number = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-        entry = CheckValue(name, gpu, status, number, str(result.get("unit") or ""), float(ratio) if isinstance(ratio, (int, float)) else None)
-        self._update(checks={**self.snapshot.checks, check_id: entry})
+        entry = CheckValue(name, gpu, result.status, number, result.unit, round(ratio, 4) if ratio is not None else None)
+        self._update(checks={**self.snapshot.checks, result.id: entry})
 
     def _on_throughput(self, reading: Throughput, t: float) -> None:
         if reading.final:  # the tool's own end figure repeats what the readings said
@@ -173,7 +175,7 @@ class LiveMetrics(Observer):
         kind = finding.kind or "unknown"
         findings = dict(self.snapshot.findings)
         if finding.state == "open":
-            findings[finding.id] = OpenFinding(kind=kind, gpu=gpu, severity=finding.severity or "")
+            findings[finding.id] = OpenFinding(kind=kind, gpu=gpu, severity=finding.severity)
         else:
             findings.pop(finding.id, None)
         self._update(findings=findings, finding_kinds=self.snapshot.finding_kinds | {(kind, gpu)})

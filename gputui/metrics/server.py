@@ -6,17 +6,14 @@ Prometheus text format or OpenMetrics (as the scraper's Accept header asks).
 
 from __future__ import annotations
 
-import argparse
 import errno
 import threading
 from dataclasses import dataclass
 from wsgiref.simple_server import WSGIServer
 
-from gputui.console import say
 from gputui.errors import UserError
 from gputui.metrics import DEFAULT_HOST
 from gputui.metrics.live import LiveMetrics
-from gputui.session.options import check_price
 
 OPTION = "--serve-metrics"
 
@@ -73,14 +70,3 @@ def start_metrics_server(address: str, price_per_hour: float | None = None) -> M
     except (UnicodeError, ValueError):  # "a..b": an empty label, which the resolver's IDNA codec refuses
         raise UserError(f"{OPTION}: {host!r} is not a host name or address this machine can listen on") from None
     return MetricsServer(live=live, host=host, port=httpd.server_port, _httpd=httpd, _thread=thread)
-
-
-def start_metrics(args: argparse.Namespace) -> MetricsServer | None:
-    """The --serve-metrics endpoint (a MetricsServer), or None when not asked for."""
-    price = check_price(args.run_price)
-    if args.serve_metrics is None:
-        return None
-    server = start_metrics_server(args.serve_metrics, price)
-    if not args.quiet:
-        say(f"gputui: serving metrics at {server.url}")
-    return server

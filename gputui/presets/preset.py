@@ -21,7 +21,7 @@ import os
 import re
 import shlex
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,15 @@ from gputui.config import user_presets_path
 from gputui.diagnosis_settings import KEYS as DIAGNOSIS_KEYS
 from gputui.diagnosis_settings import check_value as check_diagnosis_value
 from gputui.errors import UserError
+from gputui.record.redact import redact_env
+from gputui.record.schema import PresetRecord, PresetReference
 from gputui.text_files import parse_toml, read_text_file
+
+# One preset's table as its file writes it, plain values as TOML gives them (tomllib,
+# tomlkit unwrapped), not yet checked: the TOML edge the editors and the store work at.
+PresetTable = dict[str, Any]
+# [diagnosis] keys, checked (gputui.diagnosis_settings.check_value): numbers, and true or false.
+DiagnosisTable = dict[str, float | bool]
 
 
 @dataclass(frozen=True)
@@ -85,7 +93,7 @@ class Preset:
     probe: bool | None = None
     reference: tuple[Reference, ...] = ()
     # This preset's own [diagnosis] keys; they win over the files' table (Config.diagnosis).
-    diagnosis: dict[str, Any] = field(default_factory=dict)
+    diagnosis: DiagnosisTable = field(default_factory=dict)
     # The built-in file, when this preset replaces a built-in of the same name (set by
     # load_presets): a ./presets.toml in a shared folder must not change `smoke` unseen.
     overrides: Path | None = field(default=None, compare=False, repr=False)
@@ -136,21 +144,40 @@ class Preset:
         """Batch size used to turn steps/s (tqdm, Keras) into samples/s."""
         return self.batch_size_hint if self.batch_size_hint is not None else self.batch_size
 
-    def describe(self) -> dict[str, Any]:
-        """The preset as written in a recording's header and by ``presets show``."""
-        out: dict[str, Any] = {"name": self.name, "source": str(self.source)}
-        if self.overrides is not None:
-            out["overrides"] = str(self.overrides)
+    def describe(self, *, redacted: bool = False) -> PresetRecord:
+        """The preset as written in a recording's header and by ``presets show``: its name,
+        file and every key it sets, in schema order (``to_dict`` writes it).  ``redacted``:
+        secret ``env`` values replaced (gputui.record.redact), as a recording keeps them."""
+        order = ["name", "source"] + (["overrides"] if self.overrides is not None else [])
+        extra: dict[str, object] = {}
         for key in ALL_KEYS:
             value = getattr(self, key)
             if value in (None, {}, ()):
                 continue
-            if key == "reference":
-                value = [ref.__dict__ for ref in value]
-            elif key == "command":
-                value = list(value)
-            out[key] = value
-        return out
+            order.append(key)
+            if key == "command":
+                extra[key] = list(value)
+            elif key == "env" and redacted:
+                extra[key] = redact_env(value)[0]
+            elif key not in _RECORD_FIELDS:
+                extra[key] = value
+        return PresetRecord(
+            name=self.name,
+            source=str(self.source),
+            overrides=str(self.overrides) if self.overrides is not None else None,
+            description=self.description,
+            framework=self.framework,
+            model=self.model,
+            device=self.device,
+            pipeline=self.pipeline,
+            precision=self.precision,
+            batch_size=self.batch_size,
+            workers=self.workers,
+            find_max_batch=self.find_max_batch,
+            reference=[PresetReference(gpu=r.gpu, samples_per_sec=r.samples_per_sec, source=r.source, note=r.note) for r in self.reference] or None,
+            extra=extra,
+            key_order=tuple(order),
+        )
 
 
 # --- Schema ------------------------------------------------------------------------
@@ -334,17 +361,19 @@ COMMON_CHECKS: dict[str, Callable[[Any], Any]] = {
     "diagnosis": dict,  # checked key by key in _diagnosis_table
 }
 WORKLOAD_KEYS = tuple(WORKLOAD_CHECKS)
+# The keys PresetRecord holds as fields of their own (the rest go to its ``extra``).
+_RECORD_FIELDS = frozenset(f.name for f in dataclasses.fields(PresetRecord)) - {"extra", "key_order"}
 DATA_PARALLEL_FRAMEWORKS = ("torch", "tf")
 ALL_KEYS = tuple(COMMON_CHECKS) + WORKLOAD_KEYS
 TOP_LEVEL_TABLES = ("presets", "diagnosis")
 
 
-def _diagnosis_table(table: Any, where: str) -> dict[str, Any]:
+def _diagnosis_table(table: Any, where: str) -> DiagnosisTable:
     """A [diagnosis] table checked key by key; ``where`` is "file: [diagnosis]" or
     "file: [presets.NAME].diagnosis"."""
     if not isinstance(table, dict):
         raise UserError(f"{where}: expected a table of diagnosis settings")
-    values = {}
+    values: DiagnosisTable = {}
     for key, raw in table.items():
         try:
             values[key] = check_diagnosis_value(key, raw)
@@ -361,7 +390,7 @@ def _parse_preset(name: str, table: Any, path: Path) -> Preset:
         raise UserError(f'{path}: [presets."{name}"]: expected a preset name that is not empty or blank')
     if not isinstance(table, dict):
         raise UserError(f"{where}: expected a table of settings")
-    values: dict[str, Any] = {}
+    values: dict[str, Any] = {}  # Preset's keyword arguments, each checked: TOML's values become the preset here
     checks = {**COMMON_CHECKS, **WORKLOAD_CHECKS}
     for key, raw in table.items():
         if key not in checks:
@@ -405,12 +434,12 @@ def load_file(path: Path) -> dict[str, Preset]:
     return _load_document(path)[0]
 
 
-def load_diagnosis_file(path: Path) -> dict[str, Any]:
+def load_diagnosis_file(path: Path) -> DiagnosisTable:
     """The [diagnosis] table of one file, validated ({} when it has none)."""
     return _load_document(path)[1]
 
 
-def _load_document(path: Path) -> tuple[dict[str, Preset], dict[str, Any]]:
+def _load_document(path: Path) -> tuple[dict[str, Preset], DiagnosisTable]:
     try:
         text = read_text_file(path, "presets file")
     except FileNotFoundError:
@@ -423,7 +452,7 @@ def check_preset(name: str, table: Any, path: Path) -> Preset:
     return _parse_preset(name, table, path)
 
 
-def parse_text(text: str, path: Path) -> tuple[dict[str, Preset], dict[str, Any]]:
+def parse_text(text: str, path: Path) -> tuple[dict[str, Preset], DiagnosisTable]:
     """The presets and [diagnosis] table of ``text``, validated as if read from ``path``
     (errors name ``path``).  Raises UserError."""
     data = parse_toml(text, path)
@@ -433,7 +462,7 @@ def parse_text(text: str, path: Path) -> tuple[dict[str, Preset], dict[str, Any]
         raise UserError(f"{path}: nested too deeply to read (arrays or tables inside each other)") from None
 
 
-def _parse_data(data: dict[str, Any], path: Path) -> tuple[dict[str, Preset], dict[str, Any]]:
+def _parse_data(data: Mapping[str, object], path: Path) -> tuple[dict[str, Preset], DiagnosisTable]:
     for key in data:
         if key not in TOP_LEVEL_TABLES:
             raise UserError(f"{path}: [{key}]: unknown table (expected [presets.NAME] or [diagnosis])")
@@ -492,14 +521,14 @@ class Config:
     ``diagnosis`` for its runs (SessionConfig applies both)."""
 
     presets: dict[str, Preset]
-    diagnosis: dict[str, Any]
+    diagnosis: DiagnosisTable
 
 
 def load_config(extra: Path | None = None, cwd: Path | None = None) -> Config:
     """Every presets file in search order, each parsed once; later files win (whole
     presets by name, [diagnosis] key by key).  Raises UserError naming file and place."""
     merged: dict[str, Preset] = {}
-    diagnosis: dict[str, Any] = {}
+    diagnosis: DiagnosisTable = {}
     builtin = builtin_presets_path()
     builtin_names: set[str] = set()
     for path in search_path(extra, cwd):

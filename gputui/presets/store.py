@@ -25,13 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from gputui.errors import UserError
-from gputui.presets.preset import Preset, builtin_presets_path, parse_text, user_presets_path
+from gputui.presets.preset import Preset, PresetTable, builtin_presets_path, parse_text, user_presets_path
 from gputui.safe_write import write_atomic
 from gputui.text_files import read_text_file
 
 NAME_RE = re.compile(r"[A-Za-z0-9_.-]+")
 HEADER_COMMENT = "gputui presets (see docs/presets.md); gputui keeps comments and formatting when it edits this file"
-TEMPLATE: dict[str, Any] = {
+TEMPLATE: PresetTable = {
     "description": "a new preset: the smoke workload until you pick a framework and model",
     "framework": "smoke",
     "batch_size": 256,
@@ -178,7 +178,7 @@ class PresetFile:
         table = self._presets_table()
         return list(table) if table is not None else []
 
-    def table(self, name: str) -> dict[str, Any] | None:
+    def table(self, name: str) -> PresetTable | None:
         """One preset's keys as plain values, or None."""
         table = self._presets_table()
         return _plain(table[name]) if table is not None and name in table else None
@@ -193,7 +193,7 @@ class PresetFile:
         return parse_text(self.text() if text is None else text, self.path)[0]
 
     # -- Editing -----------------------------------------------------------------------
-    def set_preset(self, name: str, values: dict[str, Any]) -> None:
+    def set_preset(self, name: str, values: PresetTable) -> None:
         """Make preset ``name`` hold exactly ``values``, changing only keys that differ."""
         import tomlkit
 
@@ -213,7 +213,7 @@ class PresetFile:
             raise UserError(f"{self.path}: no preset named {name!r} in this file")
         del presets[name]
 
-    def rename_preset(self, old: str, new: str, values: dict[str, Any]) -> None:
+    def rename_preset(self, old: str, new: str, values: PresetTable) -> None:
         if new != old and new in self.names():
             raise UserError(f"{self.path}: a preset named {new!r} exists already")
         self.set_preset(new, values)
@@ -254,7 +254,7 @@ def with_one_final_newline(text: str) -> str:
     return text.rstrip("\r\n") + "\n"
 
 
-def _merge(table: Any, values: dict[str, Any]) -> None:
+def _merge(table: Any, values: PresetTable) -> None:
     """Set ``table`` (a tomlkit table) to ``values`` touching only what differs."""
     for key in [k for k in table if k not in values]:
         del table[key]
@@ -269,12 +269,12 @@ def _merge(table: Any, values: dict[str, Any]) -> None:
         table[key] = _item(value)
 
 
-def source_table(preset: Preset) -> dict[str, Any]:
+def source_table(preset: Preset) -> PresetTable:
     """The keys of ``preset`` as written in its file (plain values)."""
     from gputui.config import tomllib
     from gputui.presets.command_preset import SOURCE
 
     if preset.source == SOURCE:  # typed on the dashboard (x): no file holds it yet
-        return {k: v for k, v in preset.describe().items() if k not in ("name", "source")}
+        return {k: v for k, v in preset.describe().to_dict().items() if k not in ("name", "source")}
     data = tomllib.loads(preset.source.read_text(encoding="utf-8"))
     return dict(data.get("presets", {}).get(preset.name, {}))

@@ -38,6 +38,8 @@ SITE_DIR = str(Path(__file__).resolve().parent / "site")
 NOTICE = "the PyTorch probe is on: PYTHONPATH gets gputui's sitecustomize, which times the DataLoader and optimizer steps (--no-probe switches it off)"
 SOCKET_ENV = "GPUTUI_PROBE_SOCKET"
 MAX_DATAGRAM = 64 * 1024
+# What other packages may import; tests/whole/test_package_faces.py holds them to it.
+__all__ = ["NOTICE", "SITE_DIR", "SOCKET_ENV", "ProbeChannel", "is_python_command"]
 _SUN_PATH_MAX = 107  # sockaddr_un.sun_path is 108 bytes on Linux (104 on macOS), one of them the NUL
 _PYTHON_NAME = re.compile(r"(python|pypy)[0-9.]*t?(-dbg)?(\.exe)?")
 

@@ -12,11 +12,14 @@ None (the writer always wrote that key), every other None is left out.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import operator
 import types
 import typing
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+from gputui.protocol import JsonObject
 from gputui.record import events as ev
 from gputui.run.outcome import Outcome
 
@@ -24,7 +27,7 @@ T = TypeVar("T")
 
 EXTRA = "extra"  # the field that keeps unknown keys, where a class has one
 KEY_ORDER = "key_order"  # the field that keeps the keys' order, where a class has one
-NULL: dict[str, Any] = {"null": True}  # field metadata: written as null when None
+NULL: dict[str, bool] = {"null": True}  # field metadata: written as null when None
 
 _NAMES = {int: "a whole number", float: "a number", str: "a string", bool: "true or false", list: "a list", dict: "an object", type(None): "null"}
 _ABSENT = object()  # no value to name: a key that is missing
@@ -57,8 +60,19 @@ def _hints(cls: type) -> dict[str, tuple[Any, bool]]:
         hints = typing.get_type_hints(cls)
         fields = [f for f in dataclasses.fields(cls) if f.name not in (EXTRA, KEY_ORDER)]
         required = {f.name for f in fields if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
-        found = _HINTS[cls] = {f.name: (hints[f.name], f.name in required) for f in fields}
+        found = _HINTS[cls] = {f.name: (_widen(hints[f.name]), f.name in required) for f in fields}
     return found
+
+
+def _widen(hint: Any) -> Any:
+    """A closed vocabulary (``Literal["a", "b"]``) as the kind of its words: a reader
+    checks that a severity is a string, not which one, so a newer gputui's words still read."""
+    if typing.get_origin(hint) is typing.Literal:
+        kinds = tuple(dict.fromkeys(type(word) for word in typing.get_args(hint)))
+        return functools.reduce(operator.or_, kinds)
+    if _is_union(hint):
+        return functools.reduce(operator.or_, (_widen(arg) for arg in typing.get_args(hint)))
+    return hint
 
 
 def _has_field(cls: type, name: str) -> bool:
@@ -237,8 +251,8 @@ def from_record(cls: type[T], data: Mapping[str, Any]) -> T:
     """``cls`` from a checked JSON object: nested dataclasses built too, keys it has no
     field for kept in its ``extra`` (dropped where it has none)."""
     fields = _hints(cls)
-    kwargs: dict[str, Any] = {}
-    extra: dict[str, Any] = {}
+    kwargs: JsonObject = {}
+    extra: JsonObject = {}
     for key, value in data.items():
         if key in fields:
             kwargs[key] = _build(value, fields[key][0])
@@ -276,7 +290,7 @@ def to_record(obj: Any) -> Any:
     if isinstance(obj, (Outcome, ev.Finding)):
         return ev.payload_fields(obj)
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        out: dict[str, Any] = {}
+        out: JsonObject = {}
         order: tuple[str, ...] = ()
         for f in dataclasses.fields(obj):
             value = getattr(obj, f.name)

@@ -6,9 +6,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from gputui.model import SAMPLES, Throughput, to_dict
+from gputui.protocol import JsonObject
 from gputui.run.outcome import Outcome
 
 # Event kinds, in the order a run usually produces them.
@@ -65,18 +66,34 @@ class Stopping:
     reason: str | None = None
 
 
+# A finding's closed vocabularies: strings on the wire, which the reader checks as strings
+# (gputui.record.codec), so a newer gputui's words still read.
+Severity = Literal["info", "warning", "critical"]
+FindingState = Literal["open", "closed"]
+
+# Its evidence: numbers and words by name, a list of words (straggler's reasons) or of such
+# records (co_tenant's processes).  The reader builds its checks from type hints and cannot
+# follow a recursive alias, so at run time evidence is any JSON object it lets through.
+if TYPE_CHECKING:
+    EvidenceValue = int | float | str | list[str] | list["Evidence"] | None
+    Evidence = dict[str, EvidenceValue]
+else:
+    EvidenceValue = Any
+    Evidence = dict[str, Any]
+
+
 @dataclass(frozen=True)
 class Finding:
     """One diagnosis finding as it opened, changed or closed."""
 
     id: str
     kind: str
-    state: str | None = "open"
-    severity: str | None = None
+    state: FindingState | None = "open"
+    severity: Severity | None = None
     title: str | None = None
     since: float | None = None
     until: float | None = None
-    evidence: dict[str, Any] | None = field(default_factory=dict)
+    evidence: Evidence | None = field(default_factory=dict)
     advice: list[str] | None = field(default_factory=list)
     gpu: int | None = None  # written only when the finding is one GPU's
 
@@ -182,6 +199,11 @@ class ProbeReport(ProtocolLine):
         return self._get("batches", int)
 
     @property
+    def rank(self) -> int | None:
+        """The data-parallel rank whose loop this window timed, where the probe knows it."""
+        return self._get("rank", int)
+
+    @property
     def looks(self) -> int | None:
         """How many times the probe's sampler looked at the loop's stack this window."""
         return self._get("looks", int)
@@ -262,7 +284,7 @@ class Event:
     running_median: float | None = field(default=None, compare=False)
 
     @property
-    def data(self) -> dict[str, Any]:
+    def data(self) -> JsonObject:
         """The payload's keys as the recording writes them (a fresh copy), for tests and
         debugging; code reads the payload's attributes."""
         return {**payload_fields(self.payload), **self.extra}
@@ -276,7 +298,7 @@ def is_live_reading(event: Event) -> bool:
 # --- The recording's dicts: the recorder, the exporter and the JSON printers ----------
 
 
-def payload_fields(payload: Payload) -> dict[str, Any]:
+def payload_fields(payload: Payload) -> JsonObject:
     """A payload as the recording writes it (docs/record-format.md), keys in order."""
     if isinstance(payload, ProtocolLine):
         return dict(payload.fields)
@@ -300,7 +322,7 @@ def payload_fields(payload: Payload) -> dict[str, Any]:
     return out
 
 
-def event_to_dict(event: Event) -> dict[str, Any]:
+def event_to_dict(event: Event) -> JsonObject:
     """An event as its recording line (less the ``type`` key)."""
     return {"t": round(event.t, 4), "event": event.kind, **payload_fields(event.payload), **event.extra}
 

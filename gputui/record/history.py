@@ -1,7 +1,7 @@
 """Run history: every run the dashboard or ``--record`` makes is also kept as a
 recording in ``$XDG_STATE_HOME/gputui/runs/`` (``~/.local/state/gputui/runs/``).
 
-The history copy is written by a second :class:`~gputui.record.recording.Recorder` as the run
+The history copy is written by a second :class:`~gputui.record.recorder.Recorder` as the run
 goes, so a killed run still leaves its file.  A size cap (500 MB unless
 ``GPUTUI_HISTORY_MAX_MB`` says otherwise) prunes the oldest runs when a new one
 starts.  ``--no-history`` or ``GPUTUI_NO_HISTORY=1`` turns it off.  Listing reads
@@ -22,12 +22,13 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from gputui.errors import UserError
 from gputui.fmt import gpu_summary, short_gpu_name
+from gputui.protocol import JsonObject
 from gputui.record.gzip_lines import GzipChunks, is_gzip_path
-from gputui.record.recording import MAX_LINE_BYTES, NewerFormat, Recorder, check_line, is_live, parse_line, read_header_line
+from gputui.record.recorder import Recorder
+from gputui.record.recording import MAX_LINE_BYTES, NewerFormat, check_line, is_live, parse_line, read_header_line
 from gputui.record.schema import Header, Summary
 from gputui.run.outcome import Outcome
 from gputui.text_files import open_regular_file
@@ -143,7 +144,7 @@ class KeptRun:
         names = [short_gpu_name(n) for n in self.gpus] if short else self.gpus
         return gpu_summary(names) or "no GPU"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "path": str(self.path),
             "name": self.path.name,

@@ -29,3 +29,7 @@ class Observer:
     def on_idle(self) -> None:
         """The session has handled everything queued so far: a moment to flush what
         was held back to be written together."""
+
+    def close(self) -> None:
+        """Whoever added it is done with it: release what it holds (a recorder, its file).
+        Called more than once, it does nothing more."""

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from gputui.model import SAMPLES, GpuInfo, HostInfo, Throughput
+from gputui.protocol import JsonObject
 from gputui.record import events as ev
 from gputui.record.codec import NULL, from_record, to_record
 from gputui.run.outcome import Outcome
@@ -45,7 +46,7 @@ def _null() -> Any:
 class _Record:
     """to_dict and from_dict for the dataclasses below (gputui.record.codec)."""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return to_record(self)
 
     @classmethod
@@ -163,7 +164,7 @@ class Header(_Record):
     attach_pid: int | None = _null()
     probe: bool | None = None  # a command's run: whether the zero-code probe was put in
     python: str | None = _null()
-    diagnosis: dict[str, Any] | None = _null()  # the settings in force (gputui.diagnosis_settings checks them)
+    diagnosis: JsonObject | None = _null()  # the settings in force (gputui.diagnosis_settings checks them)
     baseline: Baseline | None = None
     check: CheckSettings | None = None  # a gputui check recording
     extra: Mapping[str, Any] = _extra()

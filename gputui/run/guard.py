@@ -278,7 +278,7 @@ def wait_for_exit(proc: subprocess.Popen, exited: int | None, seconds: float, wa
     """``proc``'s exit code if it ends within ``seconds``, else None; blocked in the kernel
     on ``exited`` (exit_fd) where there is one, and back early (None) once ``wake`` is
     readable.  Popen.wait(timeout) polls waitpid up to 20 times a second (Python's busy
-    loop): a seventh of a headless session's CPU on the H200 (py-spy, issue 25).  Used
+    loop): a seventh of a headless session's CPU (docs/performance.md#figures-behind-the-codes-choices).  Used
     here and by gputui.run.runner."""
     if exited is None:
         try:

@@ -10,16 +10,19 @@ import re
 import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from gputui.run.output_stream import TRUNCATION_MARK, OutputLine
 
 _MESSAGE_CAP = 300
 
 
+OutcomeKind = Literal["exited", "signaled", "timeout", "oom", "stopped", "failed_to_start"]
+
+
 @dataclass(frozen=True)
 class Outcome:
-    # "exited" (code 0 or not), "signaled", "timeout", "oom", "stopped", "failed_to_start"
-    kind: str
+    kind: OutcomeKind  # "exited": with code 0 or not
     exit_code: int | None = None
     signal: str | None = None  # e.g. "SIGKILL"
     message: str | None = None  # a human one-liner
@@ -47,7 +50,7 @@ _HOST_OOM_RE = re.compile(r"^\s*MemoryError\b|std::bad_alloc|Cannot allocate mem
 _EXC_PREFIX_RE = re.compile(r"^\s*[\w.]*(?:Error|Exception)\s*:\s*")
 
 
-def _short(text: str, cap: int = _MESSAGE_CAP) -> str:
+def short_message(text: str, cap: int = _MESSAGE_CAP) -> str:
     """``text`` as a one-line message of at most ``cap`` characters."""
     text = text.strip()
     return text if len(text) <= cap else text[: cap - 1] + TRUNCATION_MARK
@@ -56,10 +59,10 @@ def _short(text: str, cap: int = _MESSAGE_CAP) -> str:
 def _oom_detail(line: str) -> str:
     """'torch.OutOfMemoryError: CUDA out of memory. ...' -> 'CUDA out of memory. ...'"""
     detail = _EXC_PREFIX_RE.sub("", line, count=1).strip()
-    return _short(detail or line)
+    return short_message(detail or line)
 
 
-def _cgroup_oom_kill_count() -> int | None:
+def cgroup_oom_kill_count() -> int | None:
     """The kernel OOM killer's ``oom_kill`` counter for our cgroup, or None.
 
     cgroup v2: ``<cgroup2 mount>/<path from /proc/self/cgroup "0::">/memory.events``;
@@ -132,7 +135,7 @@ def _last_error_line(tail: Sequence[OutputLine]) -> str | None:
     for stream in ("stderr", "stdout"):
         for line in reversed(tail):
             if line.stream == stream and line.text.strip():
-                return _short(line.text)
+                return short_message(line.text)
     return None
 
 
@@ -146,42 +149,38 @@ def stopped_outcome(reason: str | None, exit_code: int | None, sig: str | None, 
     return Outcome("stopped", exit_code, sig, message, duration)
 
 
-def classify(
-    returncode: int,
-    duration: float,
-    stop_reason: str | None,
-    *,
-    guard_lost: bool = False,
-    timeout: float | None,
-    start_error: str | None,
-    pid: int | None,
-    killed: bool,
-    oom_mark: str | None,
-    oom_line: str | None,
-    oom_kills_before: int | None,
-    oom_kill_count: Callable[[], int | None],
-    tail: Sequence[OutputLine],
-) -> Outcome:
-    """The outcome of a run whose guard exited with ``returncode`` (negative: a signal).
+@dataclass(frozen=True)
+class RunEnd:
+    """What is known of a run once its guard has exited: all :func:`classify` needs."""
 
-    ``stop_reason``: why gputui stopped it (None: it ended by itself); ``start_error``:
-    what the guard reported when it could not start the command; ``guard_lost``: the
-    guard died (by ``returncode``) while the run's processes lived on; ``pid``: the
-    command's pid, None when the guard never reported one; ``killed``: gputui sent
-    SIGKILL; ``oom_mark``: an OOM reported through the workload protocol; ``oom_line``:
-    the last :func:`oom_evidence` in the output; ``oom_kills_before``: the cgroup's
-    OOM-kill counter at the start, compared with ``oom_kill_count()`` now; ``tail``:
-    the last output lines, oldest first, for the message's detail."""
+    returncode: int  # the guard's; negative: the signal that ended it
+    duration: float
+    stop_reason: str | None  # why gputui stopped it; None: it ended by itself
+    timeout: float | None = None
+    start_error: str | None = None  # what the guard reported when it could not start the command
+    guard_lost: bool = False  # the guard died while the run's processes lived on
+    pid: int | None = None  # the command's; None when the guard never reported one
+    killed: bool = False  # gputui sent SIGKILL
+    oom_mark: str | None = None  # an OOM reported through the workload protocol
+    oom_line: str | None = None  # the last :func:`oom_evidence` in the output
+    oom_kills_before: int | None = None  # the cgroup's OOM-kill counter at the start
+    oom_kill_count: Callable[[], int | None] = cgroup_oom_kill_count  # ... and how to read it now
+    tail: Sequence[OutputLine] = ()  # the last output lines, oldest first, for the message's detail
+
+
+def classify(end: RunEnd) -> Outcome:
+    """The outcome of a run that ended as ``end`` says."""
+    returncode, duration, stop_reason, timeout, tail = end.returncode, end.duration, end.stop_reason, end.timeout, end.tail
     exit_code = returncode if returncode >= 0 else None
     sig = _signal_name(-returncode) if returncode < 0 else None
 
-    if start_error is not None:
-        return Outcome("failed_to_start", exit_code, sig, start_error, duration)
-    if guard_lost:
+    if end.start_error is not None:
+        return Outcome("failed_to_start", exit_code, sig, end.start_error, duration)
+    if end.guard_lost:
         how = sig or f"exit code {exit_code}"
         message = f"gputui's guard process was killed ({how}) while the run went on; gputui stopped what was left of the run"
         return Outcome("signaled" if sig else "exited", exit_code, sig, message, duration)
-    if pid is None and stop_reason is None and returncode != 0:
+    if end.pid is None and stop_reason is None and returncode != 0:
         detail = _last_error_line(tail)
         message = f"the guard process failed ({f'exit code {exit_code}' if sig is None else sig})"
         return Outcome("failed_to_start", exit_code, sig, message + (f": {detail}" if detail else ""), duration)
@@ -189,13 +188,13 @@ def classify(
     succeeded = returncode == 0 and stop_reason is None
     if not succeeded:
         oom = None
-        if oom_mark is not None:
-            oom = _short(oom_mark)
-        elif oom_line is not None:
-            oom = _oom_detail(oom_line)
-        elif sig == "SIGKILL" and not killed and oom_kills_before is not None:
-            after = oom_kill_count()
-            if after is not None and after > oom_kills_before:
+        if end.oom_mark is not None:
+            oom = short_message(end.oom_mark)
+        elif end.oom_line is not None:
+            oom = _oom_detail(end.oom_line)
+        elif sig == "SIGKILL" and not end.killed and end.oom_kills_before is not None:
+            after = end.oom_kill_count()
+            if after is not None and after > end.oom_kills_before:
                 oom = "killed by the kernel OOM killer (host memory)"
         if oom is not None:
             message = oom if oom.lower().startswith("out of memory") else f"out of memory: {oom}"

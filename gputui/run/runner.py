@@ -52,25 +52,9 @@ from collections import deque
 from collections.abc import Callable
 
 from gputui.run import guard as _guard
-from gputui.run.outcome import Outcome, _cgroup_oom_kill_count, _oom_detail, _short, _signal_name, classify, oom_evidence, stopped_outcome
-from gputui.run.output_stream import LINE_CAP, TRUNCATION_MARK, LineSplitter, OutputLine, read_pipes, readable_within, strip_ansi
+from gputui.run.outcome import Outcome, RunEnd, cgroup_oom_kill_count, classify, oom_evidence, short_message, stopped_outcome
+from gputui.run.output_stream import OutputLine, read_pipes, readable_within
 from gputui.run.wakeup import Wakeup
-
-# This module once held the output stream and the outcome as well; their names stay
-# importable from here (the private ones too: tests and scripts reached for them).
-__all__ = [
-    "LINE_CAP",
-    "TAIL_LINES",
-    "TRUNCATION_MARK",
-    "LineSplitter",
-    "Outcome",
-    "OutputLine",
-    "Runner",
-    "strip_ansi",
-    "_cgroup_oom_kill_count",
-    "_oom_detail",
-    "_signal_name",
-]
 
 log = logging.getLogger(__name__)
 
@@ -185,7 +169,7 @@ class Runner:
             else:  # anything else is a bug worth its traceback
                 log.exception("runner: cannot start %r", self.argv)
             self._cleanup_after_spawn_failure()
-            self._finish(Outcome("failed_to_start", message=_short(f"cannot start {self._name()}: {exc}"), duration_s=0.0))
+            self._finish(Outcome("failed_to_start", message=short_message(f"cannot start {self._name()}: {exc}"), duration_s=0.0))
 
     def wait(self, timeout: float | None = None) -> Outcome | None:
         """Block until the run has ended (process group gone, output drained) and
@@ -254,7 +238,7 @@ class Runner:
             self._finish(Outcome("failed_to_start", message=f"command not found: {cmd}", duration_s=0.0))
             return
 
-        self._oom_kills_before = _cgroup_oom_kill_count()
+        self._oom_kills_before = cgroup_oom_kill_count()
         report_r, report_w = os.pipe()
         guard_cmd = [
             sys.executable or "python3",
@@ -421,7 +405,7 @@ class Runner:
             self._signal_group(signal.SIGKILL)
             self._finish(Outcome("signaled" if returncode is None or returncode < 0 else "exited",
                                  exit_code=returncode if returncode is not None and returncode >= 0 else None,
-                                 message=_short(f"runner error: {exc}"),
+                                 message=short_message(f"runner error: {exc}"),
                                  duration_s=time.monotonic() - self._t0))  # fmt: skip
 
     def _wait_guard(self, proc: subprocess.Popen) -> int:
@@ -493,19 +477,21 @@ class Runner:
 
     def _classify(self, returncode: int, duration: float, stop_reason: str | None, guard_lost: bool = False) -> Outcome:
         return classify(
-            returncode,
-            duration,
-            stop_reason,
-            guard_lost=guard_lost,
-            timeout=self.timeout,
-            start_error=self._start_error,
-            pid=self._pid,
-            killed=self._killed,
-            oom_mark=self._oom_mark,
-            oom_line=self._oom_line,
-            oom_kills_before=self._oom_kills_before,
-            oom_kill_count=_cgroup_oom_kill_count,  # this module's name, as read at the start
-            tail=list(self._tail),
+            RunEnd(
+                returncode,
+                duration,
+                stop_reason,
+                guard_lost=guard_lost,
+                timeout=self.timeout,
+                start_error=self._start_error,
+                pid=self._pid,
+                killed=self._killed,
+                oom_mark=self._oom_mark,
+                oom_line=self._oom_line,
+                oom_kills_before=self._oom_kills_before,
+                oom_kill_count=cgroup_oom_kill_count,  # read through this module, as at the start
+                tail=list(self._tail),
+            )
         )
 
     def _finish(self, outcome: Outcome) -> None:

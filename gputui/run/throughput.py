@@ -44,7 +44,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from gputui import protocol
-from gputui.model import SAMPLES, STEPS, TOKENS, WORKLOAD_SOURCE, Throughput
+from gputui.model import SAMPLES, STEPS, TOKENS, WORKLOAD_SOURCE, Throughput, Unit
+from gputui.protocol import JsonObject
 from gputui.stats import spread
 
 # A plain number (ASCII digits), optionally in exponent form; and one that may have
@@ -139,7 +140,7 @@ def parse_gputui(line: str, state: ParseState) -> list[Throughput] | None:
 PROBE = "probe"  # the zero-code probe's window report (gputui.probe)
 
 
-def _probe_reading(payload: dict[str, Any], state: ParseState) -> list[Throughput]:
+def _probe_reading(payload: JsonObject, state: ParseState) -> list[Throughput]:
     """The probe's window: optimizer steps over seconds, in samples when it saw the
     batches (their leading dimension) or a batch size is known, else in steps.  A window
     without steps (evaluation, a pause) is no reading."""
@@ -152,7 +153,7 @@ def _probe_reading(payload: dict[str, Any], state: ParseState) -> list[Throughpu
     return _steps(steps / seconds, "probe", state, seconds=seconds, **_rank_fields(payload))
 
 
-def _rank_fields(payload: dict[str, Any]) -> dict[str, int]:
+def _rank_fields(payload: JsonObject) -> dict[str, int]:
     """``rank`` and ``ranks`` (the world size) of a data-parallel rank's line; {} otherwise."""
     rank, world = payload.get("rank"), payload.get("world_size")
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in (rank, world)):
@@ -626,7 +627,7 @@ class ThroughputParser:
         self._ranks = RankTotals()
         self._probe_ratios: deque[float] = deque(maxlen=PROBE_RATIOS)
         self.primary: str | None = None  # the source that owns the run's live throughput
-        self._primary_unit: str | None = None
+        self._primary_unit: Unit | None = None
         self._challengers: dict[str, int] = {}  # live readings of sources that may take over
 
     @property
@@ -655,7 +656,7 @@ class ThroughputParser:
         except Exception:  # a parser bug must never take the session down
             return []
 
-    def feed_probe(self, payload: dict[str, Any]) -> list[Throughput]:
+    def feed_probe(self, payload: JsonObject) -> list[Throughput]:
         """A probe window report (its decoded protocol payload).  Never raises."""
         try:
             steps, samples = _number(payload.get("steps")), _number(payload.get("samples"))

@@ -2,8 +2,8 @@
 
 The runner's monitor blocks on the run's exit (a pidfd) until the next deadline it
 keeps; ``stop()`` sets a new one (SIGKILL after the grace), so it wakes the monitor to
-look again.  Waking up ten times a second to look instead cost 0.03-0.07 % of a core
-on the H200 (issue 25), for nothing: CPython's timed waits cost 0.1-0.2 ms each.
+look again.  Waking up ten times a second to look instead costs CPU for nothing: each of
+CPython's timed waits has a price (docs/performance.md#figures-behind-the-codes-choices).
 """
 
 from __future__ import annotations

@@ -15,13 +15,20 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from typing import Literal
 
 from gputui.model import Sample
 from gputui.record.schema import PhaseSpan
 from gputui.stats import spread
 
-STARTUP, TRAINING, EVALUATION, CHECKPOINT, STALL, TAIL = "startup", "training", "evaluation", "checkpoint", "stall", "tail"
-PHASES = (STARTUP, TRAINING, EVALUATION, CHECKPOINT, STALL, TAIL)
+Phase = Literal["startup", "training", "evaluation", "checkpoint", "stall", "tail"]
+STARTUP: Phase = "startup"
+TRAINING: Phase = "training"
+EVALUATION: Phase = "evaluation"
+CHECKPOINT: Phase = "checkpoint"
+STALL: Phase = "stall"
+TAIL: Phase = "tail"
+PHASES: tuple[Phase, ...] = (STARTUP, TRAINING, EVALUATION, CHECKPOINT, STALL, TAIL)
 
 MIN_GAP_S = 3.0  # progress this recent means training, however fast the readings come
 GAP_INTERVALS = 3.0  # ... or within this many of the run's usual intervals between readings
@@ -45,7 +52,7 @@ def disk_writing(sample: Sample) -> bool:
 
 @dataclass
 class Span:
-    phase: str
+    phase: Phase
     since: float
     until: float
 

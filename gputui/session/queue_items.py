@@ -9,9 +9,9 @@ progress bar), are of when it came, not of when it was handled."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from gputui.model import Sample
+from gputui.protocol import JsonObject
 from gputui.run.outcome import Outcome
 from gputui.run.output_stream import OutputLine
 
@@ -38,7 +38,7 @@ class EventPosted:
     """An event from another thread (``gputui check``), written in order with the samples."""
 
     kind: str
-    data: dict[str, Any]
+    data: JsonObject
     t: float
 
 

@@ -12,8 +12,9 @@ machine of one GPU model (pin the GPUs on a mixed box to be sure).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
+from gputui.record import events as ev
 from gputui.record.schema import Header
 from gputui.session.summary import scaling_efficiency
 
@@ -37,7 +38,7 @@ def header_baseline_rate(header: Header | None) -> float | None:
     return float(rate) if rate is not None and rate > 0 else None
 
 
-def world_size_of(data: dict[str, Any]) -> int | None:
+def world_size_of(data: Mapping[str, object]) -> int | None:
     """A data-parallel size from a workload or rank_throughput event: torchrun's ranks,
     or MirroredStrategy's replicas in one process; None for a plain run."""
     for key in ("world_size", "replicas", "ranks"):
@@ -54,17 +55,18 @@ def live_efficiency(total_rate: float | None, world_size: int | None, baseline_r
     return scaling_efficiency(total_rate, world_size, baseline_rate)
 
 
-def straggler_gpus(findings: list[dict[str, Any]], order: list[int]) -> set[int]:
+def straggler_gpus(findings: list[ev.Finding], order: list[int]) -> set[int]:
     """The GPUs open straggler findings name: a throttled GPU, or the GPU of a slow rank."""
     out: set[int] = set()
     for finding in findings:
-        if finding.get("kind") != STRAGGLER or finding.get("state", "open") != "open":
+        if finding.kind != STRAGGLER or finding.state != "open":
             continue
-        evidence = finding.get("evidence") or {}
-        if isinstance(evidence.get("gpu"), int):
-            out.add(evidence["gpu"])
-        if isinstance(evidence.get("rank"), int):
-            gpu = gpu_of_rank(order, evidence["rank"])
+        evidence = finding.evidence or {}
+        throttled, rank = evidence.get("gpu"), evidence.get("rank")
+        if isinstance(throttled, int):
+            out.add(throttled)
+        if isinstance(rank, int):
+            gpu = gpu_of_rank(order, rank)
             if gpu is not None:
                 out.add(gpu)
     return out

@@ -18,17 +18,19 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import psutil
 
 from gputui import __version__, protocol
 from gputui.diagnosis import Diagnoser
-from gputui.diagnosis import Settings as DiagnosisSettings
+from gputui.diagnosis_settings import DEFAULTS as DIAGNOSIS_DEFAULTS
+from gputui.diagnosis_settings import Settings as DiagnosisSettings
 from gputui.errors import UserError
 from gputui.model import HostSample, Sample, Throughput
 from gputui.presets.preset import Preset
+from gputui.protocol import JsonObject
 from gputui.record import events as ev
 from gputui.record.events import Event
 from gputui.record.observer import Observer
@@ -53,20 +55,19 @@ MIN_INTERVAL_S = 0.1
 # The host (per-core CPU, memory, disk, the run's process tree) is read at most this
 # often; the samples between carry GPUs only.  The dashboard draws the CPU panel every
 # 2-3 s (LIVE_REDRAW_S in gputui.tui.widgets.state_view), so a reading a second was half
-# never seen; a share over 2 s is also steadier.  On the H200 a reading costs 1.2-1.4 ms
-# of CPU (13 processes), the dearest part of a tick after NVML's slow counters.
+# never seen; a share over 2 s is also steadier.  A reading is the dearest part of a tick
+# after NVML's slow counters (docs/performance.md#figures-behind-the-codes-choices).
 HOST_INTERVAL_S = 2.0
 # Without GPUs the host is the whole sample: read once a second, as the diagnosis's
 # windows expect of a sample stream.
 HOST_ONLY_INTERVAL_S = 1.0
 # The dispatch loop's longest wait for news: stop() wakes it (Wake), a duration ends it
 # on time; with DISPATCH_BATCH_S it bounds how late it sees an attached process end.  A timed wake costs
-# CPython 0.1-0.2 ms of CPU (this repo's 2-core VM): at 0.2 s, 5 a second for nothing.
+# CPython CPU: at 0.2 s, 5 a second for nothing (docs/performance.md#figures-behind-the-codes-choices).
 DISPATCH_WAIT_S = 1.0
 # Once caught up, the dispatch gathers news this long before it handles more (a stop or
 # the run's end cut it short).  Work done now and then costs far more than in a burst
-# (cold caches, most likely): on this repo's VM a recording line encoded 10 ms after the
-# last cost 159 µs of CPU, one of a burst 6 µs.  A run printing a line every 0.3 s woke this thread four times a
+# (cold caches, most likely; docs/performance.md#figures-behind-the-codes-choices).  A run printing a line every 0.3 s woke this thread four times a
 # second; the dashboard folds news in once a second all the same.
 DISPATCH_BATCH_S = 1.0
 OUTPUT_EVENT_MAX_CHARS = 2000  # longer output lines are shortened in the recording
@@ -86,19 +87,14 @@ class SessionConfig:
     interval: float = 1.0
     duration: float | None = None  # stop after this many seconds (watch mode, or a cap)
     attach_pid: int | None = None  # watch this process tree (a job started elsewhere)
-    # The files' merged [diagnosis] table (presets.Config.diagnosis); the preset's own
-    # diagnosis table wins over it.
-    diagnosis: dict[str, Any] = field(default_factory=dict)
+    # Every threshold of the diagnosis, merged from the files, the preset and the command
+    # line (RunOptions.session_config).
+    diagnosis: DiagnosisSettings = DIAGNOSIS_DEFAULTS
     # ``gputui check`` drives the session: its options go in the header, so the recording
     # says what kind of session it was.
     check: CheckSettings | None = None
-    # Diagnosis settings given on the command line (``--price``): they win over the files.
-    diagnosis_overrides: dict[str, Any] | None = None
     # A data-parallel run's one-GPU baseline (gputui.session.baseline): the summary's scaling.
     baseline: Baseline | None = None
-
-    def diagnosis_settings(self) -> DiagnosisSettings:
-        return DiagnosisSettings.from_tables(self.diagnosis, self.preset.diagnosis if self.preset else {}, self.diagnosis_overrides)
 
 
 class Session:
@@ -113,7 +109,7 @@ class Session:
         if config.interval < MIN_INTERVAL_S:
             raise ValueError(f"interval must be at least {MIN_INTERVAL_S} s")
         self.config = config
-        diagnosis = config.diagnosis_settings()
+        diagnosis = config.diagnosis
         self.gpu = gpu or GpuTelemetry(use_gpm=gpm_wanted(diagnosis.use_gpm), watch_xids=True)
         self.host = host or HostTelemetry()
         self._clock = clock
@@ -384,7 +380,7 @@ class Session:
         self._last_reading_t[reading.source] = now
         return False
 
-    def _handle_protocol(self, payload: dict[str, Any] | None) -> None:
+    def _handle_protocol(self, payload: JsonObject | None) -> None:
         if payload is None:
             return
         kind = payload.get("event")
@@ -426,7 +422,7 @@ class Session:
     def _host_sample(self, t: float, exact: bool, every_s: float) -> HostSample | None:
         """The host part, read at most once every ``every_s`` (and on exact ticks): the
         machine-wide parts and the process tree cost three to four times a GPU reading,
-        and a CPU share over 100 ms says little more than one over a second."""
+        and a CPU share over a tenth of a second says little more than one over a second."""
         due = self._host_t is None or t - self._host_t >= every_s - self.config.interval / 2
         if not (due or exact):
             return None
@@ -474,9 +470,7 @@ class Session:
         preset = self.config.preset
         # Secret values (API keys, tokens) stay out of the file: the names show they were set.
         env, env_redacted = redact_env(preset.child_env()) if preset else (None, [])
-        described = preset.describe() if preset else None
-        if described and "env" in described:
-            described["env"] = redact_env(described["env"])[0]
+        described: PresetRecord | None = preset.describe(redacted=True) if preset else None
         return Header(
             schema=SCHEMA_VERSION,
             gputui=__version__,
@@ -487,7 +481,7 @@ class Session:
             cuda_version=self.gpu.cuda_version,
             gpus=list(self.gpu.infos),
             gpu_unavailable_reason=self.gpu.unavailable_reason,
-            preset=PresetRecord.from_dict(described) if described is not None else None,
+            preset=described,
             command=preset.argv() if preset else None,
             env=env,
             env_redacted=env_redacted,

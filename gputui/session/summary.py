@@ -16,7 +16,7 @@ import dataclasses
 from array import array
 from collections import Counter
 
-from gputui.model import BURSTY_BELOW, SAMPLES, STEPS, WORKLOAD_SOURCE, GpuSample, Sample, Throughput, memory_of, others_of
+from gputui.model import BURSTY_BELOW, SAMPLES, STEPS, WORKLOAD_SOURCE, GpuSample, HostSample, Sample, Throughput, memory_of, others_of
 from gputui.protocol import MEASURE
 from gputui.record import events as ev
 from gputui.record.events import Event
@@ -65,7 +65,7 @@ class _GpuWindow:
         self.others_max = 0
         self.processes_last: tuple[float, bool] | None = None  # (t, others present) at the last read
 
-    def add(self, t: float, gpu) -> None:
+    def add(self, t: float, gpu: GpuSample) -> None:
         if gpu.lost:
             self.lost = True
             return
@@ -164,7 +164,7 @@ class _HostWindow:
         self.peak_tree_rss: int | None = None
         self.max_workers = 0
 
-    def add(self, host) -> None:
+    def add(self, host: HostSample | None) -> None:
         if host is None:
             return
         if host.cpu_percent is not None:

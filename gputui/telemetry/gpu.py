@@ -61,20 +61,20 @@ PCIE_LINK_TTL_S = 5.0  # link gen/width change only with power state: no need pe
 # repeated between, the processes only on the tick that read them), they take a third
 # of a 10 Hz tick's NVML calls off it.
 SLOW_FIELDS_TTL_S = 1.0
-# Each process's SM share (nvmlDeviceGetProcessUtilization) costs 1.4-2.3 ms of CPU a
-# call on an H200 (driver 580 spins while it waits): the dearest call of a tick, and
+# Each process's SM share (nvmlDeviceGetProcessUtilization) is the dearest call of a tick
+# (the driver spins while it waits; docs/performance.md#figures-behind-the-codes-choices), and
 # most of the sampler's NVML time at 1 s. It is a mean over NVML's samples since the
 # last read, so a read this often loses only resolution; the GPU's process list changing
 # (a newcomer, a process gone) reads it at once, and the shares are carried between.
 PROCESS_UTIL_EVERY_S = 5.0
 # Cumulative counters are read this often and whenever a caller asks for an exact
 # reading (a phase change, the run's end): a difference of two readings is exact
-# whatever lies between.  Energy and the time in each clock-event reason cost 4.3 ms of
-# CPU on an H200 (driver 580; the energy call alone 3.6): read every 30 s, NVIDIA's own
+# whatever lies between.  Energy and the time in each clock-event reason are dear to read
+# (docs/performance.md#figures-behind-the-codes-choices): read every 30 s, NVIDIA's own
 # example scrape interval for dcgm-exporter, they feed the exporter's counters and the
 # summary (read exactly at its ends) and no live rule.
 COUNTER_INTERVAL_S = 30.0
-# ECC errors, row remaps and PCIe replays (0.2 ms) feed the failing-hardware rule: a
+# ECC errors, row remaps and PCIe replays (cheap to read) feed the failing-hardware rule: a
 # finding within 10 s (XIDs, the urgent sign, are events and come at once).
 FAULT_COUNTER_INTERVAL_S = 10.0
 
@@ -102,18 +102,18 @@ _GPM_METRICS: dict[str, tuple[str, float]] = {
 }
 
 
-def _text(value: Any) -> str | None:
+def nvml_text(value: Any) -> str | None:
     """pynvml returns str, older versions bytes."""
     if value is None:
         return None
     return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
 
 
-def _watts(milliwatts: Any) -> float | None:
+def nvml_watts(milliwatts: Any) -> float | None:
     return None if milliwatts is None else milliwatts / 1000.0
 
 
-def _cuda_version(raw: int | None) -> str | None:
+def cuda_version(raw: int | None) -> str | None:
     """NVML encodes CUDA 13.0 as 13000, 12.4 as 12040."""
     if not raw:
         return None
@@ -212,8 +212,8 @@ class GpuTelemetry:
             return
         self.available = True
         call = self._nvml.call
-        self.driver_version = _text(call("nvmlSystemGetDriverVersion"))
-        self.cuda_version = _cuda_version(call("nvmlSystemGetCudaDriverVersion"))
+        self.driver_version = nvml_text(call("nvmlSystemGetDriverVersion"))
+        self.cuda_version = cuda_version(call("nvmlSystemGetCudaDriverVersion"))
         count = call("nvmlDeviceGetCount") or 0
         for index in range(count):
             self._open_gpu(index)
@@ -259,12 +259,12 @@ class GpuTelemetry:
     def _read_info(self, gpu: _Gpu, info: GpuInfo) -> None:
         nvml, h = self._nvml, gpu.handle
         call = nvml.call
-        info.name = _text(call("nvmlDeviceGetName", h)) or info.name
-        info.uuid = _text(call("nvmlDeviceGetUUID", h))
+        info.name = nvml_text(call("nvmlDeviceGetName", h)) or info.name
+        info.uuid = nvml_text(call("nvmlDeviceGetUUID", h))
         memory = call("nvmlDeviceGetMemoryInfo", h)
         info.memory_total = memory.total if memory is not None else None
-        info.power_limit_w = _watts(call("nvmlDeviceGetEnforcedPowerLimit", h))
-        info.power_default_limit_w = _watts(call("nvmlDeviceGetPowerManagementDefaultLimit", h))
+        info.power_limit_w = nvml_watts(call("nvmlDeviceGetEnforcedPowerLimit", h))
+        info.power_default_limit_w = nvml_watts(call("nvmlDeviceGetPowerManagementDefaultLimit", h))
         info.temp_slowdown_c = self._threshold(h, "NVML_TEMPERATURE_THRESHOLD_SLOWDOWN", 1)
         info.temp_shutdown_c = self._threshold(h, "NVML_TEMPERATURE_THRESHOLD_SHUTDOWN", 0)
         info.temp_max_gpu_c = self._threshold(h, "NVML_TEMPERATURE_THRESHOLD_GPU_MAX", 3)
@@ -366,7 +366,7 @@ class GpuTelemetry:
         sensor = nvml.const("NVML_TEMPERATURE_GPU", 0)
         temp = self._first(gpu, "temp", [("nvmlDeviceGetTemperatureV", sensor), ("nvmlDeviceGetTemperature", sensor)])
         s.temp_c = None if temp is None else float(temp)
-        s.power_w = _watts(call("nvmlDeviceGetPowerUsage", h))
+        s.power_w = nvml_watts(call("nvmlDeviceGetPowerUsage", h))
         s.sm_clock_mhz = call("nvmlDeviceGetClockInfo", h, nvml.const("NVML_CLOCK_SM", 1))
         due = exact or gpu.slow_read_at is None or self._clock() - gpu.slow_read_at >= SLOW_FIELDS_TTL_S
         s.power_limit_w, s.mem_clock_mhz = self._slow_fields(gpu, due)
@@ -419,7 +419,7 @@ class GpuTelemetry:
     def _slow_fields(self, gpu: _Gpu, due: bool) -> tuple[float | None, int | None]:
         if due:
             nvml, h = self._nvml, gpu.handle
-            gpu.slow = (_watts(nvml.call("nvmlDeviceGetEnforcedPowerLimit", h)), nvml.call("nvmlDeviceGetClockInfo", h, nvml.const("NVML_CLOCK_MEM", 2)))
+            gpu.slow = (nvml_watts(nvml.call("nvmlDeviceGetEnforcedPowerLimit", h)), nvml.call("nvmlDeviceGetClockInfo", h, nvml.const("NVML_CLOCK_MEM", 2)))
             gpu.slow_read_at = self._clock()
         return gpu.slow
 

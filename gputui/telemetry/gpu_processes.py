@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import psutil
 
-from gputui.model import HIDDEN, OTHER, RUN, UNMATCHED, GpuProcess
+from gputui.model import HIDDEN, OTHER, RUN, UNMATCHED, GpuProcess, Owner
 
 # /proc/self/ns/pid of the initial (host) PID namespace: the kernel's PROC_PID_INIT_INO
 INIT_PID_NS_INODE = 0xEFFFFFFC
@@ -182,7 +182,7 @@ class ProcessAttributor:
                     p.owner = HIDDEN
         return out
 
-    def _owner(self, pid: int, facts: ProcessFacts | None, run_pids: Collection[int]) -> str:
+    def _owner(self, pid: int, facts: ProcessFacts | None, run_pids: Collection[int]) -> Owner:
         ours = {*run_pids, self._self_pid}
         if pid in ours or (facts is not None and any(a in ours for a in facts.ancestors)):
             return RUN

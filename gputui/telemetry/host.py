@@ -328,8 +328,8 @@ THREADS_FROM_PCT = 50.0
 THREADS_EVERY_S = 5.0
 
 # Each thread lists the children it forked in its own file, and a trainer has dozens of
-# threads: reading every file each tick was most of the tick (4.2 ms against 1.3 ms for
-# 13 processes of 40 threads, benchmarks/sample_cost.py).  Children come from the main
+# threads: reading every file each tick was most of the tick
+# (docs/performance.md#figures-behind-the-codes-choices).  Children come from the main
 # thread almost always (data-loader workers, torchrun's ranks, subprocess), so a tick
 # reads the main thread's file and keeps the children found before; every thread's file
 # is read every CHILDREN_SCAN_S, so a child another thread forked is found within that.

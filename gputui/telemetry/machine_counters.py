@@ -3,8 +3,8 @@
 psutil reads /proc/meminfo twice a tick (``virtual_memory``, ``swap_memory``, which
 also reads all of /proc/vmstat for swap-ins we do not show) and, for the disks,
 /proc/diskstats with a filesystem check per device and its wrap-around bookkeeping:
-over half of the machine part of a host sample on this VM (benchmarks/sample_cost.py,
-issue 25).  Here each is one read and a parse.  Without /proc (not Linux), psutil
+over half of the machine part of a host sample
+(docs/performance.md#figures-behind-the-codes-choices).  Here each is one read and a parse.  Without /proc (not Linux), psutil
 reads the same figures.
 """
 

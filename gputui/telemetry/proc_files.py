@@ -1,7 +1,7 @@
 """Reading a small /proc or /sys file whole, with the system calls alone.
 
-Python's ``open()`` builds a file object and its buffer for every file: 7.5 µs against
-2.3 µs for ``os.open``, ``os.read`` and ``os.close`` of ``/proc/self/stat`` on this VM.
+Python's ``open()`` builds a file object and its buffer for every file: about three times
+what ``os.open``, ``os.read`` and ``os.close`` cost (docs/performance.md#figures-behind-the-codes-choices).
 A host sample reads three files for each process of the run (a dozen or more with
 data-loader workers) and a few of the machine's, every tick.
 """

@@ -1,9 +1,8 @@
 """One process's counters for a host sample: state, name, CPU time, memory, threads, I/O.
 
 psutil reads a process through five files a tick (stat, status, statm, cmdline, io),
-each with its own open and parse, and the run's tree is a dozen processes or more: on
-the H200 a host sample of 13 processes took 3.4-3.9 ms, a GPU sample 0.5-0.6 ms
-(benchmarks/sample_cost.py, issue 25).  Everything
+each with its own open and parse, and the run's tree is a dozen processes or more: a
+host sample cost several times a GPU sample (docs/performance.md#figures-behind-the-codes-choices).  Everything
 but the command line and the I/O is in ``/proc/<pid>/stat``, so a tick reads that file
 and ``io``; the command line, which changes only with an exec (and the name with it),
 is read when the process is first seen and again when its name changes.  Without

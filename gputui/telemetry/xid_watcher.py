@@ -5,8 +5,8 @@ in :mod:`gputui.gpus.xid`).
 process (:class:`_Hub`), with its own :class:`~gputui.telemetry.nvml.Nvml` instance: the
 wrapper is not thread-safe, and NVML's init is reference-counted, so a second instance
 beside the sampler's is allowed.  Every watcher in the process shares that thread and
-its one event set: on an H200 (driver 580) two event sets in one process made both
-waits spin, a whole core between them (benchmarks/xid_watch_cost.py), and a Check run
+its one event set: two event sets in one process can make both waits spin, a whole
+core between them (docs/performance.md#figures-behind-the-codes-choices), and a Check run
 from the dashboard had three (the dashboard's session, the check's session, the check).  The check (``gputui.check.xid_results``) grades what it saw;
 the sampler attaches new events to its samples for the diagnosis.
 """

@@ -36,7 +36,8 @@ from textual.screen import Screen
 from textual.theme import Theme
 
 from gputui.errors import UserError
-from gputui.record.history import KeptRun, read_kept_run
+from gputui.live.wiring import RunWiring
+from gputui.record.history import KeptRun, label_for, read_kept_run
 from gputui.record.observer import Observer
 from gputui.session.assemble import SessionParts
 from gputui.tui import state as st
@@ -53,12 +54,8 @@ if TYPE_CHECKING:  # the session side loads in the session thread, after the fir
     from gputui.live.followed import FollowedRun
     from gputui.live.host import HostSpec
     from gputui.live.registry import LiveRun
-    from gputui.record.history import RunHistory
-    from gputui.record.recording import Recorder
     from gputui.session.options import RunOptions
     from gputui.session.session import Session
-    from gputui.telemetry.gpu import GpuTelemetry
-    from gputui.telemetry.host import HostTelemetry
     from gputui.tui.screens.check import CheckFactory
 
 STOP_WAIT_S = 20.0  # the runner's TERM grace (5 s) and KILL, with room to spare
@@ -80,7 +77,7 @@ class GpuTuiApp(DashboardApp):
         *,
         make_session: SessionFactory,
         make_check: CheckFactory,
-        history: RunHistory | None,
+        wiring: RunWiring,
         themes: dict[str, Theme],
         theme_problems: list[str],
         look: DashboardLook,
@@ -106,11 +103,12 @@ class GpuTuiApp(DashboardApp):
         start_preset = options.preset.name if options.preset else None
         self._start_preset = start_preset
         self.dashboard.initial_preset = start_preset
-        self._recorder: Recorder | None = None
+        self._recorder: Observer | None = None  # the --record file's, while a run in this process writes it
         self.recorded = False  # a recording was started (and is finished once the app ends)
         self._recorded_serial: int | None = None
-        self.history = history
-        self._kept: dict[int, Recorder] = {}  # history recorders by session serial
+        self.wiring = wiring
+        self.history = wiring.history
+        self._kept: dict[int, Observer] = {}  # history recorders by session serial
         self._handle_signals = look.handle_signals
         self._bridges: dict[int, SessionBridge] = {}
         self._last_preset: str | None = start_preset
@@ -246,15 +244,17 @@ class GpuTuiApp(DashboardApp):
         assert self._run_launcher is not None
         record_path = self._record_path_for(ticket)
         self.recorded = self.recorded or record_path is not None
-        run_options = dataclasses.replace(options, preset=ticket.preset, attach_pid=None, baseline_run=False, record_path=record_path)
-        spec = HostSpec(options=run_options, history=self.history, progress=False, detached=True)
+        run_options = dataclasses.replace(options, preset=ticket.preset, attach_pid=None, baseline_run=False)
+        spec = HostSpec(
+            options=run_options, wiring=dataclasses.replace(self.wiring, record_path=record_path, metrics_address=None), progress=False, detached=True
+        )
         launcher = self._run_launcher
         return FollowedRun(lambda: launcher(spec))
 
     def _record_path_for(self, ticket: SessionTicket) -> Path | None:
         """--record FILE for the first run, as headless (not a --baseline-run's twin)."""
         measuring_baseline = self._baseline_first is not None and ticket.preset is self._baseline_first.twin
-        return self.options.record_path if not (self.recorded or measuring_baseline) else None
+        return self.wiring.record_path if not (self.recorded or measuring_baseline) else None
 
     def _observers_for(self, session: Session | FollowedRun, ticket: SessionTicket) -> list[Observer]:
         bridge = SessionBridge(ticket, self.post_message)
@@ -267,28 +267,21 @@ class GpuTuiApp(DashboardApp):
         if not (ticket.is_run or ticket.attach_pid):
             return observers  # watching an idle machine is neither recorded nor kept
         record_path = self._record_path_for(ticket)
-        from gputui.session.recorders import run_recorders
-
         here = cast("Session", session)  # a run in this process: its recorders are this dashboard's
+        label = label_for(ticket.preset.name if ticket.preset else None, ticket.attach_pid)
 
-        def recorders(path: Path | None) -> tuple[Recorder | None, Recorder | None]:
-            return run_recorders(
-                here,
-                record_path=path,
-                overwrite=self.options.record_force,
-                history=self.history,
-                preset=ticket.preset,
-                attach_pid=ticket.attach_pid,
-                warn=bridge.note,
-                on_record_error=lambda text: bridge.note(f"{text}; the run was stopped"),
-            )
+        def record_error(text: str) -> None:
+            bridge.note(f"{text}; the run was stopped")
+            here.stop("cannot write the recording")
 
+        # Only the first run writes the --record file; the dashboard's later ones are kept only.
+        wiring = dataclasses.replace(self.wiring, record_path=record_path)
         try:
-            recording, kept = recorders(record_path)
+            recording, kept = wiring.recorders(label, warn=bridge.note, on_record_error=record_error)
         except UserError as exc:  # the --record file could not be opened: the run goes on, kept but not recorded
             bridge.note(f"not recording: {exc}")
             self.recorded = True
-            recording, kept = recorders(None)
+            recording, kept = dataclasses.replace(wiring, record_path=None).recorders(label, warn=bridge.note, on_record_error=record_error)
         if recording is not None:
             self.recorded = True
             self._recorded_serial = ticket.serial
@@ -323,7 +316,7 @@ class GpuTuiApp(DashboardApp):
 
     def recording_of(self, run: st.RunView) -> Path | None:
         if run.kept_path is None and self._recorded_serial == run.ticket.serial:
-            return self.options.record_path
+            return self.wiring.record_path
         return run.kept_path
 
     def on_session_news(self, message: SessionNews) -> None:
@@ -489,18 +482,15 @@ class GpuTuiApp(DashboardApp):
 
 @dataclass(frozen=True)
 class DashboardParts:
-    """What the dashboard is built from.  Telemetry comes as factories because each
-    Session opens and closes its own GpuTelemetry (NVML init/shutdown per session); tests
-    pass one built on a fake NVML, a fixed host sampler and clock, or a whole scripted
-    ``session_factory`` or ``check_factory``.  ``history`` keeps every run (the command
-    line passes the user's; tests keep none unless they ask)."""
+    """What the dashboard is built from: each session's parts (tests pass telemetry on a
+    fake NVML, a fixed host sampler and clock), or a whole scripted ``session_factory`` or
+    ``check_factory``; the wiring that keeps every run (the command line passes the user's
+    history; tests keep none unless they ask)."""
 
-    gpu: Callable[[], GpuTelemetry] | None = None
-    host: Callable[[], HostTelemetry] | None = None
-    clock: Callable[[], float] = time.monotonic
+    session: SessionParts = SessionParts()  # each session's telemetry and clock (this machine's)
     session_factory: SessionFactory | None = None
     check_factory: CheckFactory | None = None
-    history: RunHistory | None = None
+    wiring: RunWiring = RunWiring()  # the run history, --record FILE (the first run's)
     run_launcher: RunLauncher | None = None  # starts a run in a process of its own; None: runs here
 
 
@@ -525,7 +515,7 @@ def make_app(options: RunOptions, parts: DashboardParts | None = None, look: Das
     from ``parts``, looking as ``look`` says; showing the live run ``attach_to`` first."""
     parts = parts or DashboardParts()
     look = look or DashboardLook()
-    session_parts = SessionParts(gpu=parts.gpu, host=parts.host, clock=parts.clock)
+    session_parts = parts.session
     make_session = parts.session_factory or session_parts.build
 
     def check_factory(check_options: CheckOptions, listener: CheckListener) -> CheckRun:
@@ -540,7 +530,7 @@ def make_app(options: RunOptions, parts: DashboardParts | None = None, look: Das
         options,
         make_session=make_session,
         make_check=parts.check_factory or check_factory,
-        history=parts.history,
+        wiring=parts.wiring,
         themes=themes,
         theme_problems=problems,
         look=look,

@@ -7,8 +7,8 @@ that cannot wait for the tick (a run starting or ending, its header, a finding, 
 note), and only while none is in flight.  Routine news (samples, throughput readings,
 output lines) waits: the panels draw it at the tick anyway, and a run reporting ten
 times a second would otherwise wake the app's thread ten times a second for nothing
-(a third of the main thread's profiled time on a 2-core VM under such a run; little on
-the H200, where the redraw costs more).  Nothing is dropped.
+(a large share of the main thread's time on a small machine:
+docs/performance.md#figures-behind-the-codes-choices).  Nothing is dropped.
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ changed line is sent from the left edge of its widget (border, padding and all)
 to the last changed cell.  A chart gaining a column at its right end, a clock
 ticking at the end of a status line, or a new line in the output pane therefore
 cost a whole panel row each (``ChopsUpdate`` has a "TODO: crop to x extents").  This
-module does that crop, for the screens that ask for it: at 140×40 with a benchmark
-printing seven lines a second, about 3 KB/s became under 1 KB/s.
+module does that crop, for the screens that ask for it: a third of the bytes or less
+for a chatty run (docs/performance.md#figures-behind-the-codes-choices).
 
 It leans on Textual internals (``Screen._compositor``, ``Compositor`` and
 ``ChopsUpdate``), so it applies only on the Textual versions it was tested with
@@ -332,8 +332,8 @@ class CroppingCompositor(Compositor):
         and the screen under a panel) renders only for a change no band in front of
         it already covers: a panel's changed line made its two containers and the
         screen render too, the screen over every row between the clock at the top
-        and the GPU line below (half of the renders of a running dashboard at 80x24 on
-        this repo's VM, over the NVML test double)."""
+        and the GPU line below (half of the renders of a running dashboard:
+        docs/performance.md#figures-behind-the-codes-choices)."""
         updating = self._updating
         if not updating:
             yield from super()._get_renders(crop)
@@ -405,8 +405,8 @@ class SteadyScrollbars:
     hands it (its parent's) with its own container size, which always differ, so every
     layout pass of the screen, whatever it was for, refreshes the widget's vertical
     scrollbar and calls the widget resized: the preset list's scrollbar (12 cells of
-    column 31 at 140x40) was rewritten, unchanged, at each pass, ~350 B/s when a pass
-    came every second, and under a modal each refresh costs a whole-screen repaint.
+    column 31 at 140x40) was rewritten, unchanged, at each pass
+    (docs/performance.md#figures-behind-the-codes-choices), and under a modal each refresh costs a whole-screen repaint.
     The sizes are those the layout passes in; what the widget changes itself (its
     lines, so its virtual size) goes through ``_scroll_update`` directly, as before.
     On a Textual without this method the override is never called.

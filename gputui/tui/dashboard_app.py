@@ -127,7 +127,7 @@ class DashboardApp(TypingBursts[int]):
         milestone = self.milestone()
         if top is not dashboard and not force:
             # Under a modal (summary, findings) Textual repaints the whole screen for
-            # any change beneath it: ~8 KB/s at 140x40.  The panels catch up in one
+            # any change beneath it (docs/performance.md#figures-behind-the-codes-choices).  The panels catch up in one
             # repaint when the dashboard is back on top (DashboardScreen.on_screen_resume);
             # a run starting or ending, or its recording being finished, costs one
             # repaint now (the top line shows above the modal).
@@ -275,7 +275,7 @@ class DashboardApp(TypingBursts[int]):
 
     def action_show_findings(self) -> None:
         found = self.state.findings()
-        ordered = self.state.open_findings() + [f for f in found.values() if f.get("state", "open") != "open"]
+        ordered = self.state.open_findings() + [f for f in found.values() if f.state != "open"]
         self.push_screen(FindingsScreen(ordered))
 
     def action_no_findings(self) -> None:

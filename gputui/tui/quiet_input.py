@@ -2,9 +2,8 @@
 
 Textual 8.2's Linux driver reads the terminal in a thread that wakes ten times a
 second whether or not a key came (``select`` with a 0.1 s timeout): to let a lone
-Escape's wait run out, and to notice the app leaving.  On the H200 that thread was
-0.07-0.10 % of a core (``textual-input`` in tui_cost's threads, issue 25), on the
-dashboard nvitop's whole cost is measured against, for nothing.
+Escape's wait run out, and to notice the app leaving: a cost for nothing on a dashboard
+whose whole cost is compared with nvitop's (docs/performance.md#figures-behind-the-codes-choices).
 
 Here the thread waits with no timeout unless the key parser holds part of a sequence
 (then until the parser's own deadline, as Textual's 0.1 s ticks would), and the driver

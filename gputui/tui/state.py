@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from gputui import fmt
 from gputui.model import GpuInfo, GpuProcess, GpuSample, HostSample, Sample, Throughput
 from gputui.presets.preset import Preset, Reference
-from gputui.protocol import WARMUP
+from gputui.protocol import WARMUP, JsonObject
 from gputui.record import events as ev
 from gputui.record.events import Event
 from gputui.record.history import outcome_word
@@ -133,7 +133,7 @@ class RunView:
     unit: str | None = None  # what the readings count (samples, tokens, steps)
     median: float | None = None  # running median of the measured readings
     reported: float | None = None  # the tool's own final figure
-    workload: dict[str, Any] | None = None
+    workload: JsonObject | None = None  # the workload event's fields
     pid: int | None = None
     last_t: float = 0.0
     stopping: str | None = None
@@ -143,7 +143,7 @@ class RunView:
     ended: bool = False
     cut: str | None = None  # a replayed recording that ends early: why
     kept_path: Path | None = None  # its copy in the run history
-    findings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    findings: dict[str, ev.Finding] = field(default_factory=dict)
     rank_rates: dict[int, float] = field(default_factory=dict)  # a data-parallel run's: each rank's latest reading
     world_size: int | None = None  # its ranks (torchrun) or replicas (MirroredStrategy)
 
@@ -238,7 +238,7 @@ class DashboardState:
         self.runs: list[RunView] = []
         self.log: deque[tuple[str, str]] = deque(maxlen=LOG_LINES)  # (stream, text)
         self.log_count = 0  # lines ever logged, so views can tell where the deque starts
-        self.watch_findings: dict[str, dict[str, Any]] = {}
+        self.watch_findings: dict[str, ev.Finding] = {}
         self.recording: str | None = None  # the recording's path, once one started
         self.recording_state = ""  # "on", then "done" (summary written) or "cut"
         self._recording_serial: int | None = None
@@ -273,15 +273,15 @@ class DashboardState:
     def gpu_names(self) -> list[str]:
         return [g.name for g in self.header.gpu_list if g.name] if self.header else []
 
-    def findings(self) -> dict[str, dict[str, Any]]:
+    def findings(self) -> dict[str, ev.Finding]:
         """The live run's findings (the latest run's when idle), then watching's."""
         own = self.run.findings if self.run else {}
         return {**self.watch_findings, **own}
 
-    def open_findings(self) -> list[dict[str, Any]]:
-        rank = {"critical": 0, "warning": 1, "info": 2}
-        found = [f for f in self.findings().values() if f.get("state", "open") == "open"]
-        return sorted(found, key=lambda f: (rank.get(f.get("severity", "info"), 3), f.get("since") or 0))
+    def open_findings(self) -> list[ev.Finding]:
+        rank: dict[str | None, int] = {"critical": 0, "warning": 1, "info": 2}
+        found = [f for f in self.findings().values() if f.state == "open"]
+        return sorted(found, key=lambda f: (rank.get(f.severity, 3), f.since or 0))
 
     # -- A data-parallel run (gputui.session.ranks) ------------------------------------------
     def rank_of_gpu(self) -> dict[int, int]:
@@ -412,7 +412,7 @@ class DashboardState:
         payload = event.payload
         if isinstance(payload, ev.Finding):
             findings = run.findings if run is not None else self.watch_findings
-            findings[payload.id] = ev.payload_fields(payload)  # the views read what the summary lists
+            findings[payload.id] = payload  # the views read it as the summary lists it: typed
             self.touch(FINDINGS)
             return
         if run is None:

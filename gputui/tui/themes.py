@@ -18,7 +18,6 @@ in ``$XDG_CONFIG_HOME/gputui/themes/``, where a theme of the same name wins.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from rich.color import Color as RichColor
 from rich.segment import Segment
@@ -29,7 +28,7 @@ from textual.theme import Theme
 
 from gputui.config import user_themes_path
 from gputui.errors import UserError
-from gputui.text_files import load_toml
+from gputui.text_files import TomlTable, load_toml
 
 DEFAULT_THEME = "gputui-dark"
 
@@ -60,7 +59,7 @@ def parse_theme(path: Path) -> Theme:
         data = load_toml(path, "theme file")
     except FileNotFoundError:
         raise UserError(f"{path}: cannot read (no such file)") from None
-    fields: dict[str, Any] = {"name": path.stem}
+    fields: TomlTable = {"name": path.stem}
     for key, value in data.items():
         if key == "name":
             if not isinstance(value, str) or not value:

@@ -13,7 +13,7 @@ import argparse
 import sys
 
 from gputui.catalog import AUGMENT_LEVELS, COMPILE_MODES, DEVICES, FRAMEWORKS, METHODS, MODELS, PIPELINES
-from gputui.protocol import Emitter, rank_from_environment
+from gputui.protocol import Emitter, ResultLine, RunInfo, rank_from_environment
 from gputui.workloads.batch_search import TrialFailed
 from gputui.workloads.measure import (
     EXIT_ERROR,
@@ -95,7 +95,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def _summary(args: argparse.Namespace, result: dict) -> str:
+def _summary(args: argparse.Namespace, result: ResultLine) -> str:
     rate = result.get("samples_per_sec")
     if result.get("mode") == "find-max-batch":
         return f"{args.model}: largest batch that fits: {result.get('max_batch_size')} ({rate or 0:.1f} samples/sec)"
@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(raw)
     rank, world_size = rank_from_environment()  # torchrun's ranks say which they are
     emitter = Emitter(rank=rank, world_size=world_size)
-    info = {"framework": args.framework, "model": args.model, "precision": args.precision}
+    info = RunInfo(framework=args.framework, model=args.model, precision=args.precision)
     try:
         if args.find_max_batch:
             from gputui.workloads import batch_search

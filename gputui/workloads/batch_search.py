@@ -25,10 +25,10 @@ import subprocess
 import sys
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, cast
 
-from gputui.protocol import Emitter, decode
+from gputui.protocol import Emitter, ResultLine, RunInfo, TrialLine, decode
 from gputui.workloads.measure import WorkloadOutOfMemory
 
 TRIAL_STEPS = 10  # measured steps per trial, at most
@@ -43,6 +43,12 @@ class Trial:
     samples_per_sec: float | None = None
     peak_memory_bytes: int | None = None
     message: str | None = None
+
+    def line(self) -> TrialLine:
+        """The trial as its ``trial`` line and a result's ``curve`` give it."""
+        return TrialLine(
+            batch_size=self.batch_size, fits=self.fits, samples_per_sec=self.samples_per_sec, peak_memory_bytes=self.peak_memory_bytes, message=self.message
+        )
 
 
 class TrialFailed(Exception):
@@ -148,10 +154,10 @@ def run(
     steps: int,
     warmup_steps: int,
     emitter: Emitter,
-    info: dict[str, Any],
+    info: RunInfo,
     trial: Callable[[int], Trial] | None = None,
     limit: int = MAX_BATCH,
-) -> dict[str, Any]:
+) -> ResultLine:
     """Search (trial children built from ``argv``, this worker's own arguments) and
     speak the protocol.  Raises TrialFailed, or WorkloadOutOfMemory when not even batch 1 fits."""
     steps = max(1, min(steps, TRIAL_STEPS))
@@ -161,11 +167,11 @@ def run(
 
     def one(batch_size: int) -> Trial:
         t = (trial or (lambda b: run_child(child, b)))(batch_size)
-        emitter.emit("trial", **asdict(t))
+        emitter.emit("trial", **t.line())
         return t
 
     best, trials = search(one, start, limit=limit)
-    curve = [asdict(t) for t in sorted(trials, key=lambda t: t.batch_size)]
+    curve = [t.line() for t in sorted(trials, key=lambda t: t.batch_size)]
     if best is None:
         first = min(trials, key=lambda t: t.batch_size)
         raise WorkloadOutOfMemory(first.message or "out of memory at batch size 1", batch_size=first.batch_size,
@@ -173,7 +179,7 @@ def run(
     at_best = next(t for t in trials if t.batch_size == best)
     fastest = max((t for t in trials if t.fits and t.samples_per_sec is not None),
                   key=lambda t: t.samples_per_sec or 0.0, default=at_best)  # fmt: skip
-    result = {
+    fields: dict[str, object] = {
         **info,
         "mode": "find-max-batch",
         "batch_size": best,
@@ -186,5 +192,6 @@ def run(
         "steps": steps,
         "curve": curve,
     }
+    result = cast(ResultLine, {key: value for key, value in fields.items() if value is not None})  # None: unknown, never written
     emitter.result(**result)
     return result

@@ -45,9 +45,9 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict, cast
 
-from gputui.protocol import MEASURE, WARMUP, Emitter, json_safe
+from gputui.protocol import MEASURE, WARMUP, Emitter, ResultLine, RunInfo, json_safe
 from gputui.stats import spread
 
 WINDOW_S = 0.1  # at most ~10 protocol step lines per second
@@ -236,6 +236,25 @@ def run_tf_metal(
     return windows, et - st
 
 
+class Summary(TypedDict, total=False):
+    """The result's numbers before :func:`emit_result` adds the run's info and leaves out
+    what is unknown (None) or not finite."""
+
+    samples_per_sec: float | None
+    p5: float | None
+    p95: float | None
+    mean: float | None
+    steps: int
+    batch_size: int
+    windows: int
+    samples: float
+    seconds: float
+    flops_per_sample: float
+    achieved_tflops: float
+    epochs: int
+    statistic: str
+
+
 def summarize(
     windows: list[Window],
     *,
@@ -243,7 +262,7 @@ def summarize(
     steps: int,
     flops_per_sample: float | None = None,
     headline: float | None = None,
-) -> dict[str, Any]:
+) -> Summary:
     """The result's numbers from the measured windows.  ``headline`` replaces the
     median window rate as ``samples_per_sec`` (the tf-metal method)."""
     rates = [w.rate for w in windows]
@@ -251,7 +270,7 @@ def summarize(
     total_samples = sum(w.samples for w in windows)
     total_seconds = sum(w.seconds for w in windows)
     mean = total_samples / total_seconds if total_seconds > 0 else None
-    result: dict[str, Any] = {
+    result: Summary = {
         "samples_per_sec": headline if headline is not None else stats.get("median"),
         "p5": stats.get("p5"),
         "p95": stats.get("p95"),
@@ -269,9 +288,7 @@ def summarize(
     return result
 
 
-def tf_metal_summary(
-    windows: list[Window], elapsed: float, *, batch_size: int, steps: int, epochs: int, flops_per_sample: float | None = None
-) -> dict[str, Any]:
+def tf_metal_summary(windows: list[Window], elapsed: float, *, batch_size: int, steps: int, epochs: int, flops_per_sample: float | None = None) -> Summary:
     """The tf-metal method's numbers: ``summarize`` with train_benchmark.py's headline,
     samples over the whole timed span of ``epochs`` epochs of ``steps`` batches."""
     headline = batch_size * steps * epochs / elapsed if elapsed > 0 else math.inf
@@ -282,18 +299,18 @@ def tf_metal_summary(
 
 
 def emit_result(
-    emitter: Emitter, result: dict[str, Any], *, method: str, info: dict[str, Any] | None = None, peak_memory: Callable[[], int | None] | None = None
-) -> dict[str, Any]:
+    emitter: Emitter, result: Summary, *, method: str, info: RunInfo | None = None, peak_memory: Callable[[], int | None] | None = None
+) -> ResultLine:
     """Finish a workload: add the method, the memory peak and ``info`` (framework,
     model, ...), leave out what is unknown or not finite (JSON has neither), write the
     protocol ``result`` line and return its fields.  Every method and framework ends here,
     so all result lines carry the same keys."""
-    result = {**(info or {}), **result, "method": method}
+    merged: dict[str, object] = {**(info or {}), **result, "method": method}
     if peak_memory is not None:
-        result["peak_memory_bytes"] = peak_memory()
-    result = {k: v for k, v in json_safe(result).items() if v is not None}
-    emitter.result(**result)
-    return result
+        merged["peak_memory_bytes"] = peak_memory()
+    line = cast(ResultLine, {k: v for k, v in json_safe(merged).items() if v is not None})
+    emitter.result(**line)
+    return line
 
 
 def measure(
@@ -308,11 +325,11 @@ def measure(
     epochs: int = TF_METAL_EPOCHS,
     flops_per_sample: float | None = None,
     peak_memory: Callable[[], int | None] | None = None,
-    info: dict[str, Any] | None = None,
+    info: RunInfo | None = None,
     window_s: float = WINDOW_S,
     clock: Callable[[], float] = time.perf_counter,
     mark: Callable[[], Any] | None = None,
-) -> dict[str, Any]:
+) -> ResultLine:
     """Time ``step`` and write the protocol ``step`` lines and the final ``result`` line
     (see the module docstring); return the result's fields.  ``info`` (framework,
     model, precision, ...) is copied into the result."""

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import time
 
-from gputui.protocol import MEASURE, WARMUP, Emitter
+from gputui.protocol import MEASURE, WARMUP, Emitter, ResultLine
 from gputui.stats import spread
 
-WORK_PER_SAMPLE = 2_000  # loop iterations; ~0.1 ms of CPython per sample
+WORK_PER_SAMPLE = 2_000  # loop iterations: a fraction of a millisecond of CPython per sample
 
 
 def _one_sample(seed: int) -> int:
@@ -21,7 +21,7 @@ def _one_sample(seed: int) -> int:
     return acc
 
 
-def run(batch_size: int, steps: int, warmup_steps: int, emitter: Emitter) -> dict:
+def run(batch_size: int, steps: int, warmup_steps: int, emitter: Emitter) -> ResultLine:
     emitter.start(framework="smoke", model="spin", batch_size=batch_size, steps=steps, warmup_steps=warmup_steps)
     rates = []
     checksum = 0
@@ -35,7 +35,7 @@ def run(batch_size: int, steps: int, warmup_steps: int, emitter: Emitter) -> dic
         if phase == MEASURE:
             rates.append(batch_size / seconds)
     stats = spread(rates)
-    result = {
+    result: ResultLine = {
         "samples_per_sec": stats["median"],
         "p5": stats["p5"],
         "p95": stats["p95"],

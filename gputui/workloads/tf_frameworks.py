@@ -18,6 +18,7 @@ import os
 import re
 import sys
 import tempfile
+from types import ModuleType
 from typing import Any
 
 from gputui.workloads.measure import MissingFramework, WorkloadOutOfMemory, exception_chain, peak_rss_bytes
@@ -67,7 +68,7 @@ class _DropTfDeprecationNotice(logging.Filter):
         return "TensorFlow and JAX classes are deprecated" not in record.getMessage()
 
 
-def import_frameworks(kind: str) -> dict[str, Any]:
+def import_frameworks(kind: str) -> dict[str, ModuleType]:
     """tensorflow and tf_keras (+ transformers for the transformers).  Whatever is
     missing or does not fit raises MissingFramework naming the package and the fix."""
     os.environ["TF_USE_LEGACY_KERAS"] = "1"  # transformers' TF models need Keras 2 (tf-keras), whatever is set
@@ -78,7 +79,7 @@ def import_frameworks(kind: str) -> dict[str, Any]:
     os.environ["USE_TF"], os.environ["USE_TORCH"] = "1", "0"
     os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # tf.data's threads are the parallelism
-    mods: dict[str, Any] = {}
+    mods: dict[str, ModuleType] = {}  # by the name the workload uses: tf, keras, transformers
     if kind == "transformer":  # checked first: cheap, and before TensorFlow's import noise
         try:
             import transformers

@@ -44,7 +44,7 @@ import time
 from typing import Any
 
 from gputui.catalog import MODELS
-from gputui.protocol import MEASURE, WARMUP, Emitter
+from gputui.protocol import MEASURE, WARMUP, Emitter, ResultLine, RunInfo
 from gputui.workloads.measure import Window, emit_result, emit_window, measure, tf_metal_summary
 from gputui.workloads.tf_frameworks import as_oom, import_frameworks, peak_memory_fn, setup_device, setup_replicas
 from gputui.workloads.tf_input import host_dataset
@@ -55,7 +55,7 @@ SYNTHETIC_TOKEN_MAX = 1000  # model_library.py draws token ids from [0, 1000)
 PRECISIONS = {"fp32": "float32", "mixed_float16": "mixed_float16", "mixed_bfloat16": "mixed_bfloat16"}
 
 
-def run(args, emitter: Emitter, *, mark=None) -> dict[str, Any]:
+def run(args, emitter: Emitter, *, mark=None) -> ResultLine:
     """Build, warm up and measure; return the result fields.  Raises MissingFramework,
     WorkloadOutOfMemory (after TensorFlow's OOM, with the protocol fields) or ValueError."""
     spec = MODELS[args.model]
@@ -79,7 +79,7 @@ def run(args, emitter: Emitter, *, mark=None) -> dict[str, Any]:
     else:
         (device, device_name), devices = setup_device(tf, getattr(args, "device", "auto")), []
     peak_memory, peak_source = peak_memory_fn(tf, device)
-    info = {"framework": "tf", "model": args.model, "precision": args.precision}
+    info = RunInfo(framework="tf", model=args.model, precision=args.precision)
     try:
         return _run(args, emitter, mods, spec, device, device_name, image_size, seq_len, info, peak_memory,
                     peak_source, mark, devices)  # fmt: skip
@@ -154,7 +154,7 @@ def _run(args, emitter, mods, spec, device, device_name, image_size, seq_len, in
         "strategy": type(strategy).__name__ if devices else None,
         "global_batch_size": global_bs if devices else None,
     }
-    result_info = {**info, "device": device, "peak_memory_source": peak_source}
+    result_info: RunInfo = {**info, "device": device, "peak_memory_source": peak_source}
     if tf_metal:
         return _run_tf_metal(args, emitter, tf, keras, spec, model, optimizer, loss_fn, image_size, seq_len,
                              start, result_info, flops, peak_memory, mark)  # fmt: skip

@@ -44,10 +44,11 @@ import math
 import os
 import sys
 import warnings
+from types import ModuleType
 from typing import Any
 
 from gputui.catalog import MODELS, TRANSFORMER_CONFIGS
-from gputui.protocol import Emitter
+from gputui.protocol import Emitter, ResultLine, RunInfo
 from gputui.workloads import images
 from gputui.workloads.measure import MissingFramework, WorkloadOutOfMemory, exception_chain, measure, peak_rss_bytes
 
@@ -67,10 +68,10 @@ TORCHVISION_BUILDERS = {
 # --- imports -------------------------------------------------------------------------
 
 
-def import_frameworks(kind: str) -> dict[str, Any]:
-    """torch, plus torchvision (CNNs) or transformers (transformers); a package that
-    cannot be imported raises MissingFramework naming it."""
-    mods: dict[str, Any] = {}
+def import_frameworks(kind: str) -> dict[str, ModuleType]:
+    """torch, plus torchvision (CNNs) or transformers (transformers), by package name; a
+    package that cannot be imported raises MissingFramework naming it."""
+    mods: dict[str, ModuleType] = {}
     needed = ["torch"] + (["torchvision"] if kind == "cnn" else ["transformers"])
     for package in needed:
         if package == "transformers":
@@ -156,7 +157,7 @@ def _autocast(torch, device, precision: str):
 # --- models --------------------------------------------------------------------------
 
 
-def build_model(mods: dict[str, Any], name: str, *, attn: str = "sdpa"):
+def build_model(mods: dict[str, ModuleType], name: str, *, attn: str = "sdpa"):
     """The model with random weights on the current default device."""
     spec = MODELS[name]
     if spec.kind == "cnn":
@@ -222,7 +223,7 @@ def _conv_backward_flop(grad_out_shape, x_shape, w_shape, _bias, _stride, _paddi
     return forward * (int(bool(output_mask[0])) + int(bool(output_mask[1])))
 
 
-def count_train_flops(mods: dict[str, Any], name: str, *, image_size: int | None, seq_len: int | None) -> float | None:
+def count_train_flops(mods: dict[str, ModuleType], name: str, *, image_size: int | None, seq_len: int | None) -> float | None:
     """Training FLOPs (forward + backward) of one sample, counted on the meta device."""
     torch = mods["torch"]
     from torch.utils.flop_counter import FlopCounterMode
@@ -341,7 +342,7 @@ def _peak_memory_fn(torch, device):
     return peak_rss_bytes, "ru_maxrss"
 
 
-def run(args, emitter: Emitter, *, mark=None) -> dict[str, Any]:
+def run(args, emitter: Emitter, *, mark=None) -> ResultLine:
     """Build, warm up and measure; return the result fields.  Raises MissingFramework,
     WorkloadOutOfMemory (after the framework's OOM, with the protocol fields) or ValueError."""
     spec = MODELS[args.model]
@@ -364,7 +365,7 @@ def run(args, emitter: Emitter, *, mark=None) -> dict[str, Any]:
         torch.cuda.set_device(local)
         device = torch.device("cuda", torch.cuda.current_device())
     peak_memory, peak_source = _peak_memory_fn(torch, device)
-    info = {"framework": "torch", "model": args.model, "precision": args.precision}
+    info = RunInfo(framework="torch", model=args.model, precision=args.precision)
     try:
         with data_parallel(torch, device, emitter):
             return _run(args, emitter, mods, spec, device, image_size, seq_len, info, peak_memory, peak_source, mark)

@@ -10,12 +10,12 @@ import sys
 import pytest
 
 from gputui import protocol
-from gputui.check.micro import LinkWatcher, match_devices, nvml_identities
+from gputui.check.micro import DeviceIdentity, LinkWatcher, match_devices, nvml_identities
 from gputui.check.micro_stage import grade_micro, run_micro_stage
 from gputui.check.result import FAIL, INFO, MICRO, OK, SKIPPED, WARN, CheckResult
 from gputui.check.stage_context import CheckOptions, StageContext
 from gputui.gpus.models import ACHIEVABLE
-from gputui.run.runner import Outcome
+from gputui.run.outcome import Outcome
 from gputui.telemetry.nvml import Nvml
 from tests.support.check_gpus import a100, by_id, h200, micro, unknown_gpu
 from tests.support.fake_nvml import FakeGpu, FakeNvml
@@ -178,17 +178,17 @@ def test_p2p_without_access_warns_and_allreduce_is_info():
 
 def test_torch_devices_are_matched_to_nvml_by_uuid_then_pci():
     nvml = [
-        {"index": 0, "uuid": "aaaa", "pci": (0, 0x19, 0)},
-        {"index": 1, "uuid": "bbbb", "pci": (0, 0x3B, 0)},
-        {"index": 2, "uuid": None, "pci": (0, 0x5D, 0)},
+        DeviceIdentity(index=0, uuid="aaaa", pci=(0, 0x19, 0)),
+        DeviceIdentity(index=1, uuid="bbbb", pci=(0, 0x3B, 0)),
+        DeviceIdentity(index=2, uuid=None, pci=(0, 0x5D, 0)),
     ]
     torch_ids = [
-        {"index": 0, "uuid": "bbbb", "pci": None},
-        {"index": 1, "uuid": None, "pci": (0, 0x5D, 0)},
-        {"index": 2, "uuid": "cccc", "pci": (0, 0x99, 0)},
+        DeviceIdentity(index=0, uuid="bbbb", pci=None),
+        DeviceIdentity(index=1, uuid=None, pci=(0, 0x5D, 0)),
+        DeviceIdentity(index=2, uuid="cccc", pci=(0, 0x99, 0)),
     ]  # CUDA_VISIBLE_DEVICES=1,2 reorders
     matched = match_devices(torch_ids, nvml)
-    assert {t: n["index"] for t, n in matched.items()} == {0: 1, 1: 2}
+    assert {t: n.index for t, n in matched.items()} == {0: 1, 1: 2}
 
 
 def test_nvml_identities_and_the_loaded_link_come_through_the_nvml_wrapper():
@@ -196,18 +196,18 @@ def test_nvml_identities_and_the_loaded_link_come_through_the_nvml_wrapper():
     nvml = Nvml(fake)
     assert nvml.init() is None
     ids = nvml_identities(nvml)
-    assert [(i["index"], i["uuid"], i["pci"]) for i in ids] == [(0, "aaaa", (0, 0x19, 0)), (1, "bbbb", (1, 0x3B, 0))]
+    assert [(i.index, i.uuid, i.pci) for i in ids] == [(0, "aaaa", (0, 0x19, 0)), (1, "bbbb", (1, 0x3B, 0))]
     # torch writes UUIDs without the GPU- prefix
-    assert match_devices([{"index": 0, "uuid": "bbbb", "pci": None}], ids)[0]["index"] == 1
+    assert match_devices([DeviceIdentity(index=0, uuid="bbbb", pci=None)], ids)[0].index == 1
 
-    link = LinkWatcher(nvml, ids[0]["handle"])
+    link = LinkWatcher(nvml, ids[0].handle)
     link.read()
     fake.gpus[0].pcie_gen, fake.gpus[0].pcie_width = 1, 16  # a read while the link idles lower
     link.read()
     assert (link.gen, link.width) == (3, 16)  # the best seen while loaded
 
     fake.gpus[1].unsupported = {"nvmlDeviceGetCurrPcieLinkGeneration", "nvmlDeviceGetCurrPcieLinkWidth"}
-    silent = LinkWatcher(nvml, ids[1]["handle"])
+    silent = LinkWatcher(nvml, ids[1].handle)
     silent.read()
     assert (silent.gen, silent.width) == (None, None)  # absent from the payload, not a guess
 
@@ -235,6 +235,7 @@ def test_child_imports_only_the_protocol_and_the_nvml_wrapper_of_gputui():
         "gputui.check",
         "gputui.check.micro",
         "gputui.check.micro_allreduce",
+        "gputui.check.micro_lines",
         "gputui.check.micro_matmul",
         "gputui.telemetry",
         "gputui.telemetry.nvml",

@@ -52,7 +52,7 @@ def _stage(*results: CheckResult):
 
 
 def test_a_check_is_a_recording_with_one_event_per_result_and_the_verdict(tmp_path):
-    from gputui.record.recording import Recorder
+    from gputui.record.recorder import Recorder
 
     path = tmp_path / "check.jsonl"
     listener = _Collect()

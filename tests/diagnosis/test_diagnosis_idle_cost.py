@@ -8,8 +8,8 @@ import pytest
 from gputui.cli.main import main
 from gputui.diagnosis import Settings
 from gputui.errors import UserError
-from gputui.presets.preset import Preset
-from gputui.session.session import SessionConfig
+from gputui.presets.preset import Config, Preset
+from gputui.session.options import RunOptions
 from tests.support.diagnosis_traces import findings, load, of_kind
 from tests.support.records import with_preset
 
@@ -36,9 +36,10 @@ def test_a_price_the_preset_carries_is_used():
 
 def test_the_command_line_price_wins_over_the_files(tmp_path):
     preset = Preset(name="p", source=tmp_path / "presets.toml", command=("true",), diagnosis={"price_per_hour": 1.0})
-    config = SessionConfig(preset=preset, diagnosis={"price_per_hour": 9.0}, diagnosis_overrides={"price_per_hour": 4.0})
-    assert config.diagnosis_settings().price_per_hour == 4.0
-    assert SessionConfig(preset=preset, diagnosis={"price_per_hour": 9.0}).diagnosis_settings().price_per_hour == 1.0
+    files = Config(presets={}, diagnosis={"price_per_hour": 9.0})
+    assert RunOptions(config=files, price_per_hour=4.0).session_config(preset).diagnosis.price_per_hour == 4.0
+    assert RunOptions(config=files).session_config(preset).diagnosis.price_per_hour == 1.0
+    assert RunOptions(config=files).session_config(None).diagnosis.price_per_hour == 9.0
 
 
 def test_a_bad_price_is_a_one_line_user_error(tmp_path, capsys):
@@ -59,15 +60,12 @@ def test_a_bad_price_in_a_diagnosis_table_names_the_key(tmp_path):
 
 
 def test_the_dashboard_takes_price_as_the_headless_recorder_does(tmp_path):
-    import argparse
-
-    from gputui.presets.preset import Config
-    from gputui.session.options import RunOptions, command_line_diagnosis
+    from gputui.cli.run_options import check_price
     from gputui.tui.supervisor import SessionSupervisor, SessionTicket
 
-    assert command_line_diagnosis(argparse.Namespace(run_price=None)) is None
+    assert check_price(None) is None
     with pytest.raises(UserError, match="--price: expected a price per hour greater than 0"):
-        command_line_diagnosis(argparse.Namespace(run_price=-1.0))
+        check_price(-1.0)
     # The command line wins over the files' table and over a preset's own table, as headless.
     preset = Preset(name="p", source=tmp_path / "p.toml", command=("true",), diagnosis={"price_per_hour": 1.0})
     supervisor = SessionSupervisor(
@@ -75,8 +73,8 @@ def test_the_dashboard_takes_price_as_the_headless_recorder_does(tmp_path):
         lambda session, ticket: [],
         options=RunOptions(
             config=Config(presets={}, diagnosis={"thermal_warn_c": 50, "price_per_hour": 0.5}),
-            diagnosis_overrides=command_line_diagnosis(argparse.Namespace(run_price=2.5)),
+            price_per_hour=check_price(2.5),
         ),
     )
-    settings = supervisor._config(SessionTicket(serial=1, run=1, preset=preset)).diagnosis_settings()
+    settings = supervisor._config(SessionTicket(serial=1, run=1, preset=preset)).diagnosis
     assert settings.price_per_hour == 2.5 and settings.thermal_warn_c == 50

@@ -141,15 +141,15 @@ def test_use_gpm_false_makes_the_sampler_skip_gpm_on_a_gpu_that_has_it():
 def test_gputui_no_gpm_in_the_environment_wins_over_the_setting(monkeypatch):
     monkeypatch.setenv("GPUTUI_NO_GPM", "1")
     assert GpuTelemetry(FakeNvml([FakeGpu()])).use_gpm is False
-    assert Session(SessionConfig(diagnosis={})).gpu.use_gpm is False
+    assert Session(SessionConfig()).gpu.use_gpm is False
     monkeypatch.delenv("GPUTUI_NO_GPM")
     assert GpuTelemetry(FakeNvml([FakeGpu()])).use_gpm is True
 
 
 def test_the_diagnosis_setting_reaches_the_session_sampler(monkeypatch):
     monkeypatch.delenv("GPUTUI_NO_GPM", raising=False)
-    assert Session(SessionConfig(diagnosis={"use_gpm": False})).gpu.use_gpm is False
-    assert Session(SessionConfig(diagnosis={})).gpu.use_gpm is True
+    assert Session(SessionConfig(diagnosis=Settings(use_gpm=False))).gpu.use_gpm is False
+    assert Session(SessionConfig()).gpu.use_gpm is True
 
 
 # --- the H200 input-bound pair in docs/recordings, with GPM taken away -------------------------
@@ -176,6 +176,6 @@ def test_the_session_factory_honours_use_gpm_false_from_the_config():
     # [diagnosis] use_gpm = false setting must reach the sampler that way too.
     from gputui.session.assemble import SessionParts
 
-    session = SessionParts().build(SessionConfig(diagnosis={"use_gpm": False}))
+    session = SessionParts().build(SessionConfig(diagnosis=Settings(use_gpm=False)))
     assert session.gpu.use_gpm is False
-    assert SessionParts().build(SessionConfig(diagnosis={})).gpu.use_gpm is True
+    assert SessionParts().build(SessionConfig()).gpu.use_gpm is True

@@ -12,9 +12,11 @@ from pathlib import Path
 from gputui.model import GpuSample, HostSample, Sample
 from gputui.presets.preset import load_file
 from gputui.record import events as ev
-from gputui.record.recording import Recorder, read_recording
+from gputui.record.recorder import Recorder
+from gputui.record.recording import read_recording
+from gputui.session.options import RunOptions
 from gputui.session.progress import ProgressPrinter, progress_line
-from gputui.session.session import Session, SessionConfig
+from gputui.session.session import Session
 from gputui.session.summary import SummaryBuilder
 from gputui.telemetry.gpu import GpuTelemetry
 from tests.support.fake_nvml import FakeGpu, FakeNvml
@@ -37,7 +39,7 @@ def test_a_hot_throttled_gpu_is_recorded_as_a_finding_and_summarised(tmp_path):
     # A fake H200 at 86 °C with SwThermalSlowdown and its SM clock down to 1500 MHz.
     hot = FakeGpu(temp_c=86, throttle_mask=0x20, sm_clock=1500)
     preset = load_file(preset_file(tmp_path, 2.5, FAST))["wait"]
-    session = Session(SessionConfig(preset=preset, interval=0.1), gpu=GpuTelemetry(FakeNvml([hot])))
+    session = Session(RunOptions(interval=0.1).session_config(preset), gpu=GpuTelemetry(FakeNvml([hot])))
     out = tmp_path / "r.jsonl"
     recorder, stderr = Recorder(out), io.StringIO()
     session.add_observer(recorder)
@@ -67,7 +69,7 @@ def test_a_hot_throttled_gpu_is_recorded_as_a_finding_and_summarised(tmp_path):
 def test_no_finding_on_a_healthy_fake_gpu(tmp_path):
     cool = FakeGpu(temp_c=55, throttle_mask=0)
     preset = load_file(preset_file(tmp_path, 1.5, FAST))["wait"]
-    session = Session(SessionConfig(preset=preset, interval=0.1), gpu=GpuTelemetry(FakeNvml([cool])))
+    session = Session(RunOptions(interval=0.1).session_config(preset), gpu=GpuTelemetry(FakeNvml([cool])))
     summary = session.run()
     kinds = {f.kind for f in summary.findings or []}
     assert not kinds & {"thermal", "power_cap", "hw_slowdown", "launch_bound", "pcie_link", "vram_full"}

@@ -7,12 +7,14 @@ import pytest
 
 from gputui.diagnosis import DEFAULTS, KEYS, Settings
 from gputui.presets.preset import (
+    Config,
     builtin_presets_path,
     load_config,
     load_diagnosis_file,
     load_file,
     load_presets,
 )
+from gputui.session.options import RunOptions
 from gputui.session.session import SessionConfig
 from tests.support.presets import load_error, write_presets
 from tests.support.process import REPO
@@ -83,15 +85,15 @@ def test_files_merge_key_by_key_and_a_preset_table_wins(tmp_path, monkeypatch):
     assert presets == load_presets(extra=extra, cwd=cwd)
     x = presets["x"]
     assert x.diagnosis == {"thermal_warn_c": 84.0}
-    assert x.describe()["diagnosis"] == {"thermal_warn_c": 84.0}
-    assert "diagnosis" not in presets["smoke"].describe()
+    assert x.describe().to_dict()["diagnosis"] == {"thermal_warn_c": 84.0}
+    assert "diagnosis" not in presets["smoke"].describe().to_dict()
 
-    settings = SessionConfig(preset=x, diagnosis=config.diagnosis).diagnosis_settings()
+    settings = RunOptions(config=config).session_config(x).diagnosis
     # the preset's own wins
     assert settings.thermal_warn_c == 84.0 and settings.open_after_s == 7.0 and settings.idle_cpu_pct == 5.0
     # A session given the files' table explicitly (watch mode has no preset) uses it.
-    assert SessionConfig(diagnosis={"open_after_s": 3.0}).diagnosis_settings().open_after_s == 3.0
-    assert SessionConfig().diagnosis_settings() == DEFAULTS
+    assert RunOptions(config=Config(presets={}, diagnosis={"open_after_s": 3.0})).session_config(None).diagnosis.open_after_s == 3.0
+    assert SessionConfig().diagnosis == DEFAULTS
 
 
 def test_presets_without_any_diagnosis_table_keep_working(tmp_path):

@@ -23,7 +23,7 @@ from gputui.model import Sample
 from gputui.presets.preset import load_file
 from gputui.record.events import Event
 from gputui.record.observer import Observer
-from gputui.record.recording import Recorder
+from gputui.record.recorder import Recorder
 from gputui.record.schema import Header, Summary
 from gputui.session.session import Session, SessionConfig
 from gputui.telemetry.gpu import GpuTelemetry

@@ -87,7 +87,7 @@ def test_the_player_folds_the_recording_as_the_live_app_does_and_seeks_both_ways
     sample, rate = as_recorded_at(recording, finding_t)
     assert state.gpus[0].latest == sample.gpus[0]
     assert state.run.current == rate and state.run.phase == "measure" and not state.run.ended
-    assert [f["kind"] for f in state.open_findings()] == ["input_bound"]
+    assert [f.kind for f in state.open_findings()] == ["input_bound"]
 
     player.seek(player.end_t)  # the end: the recorded summary and outcome, as a live run's
     run = player.state.run

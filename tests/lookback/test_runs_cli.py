@@ -71,7 +71,7 @@ def test_listing_reads_the_header_and_the_last_line_only(tmp_path, monkeypatch):
 
 
 def test_a_recording_being_written_lists_as_running_not_cut(tmp_path):
-    from gputui.record.recording import Recorder
+    from gputui.record.recorder import Recorder
 
     recorder = Recorder(tmp_path / "live.jsonl")
     recorder.on_header(make_header({"schema": 1, "preset": {"name": "live"}, "gpus": []}))

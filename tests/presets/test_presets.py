@@ -45,7 +45,7 @@ source = "seed article 000"
     assert preset.timeout == 600.0
     assert preset.throughput_batch_hint() == 64
     assert preset.reference[0].samples_per_sec == 616.0
-    assert preset.describe()["reference"][0]["gpu"] == "A100"
+    assert preset.describe().to_dict()["reference"][0]["gpu"] == "A100"
 
 
 def test_boolean_workload_flags_become_paired_options(tmp_path):

@@ -12,7 +12,7 @@ from gputui.model import Sample
 from gputui.record import events as ev
 from gputui.record.events import Event
 from gputui.record.follow import RecordingTail
-from gputui.record.recording import Recorder
+from gputui.record.recorder import Recorder
 from gputui.record.schema import Header, Summary
 
 

@@ -11,7 +11,8 @@ from gputui.errors import UserError
 from gputui.model import Throughput
 from gputui.record import events as ev
 from gputui.record.events import make_event
-from gputui.record.recording import Recorder, read_recording
+from gputui.record.recorder import Recorder
+from gputui.record.recording import read_recording
 from gputui.record.schema import Header, Summary, ThroughputSummary
 from gputui.run.outcome import Outcome
 from tests.support.lookback import TRACES
@@ -52,7 +53,7 @@ def test_a_sample_is_on_disk_once_the_session_catches_up_and_other_records_at_on
     """Routine lines (samples, readings, output) wait for the session to catch up (one
     write call a batch of news, gputui.session.session.DISPATCH_BATCH_S), or
     FLUSH_HELD_S; the header, a finding or the outcome go out at once, with them."""
-    import gputui.record.recording as recording_module
+    import gputui.record.recorder as recording_module
 
     clock = [100.0]
     monkeypatch.setattr(recording_module, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))

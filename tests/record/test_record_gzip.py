@@ -11,13 +11,14 @@ import sys
 
 import pytest
 
-import gputui.record.recording
+import gputui.record.recorder
 from gputui.errors import UserError
 from gputui.lookback.load import load_recording
 from gputui.record import events as ev
 from gputui.record.events import make_event
 from gputui.record.history import read_kept_run
-from gputui.record.recording import Recorder, is_live, read_recording
+from gputui.record.recorder import Recorder
+from gputui.record.recording import is_live, read_recording
 from gputui.record.schema import Header, Summary, ThroughputSummary
 from tests.support.leftovers import no_leftovers  # noqa: F401  (the fixture)
 from tests.support.lookback import RECORDINGS
@@ -48,7 +49,7 @@ def write_run(path, samples: int = 50, close: bool = True) -> Recorder:
 def sync_every_line(monkeypatch):
     """Sync-flush (and fsync) after every line, as a recorder running for seconds would
     have done by the time it is killed."""
-    monkeypatch.setattr(gputui.record.recording, "FSYNC_EVERY_S", 0.0)
+    monkeypatch.setattr(gputui.record.recorder, "FSYNC_EVERY_S", 0.0)
 
 
 def test_round_trip_reads_back_what_the_plain_file_holds(tmp_path):
@@ -146,7 +147,7 @@ class FullDisk:
 def test_a_full_disk_is_one_error_and_what_was_written_stays_readable(tmp_path, monkeypatch, sync_every_line):
     path = tmp_path / "r.jsonl.gz"
     real_open = open
-    monkeypatch.setattr(gputui.record.recording, "open", lambda p, *a, **k: FullDisk(real_open(p, *a, **k), 3000), raising=False)
+    monkeypatch.setattr(gputui.record.recorder, "open", lambda p, *a, **k: FullDisk(real_open(p, *a, **k), 3000), raising=False)
     errors: list[str] = []
     recorder = Recorder(path, on_error=errors.append)
     recorder.on_header(Header(schema=1))

@@ -15,7 +15,8 @@ import pytest
 
 from gputui.check.stage_context import CheckOptions
 from gputui.errors import UserError
-from gputui.record.recording import Recorder, read_recording
+from gputui.record.recorder import Recorder
+from gputui.record.recording import read_recording
 from gputui.record.schema import CheckSettings, Header, RunSettings, Summary
 from tests.support.lookback import RECORDINGS
 from tests.support.process import REPO

@@ -91,6 +91,7 @@ def test_a_redraw_tick_while_the_app_closes_is_skipped_not_a_crash(tmp_path, mon
 
 def _screens_over_the_dashboard(app):
     """Every screen gputui pushes over the dashboard, built as the app builds them."""
+    from gputui.record.events import Finding
     from gputui.tui.screens.check import CheckScreen
     from gputui.tui.screens.compare_screen import CompareScreen
     from gputui.tui.screens.editor import PresetEditorScreen
@@ -103,7 +104,7 @@ def _screens_over_the_dashboard(app):
     preset = next(iter(app.presets.values()))
     return {
         "summary": lambda: SummaryScreen(RunView(SessionTicket(serial=1, run=1, preset=preset)), []),
-        "findings": lambda: FindingsScreen([{"kind": "idle", "title": "The run is idle", "severity": "warning"}]),
+        "findings": lambda: FindingsScreen([Finding(id="idle-run-1", kind="idle", title="The run is idle", severity="warning")]),
         "help": lambda: HelpScreen({}),
         "check": lambda: CheckScreen(app.make_check),
         "compare": lambda: CompareScreen(["check", "a", "b"], [["x", "1", "2"]], ["a", "b"]),

@@ -14,7 +14,8 @@ import pytest
 
 from gputui.cli.main import RECORD_WRITE_FAILED
 from gputui.errors import UserError
-from gputui.record.recording import Recorder, read_recording
+from gputui.record.recorder import Recorder
+from gputui.record.recording import read_recording
 from tests.support.dashboard import app_for, isolated  # noqa: F401  (a fixture)
 from tests.support.leftovers import no_leftovers  # noqa: F401  (the fixture)
 from tests.support.presets import slow_presets
@@ -31,7 +32,7 @@ pytestmark = [
 FULL_DISK_MAIN = textwrap.dedent(
     """
     import builtins, errno, os, sys
-    import gputui.record.recording
+    import gputui.record.recorder
 
     BUDGET = int(os.environ["FAULT_DISK_BYTES"])
 
@@ -56,7 +57,7 @@ FULL_DISK_MAIN = textwrap.dedent(
         real = builtins.open(path, *args, **kwargs)
         return FullDisk(real) if str(path) == sys.argv[1] else real
 
-    gputui.record.recording.open = small_disk_open
+    gputui.record.recorder.open = small_disk_open
     from gputui.cli.main import main
     raise SystemExit(main(sys.argv[2:]))
     """

@@ -12,7 +12,8 @@ import pytest
 
 from gputui.model import Sample
 from gputui.record.observer import Observer
-from gputui.record.recording import Recorder, Recording, read_recording
+from gputui.record.recorder import Recorder
+from gputui.record.recording import Recording, read_recording
 from gputui.session.session import Session, SessionConfig
 from gputui.telemetry.gpu import GpuTelemetry
 from tests.support.fake_nvml import FakeGpu, FakeNvml

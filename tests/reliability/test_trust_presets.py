@@ -136,11 +136,11 @@ def test_the_progress_line_names_the_file_of_an_overriding_preset(tmp_path):
     (tmp_path / "presets.toml").write_text(OVERRIDE)
     preset = load_presets(cwd=tmp_path)["smoke"]
     stream = io.StringIO()
-    ProgressPrinter(None, stream).on_header(make_header({"gpus": [], "preset": preset.describe(), "command": preset.argv()}))
+    ProgressPrinter(None, stream).on_header(make_header({"gpus": [], "preset": preset.describe().to_dict(), "command": preset.argv()}))
     assert f"gputui: running true (preset 'smoke' from {tmp_path / 'presets.toml'}, which overrides the built-in)" in stream.getvalue().splitlines()
     builtin = load_presets(cwd=tmp_path / "elsewhere")["smoke"]
     stream = io.StringIO()
-    ProgressPrinter(None, stream).on_header(make_header({"gpus": [], "preset": builtin.describe(), "command": builtin.argv()}))
+    ProgressPrinter(None, stream).on_header(make_header({"gpus": [], "preset": builtin.describe().to_dict(), "command": builtin.argv()}))
     assert "overrides" not in stream.getvalue()
 
 

@@ -17,7 +17,9 @@ import psutil
 import pytest
 
 import gputui
-from gputui.run.runner import LINE_CAP, TRUNCATION_MARK, LineSplitter, Outcome, OutputLine, Runner, strip_ansi
+from gputui.run.outcome import Outcome
+from gputui.run.output_stream import LINE_CAP, TRUNCATION_MARK, LineSplitter, OutputLine, strip_ansi
+from gputui.run.runner import Runner
 from tests.support.leftovers import no_leftovers  # noqa: F401  (the fixture)
 
 PY = sys.executable
@@ -573,7 +575,7 @@ def test_sigkill_with_a_rising_cgroup_oom_kill_counter_is_oom(monkeypatch):
     from gputui.run import runner as runner_module
 
     counts = iter([4, 5])
-    monkeypatch.setattr(runner_module, "_cgroup_oom_kill_count", lambda: next(counts))
+    monkeypatch.setattr(runner_module, "cgroup_oom_kill_count", lambda: next(counts))
     outcome, _, _ = run("import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
     assert outcome.kind == "oom"
     assert outcome.signal == "SIGKILL"
@@ -583,15 +585,15 @@ def test_sigkill_with_a_rising_cgroup_oom_kill_counter_is_oom(monkeypatch):
 def test_sigkill_without_oom_kills_is_signaled(monkeypatch):
     from gputui.run import runner as runner_module
 
-    monkeypatch.setattr(runner_module, "_cgroup_oom_kill_count", lambda: 4)
+    monkeypatch.setattr(runner_module, "cgroup_oom_kill_count", lambda: 4)
     outcome, _, _ = run("import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
     assert outcome.kind == "signaled"
 
 
 def test_cgroup_oom_kill_counter_reads_as_int_or_none():
-    from gputui.run.runner import _cgroup_oom_kill_count
+    from gputui.run.outcome import cgroup_oom_kill_count
 
-    count = _cgroup_oom_kill_count()
+    count = cgroup_oom_kill_count()
     assert count is None or (isinstance(count, int) and count >= 0)
 
 

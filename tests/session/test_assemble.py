@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from gputui.diagnosis_settings import Settings
 from gputui.session.assemble import SessionParts
 from gputui.session.session import SessionConfig
 from gputui.telemetry.gpu import GpuTelemetry
@@ -21,7 +22,7 @@ def test_each_session_gets_fresh_injected_telemetry_the_clock_and_its_diagnosis_
         return made[-1]
 
     parts = SessionParts(gpu=fake_gpu, clock=lambda: 42.0)
-    first = parts.build(SessionConfig(interval=0.5, diagnosis={"thermal_warn_c": 50.0}))
+    first = parts.build(SessionConfig(interval=0.5, diagnosis=Settings(thermal_warn_c=50.0)))
     second = parts.build(SessionConfig(interval=0.5))
     assert [first.gpu, second.gpu] == made and first.gpu is not second.gpu  # NVML opened per session
     assert isinstance(first.host, HostTelemetry)  # the real one where none is injected

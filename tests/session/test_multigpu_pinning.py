@@ -13,8 +13,10 @@ import pytest
 from gputui.errors import UserError
 from gputui.presets.preset import load_file
 from gputui.record import events as ev
-from gputui.record.recording import Recorder, read_recording
-from gputui.session.session import Session, SessionConfig
+from gputui.record.recorder import Recorder
+from gputui.record.recording import read_recording
+from gputui.session.options import RunOptions
+from gputui.session.session import Session
 from gputui.telemetry.gpu import GpuTelemetry
 from tests.support.fake_nvml import FakeGpu, FakeNvml
 
@@ -47,7 +49,7 @@ def three_gpus(hot: set[int]) -> FakeNvml:
 def test_pinned_gpus_reach_the_child_and_bound_telemetry_and_findings(tmp_path):
     # GPUs 1 and 2 run hot; only 0 and 2 are pinned: GPU1 is none of this run's business.
     preset = pinned_preset(tmp_path, "[2, 0]")
-    session = Session(SessionConfig(preset=preset, interval=0.1), gpu=GpuTelemetry(three_gpus(hot={1, 2})))
+    session = Session(RunOptions(interval=0.1).session_config(preset), gpu=GpuTelemetry(three_gpus(hot={1, 2})))
     session.add_observer(Recorder(tmp_path / "r.jsonl"))
     session.run()
     rec = read_recording(tmp_path / "r.jsonl")
@@ -64,7 +66,7 @@ def test_pinned_gpus_reach_the_child_and_bound_telemetry_and_findings(tmp_path):
 
 def test_gpus_pinned_by_uuid_prefix(tmp_path):
     preset = pinned_preset(tmp_path, '["GPU-1aaaaaaa"]', seconds=0.3)
-    session = Session(SessionConfig(preset=preset, interval=0.1), gpu=GpuTelemetry(three_gpus(hot=set())))
+    session = Session(RunOptions(interval=0.1).session_config(preset), gpu=GpuTelemetry(three_gpus(hot=set())))
     session.add_observer(Recorder(tmp_path / "r.jsonl"))
     session.run()
     rec = read_recording(tmp_path / "r.jsonl")
@@ -75,7 +77,7 @@ def test_gpus_pinned_by_uuid_prefix(tmp_path):
 @pytest.mark.parametrize("gpus, missing", [("[0, 7]", "'7'"), ('"GPU-ffff"', "'GPU-ffff'"), ("[1, 2, 3]", "'3'")])
 def test_a_pinned_gpu_this_machine_lacks_is_a_user_error(tmp_path, gpus, missing):
     preset = pinned_preset(tmp_path, gpus, seconds=0.1)
-    session = Session(SessionConfig(preset=preset, interval=0.1), gpu=GpuTelemetry(three_gpus(hot=set())))
+    session = Session(RunOptions(interval=0.1).session_config(preset), gpu=GpuTelemetry(three_gpus(hot=set())))
     with pytest.raises(UserError) as err:
         session.run()
     message = str(err.value)
@@ -87,7 +89,7 @@ def test_without_nvml_a_pinned_preset_still_runs(tmp_path):
     import pynvml
 
     preset = pinned_preset(tmp_path, "[1]", seconds=0.1)
-    session = Session(SessionConfig(preset=preset, interval=0.1), gpu=GpuTelemetry(FakeNvml(init_error=pynvml.NVMLError_LibraryNotFound)))
+    session = Session(RunOptions(interval=0.1).session_config(preset), gpu=GpuTelemetry(FakeNvml(init_error=pynvml.NVMLError_LibraryNotFound)))
     summary = session.run()
     assert summary.outcome is not None and summary.outcome.ok
 

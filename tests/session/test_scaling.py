@@ -102,7 +102,7 @@ def test_scaling_efficiency():
 
 
 def test_a_single_gpu_recording_is_a_baseline_and_a_ddp_one_is_not(tmp_path):
-    from gputui.record.recording import Recorder
+    from gputui.record.recorder import Recorder
 
     one = tmp_path / "one.jsonl"
     recorder = Recorder(one)

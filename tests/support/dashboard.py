@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 
+from gputui.live.wiring import RunWiring
 from gputui.presets.preset import Config, Preset, load_presets
+from gputui.session.assemble import SessionParts
 from gputui.session.options import RunOptions
 from gputui.telemetry.gpu import GpuTelemetry
 from gputui.tui.app import DashboardLook, DashboardParts, GpuTuiApp, make_app
@@ -23,21 +25,16 @@ from tests.support.replay import INPUT_BOUND
 from tests.support.tui import scripted_factory
 
 # make_app's parts under the names the tests give them
-_PARTS = {
-    "gpu_factory": "gpu",
-    "host_factory": "host",
-    "clock": "clock",
-    "session_factory": "session_factory",
-    "check_factory": "check_factory",
-    "history": "history",
-}
+_SESSION_PARTS = {"gpu_factory": "gpu", "host_factory": "host", "clock": "clock"}
+_PARTS = {"session_factory", "check_factory"}
+_WIRING = {f.name for f in fields(RunWiring)} - {"metrics_address", "price_per_hour"}
 _LOOK = {f.name for f in fields(DashboardLook)}
 _OPTIONS = {f.name for f in fields(RunOptions)} - {"config", "preset"}
 
 
 def make_dashboard(presets: dict[str, Preset], *, start_preset: str | None = None, diagnosis: dict[str, Any] | None = None, **given: Any) -> GpuTuiApp:
     """The dashboard over ``presets``, starting ``start_preset`` (a name) if given."""
-    unknown = set(given) - set(_PARTS) - _LOOK - _OPTIONS
+    unknown = set(given) - set(_SESSION_PARTS) - _PARTS - _WIRING - _LOOK - _OPTIONS
     if unknown:
         raise TypeError(f"make_dashboard: unknown keywords {sorted(unknown)}")
     options = RunOptions(
@@ -45,7 +42,11 @@ def make_dashboard(presets: dict[str, Preset], *, start_preset: str | None = Non
         preset=presets[start_preset] if start_preset else None,
         **{k: v for k, v in given.items() if k in _OPTIONS},
     )
-    parts = DashboardParts(**{_PARTS[k]: v for k, v in given.items() if k in _PARTS})
+    parts = DashboardParts(
+        session=SessionParts(**{_SESSION_PARTS[k]: v for k, v in given.items() if k in _SESSION_PARTS}),
+        wiring=RunWiring(**{k: v for k, v in given.items() if k in _WIRING}),
+        **{k: v for k, v in given.items() if k in _PARTS},
+    )
     look = DashboardLook(**{k: v for k, v in given.items() if k in _LOOK})
     return make_app(options, parts, look)
 

@@ -18,7 +18,8 @@ from gputui.metrics.families import PROCESSES_PER_GPU, metric_families
 from gputui.metrics.live import LiveMetrics
 from gputui.model import HIDDEN, OTHER, RUN, UNMATCHED, GpuInfo, GpuProcess, GpuSample, Sample, Throughput, co_runners, to_dict
 from gputui.record import events as ev
-from gputui.record.recording import Recorder, read_recording
+from gputui.record.recorder import Recorder
+from gputui.record.recording import read_recording
 from gputui.session.summary import SummaryBuilder
 from gputui.telemetry.gpu import PROCESS_UTIL_EVERY_S, GpuTelemetry
 from gputui.telemetry.gpu_processes import NvmlProcess, ProcessAttributor, ProcessFacts, merge_lists, short_command

@@ -21,7 +21,8 @@ from gputui.presets.preset import load_file
 from gputui.record import events as ev
 from gputui.record.events import Event
 from gputui.record.observer import Observer
-from gputui.session.session import DISPATCH_BATCH_S, Session, SessionConfig
+from gputui.session.options import RunOptions
+from gputui.session.session import DISPATCH_BATCH_S, Session
 from gputui.session.summary import SummaryBuilder
 from gputui.telemetry import host as host_module
 from gputui.telemetry.gpu import GpuTelemetry
@@ -166,7 +167,7 @@ def test_the_session_reads_the_counters_when_a_phase_starts_and_at_the_run_end(t
                 counter_reads.append(sample.t)
             super().on_sample(sample)
 
-    session = Session(SessionConfig(preset=preset, interval=0.1), gpu=GpuTelemetry(fake))
+    session = Session(RunOptions(interval=0.1).session_config(preset), gpu=GpuTelemetry(fake))
     session.summary_builder = Recording()
     phases: list[float] = []
 
@@ -385,7 +386,7 @@ def test_at_ten_hertz_the_host_is_read_every_host_interval_and_the_gpus_every_ti
             samples.append(sample)
             super().on_sample(sample)
 
-    session = Session(SessionConfig(preset=preset, interval=0.1), gpu=GpuTelemetry(FakeNvml()), host=host)
+    session = Session(RunOptions(interval=0.1).session_config(preset), gpu=GpuTelemetry(FakeNvml()), host=host)
     session.summary_builder = Keep()
     session.run()
     with_host = [s for s in samples if s.host is not None]
@@ -410,7 +411,7 @@ def test_without_gpus_the_host_is_the_sample_and_comes_once_a_second(tmp_path):
             samples.append(sample)
             super().on_sample(sample)
 
-    session = Session(SessionConfig(preset=preset, interval=0.1), gpu=GpuTelemetry(FakeNvml([])), host=CountingHost())
+    session = Session(RunOptions(interval=0.1).session_config(preset), gpu=GpuTelemetry(FakeNvml([])), host=CountingHost())
     session.summary_builder = Keep()
     session.run()
     assert samples and all(s.gpus == [] and s.host is not None for s in samples)
@@ -474,7 +475,7 @@ def test_the_dispatch_loop_waits_for_news_up_to_a_second_or_until_its_duration_e
 
     (tmp_path / "p.toml").write_text(f"[presets.w]\ncommand = [{json.dumps(sys.executable)}, '-c', 'import time; time.sleep(30)']\n")
     preset = load_file(tmp_path / "p.toml")["w"]
-    session = Session(SessionConfig(preset=preset, interval=1.0, duration=1.6), gpu=GpuTelemetry(FakeNvml(gpus=[])))
+    session = Session(RunOptions(interval=1.0, duration=1.6).session_config(preset), gpu=GpuTelemetry(FakeNvml(gpus=[])))
     waits: list[float] = []
     get = session._queue.get
 

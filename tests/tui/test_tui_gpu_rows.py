@@ -212,9 +212,9 @@ def test_the_session_header_carries_the_baseline_and_the_dashboard_takes_one_wit
     import argparse
 
     from gputui.cli.dashboard_cli import check_dashboard_options
+    from gputui.cli.run_options import run_options
     from gputui.errors import UserError
-    from gputui.record.recording import Recorder
-    from gputui.session.options import RunOptions
+    from gputui.record.recorder import Recorder
     from gputui.session.session import Session, SessionConfig
     from gputui.telemetry.gpu import GpuTelemetry
     from tests.support.fake_nvml import FakeNvml
@@ -231,7 +231,7 @@ def test_the_session_header_carries_the_baseline_and_the_dashboard_takes_one_wit
     recorder.close()
     args = argparse.Namespace(baseline=one, baseline_run=False, preset="torch-resnet50-tuned-ddp", presets=None, run_command=None, pid=None)
     args.__dict__.update(interval=1.0, duration=None, batch_size=None, no_probe=False, run_price=None, record=None, force=False)
-    options = RunOptions.from_command_line(args)
+    options = run_options(args)
     assert options.baseline == Baseline(samples_per_sec=4678.0, source=str(one), preset="torch-resnet50-tuned")
     assert options.session_config(options.preset).baseline == options.baseline  # its runs scale against it
     check_dashboard_options(options)

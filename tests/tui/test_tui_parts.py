@@ -139,7 +139,7 @@ def test_state_folds_a_run_and_reports_its_end():
     assert run.current == 20.0 and run.median == 20.0 and run.series.readings == 2
     assert list(state.gpus[0].util) == [40.0]  # SM activity where GPM exists
     assert ("stderr", "hello") in state.log
-    assert [f["title"] for f in state.open_findings()] == ["T"]
+    assert [f.title for f in state.open_findings()] == ["T"]
     ended = state.apply(
         ticket,
         [

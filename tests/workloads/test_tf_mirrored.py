@@ -13,7 +13,8 @@ import pytest
 
 from gputui.presets.preset import load_file
 from gputui.record import events as ev
-from gputui.record.recording import Recorder, read_recording
+from gputui.record.recorder import Recorder
+from gputui.record.recording import read_recording
 from gputui.record.schema import Baseline
 from gputui.session.session import Session, SessionConfig
 from gputui.telemetry.gpu import GpuTelemetry

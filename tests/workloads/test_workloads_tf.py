@@ -30,7 +30,9 @@ import psutil
 import pytest
 
 from gputui.protocol import decode
-from gputui.run.runner import Outcome, OutputLine, Runner
+from gputui.run.outcome import Outcome
+from gputui.run.output_stream import OutputLine
+from gputui.run.runner import Runner
 from tests.support.process import REPO
 
 _MISSING = [name for name in ("tensorflow", "tf_keras") if importlib.util.find_spec(name) is None]

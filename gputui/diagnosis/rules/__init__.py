@@ -4,7 +4,7 @@ are judged.  Every rule class and the shared pieces stay importable from here
 
 from __future__ import annotations
 
-from gputui.diagnosis.rules.base import GIB, MIB, SEVERITIES, THERMAL_REASONS, Rule, RuleFinding
+from gputui.diagnosis.rules.base import GIB, MIB, SEVERITIES, THERMAL_REASONS, Description, Observation, Rule, RuleFinding, RuleScope
 from gputui.diagnosis.rules.busy import Idle, LaunchBound
 from gputui.diagnosis.rules.clocks import HwSlowdown, PowerCap, Thermal
 from gputui.diagnosis.rules.co_tenant import CoTenant
@@ -24,6 +24,9 @@ __all__ = [
     "PCIE_LANE_BPS",
     "RuleFinding",
     "Rule",
+    "RuleScope",
+    "Description",
+    "Observation",
     "link_bps",
     "make_rules",
     "InputBound",

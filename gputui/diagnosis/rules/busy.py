@@ -2,60 +2,66 @@
 
 from __future__ import annotations
 
-from gputui.diagnosis.context import med, rnd
+from gputui.diagnosis.context import Context, Obs, med, rnd
 from gputui.diagnosis.hold import Hold
-from gputui.diagnosis.rules.base import Rule, _clean, _throughput
+from gputui.diagnosis.rules.base import Description, Observation, Rule, RuleFinding, clean, throughput_evidence
 from gputui.diagnosis.rules.gpu_busy import known_ceiling, read_busy, signal_evidence
+from gputui.diagnosis_settings import Settings
 from gputui.fmt import duration as fmt_duration
+from gputui.model import GpuSample
 
 
 class LaunchBound(Rule):
     kind = "launch_bound"
 
-    def hold(self, s):
+    def hold(self, s: Settings) -> Hold:
         return Hold(s.launch_open_after_s, s.close_after_s, s.hold_share, s.clear_share)
 
-    def observe(self, ctx, gpu):
+    def observe(self, ctx: Context, gpu: GpuSample | None) -> Observation:
+        assert gpu is not None  # a per-GPU rule: the engine asks it of each GPU
         if gpu.util_gpu is None:
-            return None, {}
+            return Observation(None, {})
         s = ctx.settings
         obs = {"util": gpu.util_gpu, "sm": gpu.sm_active, "occ": gpu.sm_occupancy, "tensor": gpu.tensor_active}
         if gpu.sm_active is not None:
             level = 2 if gpu.util_gpu >= s.busy_util_pct and gpu.sm_active < s.launch_sm_active_pct else 0
-            return level, obs
-        return self._without_gpm(ctx, gpu, obs)
+            return Observation(level, obs)
+        return self._without_gpm(ctx, gpu, gpu.util_gpu, obs)
 
-    def _without_gpm(self, ctx, gpu, obs):
+    def _without_gpm(self, ctx: Context, gpu: GpuSample, util: float, obs: Obs) -> Observation:
         """No SM activity: "busy" by utilization but drawing little power, and (where
         this preset's ceiling here is known) well below it."""
         s = ctx.settings
         if "input_bound" in ctx.open_kinds:
-            return None, {}  # waiting for data explains it: the input-bound finding says so
+            return Observation(None, {})  # waiting for data explains it: the input-bound finding says so
         busy = read_busy(ctx, [gpu], sm_below=s.launch_sm_active_pct, util_below=0.0)
         if busy.power_pct is None:
-            return None, {}  # utilization alone cannot tell
+            return Observation(None, {})  # utilization alone cannot tell
         rate, ceiling = ctx.recent_rate(), known_ceiling(ctx)
         slow = rate < ceiling * s.ceiling_below_pct / 100.0 if ceiling and rate is not None else None
         if slow is False:
-            return 0, obs  # it delivers what this preset delivers here: not starved
+            return Observation(0, obs)  # it delivers what this preset delivers here: not starved
         low_power = busy.power_pct < s.launch_power_pct
-        level = 2 if gpu.util_gpu >= s.busy_util_pct and low_power else 0
-        return level, {
-            **obs,
-            "power_pct": busy.power_pct,
-            "power_w": gpu.power_w,
-            "clock_pct": busy.clock_pct,
-            "sig_power": float(low_power),
-            "sig_throughput": float(bool(slow)),
-        }
+        level = 2 if util >= s.busy_util_pct and low_power else 0
+        return Observation(
+            level,
+            {
+                **obs,
+                "power_pct": busy.power_pct,
+                "power_w": gpu.power_w,
+                "clock_pct": busy.clock_pct,
+                "sig_power": float(low_power),
+                "sig_throughput": float(bool(slow)),
+            },
+        )
 
-    def describe(self, f, ctx):
+    def describe(self, f: RuleFinding, ctx: Context) -> Description:
         util, sm = med(f.series("util")), med(f.series("sm"))
         power_pct = med(f.series("power_pct"))
         batch = ctx.setting("batch_size")
         ceiling = known_ceiling(ctx)
         rate = f.rate()
-        evidence = _clean(
+        evidence = clean(
             {
                 "gpu": f.gpu,
                 "gpu_util_pct": rnd(util),
@@ -66,7 +72,7 @@ class LaunchBound(Rule):
                 "power_median_w": rnd(med(f.series("power_w"))) if sm is None else None,
                 **(signal_evidence(f) if sm is None else {}),
                 "batch_size": batch if isinstance(batch, int) else None,
-                **_throughput(f),
+                **throughput_evidence(f),
                 "ceiling_samples_per_sec": ceiling if sm is None else None,
                 "ceiling_pct": rnd(100.0 * rate / ceiling) if sm is None and ceiling and rate is not None else None,
                 "duration_s": rnd(f.until - f.since),
@@ -84,17 +90,17 @@ class LaunchBound(Rule):
             "Mixed precision (bf16/fp16), and channels_last for CNNs.",
             "Avoid host synchronisation in the loop: .item(), .cpu(), printing the loss every step.",
         ]
-        return title, evidence, advice
+        return Description(title, evidence, advice)
 
 
-def price_of(ctx) -> float | None:
+def price_of(ctx: Context) -> float | None:
     """USD per hour of this machine: ``--price`` or the ``price_per_hour`` setting, else
     a ``price_per_hour`` the run's preset itself carries."""
     price = ctx.settings.price_per_hour or ctx.setting("price_per_hour")
     return float(price) if isinstance(price, (int, float)) and not isinstance(price, bool) and price > 0 else None
 
 
-def idle_cost(f, ctx) -> float | None:
+def idle_cost(f: RuleFinding, ctx: Context) -> float | None:
     """What the idle time cost: its length at the machine's price per hour."""
     price = price_of(ctx)
     return None if price is None else (f.until - f.since) / 3600.0 * price
@@ -104,44 +110,47 @@ class Idle(Rule):
     kind = "idle"
     scope = "run"
 
-    def observe(self, ctx, gpu):
+    def observe(self, ctx: Context, gpu: GpuSample | None) -> Observation:
         s, d = ctx.settings, ctx.derived
         if not d.procs or d.run_cpu is None:
-            return None, {}
+            return Observation(None, {})
         util = None
         if d.run_gpus and ctx.run_uses_gpu:
             utils = [g.util_gpu for g in d.run_gpus if g.util_gpu is not None]
             if not utils:
-                return None, {}
+                return Observation(None, {})
             sms = [g.sm_active for g in d.run_gpus if g.sm_active is not None]
             util = max(utils)
             gpu_idle = util < s.idle_gpu_pct and (not sms or max(sms) < s.idle_gpu_pct)
         elif ctx.n_gpus == 0 or not ctx.run_uses_gpu:
             gpu_idle = True  # no GPU at all, or the run uses none: the CPU decides
         else:
-            return None, {}  # the GPUs are lost
+            return Observation(None, {})  # the GPUs are lost
         host = ctx.host
         level = 2 if gpu_idle and d.run_cpu < s.idle_cpu_pct else 0
-        return level, {
-            "util": util,
-            "run_cpu": d.run_cpu,
-            "host_cpu": host.cpu_percent if host else None,
-            "disk_read": host.disk_read_bps if host else None,
-            "run_read": d.run_read_bps,
-            "pid": float(d.main.pid) if d.main else None,
-        }
+        return Observation(
+            level,
+            {
+                "util": util,
+                "run_cpu": d.run_cpu,
+                "host_cpu": host.cpu_percent if host else None,
+                "disk_read": host.disk_read_bps if host else None,
+                "run_read": d.run_read_bps,
+                "pid": float(d.main.pid) if d.main else None,
+            },
+        )
 
-    def describe(self, f, ctx):
+    def describe(self, f: RuleFinding, ctx: Context) -> Description:
         util, cpu = med(f.series("util")), med(f.series("run_cpu"))
         disk = med(f.series("disk_read"))
-        evidence = _clean(
+        evidence = clean(
             {
                 "gpu_util_pct": rnd(util),
                 "run_cpu_pct": rnd(cpu),
                 "host_cpu_pct": rnd(med(f.series("host_cpu"))),
                 "disk_read_bps": rnd(disk, 0),
                 "run_read_bps": rnd(med(f.series("run_read")), 0),
-                **_throughput(f),
+                **throughput_evidence(f),
                 "duration_s": rnd(f.until - f.since),
             }
         )
@@ -161,4 +170,4 @@ class Idle(Rule):
             f"See where it waits: `py-spy dump --pid {pid}` prints every thread's stack.",
             "Data on network storage: copy it to the local disk first; many small files: pack them (tar shards, TFRecord, WebDataset).",
         ]
-        return title, evidence, advice
+        return Description(title, evidence, advice)

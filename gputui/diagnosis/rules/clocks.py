@@ -2,19 +2,32 @@
 
 from __future__ import annotations
 
-from gputui.diagnosis.context import med, rnd
+from gputui.diagnosis.context import Context, med, rnd
 from gputui.diagnosis.hold import Hold
-from gputui.diagnosis.rules.base import THERMAL_REASONS, Rule, _clean, _clock, _share_pct, _throughput
+from gputui.diagnosis.rules.base import (
+    THERMAL_REASONS,
+    Description,
+    Observation,
+    Rule,
+    RuleFinding,
+    clean,
+    clock_evidence,
+    share_pct,
+    throughput_evidence,
+)
+from gputui.diagnosis_settings import Settings
+from gputui.model import GpuSample
 
 
 class Thermal(Rule):
     kind = "thermal"
 
-    def observe(self, ctx, gpu):
+    def observe(self, ctx: Context, gpu: GpuSample | None) -> Observation:
+        assert gpu is not None  # a per-GPU rule: the engine asks it of each GPU
         reasons = gpu.throttle_reasons
         if reasons is None and gpu.temp_c is None:
-            return None, {}
-        throttled = bool(reasons) and any(r in THERMAL_REASONS for r in reasons)
+            return Observation(None, {})
+        throttled = any(r in THERMAL_REASONS for r in reasons or ())
         hot = gpu.temp_c is not None and gpu.temp_c >= ctx.settings.thermal_warn_c
         level = 3 if throttled else 2 if hot else 0
         obs = {
@@ -23,15 +36,15 @@ class Thermal(Rule):
             "power": gpu.power_w,
             "throttled": None if reasons is None else float(throttled),
         }
-        return level, obs
+        return Observation(level, obs)
 
-    def describe(self, f, ctx):
-        info = ctx.gpu_info.get(f.gpu)
+    def describe(self, f: RuleFinding, ctx: Context) -> Description:
+        info = ctx.info_of(f.gpu)
         temps = f.series("temp")
         tmax, tmed = max(temps, default=None), med(temps)
         slowdown = info.temp_slowdown_c if info else None
         throttled_since = f.first_t("throttled")
-        evidence = _clean(
+        evidence = clean(
             {
                 "gpu": f.gpu,
                 "temp_max_c": rnd(tmax),
@@ -40,9 +53,9 @@ class Thermal(Rule):
                 "slowdown_c": slowdown,
                 "shutdown_c": info.temp_shutdown_c if info else None,
                 "margin_to_slowdown_c": rnd(slowdown - tmax) if slowdown is not None and tmax is not None else None,
-                "throttled_pct": rnd(_share_pct(f.share("throttled"))),
-                **_clock(f, ctx, throttled_since),
-                **_throughput(f, throttled_since),
+                "throttled_pct": rnd(share_pct(f.share("throttled"))),
+                **clock_evidence(f, ctx, throttled_since),
+                **throughput_evidence(f, throttled_since),
                 "duration_s": rnd(f.until - f.since),
             }
         )
@@ -64,7 +77,7 @@ class Thermal(Rule):
             "On a rented machine, report the temperature to the provider or move to another machine: cooling is theirs to fix.",
             "A lower power limit (nvidia-smi -pl) cuts heat for a small loss: capping 50 W cost about 7% of BERT-large throughput on an RTX 2080 Ti (same guide).",
         ]
-        return title, evidence, advice
+        return Description(title, evidence, advice)
 
 
 # --- 3. Power cap ----------------------------------------------------------------------
@@ -73,13 +86,14 @@ class Thermal(Rule):
 class PowerCap(Rule):
     kind = "power_cap"
 
-    def hold(self, s):
+    def hold(self, s: Settings) -> Hold:
         return Hold(s.open_after_s, s.close_after_s, s.power_cap_share, s.clear_share)
 
-    def observe(self, ctx, gpu):
+    def observe(self, ctx: Context, gpu: GpuSample | None) -> Observation:
+        assert gpu is not None  # a per-GPU rule: the engine asks it of each GPU
         reasons = gpu.throttle_reasons
         if reasons is None:
-            return None, {}
+            return Observation(None, {})
         s = ctx.settings
         info = ctx.gpu_info.get(gpu.index)
         limit = gpu.power_limit_w or (info.power_limit_w if info else None)
@@ -93,21 +107,21 @@ class PowerCap(Rule):
         lowered = bool(limit and default and limit < 0.98 * default)
         level = (2 if lowered else 1) if capped else 0
         obs = {"capped": float(capped), "power": gpu.power_w, "limit": limit, "sm_clock": gpu.sm_clock_mhz if capped else None}
-        return level, obs
+        return Observation(level, obs)
 
-    def describe(self, f, ctx):
-        info = ctx.gpu_info.get(f.gpu)
+    def describe(self, f: RuleFinding, ctx: Context) -> Description:
+        info = ctx.info_of(f.gpu)
         limit = med(f.series("limit"))
         default = info.power_default_limit_w if info else None
-        evidence = _clean(
+        evidence = clean(
             {
                 "gpu": f.gpu,
-                "capped_pct": rnd(_share_pct(f.share("capped"))),
+                "capped_pct": rnd(share_pct(f.share("capped"))),
                 "power_median_w": rnd(med(f.series("power"))),
                 "power_limit_w": rnd(limit),
                 "power_default_limit_w": default,
-                **_clock(f, ctx),
-                **_throughput(f),
+                **clock_evidence(f, ctx),
+                **throughput_evidence(f),
                 "duration_s": rnd(f.until - f.since),
             }
         )
@@ -131,7 +145,7 @@ class PowerCap(Rule):
             "A hot GPU needs more power for the same work: check the temperature and cooling as well.",
             "Mixed precision (bf16/fp16) and fused kernels do more work per joule.",
         ]
-        return title, evidence, advice
+        return Description(title, evidence, advice)
 
 
 # --- 4. Hardware slowdown / power brake ---------------------------------------------------
@@ -140,10 +154,11 @@ class PowerCap(Rule):
 class HwSlowdown(Rule):
     kind = "hw_slowdown"
 
-    def observe(self, ctx, gpu):
+    def observe(self, ctx: Context, gpu: GpuSample | None) -> Observation:
+        assert gpu is not None  # a per-GPU rule: the engine asks it of each GPU
         reasons = gpu.throttle_reasons
         if reasons is None:
-            return None, {}
+            return Observation(None, {})
         thermal = "HwThermalSlowdown" in reasons  # HwSlowdown with it is heat: the thermal rule's
         hw = "HwSlowdown" in reasons and not thermal
         brake = "HwPowerBrakeSlowdown" in reasons
@@ -155,20 +170,20 @@ class HwSlowdown(Rule):
             "temp": gpu.temp_c,
             "power": gpu.power_w,
         }
-        return (3 if hw or brake else 0), obs
+        return Observation(3 if hw or brake else 0, obs)
 
-    def describe(self, f, ctx):
+    def describe(self, f: RuleFinding, ctx: Context) -> Description:
         hw, brake = f.share("hw") or 0.0, f.share("brake") or 0.0
-        evidence = _clean(
+        evidence = clean(
             {
                 "gpu": f.gpu,
                 "active_pct": rnd(100.0 * (f.share("active") or 0.0)),
                 "hw_slowdown_pct": rnd(100.0 * hw),
                 "power_brake_pct": rnd(100.0 * brake),
-                **_clock(f, ctx),
+                **clock_evidence(f, ctx),
                 "temp_max_c": rnd(max(f.series("temp"), default=None)),
                 "power_median_w": rnd(med(f.series("power"))),
-                **_throughput(f),
+                **throughput_evidence(f),
                 "duration_s": rnd(f.until - f.since),
             }
         )
@@ -186,4 +201,4 @@ class HwSlowdown(Rule):
                 "HwSlowdown without a thermal reason: a power-delivery or cooling fault on the host (the GPU cuts its clocks by half or more). See `nvidia-smi -q -d PERFORMANCE`; check the power cables and PSU."
             )
         advice.append("No change to the training code fixes this: on a rented machine, move to another one and report it.")
-        return title, evidence, advice
+        return Description(title, evidence, advice)

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gputui.diagnosis.context import rnd
-from gputui.diagnosis.rules.base import MIB, Rule, RuleFinding, _clean, _gib, _throughput
+from gputui.diagnosis.context import Context, rnd
+from gputui.diagnosis.rules.base import MIB, Description, Observation, Rule, RuleFinding, clean, gib, throughput_evidence
 from gputui.diagnosis.rules.gpu_busy import known_ceiling
-from gputui.model import HIDDEN, RUN, GpuProcess, co_runners, memory_of
+from gputui.model import HIDDEN, RUN, GpuProcess, GpuSample, co_runners, memory_of
 
 NAMED = 3  # processes the evidence names, biggest first
 
@@ -34,10 +34,11 @@ class CoTenant(Rule):
     def __init__(self) -> None:
         self._seen: dict[int, dict[int, _CoRunner]] = {}  # gpu -> pid -> what was seen
 
-    def observe(self, ctx, gpu):
+    def observe(self, ctx: Context, gpu: GpuSample | None) -> Observation:
+        assert gpu is not None  # a per-GPU rule: the engine asks it of each GPU
         processes = ctx.processes_of(gpu.index)
         if processes is None or not any(p.owner == RUN for p in processes):
-            return None, {}  # no process list lately, or not a GPU the run uses
+            return Observation(None, {})  # no process list lately, or not a GPU the run uses
         s = ctx.settings
         others = co_runners(processes, s.cotenant_memory_mib * MIB, s.cotenant_sm_pct)
         self._remember(gpu.index, others, ctx.now)
@@ -45,12 +46,15 @@ class CoTenant(Rule):
         below = None if ceiling is None or rate is None else rate < ceiling * s.cotenant_below_ceiling_pct / 100.0
         level = 0 if not others or below is False else (2 if below else 1)  # no ceiling to judge by: information
         utils = [p.sm_util for p in others if p.sm_util is not None]
-        return level, {
-            "others": float(len(others)),
-            "others_memory": float(memory_of(others)),
-            "others_sm_util": sum(utils) if utils else None,
-            "ceiling": ceiling,
-        }
+        return Observation(
+            level,
+            {
+                "others": float(len(others)),
+                "others_memory": float(memory_of(others)),
+                "others_sm_util": sum(utils) if utils else None,
+                "ceiling": ceiling,
+            },
+        )
 
     def _remember(self, index: int, others: list[GpuProcess], t: float) -> None:
         seen = self._seen.setdefault(index, {})
@@ -65,16 +69,16 @@ class CoTenant(Rule):
         seen = [s for s in self._seen.get(f.gpu if f.gpu is not None else -1, {}).values() if f.since <= s.last_t]
         return sorted(seen, key=lambda s: -s.memory_max)[:NAMED]
 
-    def describe(self, f, ctx):
+    def describe(self, f: RuleFinding, ctx: Context) -> Description:
         named = self.named(f)
         memory = max(f.series("others_memory"), default=None)
         ceiling = max(f.series("ceiling"), default=None)
         sm = max(f.series("others_sm_util"), default=None)
-        evidence = _clean(
+        evidence = clean(
             {
                 "gpu": f.gpu,
                 "processes": [
-                    _clean(
+                    clean(
                         {
                             "pid": s.process.pid,
                             "owner": s.process.owner,
@@ -90,13 +94,13 @@ class CoTenant(Rule):
                 "others_memory_max": int(memory) if memory is not None else None,
                 "others_sm_util_max_pct": rnd(sm),
                 "ceiling_samples_per_sec": rnd(ceiling, 1),
-                **_throughput(f),
+                **throughput_evidence(f),
                 "duration_s": rnd(f.until - f.since),
             }
         )
         first = named[0] if named else None
         who = first.process.label() if first else "another process"
-        holds = f"{_gib(first.memory_max if first else memory)} GiB" + (f", SM {first.sm_util_max:.0f}%" if first and first.sm_util_max is not None else "")
+        holds = f"{gib(first.memory_max if first else memory)} GiB" + (f", SM {first.sm_util_max:.0f}%" if first and first.sm_util_max is not None else "")
         more = f" and {len(named) - 1} more" if len(named) > 1 else ""
         title = f"GPU{f.gpu} shared: {who} holds {holds}{more}"
         rate = f.rate()
@@ -111,4 +115,4 @@ class CoTenant(Rule):
         else:
             advice.append("Ask its owner, wait for it to end, or move the run to a free GPU (CUDA_VISIBLE_DEVICES); `nvidia-smi` lists the GPU's processes.")
         advice.append("On a machine you administer, `nvidia-smi -c EXCLUSIVE_PROCESS` lets one process at a time use the GPU.")
-        return title, evidence, advice
+        return Description(title, evidence, advice)

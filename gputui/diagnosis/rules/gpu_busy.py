@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gputui.diagnosis.context import Context
+from gputui.diagnosis.context import Context, Obs
 from gputui.diagnosis.rules.base import RuleFinding
 from gputui.gpus.models import GpuModel, find_model
 from gputui.model import SAMPLES, GpuSample
@@ -34,9 +34,9 @@ class Busy:
     clock_pct: float | None = None  # % of the maximum SM clock, None while a reason holds it down
     signals: list[str] = field(default_factory=list)  # the signals that say "under-busy", best first
 
-    def obs(self) -> dict[str, float | None]:
+    def obs(self) -> Obs:
         """For a finding's series: the numbers, and one 0/1 series per signal."""
-        out: dict[str, float | None] = {
+        out: Obs = {
             "sm_active": self.sm_active,
             "util_gpu": self.util,
             "power_pct": self.power_pct,

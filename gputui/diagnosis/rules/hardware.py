@@ -7,10 +7,12 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from gputui.diagnosis.context import rnd
+from gputui.diagnosis.context import Context, rnd
 from gputui.diagnosis.hold import Hold
-from gputui.diagnosis.rules.base import Rule, _clean
+from gputui.diagnosis.rules.base import Description, Observation, Rule, RuleFinding, clean
+from gputui.diagnosis_settings import Settings
 from gputui.gpus.xid import ADVICE, REPLACE, RESET, UNKNOWN_ADVICE, XID_MEANINGS, xid_meaning
+from gputui.model import GpuSample
 
 REPLAY_WINDOW_S = 60.0
 
@@ -34,10 +36,11 @@ class FailingHardware(Rule):
     def __init__(self) -> None:
         self._seen: dict[int, _GpuHealth] = {}
 
-    def hold(self, s):
+    def hold(self, s: Settings) -> Hold:
         return Hold(0.0, s.close_after_s, s.hold_share, s.clear_share)  # open on the first sign
 
-    def observe(self, ctx, gpu):
+    def observe(self, ctx: Context, gpu: GpuSample | None) -> Observation:
+        assert gpu is not None  # a per-GPU rule: the engine asks it of each GPU
         seen = self._seen.setdefault(gpu.index, _GpuHealth())
         if seen.ecc_first is None:
             seen.ecc_first = gpu.ecc_uncorrected
@@ -49,7 +52,7 @@ class FailingHardware(Rule):
         replays_new = gpu.pcie_replays - seen.replays_first if gpu.pcie_replays is not None and seen.replays_first is not None else None
         known = (gpu.ecc_uncorrected, gpu.remap_pending, gpu.pcie_replays, gpu.xids)
         if not seen.failing and all(v is None for v in known):
-            return None, {}
+            return Observation(None, {})
         seen.failing = seen.failing or bool(
             gpu.xids
             or (ecc_new and ecc_new > 0)
@@ -57,14 +60,17 @@ class FailingHardware(Rule):
             or gpu.remap_failure
             or (replay_rate is not None and replay_rate > ctx.settings.pcie_replays_per_min)
         )
-        return (3 if seen.failing else 0), {
-            "xid_count": float(len(seen.xids)),
-            "ecc_new": ecc_new,
-            "remap_pending": None if gpu.remap_pending is None else float(gpu.remap_pending),
-            "remap_failure": None if gpu.remap_failure is None else float(gpu.remap_failure),
-            "replays_new": replays_new,
-            "replay_rate": replay_rate,
-        }
+        return Observation(
+            3 if seen.failing else 0,
+            {
+                "xid_count": float(len(seen.xids)),
+                "ecc_new": ecc_new,
+                "remap_pending": None if gpu.remap_pending is None else float(gpu.remap_pending),
+                "remap_failure": None if gpu.remap_failure is None else float(gpu.remap_failure),
+                "replays_new": replays_new,
+                "replay_rate": replay_rate,
+            },
+        )
 
     @staticmethod
     def _replay_rate(seen: _GpuHealth, t: float, replays: int | None) -> float | None:
@@ -79,7 +85,7 @@ class FailingHardware(Rule):
             return None
         return max(0, replays - first) / max(t - t0, 1.0) * 60.0
 
-    def describe(self, f, ctx):
+    def describe(self, f: RuleFinding, ctx: Context) -> Description:
         seen = self._seen.get(f.gpu) if f.gpu is not None else None
         xids = seen.xids if seen else []
         ecc_new = max(f.series("ecc_new"), default=None)
@@ -88,7 +94,7 @@ class FailingHardware(Rule):
         replays_new = max(f.series("replays_new"), default=None)
         replay_rate = max(f.series("replay_rate"), default=None)
         too_many_replays = replay_rate is not None and replay_rate > ctx.settings.pcie_replays_per_min
-        evidence = _clean(
+        evidence = clean(
             {
                 "gpu": f.gpu,
                 "xid": xids[-1] if xids else None,
@@ -130,4 +136,4 @@ class FailingHardware(Rule):
                 "Reseat or move the card; on a rented machine, report it and move."
             )
         advice.append("`nvidia-smi -q -d ECC,ROW_REMAPPER,PCIE` and the kernel log (`dmesg | grep -i xid`) show the details.")
-        return title, evidence, advice
+        return Description(title, evidence, advice)

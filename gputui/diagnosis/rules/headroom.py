@@ -4,10 +4,12 @@ workload counts no FLOPs, peak GPU memory against the GPU's."""
 
 from __future__ import annotations
 
-from gputui.diagnosis.context import med, rnd
+from gputui.diagnosis.context import Context, med, rnd
 from gputui.diagnosis.hold import Hold
-from gputui.diagnosis.rules.base import GIB, Rule, _clean
+from gputui.diagnosis.rules.base import GIB, Description, Observation, Rule, RuleFinding, clean
 from gputui.diagnosis.rules.gpu_busy import gpu_model
+from gputui.diagnosis_settings import Settings
+from gputui.model import GpuSample
 
 # Workload precision -> the datasheet peak it runs at (gputui/gpus/data/gpus.toml).
 PEAK_KEYS = {
@@ -28,15 +30,15 @@ class Headroom(Rule):
     kind = "headroom"
     scope = "run"
 
-    def hold(self, s):
+    def hold(self, s: Settings) -> Hold:
         return Hold(s.headroom_open_after_s, s.close_after_s, s.hold_share, s.clear_share)
 
-    def observe(self, ctx, gpu):
+    def observe(self, ctx: Context, gpu: GpuSample | None) -> Observation:
         d, s = ctx.derived, ctx.settings
         if not ctx.run_uses_gpu or not d.run_gpus:
-            return None, {}
+            return Observation(None, {})
         if "input_bound" in ctx.open_kinds:
-            return None, {}  # the GPU waits for data: a bigger batch would not help; that finding says what will
+            return Observation(None, {})  # the GPU waits for data: a bigger batch would not help; that finding says what will
         totals = [(g.memory_used, g.memory_total or self._total(ctx, g.index)) for g in d.run_gpus]
         shares = [100.0 * used / total for used, total in totals if used is not None and total]
         memory_pct = max(shares) if shares else None
@@ -51,19 +53,19 @@ class Headroom(Rule):
             "memory_total": None if total is None else float(total),
         }
         if tflops is not None and peak:
-            return (1 if 100.0 * tflops / peak < s.headroom_tflops_pct else 0), obs
+            return Observation(1 if 100.0 * tflops / peak < s.headroom_tflops_pct else 0, obs)
         if memory_pct is None:
-            return None, {}
+            return Observation(None, {})
         working = any((g.util_gpu or 0) >= s.idle_gpu_pct for g in d.run_gpus)
-        return (1 if working and memory_pct < s.headroom_memory_pct else 0), obs
+        return Observation(1 if working and memory_pct < s.headroom_memory_pct else 0, obs)
 
     @staticmethod
-    def _total(ctx, index: int) -> int | None:
+    def _total(ctx: Context, index: int) -> int | None:
         info = ctx.gpu_info.get(index)
         return info.memory_total if info else None
 
     @staticmethod
-    def _tflops(ctx) -> tuple[float | None, float | None]:
+    def _tflops(ctx: Context) -> tuple[float | None, float | None]:
         """Achieved TFLOP/s now (the workload's FLOPs per sample x the recent rate) and
         one GPU's peak for the run's precision.  One GPU: gputui's workloads run on one."""
         flops, rate = _number(ctx.setting("flops_per_sample")), ctx.recent_rate()
@@ -72,14 +74,14 @@ class Headroom(Rule):
         peak = _number(model.spec(key)) if model and key else None
         return (flops * rate / 1e12 if flops and rate is not None else None), peak
 
-    def describe(self, f, ctx):
+    def describe(self, f: RuleFinding, ctx: Context) -> Description:
         tflops, peak = med(f.series("tflops")), med(f.series("peak"))
         memory_pct = max(f.series("memory_pct"), default=None)
         used, total = max(f.series("memory_used"), default=None), max(f.series("memory_total"), default=None)
         precision = ctx.setting("precision")
         batch = ctx.setting("batch_size")
         model = gpu_model(ctx)
-        evidence = _clean(
+        evidence = clean(
             {
                 "achieved_tflops": rnd(tflops),
                 "peak_tflops": rnd(peak, 0),
@@ -120,4 +122,4 @@ class Headroom(Rule):
         if not ctx.setting("compile"):
             advice.append("torch.compile(model) fuses the small element-wise kernels that leave the GPU idle between big ones.")
         advice.append("This is information, not a fault: a small model or a latency-bound use can be right as it is.")
-        return title, evidence, advice
+        return Description(title, evidence, advice)

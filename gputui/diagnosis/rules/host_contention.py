@@ -6,37 +6,41 @@ from __future__ import annotations
 
 import math
 
-from gputui.diagnosis.context import med, rnd
-from gputui.diagnosis.rules.base import Rule, _clean, _throughput
+from gputui.diagnosis.context import Context, med, rnd
+from gputui.diagnosis.rules.base import Description, Observation, Rule, RuleFinding, clean, throughput_evidence
+from gputui.model import GpuSample
 
 
 class HostContention(Rule):
     kind = "host_contention"
     scope = "run"
 
-    def observe(self, ctx, gpu):
+    def observe(self, ctx: Context, gpu: GpuSample | None) -> Observation:
         host = ctx.host
         if host is None:
-            return None, {}
+            return Observation(None, {})
         s = ctx.settings
         throttling = ctx.throttling()
         steal = host.steal_pct
         if throttling is None and steal is None:
-            return None, {}
+            return Observation(None, {})
         throttled = throttling is not None and throttling.throttled_pct >= s.cpu_throttled_pct
         stolen = steal is not None and steal >= s.steal_pct
-        return (2 if throttled or stolen else 0), {
-            "throttled_pct": throttling.throttled_pct if throttling else None,
-            "throttled_periods": float(throttling.throttled_periods) if throttling else None,
-            "throttled_s_per_s": throttling.throttled_s_per_s if throttling else None,
-            "throttled": float(throttled),
-            "steal": steal,
-            "stolen": float(stolen),
-            "workers": float(len(ctx.derived.workers)),
-            "run_cpu": ctx.derived.run_cpu,
-        }
+        return Observation(
+            2 if throttled or stolen else 0,
+            {
+                "throttled_pct": throttling.throttled_pct if throttling else None,
+                "throttled_periods": float(throttling.throttled_periods) if throttling else None,
+                "throttled_s_per_s": throttling.throttled_s_per_s if throttling else None,
+                "throttled": float(throttled),
+                "steal": steal,
+                "stolen": float(stolen),
+                "workers": float(len(ctx.derived.workers)),
+                "run_cpu": ctx.derived.run_cpu,
+            },
+        )
 
-    def describe(self, f, ctx):
+    def describe(self, f: RuleFinding, ctx: Context) -> Description:
         throttled_pct = med(f.series("throttled_pct"))
         per_s = med(f.series("throttled_s_per_s"))
         steal = med(f.series("steal"))
@@ -44,7 +48,7 @@ class HostContention(Rule):
         cores, visible = ctx.cores, ctx.cores_visible
         throttled = (f.share("throttled") or 0.0) > 0
         stolen = (f.share("stolen") or 0.0) > 0
-        evidence = _clean(
+        evidence = clean(
             {
                 "cpu_throttled_pct": rnd(throttled_pct) if throttled else None,
                 "throttled_s_per_min": rnd(60.0 * per_s, 1) if throttled and per_s is not None else None,
@@ -54,7 +58,7 @@ class HostContention(Rule):
                 "cores_visible": visible,
                 "workers": workers,
                 "run_cpu_pct": rnd(med(f.series("run_cpu"))),
-                **_throughput(f),
+                **throughput_evidence(f),
                 "duration_s": rnd(f.until - f.since),
             }
         )
@@ -91,4 +95,4 @@ class HostContention(Rule):
                 "Nothing in the run fixes it; move to another instance, or to dedicated (bare-metal) CPUs."
             )
         advice.append("`cat /sys/fs/cgroup/cpu.stat` shows nr_throttled and throttled_usec; `top` shows steal (st).")
-        return title, evidence, advice
+        return Description(title, evidence, advice)

@@ -7,26 +7,28 @@ under-busy while the processes that load the data are saturated."""
 
 from __future__ import annotations
 
-from gputui.diagnosis.context import med, rnd
-from gputui.diagnosis.rules.base import Rule, _clean, _mean, _pct
+from gputui.diagnosis.context import Context, med, rnd
+from gputui.diagnosis.rules.base import Description, Observation, Rule, RuleFinding, clean, mean, percent
 from gputui.diagnosis.rules.gpu_busy import THROUGHPUT, known_ceiling, main_signal, read_busy, readable, signal_evidence, title_of
+from gputui.model import GpuSample
+from gputui.record.events import Evidence
 
 
 class InputBound(Rule):
     kind = "input_bound"
     scope = "run"
 
-    def observe(self, ctx, gpu):
+    def observe(self, ctx: Context, gpu: GpuSample | None) -> Observation:
         wait = ctx.data_wait_share()
         if wait is not None:
             return self._from_data_wait(ctx, wait)
         s = ctx.settings
         if ctx.setting("pipeline") == "synthetic" or not ctx.run_uses_gpu:
-            return None, {}  # the data lives on the GPU (or no GPU is used): nothing to wait for
+            return Observation(None, {})  # the data lives on the GPU (or no GPU is used): nothing to wait for
         d = ctx.derived
         gpus = d.run_gpus
         if not gpus or not d.procs:
-            return None, {}
+            return Observation(None, {})
         busy = read_busy(ctx, gpus, sm_below=s.input_sm_active_pct, util_below=s.input_util_pct)
         under = bool(busy.signals) if readable(busy) else None
         rate = ctx.recent_rate()
@@ -35,14 +37,14 @@ class InputBound(Rule):
         if slow:
             busy.signals.append(THROUGHPUT)
         if under is None and slow is None:
-            return None, {}
+            return Observation(None, {})
         host = ctx.host
         host_cpu = host.cpu_percent if host else None
-        worker_cpu = _mean([p.cpu_percent for p in d.workers])
+        worker_cpu = mean([p.cpu_percent for p in d.workers if p.cpu_percent is not None])
         main_cpu = d.main.cpu_percent if d.main else None
         by = {
             "by_workers": bool(d.workers) and worker_cpu is not None and worker_cpu >= s.worker_busy_pct,
-            "by_cores": bool(ctx.cores) and d.run_cpu is not None and d.run_cpu >= s.run_cores_busy_pct * ctx.cores,
+            "by_cores": bool(ctx.cores and d.run_cpu is not None and d.run_cpu >= s.run_cores_busy_pct * ctx.cores),
             "by_host": host_cpu is not None and host_cpu >= s.run_cores_busy_pct,
             "by_main": not d.workers and main_cpu is not None and main_cpu >= s.worker_busy_pct,
         }
@@ -57,9 +59,9 @@ class InputBound(Rule):
             "main_cpu": main_cpu,
             **{k: float(v) for k, v in by.items()},
         }
-        return level, obs
+        return Observation(level, obs)
 
-    def _from_data_wait(self, ctx, wait: float):
+    def _from_data_wait(self, ctx: Context, wait: float) -> Observation:
         """The probe's view: the loop waited for data this share of its time.  A GPU
         that is busy all the same (its queue runs ahead of the loop) clears it."""
         s, d = ctx.settings, ctx.derived
@@ -71,19 +73,19 @@ class InputBound(Rule):
             **(busy.obs() if busy is not None else {}),
             "data_wait": 100.0 * wait,
             "workers": float(workers if workers is not None else len(d.workers)),
-            "worker_cpu": _mean([p.cpu_percent for p in d.workers]),
+            "worker_cpu": mean([p.cpu_percent for p in d.workers if p.cpu_percent is not None]),
             "main_cpu": d.main.cpu_percent if d.main else None,
             "run_cpu": d.run_cpu,
             "rate": ctx.recent_rate(),
         }
-        return level, obs
+        return Observation(level, obs)
 
-    def _describe_data_wait(self, f, ctx):
+    def _describe_data_wait(self, f: RuleFinding, ctx: Context) -> Description:
         wait, workers = med(f.series("data_wait")), int(max(f.series("workers"), default=0))
         worker_cpu, main_cpu = med(f.series("worker_cpu")), med(f.series("main_cpu"))
         sm, util = med(f.series("sm_active")), med(f.series("util_gpu"))
         cores, gpus = ctx.cores, max(ctx.n_gpus, 1)
-        evidence = _clean(
+        evidence = clean(
             {
                 "data_wait_pct": rnd(wait),
                 "workers": workers,
@@ -122,9 +124,9 @@ class InputBound(Rule):
             "Overlap loading with training: DataLoader(pin_memory=True, persistent_workers=True, prefetch_factor=4).",
             "Decode and augment on the GPU with NVIDIA DALI, or augment whole batches on the GPU (torchvision.transforms.v2 on CUDA tensors).",
         ]
-        return title, evidence, advice
+        return Description(title, evidence, advice)
 
-    def _describe_own_batches(self, ctx, wait, sm, util, evidence):
+    def _describe_own_batches(self, ctx: Context, wait: float | None, sm: float | None, util: float | None, evidence: Evidence) -> Description:
         """The loop makes its own batches (nanoGPT's get_batch()): the probe's sampler saw
         it doing so, not waiting on a DataLoader."""
         where = f" in {ctx.probe_site}" if ctx.probe_site else ""
@@ -136,9 +138,9 @@ class InputBound(Rule):
             "Do the expensive part once, before training: tokenize or decode the corpus into a flat file (nanoGPT's prepare.py writes train.bin; get_batch then only slices a np.memmap).",
             "Or move the per-batch work onto the GPU, as whole-batch tensor operations.",
         ]
-        return title, evidence, advice
+        return Description(title, evidence, advice)
 
-    def describe(self, f, ctx):
+    def describe(self, f: RuleFinding, ctx: Context) -> Description:
         if f.series("data_wait"):
             return self._describe_data_wait(f, ctx)
         sm, util = med(f.series("sm_active")), med(f.series("util_gpu"))
@@ -150,7 +152,7 @@ class InputBound(Rule):
         ceiling = known_ceiling(ctx)
         power_pct, clock_pct = med(f.series("power_pct")), med(f.series("clock_pct"))
         signal = main_signal(f)
-        evidence = _clean(
+        evidence = clean(
             {
                 "gpu_sm_active_pct": rnd(sm),
                 "gpu_util_pct": rnd(util),
@@ -166,7 +168,7 @@ class InputBound(Rule):
                 "gpus": ctx.n_gpus,
                 "samples_per_sec": rnd(rate, 1),
                 "ceiling_samples_per_sec": ceiling,
-                "ceiling_pct": rnd(_pct(rate, ceiling)) if ceiling else None,
+                "ceiling_pct": rnd(percent(rate, ceiling)) if ceiling else None,
                 "duration_s": rnd(f.until - f.since),
             }
         )
@@ -208,4 +210,4 @@ class InputBound(Rule):
             "Lighten the CPU augmentation, or apply it to whole batches on the GPU (torchvision.transforms.v2 on CUDA tensors, Kornia).",
             "Decode and augment on the GPU with NVIDIA DALI: one core with DALI beat an 8-core Python loader (AutoDL guide).",
         ]
-        return title, evidence, advice
+        return Description(title, evidence, advice)

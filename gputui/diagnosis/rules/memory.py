@@ -2,34 +2,39 @@
 
 from __future__ import annotations
 
-from gputui.diagnosis.context import rnd
-from gputui.diagnosis.rules.base import MIB, Rule, _clean, _gib, _share_pct
+from gputui.diagnosis.context import Context, rnd
+from gputui.diagnosis.rules.base import MIB, Description, Observation, Rule, RuleFinding, clean, gib, share_pct
+from gputui.model import GpuSample
 
 
 class VramFull(Rule):
     kind = "vram_full"
 
-    def observe(self, ctx, gpu):
+    def observe(self, ctx: Context, gpu: GpuSample | None) -> Observation:
+        assert gpu is not None  # a per-GPU rule: the engine asks it of each GPU
         info = ctx.gpu_info.get(gpu.index)
         total = gpu.memory_total or (info.memory_total if info else None)
         if gpu.memory_used is None or not total:
-            return None, {}
+            return Observation(None, {})
         pct = 100.0 * gpu.memory_used / total
         full = pct >= ctx.settings.vram_full_pct
         level = (1 if ctx.framework == "tf" else 2) if full else 0
         processes = ctx.processes_of(gpu.index)
-        return level, {
-            "used_pct": pct,
-            "used": float(gpu.memory_used),
-            "total": float(total),
-            "procs": float(len(processes)) if processes is not None else None,
-        }
+        return Observation(
+            level,
+            {
+                "used_pct": pct,
+                "used": float(gpu.memory_used),
+                "total": float(total),
+                "procs": float(len(processes)) if processes is not None else None,
+            },
+        )
 
-    def describe(self, f, ctx):
+    def describe(self, f: RuleFinding, ctx: Context) -> Description:
         used = max(f.series("used"), default=None)
         total = max(f.series("total"), default=None)
         procs = max(f.series("procs"), default=None)
-        evidence = _clean(
+        evidence = clean(
             {
                 "gpu": f.gpu,
                 "memory_used_max": int(used) if used is not None else None,
@@ -40,7 +45,7 @@ class VramFull(Rule):
                 "duration_s": rnd(f.until - f.since),
             }
         )
-        title = f"GPU{f.gpu} memory {evidence.get('used_pct_max', 0):.0f}% full ({_gib(used)} of {_gib(total)} GiB)"
+        title = f"GPU{f.gpu} memory {evidence.get('used_pct_max', 0):.0f}% full ({gib(used)} of {gib(total)} GiB)"
         advice = []
         if ctx.framework == "tf":
             title += ": TensorFlow reserves most of it up front"
@@ -53,7 +58,7 @@ class VramFull(Rule):
             )
         if procs and procs > 1:
             advice.append(f"{procs:.0f} processes hold memory on this GPU: see nvidia-smi for the others.")
-        return title, evidence, advice
+        return Description(title, evidence, advice)
 
 
 class HostMemory(Rule):
@@ -61,37 +66,40 @@ class HostMemory(Rule):
     scope = "run"
     during_warmup = True  # the kernel's or the provider's OOM killer does not wait for warm-up
 
-    def observe(self, ctx, gpu):
+    def observe(self, ctx: Context, gpu: GpuSample | None) -> Observation:
         host = ctx.host
         if host is None or not host.memory_total or host.memory_available is None:
-            return None, {}
+            return Observation(None, {})
         s = ctx.settings
         used = 100.0 * (1 - host.memory_available / host.memory_total)
         growth = ctx.swap_growth()
         swapping = growth is not None and growth >= s.swap_growth_mib * MIB
         level = 3 if used >= s.host_memory_critical_pct else 2 if used >= s.host_memory_pct or swapping else 0
-        return level, {
-            "used_pct": used,
-            "available": float(host.memory_available),
-            "total": float(host.memory_total),
-            "swap_used": host.swap_used,
-            "swap_growth": growth,
-            "swapping": float(swapping),
-            "run_rss": ctx.derived.run_rss,
-        }
+        return Observation(
+            level,
+            {
+                "used_pct": used,
+                "available": float(host.memory_available),
+                "total": float(host.memory_total),
+                "swap_used": host.swap_used,
+                "swap_growth": growth,
+                "swapping": float(swapping),
+                "run_rss": ctx.derived.run_rss,
+            },
+        )
 
-    def describe(self, f, ctx):
+    def describe(self, f: RuleFinding, ctx: Context) -> Description:
         used = max(f.series("used_pct"), default=None)
         swap_growth = max(f.series("swap_growth"), default=None)
         rss = max(f.series("run_rss"), default=None)
-        evidence = _clean(
+        evidence = clean(
             {
                 "memory_used_pct_max": rnd(used),
                 "memory_available_min": int(min(f.series("available"), default=0)) if f.series("available") else None,
                 "memory_total": int(max(f.series("total"))) if f.series("total") else None,
                 "swap_used_max": int(max(f.series("swap_used"))) if f.series("swap_used") else None,
                 "swap_growth_30s_max": int(swap_growth) if swap_growth is not None else None,
-                "swapping_pct": rnd(_share_pct(f.share("swapping"))),
+                "swapping_pct": rnd(share_pct(f.share("swapping"))),
                 "run_rss_max": int(rss) if rss else None,
                 "duration_s": rnd(f.until - f.since),
             }
@@ -105,7 +113,7 @@ class HostMemory(Rule):
         ]
         if evidence.get("swapping_pct"):
             advice.append("The machine is swapping: every touch of swapped memory waits on the disk. Free memory or use a machine with more RAM.")
-        return title, evidence, advice
+        return Description(title, evidence, advice)
 
 
 class OutOfMemory(Rule):
@@ -116,11 +124,11 @@ class OutOfMemory(Rule):
     scope = "run"
     event_only = True
 
-    def describe(self, f, ctx):
+    def describe(self, f: RuleFinding, ctx: Context) -> Description:
         data = f.data
         killed = data.get("killed")
         batch = data.get("batch_size")
-        evidence = _clean(
+        evidence = clean(
             {
                 "oom_events": f.count,
                 "batch_size": batch if isinstance(batch, (int, float)) and not isinstance(batch, bool) else None,
@@ -148,4 +156,4 @@ class OutOfMemory(Rule):
                 "Lower the batch size (find_max_batch = true searches the largest that fits), use mixed precision (bf16/fp16) or activation checkpointing.",
                 "TensorFlow: enable memory growth (TF_FORCE_GPU_ALLOW_GROWTH=true) so one process does not hold all of it; check nvidia-smi for other processes on the GPU.",
             ]
-        return title, evidence, advice
+        return Description(title, evidence, advice)

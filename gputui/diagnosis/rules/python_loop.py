@@ -2,8 +2,9 @@
 
 A training loop is one Python thread.  When it is the bottleneck (tiny batches, a host
 synchronisation such as ``loss.item()`` every step, Python-side work per step) that
-thread works most of the time (62-70 % of a core on an H200, the rest spent waiting
-on the GPU's stream in other threads) and the GPU is idle between its launches.  A process's
+thread works most of the time (about two thirds of a core, the rest spent waiting
+on the GPU's stream in other threads: docs/performance.md#figures-behind-the-codes-choices)
+and the GPU is idle between its launches.  A process's
 total CPU cannot show it (PyTorch runs dozens of threads): the sampler reads the
 busiest thread of each busy process (gputui.telemetry.host).  With the probe, the loop's
 data wait tells a saturated loop from one that loads its own data; without it (``--pid``)
@@ -12,44 +13,48 @@ the finding says that it could not see the difference.
 
 from __future__ import annotations
 
-from gputui.diagnosis.context import med, rnd
-from gputui.diagnosis.rules.base import Rule, _clean
+from gputui.diagnosis.context import Context, med, rnd
+from gputui.diagnosis.rules.base import Description, Observation, Rule, RuleFinding, clean
 from gputui.diagnosis.rules.gpu_busy import read_busy, readable
+from gputui.model import GpuSample
 
 
 class PythonBound(Rule):
     kind = "python_bound"
     scope = "run"
 
-    def observe(self, ctx, gpu):
+    def observe(self, ctx: Context, gpu: GpuSample | None) -> Observation:
         s, d = ctx.settings, ctx.derived
         top = d.top_thread
         if top is None or not d.run_gpus or not ctx.run_uses_gpu:
-            return None, {}  # no busy thread read, or no GPU to starve
+            return Observation(None, {})  # no busy thread read, or no GPU to starve
         wait = ctx.data_wait_share()
         if wait is None and "input_bound" in ctx.open_kinds:
-            return None, {}  # without the probe, the input-bound finding already names the saturated main process
+            return Observation(None, {})  # without the probe, the input-bound finding already names the saturated main process
         busy = read_busy(ctx, d.run_gpus, sm_below=s.python_gpu_busy_pct, util_below=s.python_gpu_busy_pct)
         if not readable(busy):
-            return None, {}
+            return Observation(None, {})
         saturated = (top.top_thread_pct or 0.0) >= s.python_thread_pct
         waiting = wait is not None and wait * 100.0 >= s.python_data_wait_pct
         level = 2 if saturated and busy.signals and not waiting else 0
-        return level, {
-            **busy.obs(),
-            "thread_pct": top.top_thread_pct,
-            "process_cpu": top.cpu_percent,
-            "threads": float(top.threads) if top.threads is not None else None,
-            "data_wait": 100.0 * wait if wait is not None else None,
-            "rate": ctx.recent_rate(),
-        }
+        return Observation(
+            level,
+            {
+                **busy.obs(),
+                "thread_pct": top.top_thread_pct,
+                "process_cpu": top.cpu_percent,
+                "threads": float(top.threads) if top.threads is not None else None,
+                "data_wait": 100.0 * wait if wait is not None else None,
+                "rate": ctx.recent_rate(),
+            },
+        )
 
-    def describe(self, f, ctx):
+    def describe(self, f: RuleFinding, ctx: Context) -> Description:
         thread, sm, util = med(f.series("thread_pct")), med(f.series("sm_active")), med(f.series("util_gpu"))
         wait = med(f.series("data_wait"))
         batch = ctx.setting("batch_size")
         gpu_text = f"SM activity {sm:.0f}%" if sm is not None else f"utilization {util:.0f}%" if util is not None else "under-busy"
-        evidence = _clean(
+        evidence = clean(
             {
                 "busiest_thread_pct": rnd(thread),
                 "process_cpu_pct": rnd(med(f.series("process_cpu"))),
@@ -86,4 +91,4 @@ class PythonBound(Rule):
             advice.append(
                 "Run the job as `gputui -- python train.py ...` for the probe's data-wait figure: it tells a saturated loop from one that loads its own data."
             )
-        return title, evidence, advice
+        return Description(title, evidence, advice)

@@ -7,11 +7,10 @@ GPU that throttles while the others run free, sets the pace of all of them.
 
 from __future__ import annotations
 
-from typing import Any
-
-from gputui.diagnosis.context import Context, med, rnd
-from gputui.diagnosis.rules.base import Rule, RuleFinding
+from gputui.diagnosis.context import Context, Obs, med, rnd
+from gputui.diagnosis.rules.base import Description, Observation, Rule, RuleFinding, clean
 from gputui.model import GpuSample
+from gputui.record.events import Evidence
 from gputui.stats import median
 
 # A rank this much slower than the median of the others is a straggler.  Ranks of a
@@ -49,11 +48,11 @@ class Straggler(Rule):
     kind = "straggler"
     scope = "run"
 
-    def observe(self, ctx: Context, gpu: GpuSample | None) -> tuple[int | None, dict[str, Any]]:
+    def observe(self, ctx: Context, gpu: GpuSample | None) -> Observation:
         world = ctx.setting("world_size") or ctx.setting("replicas") or (len(ctx.rank_rates) or None)
         if not world or world < 2:
-            return None, {}  # not a data-parallel run
-        obs: dict[str, Any] = {"world": float(world)}
+            return Observation(None, {})  # not a data-parallel run
+        obs: Obs = {"world": float(world)}
         level = 0
         slow = slowest_rank(ctx.recent_rank_rates())
         if slow is not None:
@@ -77,12 +76,12 @@ class Straggler(Rule):
                     "hardware": float(any(r in ("HwSlowdown", "HwPowerBrakeSlowdown") for r in reasons)),
                 }
             )
-        return level, obs
+        return Observation(level, obs)
 
-    def describe(self, f: RuleFinding, ctx: Context) -> tuple[str, dict[str, Any], list[str]]:
+    def describe(self, f: RuleFinding, ctx: Context) -> Description:
         ranks, gpus = f.series("rank"), f.series("throttled_gpu")
         world = f.series("world")
-        evidence: dict[str, Any] = {"world_size": int(world[-1]) if world else None, "duration_s": rnd(f.until - f.since)}
+        evidence: Evidence = {"world_size": int(world[-1]) if world else None, "duration_s": rnd(f.until - f.since)}
         advice: list[str] = []
         title = ""
         if gpus:
@@ -123,7 +122,7 @@ class Straggler(Rule):
                 f"workers and their CPU cores, its GPU's clocks and PCIe link, logging or checkpointing on rank {rank})."
             )
         advice.append("The run's throughput is set by its slowest rank: balanced ranks scale, one straggler caps all of them.")
-        return title or "Straggler", {k: v for k, v in evidence.items() if v is not None}, advice
+        return Description(title or "Straggler", clean(evidence), advice)
 
 
 def make_scaling_rules() -> list[Rule]:

@@ -20,7 +20,7 @@ from textual.widgets import DataTable, Static
 
 from gputui.check.check_run import CheckListener, CheckReport, CheckRun
 from gputui.check.result import CheckResult
-from gputui.check.stage_context import CheckOptions
+from gputui.check.stage_context import CheckOptions, StageState
 from gputui.check.verdict_text import TABLE_HEADER, table_rows, verdict_line
 from gputui.tui.compositor import SteadyScrollbars, crop_updates
 from gputui.tui.screens.once import DismissOnce
@@ -52,7 +52,7 @@ class _ToScreen(CheckListener):
     def __init__(self, screen: CheckScreen) -> None:
         self.screen = screen
 
-    def on_stage(self, stage: str, state: str) -> None:
+    def on_stage(self, stage: str, state: StageState) -> None:
         self.screen.app.call_from_thread(self.screen.stage_changed, stage, state)
 
     def on_result(self, result: CheckResult) -> None:
@@ -140,7 +140,7 @@ class CheckScreen(DismissOnce, TerminalSized, ModalScreen[None]):
             self._full_asked = False
             self._status(self._finished_status())
 
-    def stage_changed(self, stage: str, state: str) -> None:
+    def stage_changed(self, stage: str, state: StageState) -> None:
         if state == "start" and self.is_mounted:
             self._status(f"Running: {stage} · {len(self.results)} checks so far · Esc stops")
 

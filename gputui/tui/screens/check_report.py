@@ -25,9 +25,9 @@ def check_report_line(results: list[CheckResult], duration_s: float, stopped: bo
     return Text(f"{verdict_line(results)}{stopped_text} · took {fmt.duration(duration_s)}")
 
 
-def styled_rows(results: list[CheckResult]) -> list[list]:
+def styled_rows(results: list[CheckResult]) -> list[list[Text]]:
     """The check table's rows, the status coloured as on the Check screen."""
-    rows: list[list] = []
+    rows: list[list[Text]] = []
     for row in table_rows(results):
         rows.append([Text(row[0], style=STATUS_STYLE.get(row[0], "")), *(widget_text(Text(cell)) for cell in row[1:])])
     return rows

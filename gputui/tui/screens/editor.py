@@ -21,7 +21,7 @@ from textual.widgets import Footer, Input, Label, Select, Static, TabbedContent,
 from gputui.catalog import FRAMEWORKS, PIPELINES
 from gputui.errors import UserError
 from gputui.presets.command_preset import SOURCE as COMMAND_SOURCE
-from gputui.presets.preset import WORKLOAD_CHECKS, Preset, check_preset, parse_text, user_presets_path
+from gputui.presets.preset import WORKLOAD_CHECKS, Preset, PresetTable, check_preset, parse_text, user_presets_path
 from gputui.presets.store import TEMPLATE, ConflictError, PresetFile, check_name, is_builtin, source_table
 from gputui.tui.compositor import crop_updates
 from gputui.tui.messages import StartPreset
@@ -119,7 +119,7 @@ def builtin_names() -> set[str]:
     return set(load_file(builtin_presets_path()))
 
 
-def preset_toml(name: str, values: dict[str, Any]) -> str:
+def preset_toml(name: str, values: PresetTable) -> str:
     import tomlkit
 
     document = tomlkit.document()
@@ -237,7 +237,7 @@ class PresetEditorScreen(DismissOnce, TerminalSized, Screen):
         self.validate()
         self._clean = self.edited()  # what "no unsaved changes" looks like
 
-    def edited(self) -> tuple[str, dict[str, Any]] | str:
+    def edited(self) -> tuple[str, PresetTable] | str:
         """The preset as shown, unchecked: the TOML tab's text itself when it does not parse."""
         if self.query_one("#editor-tabs", TabbedContent).active != "tab-toml":
             return self.form_values()
@@ -259,7 +259,7 @@ class PresetEditorScreen(DismissOnce, TerminalSized, Screen):
             self.query_one(f"#row-{key}").display = not command
 
     # -- Reading the form --------------------------------------------------------------
-    def form_values(self) -> tuple[str, dict[str, Any]]:
+    def form_values(self) -> tuple[str, PresetTable]:
         values = dict(self.base)
         command = self.has_command()
         if command:  # workload keys (the template's warmup_steps too) do not apply
@@ -281,7 +281,7 @@ class PresetEditorScreen(DismissOnce, TerminalSized, Screen):
         ordered.update({k: v for k, v in values.items() if k not in ordered})
         return self.query_one("#field-name", Input).value.strip(), ordered
 
-    def toml_values(self) -> tuple[str, dict[str, Any]]:
+    def toml_values(self) -> tuple[str, PresetTable]:
         """The TOML tab's one preset (its syntax checked here; its keys by :meth:`current`)."""
         from gputui.config import tomllib
 
@@ -299,7 +299,7 @@ class PresetEditorScreen(DismissOnce, TerminalSized, Screen):
             raise UserError(f"{TOML_TAB}: [presets.{name}]: expected a table of settings")
         return name, dict(values)
 
-    def current(self) -> tuple[str, dict[str, Any]]:
+    def current(self) -> tuple[str, PresetTable]:
         """The preset as edited (form or TOML tab, whichever shows), checked: UserError if not valid."""
         tabs = self.query_one("#editor-tabs", TabbedContent)
         name, values = self.toml_values() if tabs.active == "tab-toml" else self.form_values()
@@ -319,7 +319,7 @@ class PresetEditorScreen(DismissOnce, TerminalSized, Screen):
         status.remove_class("-invalid")
         return True
 
-    def fill_form(self, name: str, values: dict[str, Any]) -> None:
+    def fill_form(self, name: str, values: PresetTable) -> None:
         self._filling = True
         self.base = dict(values)
         self.query_one("#field-name", Input).value = name
@@ -393,7 +393,7 @@ class PresetEditorScreen(DismissOnce, TerminalSized, Screen):
             return
         self.save(self.original_name)
 
-    def _checked(self) -> tuple[str, dict[str, Any]] | None:
+    def _checked(self) -> tuple[str, PresetTable] | None:
         """The edited preset, or None (and the error shown) when it is not valid."""
         try:
             return self.current()

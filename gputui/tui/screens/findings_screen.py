@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -14,29 +12,30 @@ from textual.widgets.option_list import Option
 
 from gputui import fmt
 from gputui.escape import for_widget, widget_text
+from gputui.record import events as ev
 from gputui.tui.screens.once import DismissOnce
 from gputui.tui.screens.terminal_size import TerminalSized
 from gputui.tui.widgets.findings_panel import SEVERITY_MARK
 from gputui.tui.widgets.option_list import NarrowSafeOptionList
 
 
-def finding_text(finding: dict[str, Any]) -> Text:
+def finding_text(finding: ev.Finding) -> Text:
     text = Text()
-    text.append(f"{finding.get('title') or finding.get('kind', '?')}\n", "bold")
-    state = finding.get("state", "open")
-    since, until = finding.get("since"), finding.get("until")
+    text.append(f"{finding.title or finding.kind}\n", "bold")
+    state = finding.state
+    since, until = finding.since, finding.until
     when = f"since {fmt.duration(since)}" if since is not None else ""
     if state != "open" and until is not None:
         when += f" until {fmt.duration(until)}"
-    text.append(f"{finding.get('severity', 'info')} · {finding.get('kind', '?')} · {state} {when}\n", "dim")
-    evidence = finding.get("evidence") or {}
+    text.append(f"{finding.severity} · {finding.kind} · {state} {when}\n", "dim")
+    evidence = finding.evidence or {}
     if evidence:
         text.append("\nEvidence\n", "bold")
         width = max(len(str(k)) for k in evidence)
         for key, value in evidence.items():
             shown = f"{value:.4g}" if isinstance(value, float) else str(value)
             text.append(f"  {key:<{width}}  {shown}\n")
-    advice = finding.get("advice") or []
+    advice = finding.advice or []
     if advice:
         text.append("\nAdvice\n", "bold")
         for line in advice:
@@ -58,7 +57,7 @@ class FindingsScreen(DismissOnce, TerminalSized, ModalScreen[None]):
     FindingsScreen #findings-keys { color: $text-muted; height: 1; }
     """
 
-    def __init__(self, findings: list[dict[str, Any]]) -> None:
+    def __init__(self, findings: list[ev.Finding]) -> None:
         super().__init__()
         self.findings = findings
 
@@ -68,10 +67,7 @@ class FindingsScreen(DismissOnce, TerminalSized, ModalScreen[None]):
             with Horizontal():
                 options = [
                     Option(
-                        for_widget(
-                            f"{SEVERITY_MARK.get(f.get('severity', 'info'), '●')} {f.get('title') or f.get('kind')}"
-                            + ("" if f.get("state", "open") == "open" else " (closed)")
-                        ),
+                        for_widget(f"{SEVERITY_MARK.get(f.severity, '●')} {f.title or f.kind}" + ("" if f.state == "open" else " (closed)")),
                         id=str(i),
                     )
                     for i, f in enumerate(self.findings)

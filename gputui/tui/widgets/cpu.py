@@ -5,8 +5,8 @@ The main process's CPU follows every redraw.  The machine's and the run's CPU, t
 per-core bars and the other processes' figures show each one's mean over the last
 few seconds and move only by a visible step (see SteadyFigures), and memory figures
 (each process's, the run's sum of them) only by RSS_STEP: busy cores and data-loader
-workers wander by tens of points a second, and on a 16-core box with a dozen workers
-redrawing each wander was most of the dashboard's bytes (issue 25).
+workers wander by tens of points a second, and redrawing each wander was most of the
+dashboard's bytes (docs/performance.md#figures-behind-the-codes-choices).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ STEP = 10.0
 # a data-loader worker among many) moves by two of the cell's eight heights: a busy
 # core's four-second mean wanders by a height, and each cell redrawn for it costs a
 # cursor move and a colour (the row with the cores' strip was a fifth of a running
-# 80x24 dashboard's bytes on the H200, issue 25).  Into another colour it moves as any figure.
+# dashboard's bytes: docs/performance.md#figures-behind-the-codes-choices).  Into another colour it moves as any figure.
 CELL_STEP = 25.0
 STEADY_EVERY_S = 2 * LIVE_REDRAW_S  # the steady figures move on every other step, each the mean since the last
 RSS_STEP = 0.02  # a process's memory moves once it changed by this share (a leak climbs in steps)
@@ -43,7 +43,7 @@ MIB = 1024 * 1024
 NARROW_PROCESS_LINE = 44  # below this many columns a process line leaves out the pid
 # More data-loader workers than this: one cell each on one line, not a line each.  A
 # dozen lines of workers wandering by tens of points were two thirds of a running
-# dashboard's bytes on the H200 (issue 25); which worker idles shows as well in a cell.
+# dashboard's bytes (docs/performance.md#figures-behind-the-codes-choices); which worker idles shows as well in a cell.
 WORKER_LINES = 4
 
 
@@ -60,7 +60,7 @@ def _total_cpu(processes: list[ProcessSample]) -> float:
 def _total_rss(shown: list[ProcessSample]) -> int:
     """The run's memory as the sum of what its processes' lines show (each held until
     it moved by RSS_STEP): the sum of a dozen workers' raw figures changed at every
-    redraw (issue 25)."""
+    redraw."""
     return sum(p.rss or 0 for p in shown)
 
 
@@ -113,8 +113,8 @@ class CpuPanel(StateView):
         self._cores_as_cells = False  # as last drawn: a cell per core, or bars
         self._cell_pids: frozenset[int] = frozenset()  # the workers last drawn as cells
         # The machine's CPU % (key 0) and the run's total (by its root's pid: the next run
-        # starts afresh): at 80x24 these two figures, new at every redraw, were over a
-        # quarter of the CPU panel's bytes on the H200 (issue 25).
+        # starts afresh): these two figures, new at every redraw, were over a quarter of
+        # the CPU panel's bytes (docs/performance.md#figures-behind-the-codes-choices).
         self._machine_load = SteadyFigures(lambda old, new, _key: self._moved(old, new))
         self._run_load = SteadyFigures(lambda old, new, _pid: self._total_moved(old, new))
         self._rss_shown: dict[int, int] = {}

@@ -1,8 +1,8 @@
 """A text field whose blinking cursor repaints its one cell.
 
 Textual's Input repaints the whole field at each blink (twice a second): with the
-preset editor open, its name field was rewritten twice a second, about 0.5 KB/s
-at 140x40 while nothing was typed.  Here a blink marks only the cursor's cell dirty
+preset editor open, its name field was rewritten twice a second while nothing was
+typed (docs/performance.md#figures-behind-the-codes-choices).  Here a blink marks only the cursor's cell dirty
 (the screen's cropping compositor then sends just that cell: gputui.tui.compositor);
 everything else (typing, moving, focus) repaints as Textual does.
 """

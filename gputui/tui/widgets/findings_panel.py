@@ -7,7 +7,7 @@ from rich.text import Text
 from gputui.tui import state as st
 from gputui.tui.widgets.state_view import StateView
 
-SEVERITY_MARK = {"critical": "✖", "warning": "▲", "info": "●"}
+SEVERITY_MARK: dict[str | None, str] = {"critical": "✖", "warning": "▲", "info": "●"}
 
 
 class FindingsStrip(StateView):
@@ -32,11 +32,11 @@ class FindingsStrip(StateView):
             return text
         text.append(f"{len(found)} finding{'s' if len(found) > 1 else ''} (f): ", self.style_of("findings--dim"))
         for i, finding in enumerate(found):
-            severity = finding.get("severity", "info")
+            severity = finding.severity
             if i:
                 text.append("  ")
             text.append(
-                f"{SEVERITY_MARK.get(severity, '●')} {finding.get('title') or finding.get('kind', '?')}",
+                f"{SEVERITY_MARK.get(severity, '●')} {finding.title or finding.kind}",
                 self.style_of(f"findings--{severity}" if severity in SEVERITY_MARK else "findings--info"),
             )
         return text

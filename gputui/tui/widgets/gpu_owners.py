@@ -36,7 +36,7 @@ OWNER_WORDS = {RUN: "ours", "other": "other", "hidden": "another container", UNM
 
 def process_line(p: GpuProcess) -> str:
     """One process in the drill-down: pid, owner, memory, SM share, user, command."""
-    owner = OWNER_WORDS.get(p.owner or "", "?")
+    owner = OWNER_WORDS.get(p.owner, "?") if p.owner is not None else "?"
     memory = "-" if p.used_memory is None else _gib(p.used_memory, short=True)
     sm = "-" if p.sm_util is None else f"{p.sm_util:.0f}%"
     who = " ".join(part for part in (p.user, p.command or p.name) if part) or "-"

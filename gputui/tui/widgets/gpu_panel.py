@@ -34,7 +34,8 @@ VALUE = 17
 # theirs, and they are paged (charts.page_of): a line fills from the left and, once
 # full, moves back by half its width at once.  Scrolled a cell per sample, a noisy
 # series (SM activity flickering between two heights) rewrote its whole line at each
-# step: at 140x40 on the H200 the three lines were the largest part of the bytes sent.
+# step: the three lines were the largest part of the bytes sent
+# (docs/performance.md#figures-behind-the-codes-choices).
 SPARK_EVERY_S = 3 * LIVE_REDRAW_S  # a multiple of the panels' pace: the sparklines step with them
 DETAIL_ROWS = 7  # a drilled-down panel on a small screen: its title and six rows
 

@@ -34,14 +34,11 @@ if TYPE_CHECKING:
 # when it seeks back, so panels hold the app's accessor rather than one object.
 StateSource = Callable[[], "DashboardState"]
 # The pace of the panels that follow a run (GPUs, CPU, the chart's figures, the clock).
-# Once a second, each redraw a cell or a line of news, was more bytes than nvitop over
-# SSH on the H200 (issue 25); samples and recordings keep the sampler's interval, and a
-# run starting or ending is drawn at once.  Panels step on one clock (step_of): each on
-# a two-second clock of its own, against the app's one-second tick, stepped after two
-# seconds or three as the tick's jitter fell, at its own ticks, so the clock, the GPU
-# line and the chart often went out in frames of their own (27 frames in 40 s at 80x24
-# on the H200, for panels stepping 16 times each).  2.5 s: the pace they had on average,
-# now together, in steps of two ticks and three in turn.
+# Once a second was more bytes than nvitop over SSH; samples and recordings keep the
+# sampler's interval, and a run starting or ending is drawn at once.  Panels step
+# together on one clock (step_of), so the clock, the GPU line and the chart go out in one
+# frame, not a frame each; 2.5 s, in steps of two ticks and three in turn, is the pace
+# they had on average on clocks of their own (docs/performance.md#figures-behind-the-codes-choices).
 LIVE_REDRAW_S = 2.5
 
 
@@ -105,8 +102,8 @@ def _side_by_side(line: Text, base: Style) -> list[Segment] | None:
     """The segments of a line whose spans (Rich styles) lie side by side, in order, each
     in ``base`` plus its style, as Rich's render and apply_style make them; None where
     spans overlap.  Rich's render sorts the spans' ends and stacks their styles: about
-    four times this walk's time for the same segments (131 against 31 µs, on this repo's
-    2-core VM under CI's load, for a made-up row of 11 spans like a chart's)."""
+    four times this walk's time for the same segments
+    (docs/performance.md#figures-behind-the-codes-choices)."""
     text, pos = line.plain, 0
     segments: list[Segment] = []
     for span in line.spans:
@@ -210,7 +207,8 @@ class StateView(Widget):
     def build_lines(self) -> list[Text]:
         """What the panel shows now, line by line.  A panel that makes its lines one by
         one returns them as they are: joining them for build() and splitting them again
-        cost the chart 0.6 ms a redraw on this repo's VM, for nothing."""
+        cost the chart time at every redraw, for nothing
+        (docs/performance.md#figures-behind-the-codes-choices)."""
         return list(self.build().split("\n", allow_blank=True))
 
     def render(self) -> Text:
@@ -224,7 +222,8 @@ class StateView(Widget):
     def render_line(self, y: int) -> Strip:
         # Textual's own render_line turns the whole text into strips whenever any of it
         # changed: for a clock's digit, or a worker's figure in the CPU panel, every line
-        # of the panel (over half of a running dashboard's CPU on the H200, issue 25).
+        # of the panel (over half of a running dashboard's CPU:
+        # docs/performance.md#figures-behind-the-codes-choices).
         # Textual asks only for the lines it marked dirty, and each is made alone here.
         if self.text_selection is not None:  # the mouse selects text: Textual draws its highlight
             self._strips = []
@@ -249,7 +248,7 @@ class StateView(Widget):
         """One line as Textual would draw it, made by Rich where that is the same: a line
         that fits, in Rich styles, without links, in a panel aligned left.  Textual turns
         each span into its own style and back per line, three to four times Rich's time
-        (0.4 ms a line on the H200: half of a running dashboard's repaint).  Other lines
+        (half of a running dashboard's repaint: docs/performance.md#figures-behind-the-codes-choices).  Other lines
         go Textual's way; tests/tui/test_state_view_lines.py holds the two to the same
         cells, colours and offsets."""
         plain = line.cell_len <= width and "\t" not in line.plain and _plain_style(line.style)  # Textual expands tabs

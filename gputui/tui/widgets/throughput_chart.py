@@ -21,12 +21,12 @@ PLOT_EVERY_S = 2 * LIVE_REDRAW_S  # every other step of the panels' pace
 # No column narrower than a second (the pace most runs report at, and the sampler's):
 # a 60-column plot spans at least a minute.  Half-second columns cost a new column
 # every half second, and a span changing at 5, 10, 20 and 30 s, each rewriting every
-# column: most of the chart's bytes in a run's first minute (issue 25).
+# column: most of the chart's bytes in a run's first minute.
 MIN_COLUMN_S = 1.0
 LEGEND_SEPARATOR = " · "
 # A bar's full cell is drawn as a space on the bar's colour: one byte where a block is
 # three, and the same cell on screen.  A new column of a plot 13 rows high at 140x40
-# sent 13 blocks, and a longer span every column's (issue 25).  Under NO_COLOR Textual
+# sent 13 blocks, and a longer span every column's.  Under NO_COLOR Textual
 # may drop colours, so the bars keep their blocks there.
 SOLID = "+solid"  # role suffix: a full cell drawn as its colour's background
 

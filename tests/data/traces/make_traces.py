@@ -33,7 +33,7 @@ sys.path.insert(0, str(HERE.parents[2]))  # the repository, when run as a script
 
 from gputui.model import GpuProcess, GpuSample, HostSample, ProcessSample, Sample  # noqa: E402
 from gputui.record.events import make_event  # noqa: E402
-from gputui.record.recording import Recorder  # noqa: E402
+from gputui.record.recorder import Recorder  # noqa: E402
 from gputui.record.schema import Header  # noqa: E402
 from gputui.session.summary import SummaryBuilder  # noqa: E402
 from gputui.telemetry.gpu import THROTTLE_REASONS  # noqa: E402

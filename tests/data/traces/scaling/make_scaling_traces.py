@@ -37,7 +37,7 @@ from gputui.model import (
 )
 from gputui.record import events as ev
 from gputui.record.events import make_event
-from gputui.record.recording import Recorder
+from gputui.record.recorder import Recorder
 from gputui.record.schema import Header
 from gputui.session.summary import SummaryBuilder
 from gputui.telemetry.gpu import THROTTLE_REASONS
