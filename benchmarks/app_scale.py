@@ -40,8 +40,8 @@ from gputui.presets.preset import Config
 from gputui.record import events as ev
 from gputui.record.events import make_event
 from gputui.session.options import RunOptions
-from gputui.tui.app import DashboardLook, DashboardParts, make_app
-from gputui.tui.news import EventArrived, SampleArrived
+from gputui.tui.live_app import DashboardLook, DashboardParts, make_app
+from gputui.view.session_news import EventArrived, SampleArrived
 from tests.support.fake_nvml import FakeGpu
 from tests.support.tui import demo_preset, scripted_factory, wait_until
 

@@ -31,10 +31,10 @@ from gputui.live import followed as followed_module
 from gputui.live.followed import FollowedRun
 from gputui.live.registry import LiveRun
 from gputui.record.recording import read_header
-from gputui.tui import state as st
-from gputui.tui.bridge import SessionBridge
-from gputui.tui.replay_player import preset_from_header
-from gputui.tui.supervisor import SessionTicket
+from gputui.view import state as st
+from gputui.view.bridge import SessionBridge
+from gputui.view.replay_player import preset_from_header
+from gputui.view.supervisor import SessionTicket
 
 SOURCE = REPO / "docs" / "recordings" / "h200-torch-resnet50-tuned.jsonl"
 ONCE = {"started", "workload", "outcome", "stopping", "result"}  # a run's events that come once
@@ -67,7 +67,7 @@ def catch_up(path: Path, recent_samples: int | None) -> tuple[float, int]:
     try:
         preset = preset_from_header(read_header(path), path)
         ticket = SessionTicket(serial=1, run=1, preset=preset)
-        bridge = SessionBridge(ticket, post=lambda message: None)
+        bridge = SessionBridge(ticket, wake=lambda bridge: None)
         state = st.DashboardState()
         live = LiveRun(name="catch-up", pid=os.getpid(), pid_started=psutil.Process().create_time(), started_at="", label="x", recording=path)
         followed = FollowedRun(live, poll_s=0.01)

@@ -187,10 +187,10 @@ PROBE = textwrap.dedent(
     _window_opens, _window_closes = [], []  # what --thread-times and --cprofile do as the window opens and closes
     _thread_times = os.environ.pop("TUI_COST_THREAD_TIMES", "") if _measured else ""
     _TIMED = (
-        "gputui.tui.dashboard_app:DashboardApp.refresh_dashboard",
-        "gputui.tui.dashboard_app:DashboardApp._display",
-        "gputui.tui.app:GpuTuiApp.take_news",
-        "gputui.tui.app:GpuTuiApp.on_session_news",
+        "gputui.tui.app_base:DashboardApp.refresh_dashboard",
+        "gputui.tui.app_base:DashboardApp._display",
+        "gputui.tui.live_app:GpuTuiApp.take_news",
+        "gputui.tui.live_app:GpuTuiApp.on_session_news",
         "gputui.tui.screens.dashboard_screen:DashboardScreen._compositor_refresh",
         "gputui.tui.compositor:CroppingCompositor._get_renders",
         "gputui.tui.widgets.state_view:StateView.sync",
@@ -217,7 +217,7 @@ PROBE = textwrap.dedent(
         "gputui.diagnosis.engine:Diagnoser.on_event",
         "gputui.session.summary:SummaryBuilder.on_sample",
         "gputui.session.summary:SummaryBuilder.counted",
-        "gputui.tui.bridge:SessionBridge._put",
+        "gputui.view.bridge:SessionBridge._put",
         "gputui.live.followed:FollowedRun._tell",
         "gputui.record.follow:RecordingTail.read",
     )

@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from gputui.record.recording import read_recording
     from gputui.safe_write import write_atomic
-    from gputui.tui.replay import make_replay_app
+    from gputui.tui.replay_app import make_replay_app
     from gputui.tui.screenshot import screen_text
 
     width, height = (int(part) for part in args.size.split("x"))

@@ -29,7 +29,7 @@ def run_dashboard(args: argparse.Namespace, attach_to: LiveRun | None = None) ->
     wiring = run_wiring(args, options)
     metrics = wiring.metrics(announce=None if args.quiet else say)  # a port in use: one line before the screen opens
     from gputui.live.spawn import start_detached
-    from gputui.tui.app import DashboardLook, DashboardParts, make_app  # Textual loads only now
+    from gputui.tui.live_app import DashboardLook, DashboardParts, make_app  # Textual loads only now
 
     look = DashboardLook(theme=args.theme, handle_signals=True, confirm_quit=not args.no_confirm_quit)
     app = make_app(options, DashboardParts(wiring=wiring, run_launcher=start_detached), look, attach_to=attach_to)

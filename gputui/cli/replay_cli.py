@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     recording = load_recording(args.file)  # a bad or newer file: one line, before the screen opens
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise UserError("replay needs a terminal (it opens the dashboard)")
-    from gputui.tui.replay import make_replay_app  # Textual loads only now
+    from gputui.tui.replay_app import make_replay_app  # Textual loads only now
 
     app = make_replay_app(recording, speed=speed, theme=args.theme)
     code = app.run()

@@ -33,7 +33,7 @@ STOPPING = "stopping"  # gputui was asked to stop (key, signal, duration)
 FINDING = "finding"
 # News that comes steadily while a run goes: its readings, output lines and the probe's
 # windows.  It can wait for the next batch: the dashboard draws it at its tick
-# (gputui.tui.bridge), the recorder flushes it when the session has caught up.
+# (gputui.view.bridge), the recorder flushes it when the session has caught up.
 ROUTINE_EVENTS = frozenset({OUTPUT, THROUGHPUT, RANK_THROUGHPUT, PROBE})
 
 

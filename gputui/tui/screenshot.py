@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gputui: error: {exc}", file=sys.stderr)
         return 2
 
-    from gputui.tui.app import DashboardLook, make_app
+    from gputui.tui.live_app import DashboardLook, make_app
 
     with tempfile.TemporaryDirectory(prefix="gputui-shot-") as scratch:
         app = make_app(options, look=DashboardLook(theme=args.theme, settings_file=Path(scratch) / "settings.toml"))

@@ -61,7 +61,7 @@ def test_a_bad_price_in_a_diagnosis_table_names_the_key(tmp_path):
 
 def test_the_dashboard_takes_price_as_the_headless_recorder_does(tmp_path):
     from gputui.cli.run_options import check_price
-    from gputui.tui.supervisor import SessionSupervisor, SessionTicket
+    from gputui.view.supervisor import SessionSupervisor, SessionTicket
 
     assert check_price(None) is None
     with pytest.raises(UserError, match="--price: expected a price per hour greater than 0"):

@@ -8,7 +8,7 @@ import pytest
 from gputui.lookback.document import to_markdown
 from gputui.lookback.load import load_recording
 from gputui.lookback.report import report_blocks
-from gputui.tui.replay_player import ReplayPlayer
+from gputui.view.replay_player import ReplayPlayer
 from tests.support.process import REPO
 
 DOCS_RECORDINGS = sorted(p for p in REPO.glob("docs/**/*.jsonl*") if p.name.endswith((".jsonl", ".jsonl.gz")))

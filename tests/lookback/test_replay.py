@@ -13,11 +13,11 @@ import pytest
 from gputui import fmt
 from gputui.record import events as ev
 from gputui.record.recording import read_recording
-from gputui.tui.replay import make_replay_app
-from gputui.tui.replay_player import ReplayPlayer
+from gputui.tui.replay_app import make_replay_app
 from gputui.tui.screens.summary_screen import SummaryScreen
 from gputui.tui.widgets.gpu_panel import GpuPanel
 from gputui.tui.widgets.throughput_chart import ThroughputChart
+from gputui.view.replay_player import ReplayPlayer
 from tests.support.dashboard import dashboard_with_history
 from tests.support.process import run_gputui
 from tests.support.replay import INPUT_BOUND, cut_copy

@@ -302,7 +302,7 @@ def test_the_grafana_dashboard_queries_only_metrics_gputui_serves():
 def test_the_dashboards_supervisor_feeds_the_metrics_to_every_session():
     import threading
 
-    from gputui.tui.supervisor import SessionSupervisor
+    from gputui.view.supervisor import SessionSupervisor
     from tests.support.process import wait_for
 
     class WaitingSession:

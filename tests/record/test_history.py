@@ -152,7 +152,7 @@ def test_the_dashboard_refuses_an_existing_record_file_before_its_screen_opens(t
     def no_screen(*args, **kwargs):
         raise AssertionError("the dashboard opened")
 
-    monkeypatch.setattr("gputui.tui.app.make_app", no_screen)
+    monkeypatch.setattr("gputui.tui.live_app.make_app", no_screen)
     assert cli.main(["--record", str(out), "--preset", "smoke"]) == 2
     assert f"{out}: already exists" in capsys.readouterr().err
     assert out.read_text() == "precious\n"

@@ -58,7 +58,7 @@ def test_a_redraw_tick_while_the_app_closes_is_skipped_not_a_crash(tmp_path, mon
     the tick is made to come right after the dashboard's widgets are gone."""
     from textual.app import App
 
-    from gputui.tui import state as st
+    from gputui.view import state as st
 
     app = scripted_app(tmp_path, monkeypatch)
     real_prune = App._prune
@@ -98,8 +98,8 @@ def _screens_over_the_dashboard(app):
     from gputui.tui.screens.findings_screen import FindingsScreen
     from gputui.tui.screens.help import HelpScreen
     from gputui.tui.screens.summary_screen import SummaryScreen
-    from gputui.tui.state import RunView
-    from gputui.tui.supervisor import SessionTicket
+    from gputui.view.state import RunView
+    from gputui.view.supervisor import SessionTicket
 
     preset = next(iter(app.presets.values()))
     return {

@@ -17,7 +17,7 @@ from textual.command import CommandPalette
 
 from gputui.presets.preset import load_presets
 from gputui.record.recording import read_recording
-from gputui.tui.app import GpuTuiApp
+from gputui.tui.live_app import GpuTuiApp
 from gputui.tui.screens.dashboard_screen import DashboardScreen
 from tests.support.dashboard import app_for, isolated  # noqa: F401  (a fixture)
 from tests.support.keys import STORM_KEYS, scripted_app, send_keys

@@ -1,5 +1,5 @@
 """The dashboard as tests build it: one call with the keywords a test cares about, sorted
-into the RunOptions, DashboardParts and DashboardLook that :func:`gputui.tui.app.make_app`
+into the RunOptions, DashboardParts and DashboardLook that :func:`gputui.tui.live_app.make_app`
 takes (a test names only what it changes).  Also the dashboard most key-driven tests use
 (``app_for``: fake GPUs, its own settings file), the ``isolated`` fixture's presets, and a
 dashboard with kept runs to open and compare (``dashboard_with_history``)."""
@@ -18,7 +18,7 @@ from gputui.presets.preset import Config, Preset, load_presets
 from gputui.session.assemble import SessionParts
 from gputui.session.options import RunOptions
 from gputui.telemetry.gpu import GpuTelemetry
-from gputui.tui.app import DashboardLook, DashboardParts, GpuTuiApp, make_app
+from gputui.tui.live_app import DashboardLook, DashboardParts, GpuTuiApp, make_app
 from tests.support.fake_nvml import FakeGpu, FakeNvml
 from tests.support.process import REPO
 from tests.support.replay import INPUT_BOUND

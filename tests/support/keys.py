@@ -9,7 +9,7 @@ from textual import events
 from gputui.check.check_run import CheckRun
 from gputui.check.result import OK, PREFLIGHT, CheckResult
 from gputui.telemetry.gpu import GpuTelemetry
-from gputui.tui.app import GpuTuiApp
+from gputui.tui.live_app import GpuTuiApp
 from tests.support.dashboard import make_dashboard
 from tests.support.fake_nvml import FakeGpu, FakeNvml
 from tests.support.snapshots import FINDING

@@ -7,7 +7,7 @@ import dataclasses
 import re
 
 from gputui.model import Sample
-from gputui.tui.news import SampleArrived
+from gputui.view.session_news import SampleArrived
 from tests.support.dashboard import make_dashboard
 from tests.support.fake_nvml import FakeGpu
 from tests.support.tui import demo_preset, fixed_host, script_delivered, scripted_factory, shown, wait_until

@@ -165,7 +165,7 @@ def scripted_factory(gpus: list[FakeGpu] | None = None, samples: int = 24, findi
 
 def script_delivered(app) -> bool:
     """Whether the scripted session the app runs now has sent all its news.  The app
-    folds routine news in at its tick (gputui.tui.bridge), so a test that sets the state
+    folds routine news in at its tick (gputui.view.bridge), so a test that sets the state
     by hand waits for this first, or news still on its way lands over what it set."""
     current = getattr(app.supervisor, "_current", None)
     return current is not None and isinstance(current[1], ScriptedSession) and current[1].delivered.is_set()

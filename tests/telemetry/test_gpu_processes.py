@@ -23,9 +23,9 @@ from gputui.record.recording import read_recording
 from gputui.session.summary import SummaryBuilder
 from gputui.telemetry.gpu import PROCESS_UTIL_EVERY_S, GpuTelemetry
 from gputui.telemetry.gpu_processes import NvmlProcess, ProcessAttributor, ProcessFacts, merge_lists, short_command
-from gputui.tui import state as st
 from gputui.tui.screens.processes_screen import processes_text
 from gputui.tui.widgets.gpu_owners import ownership
+from gputui.view import state as st
 from tests.support.fake_nvml import FakeGpu, FakeNvml
 from tests.support.records import make_header
 

@@ -13,7 +13,7 @@ import re
 import psutil
 
 from gputui.record.recording import read_recording
-from gputui.tui.app import GpuTuiApp
+from gputui.tui.live_app import GpuTuiApp
 from gputui.tui.screens.dashboard_screen import DashboardScreen
 from gputui.tui.screens.findings_screen import FindingsScreen
 from gputui.tui.screens.stop_screen import StopRunScreen
@@ -231,7 +231,7 @@ def test_keys_are_remapped_by_binding_id_from_settings(tmp_path):
 
 
 def _all_bindings():
-    from gputui.tui.replay import ReplayApp
+    from gputui.tui.replay_app import ReplayApp
     from gputui.tui.screens.check_report import CheckReportScreen
     from gputui.tui.screens.compare_screen import CompareScreen
     from gputui.tui.screens.editor import ConflictScreen, NameScreen, PresetEditorScreen

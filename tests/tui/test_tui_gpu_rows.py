@@ -14,11 +14,11 @@ from gputui.record import events as ev
 from gputui.record.events import make_event
 from gputui.record.recording import read_recording
 from gputui.record.schema import Baseline
-from gputui.tui.news import EventArrived, HeaderArrived
-from gputui.tui.state import DashboardState
-from gputui.tui.supervisor import SessionTicket
 from gputui.tui.widgets.gpu_panel import GpuPanel, GpuRows
 from gputui.tui.widgets.gpu_rows import gpu_totals
+from gputui.view.session_news import EventArrived, HeaderArrived
+from gputui.view.state import DashboardState
+from gputui.view.supervisor import SessionTicket
 from tests.support.dashboard import make_dashboard
 from tests.support.ddp import ddp_factory, straggler_finding
 from tests.support.fake_nvml import FakeGpu

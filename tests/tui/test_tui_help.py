@@ -63,8 +63,8 @@ def test_question_mark_and_f1_open_help_by_context_and_esc_or_question_mark_clos
 
 def _gputui_binding_ids() -> set[str]:
     """Every binding id of gputui's screens and widgets (the replay's and dialogs' too)."""
-    import gputui.tui.app as app_module
-    import gputui.tui.replay as replay
+    import gputui.tui.live_app as app_module
+    import gputui.tui.replay_app as replay
     from gputui.tui.screens import check, editor
     from gputui.tui.screens import compare_screen as compare
     from gputui.tui.screens import dashboard_screen as dashboard

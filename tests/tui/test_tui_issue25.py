@@ -145,7 +145,7 @@ def test_the_theme_search_offers_gputuis_themes_not_textuals(tmp_path):
 
 def test_the_replay_neither_offers_nor_runs_run_edit_and_new(tmp_path):
     from gputui.record.recording import read_recording
-    from gputui.tui.replay import make_replay_app
+    from gputui.tui.replay_app import make_replay_app
     from tests.support.replay import INPUT_BOUND
 
     app = make_replay_app(read_recording(INPUT_BOUND), start_paused=True, settings_file=tmp_path / "s.toml")

@@ -1,4 +1,4 @@
-"""Screens and widgets ask the app through Messages (gputui.tui.messages), and panels
+"""Screens and widgets ask the app through Messages (gputui.tui.widget_messages), and panels
 draw the state handed to them: none of them reaches into the concrete App."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from textual.app import App, ComposeResult
 
 from gputui.record.history import KeptRun
 from gputui.record.recording import read_recording
-from gputui.tui import state as st
-from gputui.tui.messages import CompareRuns, OpenRun, StartPreset
-from gputui.tui.replay import make_replay_app
+from gputui.tui.replay_app import make_replay_app
+from gputui.tui.widget_messages import CompareRuns, OpenRun, StartPreset
 from gputui.tui.widgets.gpu_panel import GpuPanel
 from gputui.tui.widgets.presets import PresetList
 from gputui.tui.widgets.runs import RunsList
+from gputui.view import state as st
 from tests.support.process import REPO
 from tests.support.tui import run_async, wait_until
 

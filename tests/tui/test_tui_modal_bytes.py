@@ -12,9 +12,9 @@ import pytest
 from gputui.model import Sample
 from gputui.record import events as ev
 from gputui.record.events import make_event
-from gputui.tui.news import EventArrived, SampleArrived
 from gputui.tui.screens.findings_screen import FindingsScreen
 from gputui.tui.screens.summary_screen import SummaryScreen
+from gputui.view.session_news import EventArrived, SampleArrived
 from tests.support.dashboard import scripted_dashboard
 from tests.support.terminal import Recorder, assert_same, composed
 from tests.support.tui import (

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from gputui.presets.preset import Preset
 from gputui.run.runner import Runner
-from gputui.tui import state as st
 from gputui.tui.widgets.log import LogPane
+from gputui.view import state as st
 from tests.support.dashboard import app_for, fake_gpus
 from tests.support.tui import run_async, shown, wait_until
 

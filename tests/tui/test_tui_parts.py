@@ -18,13 +18,13 @@ from gputui.record.events import make_event
 from gputui.session.options import RunOptions
 from gputui.session.session import SessionConfig
 from gputui.session.summary import SummaryBuilder
-from gputui.tui import charts
-from gputui.tui.bridge import SessionBridge, SessionNews
-from gputui.tui.news import EventArrived, HeaderArrived, RunStarted, SampleArrived, SessionEnded, SummaryArrived
-from gputui.tui.state import DashboardState, ThroughputSeries, pick_reference
-from gputui.tui.supervisor import SessionSupervisor, SessionTicket
 from gputui.tui.themes import DEFAULT_THEME, builtin_themes_path, load_themes, parse_theme
 from gputui.tui.user_settings import DashboardSettings, load_settings, save_setting
+from gputui.view import charts
+from gputui.view.bridge import SessionBridge
+from gputui.view.session_news import EventArrived, HeaderArrived, RunStarted, SampleArrived, SessionEnded, SummaryArrived
+from gputui.view.state import DashboardState, ThroughputSeries, pick_reference
+from gputui.view.supervisor import SessionSupervisor, SessionTicket
 from tests.support.records import make_header, make_summary
 
 # --- charts ------------------------------------------------------------------------
@@ -311,7 +311,7 @@ def test_bridge_holds_routine_news_for_the_tick_and_posts_the_rest_once_until_ta
     bridge.on_sample(Sample(t=1.0))
     bridge.on_event(make_event(2.0, ev.PHASE, {"phase": "measure"}))  # not routine: the app hears now
     bridge.on_event(make_event(2.5, ev.STOPPING, {"reason": "stopped by the user"}))
-    assert len(posted) == 1 and isinstance(posted[0], SessionNews)  # one message in flight at a time
+    assert posted == [bridge]  # one wake-up in flight at a time
     assert [type(i) for i in bridge.take()] == [SampleArrived, EventArrived, EventArrived]
     bridge.ended(None)
     assert len(posted) == 2 and bridge.take() == [SessionEnded()]
@@ -338,7 +338,7 @@ def test_the_dashboard_logic_needs_no_textual():
     from tests.support.process import REPO
 
     code = (
-        "import sys\nimport gputui.tui.supervisor, gputui.tui.state, gputui.tui.charts, gputui.tui.user_settings\n"
+        "import sys\nimport gputui.view.supervisor, gputui.view.state, gputui.view.charts, gputui.tui.user_settings\n"
         "print(any(m == 'textual' or m.startswith('textual.') for m in sys.modules))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)

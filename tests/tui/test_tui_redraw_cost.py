@@ -25,7 +25,6 @@ from textual.message import Message
 from gputui.record import events as ev
 from gputui.record.events import make_event
 from gputui.record.schema import Header
-from gputui.tui.news import EventArrived, HeaderArrived
 from gputui.tui.screens.summary_screen import SummaryScreen
 from gputui.tui.widgets.cpu import CpuPanel
 from gputui.tui.widgets.footer import DashboardFooter
@@ -33,6 +32,7 @@ from gputui.tui.widgets.gpu_panel import GpuRows
 from gputui.tui.widgets.header import RunStatus
 from gputui.tui.widgets.presets import PresetList
 from gputui.tui.widgets.throughput_chart import ThroughputChart
+from gputui.view.session_news import EventArrived, HeaderArrived
 from tests.support.dashboard import make_dashboard
 from tests.support.fake_nvml import FakeGpu
 from tests.support.redraw import CSI, IDLE_CORES, SIZE, in_region, one_gpu_app, sample, started, written_cells

@@ -29,7 +29,6 @@ import pytest
 from gputui.model import ProcessSample
 from gputui.record import events as ev
 from gputui.record.events import make_event
-from gputui.tui.news import EventArrived
 from gputui.tui.widgets import cpu as cpu_widgets
 from gputui.tui.widgets import gpu_panel as gpu_panel_widgets
 from gputui.tui.widgets import state_view as base_widgets
@@ -38,6 +37,7 @@ from gputui.tui.widgets.gpu_panel import GpuPanel
 from gputui.tui.widgets.header import RunStatus
 from gputui.tui.widgets.state_view import StateView
 from gputui.tui.widgets.throughput_chart import GUTTER, ThroughputChart
+from gputui.view.session_news import EventArrived
 from tests.support.process import REPO
 from tests.support.redraw import IDLE_CORES, SIZE, in_region, one_gpu_app, sample, started, written_cells
 from tests.support.terminal import Recorder, assert_same, composed

@@ -23,8 +23,8 @@ from gputui.model import Sample
 from gputui.record import events as ev
 from gputui.record.events import make_event
 from gputui.tui.compositor import SUPPORTED, CroppedChopsUpdate, CroppingCompositor, cursor_move, sgr_change
-from gputui.tui.news import EventArrived, SampleArrived
 from gputui.tui.widgets.state_view import cells_of, changed_regions
+from gputui.view.session_news import EventArrived, SampleArrived
 from tests.support.dashboard import scripted_dashboard
 from tests.support.terminal import Recorder, Terminal, assert_same, composed, console_for
 from tests.support.tui import demo_preset, fixed_host, run_async, shown, wait_until

@@ -13,8 +13,8 @@ from textual.widgets import OptionList
 
 from gputui.presets.preset import Preset
 from gputui.tui.compositor import crop_updates, settle_covered
-from gputui.tui.messages import RefreshDashboard, StartPreset
 from gputui.tui.screens.terminal_size import TerminalSized
+from gputui.tui.widget_messages import RefreshDashboard, StartPreset
 from gputui.tui.widgets.cpu import CpuPanel
 from gputui.tui.widgets.findings_panel import FindingsStrip
 from gputui.tui.widgets.footer import DashboardFooter

@@ -24,10 +24,10 @@ from gputui.presets.command_preset import SOURCE as COMMAND_SOURCE
 from gputui.presets.preset import WORKLOAD_CHECKS, Preset, PresetTable, check_preset, parse_text, user_presets_path
 from gputui.presets.store import TEMPLATE, ConflictError, PresetFile, check_name, is_builtin, source_table
 from gputui.tui.compositor import crop_updates
-from gputui.tui.messages import StartPreset
 from gputui.tui.screens.dialog import Dialog
 from gputui.tui.screens.once import DismissOnce
 from gputui.tui.screens.terminal_size import TerminalSized
+from gputui.tui.widget_messages import StartPreset
 from gputui.tui.widgets.fields import EditorField
 
 # The form's fields: (key, label, kind); kind is "text", "int", "words", "env" or "select".

@@ -11,10 +11,10 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from gputui.escape import widget_text
-from gputui.tui import state as st
 from gputui.tui.screens.once import DismissOnce
 from gputui.tui.screens.terminal_size import TerminalSized
 from gputui.tui.widgets.gpu_owners import ownership, process_line
+from gputui.view import state as st
 
 HEADING = f"{'pid':>8}  {'owner':<17} {'memory':>7} {'SM':>5}  user, command"
 

@@ -15,7 +15,7 @@ from gputui.escape import widget_text
 from gputui.session.progress import summary_table
 from gputui.tui.screens.once import DismissOnce
 from gputui.tui.screens.terminal_size import TerminalSized
-from gputui.tui.state import RunView, pick_reference
+from gputui.view.state import RunView, pick_reference
 
 
 def summary_text(run: RunView, gpu_names: list[str]) -> Text:

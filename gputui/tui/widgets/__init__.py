@@ -1,1 +1,1 @@
-"""The dashboard's panels: each draws one part of :class:`~gputui.tui.state.DashboardState`."""
+"""The dashboard's panels: each draws one part of :class:`~gputui.view.state.DashboardState`."""

@@ -19,9 +19,9 @@ from rich.text import Text
 
 from gputui import fmt
 from gputui.model import HostSample, ProcessSample
-from gputui.tui import charts
-from gputui.tui import state as st
 from gputui.tui.widgets.state_view import LIVE_REDRAW_S, StateView, step_of
+from gputui.view import charts
+from gputui.view import state as st
 
 CORE_BAR_CELL = 18  # " 0 ██████▌    45%" per core when they fit as bars
 # A steady figure moves once its mean has moved about a cell of a core's bar (9 cells

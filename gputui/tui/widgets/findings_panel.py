@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from gputui.tui import state as st
 from gputui.tui.widgets.state_view import StateView
+from gputui.view import state as st
 
 SEVERITY_MARK: dict[str | None, str] = {"critical": "✖", "warning": "▲", "info": "●"}
 

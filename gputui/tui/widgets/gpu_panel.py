@@ -20,11 +20,11 @@ from textual.widgets import Static
 from gputui import fmt
 from gputui.escape import for_widget
 from gputui.model import GpuInfo, GpuSample
-from gputui.tui import charts
-from gputui.tui import state as st
 from gputui.tui.widgets.gpu_owners import ownership
 from gputui.tui.widgets.gpu_rows import HOT_LINE_C, SHORT_REASON, GpuRows, temp_role, throttle_badges
 from gputui.tui.widgets.state_view import LIVE_REDRAW_S, StateSource, StateView, step_of
+from gputui.view import charts
+from gputui.view import state as st
 
 __all__ = ["GpuGrid", "GpuPanel", "GpuRows", "SHORT_REASON"]
 

@@ -17,9 +17,9 @@ from textual.message import Message
 from gputui import fmt
 from gputui.model import GpuSample
 from gputui.session.ranks import header_baseline_rate
-from gputui.tui import state as st
 from gputui.tui.widgets.gpu_owners import ownership
 from gputui.tui.widgets.state_view import LIVE_REDRAW_S, StateView
+from gputui.view import state as st
 
 HOT_LINE_C = 80.0  # GPUs above this throttle themselves: Dettmers' rule of thumb
 WIDE_ROW_MIN = 84  # columns from which rows spell VRAM and power limits out

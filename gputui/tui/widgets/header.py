@@ -10,9 +10,9 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 
 from gputui import fmt
-from gputui.tui import state as st
 from gputui.tui.widgets.gpu_panel import short_name
 from gputui.tui.widgets.state_view import LIVE_REDRAW_S, StateSource, StateView
+from gputui.view import state as st
 
 gpu_summary = fmt.gpu_summary
 

@@ -19,8 +19,8 @@ from rich.text import Text
 from textual import events
 from textual.binding import Binding
 
-from gputui.tui import state as st
 from gputui.tui.widgets.state_view import StateView
+from gputui.view import state as st
 
 
 class LogPane(StateView):

@@ -14,8 +14,8 @@ from gputui import fmt
 from gputui.escape import for_widget, widget_text
 from gputui.presets.preset import Preset
 from gputui.tui.compositor import SteadyScrollbars
-from gputui.tui.state import pick_reference
 from gputui.tui.widgets.option_list import NarrowSafeOptionList
+from gputui.view.state import pick_reference
 
 
 class PresetList(SteadyScrollbars, NarrowSafeOptionList):

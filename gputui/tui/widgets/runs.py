@@ -16,9 +16,9 @@ from textual.binding import Binding
 
 from gputui import fmt
 from gputui.record.history import KeptRun
-from gputui.tui import state as st
-from gputui.tui.messages import CompareRuns, OpenRun, RunEntry
+from gputui.tui.widget_messages import CompareRuns, OpenRun, RunEntry
 from gputui.tui.widgets.state_view import LIVE_REDRAW_S, StateView
+from gputui.view import state as st
 
 _MARKS = {"ok": "✓", "running": "●", "live": "●", "stopping": "■", "stopped": "■", "watched": "○"}
 LIVE = "live"  # a kept run that is going elsewhere: Enter attaches

@@ -28,7 +28,7 @@ from textual.widget import Widget
 from gputui.escape import widget_text
 
 if TYPE_CHECKING:
-    from gputui.tui.state import DashboardState
+    from gputui.view.state import DashboardState
 
 # The state a panel draws, asked for at each redraw: a replay swaps the state object
 # when it seeks back, so panels hold the app's accessor rather than one object.

@@ -10,9 +10,9 @@ from rich.style import Style
 from rich.text import Text
 
 from gputui import fmt
-from gputui.tui import charts
-from gputui.tui import state as st
 from gputui.tui.widgets.state_view import LIVE_REDRAW_S, StateView, step_of
+from gputui.view import charts
+from gputui.view import state as st
 
 GUTTER = 6  # y-axis labels
 

@@ -25,8 +25,8 @@ from gputui.record.history import outcome_word
 from gputui.record.schema import Header, Summary
 from gputui.run.outcome import Outcome
 from gputui.session import ranks
-from gputui.tui.charts import Bin
-from gputui.tui.news import (
+from gputui.view.charts import Bin
+from gputui.view.session_news import (
     EventArrived,
     HeaderArrived,
     News,
@@ -38,7 +38,7 @@ from gputui.tui.news import (
     SessionEnded,
     SummaryArrived,
 )
-from gputui.tui.supervisor import SessionTicket
+from gputui.view.supervisor import SessionTicket
 
 if TYPE_CHECKING:
     from gputui.live.registry import LiveRun

@@ -3,10 +3,10 @@ live run, with no app around it (the dashboard's Runs list reads past summaries 
 it too).
 
 :class:`ReplayPlayer` plays the recorded header, samples and events into a
-:class:`~gputui.session.summary.SummaryBuilder` and a :class:`~gputui.tui.bridge.SessionBridge`
+:class:`~gputui.session.summary.SummaryBuilder` and a :class:`~gputui.view.bridge.SessionBridge`
 in the order a Session calls its observers (the builder first, so the bridge's
 running median includes each reading), and folds the bridge's news
-(:mod:`gputui.tui.news`) into a :class:`~gputui.tui.state.DashboardState` with
+(:mod:`gputui.view.session_news`) into a :class:`~gputui.view.state.DashboardState` with
 ``apply``, as the live app does with ``SessionNews``.  Time is the recording's ``t``:
 playing moves a position forward (speed × wall time); seeking back starts the fold
 again from the top, since the state only ever moves forward.  Nothing here runs a command or opens NVML.
@@ -27,10 +27,10 @@ from gputui.record.events import Event
 from gputui.record.recording import Recording
 from gputui.record.schema import Header
 from gputui.session.summary import SummaryBuilder
-from gputui.tui import state as st
-from gputui.tui.bridge import SessionBridge
-from gputui.tui.state import ReplayStatus
-from gputui.tui.supervisor import SessionTicket
+from gputui.view import state as st
+from gputui.view.bridge import SessionBridge
+from gputui.view.state import ReplayStatus
+from gputui.view.supervisor import SessionTicket
 
 TICK_S = 0.1  # how often playing moves on
 MAX_ITEMS_PER_TICK = 500  # "as fast as possible": this much of the recording per tick
@@ -143,7 +143,7 @@ class ReplayPlayer:
     # -- Folding -------------------------------------------------------------------------
     def _reset(self, state: st.DashboardState) -> None:
         self._builder = SummaryBuilder()
-        self._bridge = SessionBridge(self.ticket, post=lambda message: None)
+        self._bridge = SessionBridge(self.ticket, wake=lambda bridge: None)
         self._next = 0
         self._position = self.start_t
         self._finished = False

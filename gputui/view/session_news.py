@@ -1,7 +1,7 @@
 """The kinds of news a session sends the dashboard, one frozen dataclass each.
 
-:class:`~gputui.tui.bridge.SessionBridge` queues these on the session's thread and
-:meth:`~gputui.tui.state.DashboardState.apply` folds them in on the app's; replay and
+:class:`~gputui.view.bridge.SessionBridge` queues these on the session's thread and
+:meth:`~gputui.view.state.DashboardState.apply` folds them in on the app's; replay and
 the tests build the same objects.  Typed items rather than tagged tuples, so a new kind
 of news is a class the type checker follows to every place that must handle it.
 """

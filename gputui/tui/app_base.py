@@ -1,4 +1,4 @@
-"""What the live dashboard (gputui.tui.app) and a replay (gputui.tui.replay) share:
+"""What the live dashboard (gputui.tui.live_app) and a replay (gputui.tui.replay_app) share:
 :class:`DashboardApp` holds the state, the dashboard screen and its widgets, the
 summary, findings and compare views, the redraw tick, quitting, themes and settings.
 Where the news comes from, sessions or a recording, is a subclass's business.
@@ -22,9 +22,7 @@ from textual.theme import Theme
 from gputui.errors import UserError
 from gputui.escape import for_terminal
 from gputui.presets.preset import Preset
-from gputui.tui import state as st
 from gputui.tui.compositor import displaying
-from gputui.tui.messages import CompareRuns, OpenRun, RefreshDashboard, StartPreset
 from gputui.tui.palette import GputuiThemes, SafeCommandPalette
 from gputui.tui.quiet_input import quiet_input
 from gputui.tui.screens.dashboard_screen import DashboardScreen
@@ -33,9 +31,11 @@ from gputui.tui.screens.summary_screen import SummaryScreen
 from gputui.tui.themes import DEFAULT_THEME, AnsiMutedDim, load_themes
 from gputui.tui.typing_bursts import TypingBursts
 from gputui.tui.user_settings import load_settings, save_setting
+from gputui.tui.widget_messages import CompareRuns, OpenRun, RefreshDashboard, StartPreset
 from gputui.tui.widgets.gpu_panel import GpuGrid
 from gputui.tui.widgets.runs import entry_name
 from gputui.tui.widgets.state_view import StateView
+from gputui.view import state as st
 
 if TYPE_CHECKING:  # the run history loads with the session side, after the first frame
     from gputui.record.history import KeptRun
@@ -165,7 +165,7 @@ class DashboardApp(TypingBursts[int]):
 
     def take_news(self) -> None:
         """Fold in the news a source held for the tick (a live app's sessions:
-        gputui.tui.bridge); a replay applies its own as it goes."""
+        gputui.view.bridge); a replay applies its own as it goes."""
 
     def news_arrived(self) -> None:
         """Call once news is applied to the state: a milestone is drawn now, the rest at the next tick."""
@@ -249,7 +249,7 @@ class DashboardApp(TypingBursts[int]):
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.key_overrides))
 
-    # -- What screens and widgets ask (gputui.tui.messages) -------------------------------
+    # -- What screens and widgets ask (gputui.tui.widget_messages) -------------------------------
     def on_start_preset(self, message: StartPreset) -> None:
         self.start_preset(message.name)
 
@@ -336,7 +336,7 @@ class DashboardApp(TypingBursts[int]):
     def _load_past_summary(self, path: Path) -> None:
         from gputui.lookback.load import is_check
         from gputui.record.recording import read_recording
-        from gputui.tui.replay_player import ReplayPlayer
+        from gputui.view.replay_player import ReplayPlayer
 
         try:
             recording = read_recording(path)

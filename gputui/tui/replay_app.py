@@ -1,5 +1,5 @@
 """Replay: the dashboard on a recording (``gputui replay FILE``), played by
-:class:`~gputui.tui.replay_player.ReplayPlayer`."""
+:class:`~gputui.view.replay_player.ReplayPlayer`."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from textual.binding import Binding
 
 from gputui.escape import for_terminal
 from gputui.record.recording import Recording
-from gputui.tui.dashboard_app import REFRESH_S, DashboardApp, app_themes
-from gputui.tui.replay_player import SPEEDS, TICK_S, ReplayPlayer
-from gputui.tui.state import speed_label
+from gputui.tui.app_base import REFRESH_S, DashboardApp, app_themes
 from gputui.tui.user_settings import settings_path as default_settings_path
+from gputui.view.replay_player import SPEEDS, TICK_S, ReplayPlayer
+from gputui.view.state import speed_label
 
 
 class ReplayApp(DashboardApp):

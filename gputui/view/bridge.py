@@ -1,9 +1,9 @@
-"""The Observer that carries a Session's news to the app, as Textual Messages.
+"""The Observer that carries a Session's news to the app.
 
 The Session calls observers from its own thread.  The bridge appends what it hears to
-a list; the app takes the whole list at its redraw tick (once a second), or when it
-handles a :class:`SessionNews` message.  The bridge posts that message only for news
-that cannot wait for the tick (a run starting or ending, its header, a finding, a
+a list; the app takes the whole list at its redraw tick (once a second), or when the
+bridge wakes it (``wake(bridge)``: the live app posts itself a message).  The bridge
+wakes the app only for news that cannot wait for the tick (a run starting or ending, its header, a finding, a
 note), and only while none is in flight.  Routine news (samples, throughput readings,
 output lines) waits: the panels draw it at the tick anyway, and a run reporting ten
 times a second would otherwise wake the app's thread ten times a second for nothing
@@ -17,14 +17,12 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from textual.message import Message
-
 from gputui.model import Sample
 from gputui.record import events as ev
 from gputui.record.events import Event
 from gputui.record.observer import Observer
 from gputui.record.schema import Header, Summary
-from gputui.tui.news import (
+from gputui.view.session_news import (
     EventArrived,
     HeaderArrived,
     News,
@@ -36,7 +34,7 @@ from gputui.tui.news import (
     SessionEnded,
     SummaryArrived,
 )
-from gputui.tui.supervisor import SessionTicket
+from gputui.view.supervisor import SessionTicket
 
 
 def is_routine(item: News) -> bool:
@@ -46,21 +44,13 @@ def is_routine(item: News) -> bool:
     return isinstance(item, EventArrived) and item.event.kind in ev.ROUTINE_EVENTS
 
 
-class SessionNews(Message):
-    """Something happened in a session: call ``bridge.take()`` for the news."""
-
-    def __init__(self, bridge: SessionBridge) -> None:
-        super().__init__()
-        self.bridge = bridge
-
-
 class SessionBridge(Observer):
-    def __init__(self, ticket: SessionTicket, post: Callable[[Message], Any]) -> None:
+    def __init__(self, ticket: SessionTicket, wake: Callable[[SessionBridge], Any]) -> None:
         self.ticket = ticket
-        self._post = post
+        self._wake = wake
         self._lock = threading.Lock()
         self._items: list[News] = []
-        self._posted = False  # a SessionNews is in flight: the app takes everything with it
+        self._posted = False  # a wake-up is in flight: the app takes everything with it
 
     def take(self) -> list[News]:
         with self._lock:
@@ -75,7 +65,7 @@ class SessionBridge(Observer):
             self._posted = self._posted or post
         if post:
             try:
-                self._post(SessionNews(self))
+                self._wake(self)
             except RuntimeError:  # the app's loop has closed: the session is ending too
                 pass
 

@@ -1,6 +1,6 @@
 """The live dashboard app and its one factory, :func:`make_app`, used by the CLI and tests.
 What it shares with a replay (state, screens, redraw, themes) is
-:class:`~gputui.tui.dashboard_app.DashboardApp`.
+:class:`~gputui.tui.app_base.DashboardApp`.
 
 A run the dashboard starts lives in a process of its own (``DashboardParts.run_launcher``:
 the command line's starts it detached, gputui.live), which the dashboard follows through
@@ -9,12 +9,12 @@ it, and the Runs list offers the live runs started elsewhere (Enter attaches).  
 launcher (tests on fake telemetry) runs are Sessions in this process, stopped on quit.
 
 Threads: the Textual event loop draws; one thread worker runs the
-:class:`~gputui.tui.supervisor.SessionSupervisor` loop, which runs one session at a
-time.  News waits in each session's :class:`~gputui.tui.bridge.SessionBridge`: the
-app folds it into :class:`~gputui.tui.state.DashboardState` at its redraw tick (once a
+:class:`~gputui.view.supervisor.SessionSupervisor` loop, which runs one session at a
+time.  News waits in each session's :class:`~gputui.view.bridge.SessionBridge`: the
+app folds it into :class:`~gputui.view.state.DashboardState` at its redraw tick (once a
 second) and redraws the changed panels, so neither the redraw rate nor the app's
 wake-ups follow the sampling or reporting rate; a run starting or ending comes at once,
-as a :class:`~gputui.tui.bridge.SessionNews` message.
+as a :class:`SessionNews` message.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, cast
 
 from textual.app import SystemCommand
 from textual.binding import Binding
+from textual.message import Message
 from textual.screen import Screen
 from textual.theme import Theme
 
@@ -40,13 +41,13 @@ from gputui.live.wiring import RunWiring
 from gputui.record.history import KeptRun, label_for, read_kept_run
 from gputui.record.observer import Observer
 from gputui.session.assemble import SessionParts
-from gputui.tui import state as st
-from gputui.tui.baseline_first import BaselineFirst
-from gputui.tui.bridge import SessionBridge, SessionNews
-from gputui.tui.dashboard_app import REFRESH_S, DashboardApp, app_themes
+from gputui.tui.app_base import REFRESH_S, DashboardApp, app_themes
 from gputui.tui.screens.stop_screen import STOP, StopRunScreen
-from gputui.tui.supervisor import SessionFactory, SessionSupervisor, SessionTicket, followed
 from gputui.tui.user_settings import settings_path as default_settings_path
+from gputui.view import state as st
+from gputui.view.baseline_first import BaselineFirst
+from gputui.view.bridge import SessionBridge
+from gputui.view.supervisor import SessionFactory, SessionSupervisor, SessionTicket, followed
 
 if TYPE_CHECKING:  # the session side loads in the session thread, after the first frame
     from gputui.check.check_run import CheckListener, CheckRun
@@ -63,6 +64,14 @@ LIVE_POLL_S = 5.0  # how often the Runs list looks for live runs started elsewhe
 EXIT_GRACE_S = 5.0  # what Textual gets to restore the terminal once the sessions are closed
 QUIT_CONFIRM_S = 5.0  # a second q within this confirms quitting while a run is going
 HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+
+
+class SessionNews(Message):
+    """Something happened in a session: call ``bridge.take()`` for the news."""
+
+    def __init__(self, bridge: SessionBridge) -> None:
+        super().__init__()
+        self.bridge = bridge
 
 
 class GpuTuiApp(DashboardApp):
@@ -257,7 +266,7 @@ class GpuTuiApp(DashboardApp):
         return self.wiring.record_path if not (self.recorded or measuring_baseline) else None
 
     def _observers_for(self, session: Session | FollowedRun, ticket: SessionTicket) -> list[Observer]:
-        bridge = SessionBridge(ticket, self.post_message)
+        bridge = SessionBridge(ticket, lambda woken: self.post_message(SessionNews(woken)))
         self._bridges[ticket.serial] = bridge
         bridge.started()
         observers: list[Observer] = [bridge]
@@ -407,7 +416,7 @@ class GpuTuiApp(DashboardApp):
     def attach(self, live: LiveRun) -> None:
         """Show ``live`` (a run started elsewhere) from its start, then as it goes."""
         from gputui.record.recording import read_header
-        from gputui.tui.replay_player import preset_from_header
+        from gputui.view.replay_player import preset_from_header
 
         try:
             preset = preset_from_header(read_header(live.recording), live.recording)

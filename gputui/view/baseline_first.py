@@ -10,7 +10,7 @@ from gputui import fmt
 from gputui.presets.preset import Preset
 from gputui.record.schema import Baseline
 from gputui.session.baseline import THIS_SESSION, baseline_from_summary, one_gpu_twin
-from gputui.tui.state import RunView
+from gputui.view.state import RunView
 
 
 class BaselineFirst:

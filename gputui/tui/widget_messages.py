@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from textual.message import Message
 
 from gputui.record.history import KeptRun
-from gputui.tui.state import RunView
+from gputui.view.state import RunView
 
 RunEntry = RunView | KeptRun  # a run of this session, or one kept from an earlier one
 
