@@ -17,6 +17,10 @@ import pytest
 from tests.support.isolation import USER_FOLDERS, isolate_user
 
 TORCHVISION_SHIM = Path(__file__).parent / "shims" / "torchvision_cpu"
+# Whether this session needs the shim ("1" or "0"), set by the first pytest process that
+# asks: pytest-xdist's workers inherit it and skip the probe (a child that imports torch).
+# Not a GPUTUI_ name: the tests' isolation clears those.
+SHIM_DECIDED = "TESTS_TORCHVISION_SHIM"
 
 # ssh_hosts and slurm_cluster (the fleet tests' real ssh and Slurm): one definition for
 # the whole session, so that every module shares a single private Slurm.
@@ -25,10 +29,16 @@ pytest_plugins = ["tests.support.cluster"]
 
 def _enable_torchvision_shim_if_needed() -> None:
     """CPU-only CI pairs torch's CPU wheel with a CUDA torchvision wheel: see the shim."""
-    probe = subprocess.run([sys.executable, "-c", "import torchvision"], capture_output=True, text=True)
-    if probe.returncode == 0 or "operator torchvision::" not in probe.stderr:
-        return  # works, or fails for another reason that tests should report
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TORCHVISION_SHIM), os.environ.get("PYTHONPATH")]))
+    if os.environ.get(SHIM_DECIDED) not in ("0", "1"):
+        probe = subprocess.run([sys.executable, "-c", "import torchvision"], capture_output=True, text=True)
+        # Not needed where it works, or fails for another reason that tests should report.
+        needed = probe.returncode != 0 and "operator torchvision::" in probe.stderr
+        os.environ[SHIM_DECIDED] = "1" if needed else "0"
+    if os.environ[SHIM_DECIDED] == "0":
+        return
+    paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    if str(TORCHVISION_SHIM) not in paths:  # an xdist worker has it from the process that started it
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TORCHVISION_SHIM), os.environ.get("PYTHONPATH")]))
     runpy.run_path(str(TORCHVISION_SHIM / "sitecustomize.py"))  # and for imports in this process
 
 

@@ -95,6 +95,15 @@ def train(tmp_path) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def shared_train(tmp_path_factory) -> Path:
+    """TRAIN for the runs below that several tests read: each starts torch, so a run two
+    tests can check is made once."""
+    path = tmp_path_factory.mktemp("probe") / "train.py"
+    path.write_text(TRAIN, encoding="utf-8")
+    return path
+
+
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {**os.environ, "OMP_NUM_THREADS": "1", **(extra or {})}
     for name in ("GPUTUI_PROBE_SOCKET", "RANK", "WORLD_SIZE"):
@@ -147,8 +156,14 @@ def test_a_training_loop_reports_steps_batches_samples_and_workers(train, worker
         assert "rank" not in r and "world_size" not in r
 
 
-def test_a_slow_dataset_shows_as_time_waiting_for_data(train):
-    result, payloads = run_probed([sys.executable, str(train), "--batch", "2", "--sleep", "0.02", "--seconds", "2.5"])
+@pytest.fixture(scope="module")
+def slow_dataset_run(shared_train) -> tuple[subprocess.CompletedProcess, list[dict]]:
+    """A loop whose dataset sleeps 20 ms a sample, probed: the two tests below read it."""
+    return run_probed([sys.executable, str(shared_train), "--batch", "2", "--sleep", "0.02", "--seconds", "2.5"])
+
+
+def test_a_slow_dataset_shows_as_time_waiting_for_data(slow_dataset_run):
+    result, payloads = slow_dataset_run
     assert result.returncode == 0, result.stderr.decode()
     got = reports(payloads)
     assert got
@@ -157,8 +172,8 @@ def test_a_slow_dataset_shows_as_time_waiting_for_data(train):
         assert r["samples"] == 2 * r["batches"]
 
 
-def test_the_sampler_names_the_dataloader_as_where_a_slow_dataset_spends_the_loop(train):
-    result, payloads = run_probed([sys.executable, str(train), "--batch", "2", "--sleep", "0.02", "--seconds", "2.5"])
+def test_the_sampler_names_the_dataloader_as_where_a_slow_dataset_spends_the_loop(slow_dataset_run):
+    result, payloads = slow_dataset_run
     assert result.returncode == 0, result.stderr.decode()
     got = reports(payloads)
     assert got and all(r["looks"] >= 10 and r["data_looks"] / r["looks"] > 0.5 and r["data_site"] == "DataLoader" for r in got)
@@ -215,8 +230,15 @@ def test_data_site_is_the_outermost_data_work_on_the_stack():
     assert probe.data_site(None) is None
 
 
-def test_gradient_accumulation_counts_four_batches_per_step(train):
-    result, payloads = run_probed([sys.executable, str(train), "--accumulate", "4"])
+@pytest.fixture(scope="module")
+def rank_1_accumulating_run(shared_train) -> tuple[subprocess.CompletedProcess, list[dict]]:
+    """A loop that steps every four batches, probed as torchrun's rank 1 of 2 (RANK and
+    WORLD_SIZE set): the two tests below read it, one for the steps, one for the rank."""
+    return run_probed([sys.executable, str(shared_train), "--accumulate", "4"], extra={"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1"})
+
+
+def test_gradient_accumulation_counts_four_batches_per_step(rank_1_accumulating_run):
+    result, payloads = rank_1_accumulating_run
     assert result.returncode == 0, result.stderr.decode()
     got = reports(payloads)
     assert got
@@ -224,8 +246,8 @@ def test_gradient_accumulation_counts_four_batches_per_step(train):
         assert r["batches"] == 4 * r["steps"]
 
 
-def test_torchrun_ranks_are_on_every_report(train):
-    result, payloads = run_probed([sys.executable, str(train)], extra={"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1"})
+def test_torchrun_ranks_are_on_every_report(rank_1_accumulating_run):
+    result, payloads = rank_1_accumulating_run
     assert result.returncode == 0, result.stderr.decode()
     got = reports(payloads)
     assert got
@@ -235,9 +257,16 @@ def test_torchrun_ranks_are_on_every_report(train):
 # --- it never changes the script ---------------------------------------------------------
 
 
-def test_output_and_exit_code_are_byte_identical_with_and_without_the_probe(train):
-    argv = [sys.executable, str(train), "--steps", "2000", "--exit", "3"]
-    plain = subprocess.run(argv, env=child_env(), capture_output=True, timeout=120)
+@pytest.fixture(scope="module")
+def plain_2000_steps(shared_train) -> tuple[list[str], subprocess.CompletedProcess]:
+    """2,000 steps, exit code 3, without the probe: what the two tests below compare a
+    probed run (and one whose channel is closed) with."""
+    argv = [sys.executable, str(shared_train), "--steps", "2000", "--exit", "3"]
+    return argv, subprocess.run(argv, env=child_env(), capture_output=True, timeout=120)
+
+
+def test_output_and_exit_code_are_byte_identical_with_and_without_the_probe(plain_2000_steps):
+    argv, plain = plain_2000_steps
     probed, payloads = run_probed(argv)
     assert plain.returncode == probed.returncode == 3
     assert plain.stdout == probed.stdout and plain.stderr == probed.stderr
@@ -384,7 +413,7 @@ def test_the_channel_drops_oversized_and_undecodable_datagrams():
     assert lines[:2] == ["first", "h\u00e9"] and lines[2:] in ([], ["y" * (64 * 1024)])
 
 
-def test_close_removes_the_directory_and_a_child_sending_to_it_does_not_notice(train):
+def test_close_removes_the_directory_and_a_child_sending_to_it_does_not_notice(plain_2000_steps):
     channel = ProbeChannel()
     channel.start(lambda line: None)
     env = child_env()
@@ -392,10 +421,9 @@ def test_close_removes_the_directory_and_a_child_sending_to_it_does_not_notice(t
     channel.close()
     channel.close()  # idempotent
     assert not os.path.exists(channel.directory)
-    argv = [sys.executable, str(train), "--steps", "1500"]
+    argv, plain = plain_2000_steps
     probed = subprocess.run(argv, env=env, capture_output=True, timeout=120)
-    plain = subprocess.run(argv, env=child_env(), capture_output=True, timeout=120)
-    assert (probed.returncode, probed.stdout, probed.stderr) == (plain.returncode, plain.stdout, plain.stderr) and probed.returncode == 0
+    assert (probed.returncode, probed.stdout, probed.stderr) == (plain.returncode, plain.stdout, plain.stderr) and probed.returncode == 3
 
 
 # --- which commands are Python ------------------------------------------------------------

@@ -88,14 +88,18 @@ def is_gputuis_own(token) -> bool:
     return token.type in ("heading_open", "bullet_list_open") or bool(own_plot)
 
 
-def assert_inert_markdown(text: str) -> None:
-    """No raw control character; parsed, nothing but gputui's own structure."""
+def assert_inert_markdown(text: str) -> list:
+    """No raw control character; parsed, nothing but gputui's own structure.  The parsed
+    blocks are returned: parsing a long hostile text is most of these tests' time, so it
+    is parsed once (MarkdownIt.render is its renderer over this same parse)."""
     assert_no_raw_control(text)
-    tokens = [t for block in MARKDOWN.parse(text) for t in [block, *(block.children or [])]]
+    blocks = MARKDOWN.parse(text)
+    tokens = [t for block in blocks for t in [block, *(block.children or [])]]
     live = [t.type for t in tokens if t.type in LIVE_TOKENS and not is_gputuis_own(t)]
     assert not live, live
-    rendered = MARKDOWN.render(text)
+    rendered = MARKDOWN.renderer.render(blocks, MARKDOWN.options, {})
     assert "<script" not in rendered and 'href="javascript' not in rendered
+    return blocks
 
 
 def assert_no_formula(cells: list[str]) -> None:
@@ -271,9 +275,9 @@ hostile_text = st.one_of(short, short.map(lambda s: ((s or "\x1b") * (10_000 // 
 PROPERTY = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 
-def inline_text(markdown: str) -> str:
-    """The text a Markdown renderer shows for one paragraph."""
-    tokens = [c for t in MARKDOWN.parse(markdown) if t.type == "inline" for c in t.children or []]
+def inline_text(blocks: list) -> str:
+    """The text a Markdown renderer shows for one paragraph, from its parsed blocks."""
+    tokens = [c for t in blocks if t.type == "inline" for c in t.children or []]
     return "".join(c.content for c in tokens if c.type in ("text", "code_inline"))
 
 
@@ -284,9 +288,9 @@ def inline_text(markdown: str) -> str:
 @example("a\\")
 def test_markdown_shows_any_text_as_itself_and_nothing_live(text):
     document = to_markdown([Paragraph(text)])
-    assert_inert_markdown(document)
-    assert {t.type for t in MARKDOWN.parse(document)} <= {"paragraph_open", "inline", "paragraph_close"}
-    assert inline_text(document).strip() == printable(text).strip()
+    blocks = assert_inert_markdown(document)
+    assert {t.type for t in blocks} <= {"paragraph_open", "inline", "paragraph_close"}
+    assert inline_text(blocks).strip() == printable(text).strip()
     every_block = [Heading(2, text), ReportNote(text), Bullets([text]), Table([text], [[text, (Code(text),)]]), Paragraph(("x ", Code(text), " y"))]
     assert_inert_markdown(to_markdown(every_block) + "\n" + markdown_code_span(text))
 
