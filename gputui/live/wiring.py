@@ -35,12 +35,11 @@ class RunWiring:
     metrics_address: str | None = None  # --serve-metrics [HOST:]PORT
     price_per_hour: float | None = None  # --price: the exporter prices idle time with it
 
-    def recorders(self, label: str, *, warn: Say, on_record_error: Say, record_path: Path | None = None) -> tuple[Recorder | None, Recorder | None]:
+    def recorders(self, label: str, *, warn: Say, on_record_error: Say) -> tuple[Recorder | None, Recorder | None]:
         """(the --record file's Recorder, the history copy's), either None where not asked
         for or, for the copy, where the history folder cannot be written (``warn`` said
-        so).  ``record_path`` stands in for --record FILE (the dashboard's later runs
-        record nowhere).  A --record file that cannot be opened is a UserError."""
-        path = self.record_path if record_path is None else record_path
+        so).  A --record file that cannot be opened is a UserError."""
+        path = self.record_path
         recording = Recorder(path, overwrite=self.record_force, on_error=on_record_error) if path is not None else None
         kept = self.history.start_recording(label, warn=warn) if self.history is not None else None
         if kept is not None:
