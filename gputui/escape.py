@@ -12,6 +12,8 @@ that shows such text passes it through the function for what it writes:
   span): also the markup escaped and raw HTML made inert, so text reads as text;
 - HTML: :func:`for_html`;
 - CSV: :func:`for_csv_cell`, a cell a spreadsheet would run as a formula made text;
+- a plot (matplotlib's titles, labels, ticks, legends): :func:`for_plot`, ``$`` escaped
+  so no name is parsed as math text;
 - the dashboard: :func:`for_widget` (where Textual or Rich would read a string as
   markup: a title, an option, a table cell) and :func:`widget_text` (a Rich Text a
   panel built from parts); the app's notifications go through the same.
@@ -90,6 +92,14 @@ def for_csv_cell(value: Any) -> Any:
     if text.startswith(_FORMULA_START) and text not in ("-", "+") and not _is_number(text):
         return "'" + text
     return text
+
+
+def for_plot(text: object) -> str:
+    """Text for a matplotlib title, label, tick or legend entry: control characters
+    escaped (matplotlib's missing-glyph warnings would print them raw) and every ``$``
+    escaped, so the text is never parsed as math (an unknown command between two ``$``
+    raises inside matplotlib, and any other math changes what is shown)."""
+    return for_terminal(text).replace("$", r"\$")
 
 
 def _is_number(text: str) -> bool:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from gputui.errors import UserError
+from gputui.fmt import printable
 
 DEFAULT_PARALLEL = 16
 QUICK_TIMEOUT_S, FULL_TIMEOUT_S = 300.0, 1800.0  # a quick check takes about a minute, a full one 5-10
@@ -65,7 +66,7 @@ def _timeout(args: argparse.Namespace) -> float:
 
 def run_check(args: argparse.Namespace) -> int:
     from gputui.fleet.node import SLURM_NODENAME, node_script
-    from gputui.fleet.results import HEALTHY, NodeResult, save
+    from gputui.fleet.results import HEALTHY, NodeResult, ResultFolder
 
     srun_options = args.run_command or []
     if srun_options and not args.slurm:
@@ -77,30 +78,51 @@ def run_check(args: argparse.Namespace) -> int:
     if not args.remote_gputui.strip() or "\n" in args.remote_gputui:
         raise UserError("--remote-gputui: expected a command line on one line, e.g. 'gputui' or '~/venv/bin/gputui'")
     check_args, timeout = _check_args(args), _timeout(args)
+    hosts = None
+    if not args.slurm:  # read before the folder is made and before any ssh: a bad line is one line
+        from gputui.fleet.ssh import read_hostfile
+
+        hosts = read_hostfile(args.hosts)
     try:
         args.out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UserError(f"{args.out}: cannot make the output folder ({exc.strerror or exc})") from None
+    folder = ResultFolder(args.out)
+    unsaved: list[str] = []
 
     def done(result: NodeResult) -> None:
-        path = save(result, args.out)
-        print(f"{result.line()}  -> {path}", flush=True)
+        try:
+            saved = f"-> {folder.save(result)}"
+        except OSError as exc:  # one node's file: the others are still checked and kept
+            unsaved.append(result.node)
+            saved = f"not saved: {exc.filename or args.out}: {exc.strerror or exc}"
+        print(f"{result.line()}  {printable(saved)}", flush=True)
 
     if args.slurm:
         from gputui.fleet.slurm import check_over_srun
 
         results = check_over_srun(node_script(args.remote_gputui, check_args, SLURM_NODENAME), srun_options, timeout, done)
     else:
-        from gputui.fleet.ssh import check_over_ssh, read_hostfile, run_hosts
+        from gputui.fleet.ssh import check_over_ssh, run_hosts
 
-        hosts = read_hostfile(args.hosts)
+        assert hosts is not None
         script = node_script(args.remote_gputui, check_args)
         results = run_hosts(hosts, lambda host: check_over_ssh(host, script, args.connect_timeout, timeout), args.parallel, done)
     bad = [r.node for r in results if r.status not in HEALTHY]
-    print(
-        f"fleet check: {len(results)} node{'s' if len(results) != 1 else ''}, {len(bad)} not healthy{': ' + ', '.join(bad) if bad else ''}; gputui fleet report {args.out}"
-    )
-    return 1 if bad else 0
+    shared = folder.shared_names()
+    for name, files in shared.items():  # two nodes under one name: each kept, neither trusted as the other
+        print(
+            printable(f"{name}: {len(files)} nodes answered to this one name; each result is kept ({', '.join(map(str, files))}); tell the nodes apart"),
+            flush=True,
+        )
+    said = [f"{len(bad)} not healthy{': ' + ', '.join(bad) if bad else ''}"]
+    if shared:
+        said.append(f"{len(shared)} name{'s' if len(shared) != 1 else ''} shared by several nodes: {', '.join(shared)}")
+    if unsaved:
+        said.append(f"{len(unsaved)} not saved: {', '.join(unsaved)}")
+    nodes = f"{len(results)} node{'s' if len(results) != 1 else ''}"
+    print(printable(f"fleet check: {nodes}, {'; '.join(said)}; gputui fleet report {args.out}"))
+    return 1 if bad or shared or unsaved else 0
 
 
 def run_report(args: argparse.Namespace) -> int:
@@ -108,16 +130,18 @@ def run_report(args: argparse.Namespace) -> int:
 
     from gputui.cli.run_options import check_price
     from gputui.fleet.peers import load_report
-    from gputui.fleet.report_files import terminal_lines, to_json, write_documents
+    from gputui.fleet.report_files import skipped_lines, terminal_lines, to_json, write_documents
 
     report = load_report(args.paths, check_price(args.price))
+    for line in skipped_lines(report):
+        print(line, file=sys.stderr)
     if args.out is not None:
         try:
             args.out.mkdir(parents=True, exist_ok=True)
             written = write_documents(report, args.out)
         except OSError as exc:
             raise UserError(f"{args.out}: cannot write the report ({exc.strerror or exc})") from None
-        print(f"wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
+        print(printable(f"wrote {', '.join(str(p) for p in written)}"), file=sys.stderr)
     if args.json:
         print(json.dumps(to_json(report), indent=1))
     else:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from gputui import fmt
+from gputui.escape import for_plot
 from gputui.fleet.peers import FleetReport, Node, Outlier
 from gputui.lookback.document import Block, Bullets, Heading, Image, Paragraph, Table, to_html, to_markdown
 from gputui.safe_write import write_atomic, write_atomic_with
@@ -40,7 +41,21 @@ def headline(report: FleetReport) -> str:
     said = ", ".join(f"{n} {status}" for status, n in counts.items())
     flagged = report.flagged
     tail = f"{len(flagged)} outlier{'s' if len(flagged) != 1 else ''}: {', '.join(flagged)}" if flagged else "no outliers"
+    shared = report.shared_names
+    if shared:
+        tail += f"; {len(shared)} name{'s' if len(shared) != 1 else ''} on several results: {', '.join(shared)}"
     return f"fleet: {len(report.nodes)} node{'s' if len(report.nodes) != 1 else ''} ({said}); {tail}"
+
+
+def shared_text(name: str, names: list[str]) -> str:
+    return (
+        f"{name}: {len(names)} results carry this one node name, each kept: {', '.join(names)} (two nodes answer to it, or one node's result was given twice)"
+    )
+
+
+def skipped_lines(report: FleetReport) -> list[str]:
+    """The notes for files of a folder that are no node results (for stderr)."""
+    return [fmt.printable(f"note: {s.file}: skipped: {s.why}") for s in report.skipped]
 
 
 def _rows(report: FleetReport, checks: list[str], with_cost: bool) -> tuple[list[str], list[list[str]]]:
@@ -97,6 +112,9 @@ def terminal_lines(report: FleetReport) -> list[str]:
 
 def _problems(report: FleetReport) -> list[str]:
     out: list[str] = []
+    if report.shared_names:
+        out += ["", "node names on several results:"]
+        out += [f"  {fmt.printable(shared_text(name, names))}" for name, names in report.shared_names.items()]
     if report.outliers:
         out += ["", "outliers (more than 8 % under the fleet median, or a different PCIe link):"]
         out += [f"  {fmt.printable(outlier_text(o))}" for o in report.outliers]
@@ -108,7 +126,8 @@ def _problems(report: FleetReport) -> list[str]:
 
 
 class FleetNodeJson(TypedDict):
-    node: str
+    node: str  # unique in the report: a name several results carry has the file after it
+    file: str
     status: str
     reason: str | None
     gpus: int
@@ -132,6 +151,11 @@ class OutlierJson(TypedDict):
     shortfall: float | None
 
 
+class SkippedJson(TypedDict):
+    file: str
+    why: str
+
+
 class FleetJson(TypedDict):
     """``gputui fleet report --json``."""
 
@@ -139,6 +163,8 @@ class FleetJson(TypedDict):
     medians: dict[str, dict[str, MedianJson]]  # check -> peers -> its median
     outliers: list[OutlierJson]
     flagged: list[str]
+    shared_names: dict[str, list[str]]  # a name several results carry -> their nodes' names in the report
+    skipped: list[SkippedJson]
     price_per_node_hour: float | None
     exit_code: int
 
@@ -148,6 +174,7 @@ def to_json(report: FleetReport) -> FleetJson:
         "nodes": [
             {
                 "node": n.name,
+                "file": n.file,
                 "status": n.status,
                 "reason": n.reason or None,
                 "gpus": n.gpus,
@@ -168,6 +195,8 @@ def to_json(report: FleetReport) -> FleetJson:
             for o in report.outliers
         ],
         "flagged": report.flagged,
+        "shared_names": report.shared_names,
+        "skipped": [{"file": s.file, "why": s.why} for s in report.skipped],
         "price_per_node_hour": report.price,
         "exit_code": report.exit_code,
     }
@@ -176,6 +205,8 @@ def to_json(report: FleetReport) -> FleetJson:
 def blocks(report: FleetReport, plots: list[tuple[str, str]]) -> list[Block]:
     header, rows = _rows(report, sorted(report.medians), report.price is not None)
     out: list[Block] = [Heading(1, "gputui fleet report"), Paragraph(headline(report)), Table(header, [list(r) for r in rows])]
+    if report.shared_names:
+        out += [Heading(2, "Node names on several results"), Bullets([shared_text(name, names) for name, names in report.shared_names.items()])]
     if report.outliers:
         out += [Heading(2, "Outliers"), Bullets([outlier_text(o) for o in report.outliers])]
     failed = [
@@ -185,6 +216,8 @@ def blocks(report: FleetReport, plots: list[tuple[str, str]]) -> list[Block]:
     ]
     if failed:
         out += [Heading(2, "Failed checks and unreachable nodes"), Bullets(failed)]
+    if report.skipped:
+        out += [Heading(2, "Files skipped"), Bullets([f"{s.file}: {s.why}" for s in report.skipped])]
     for file, title in plots:
         out += [Heading(2, title), Image(file, title)]
     return out
@@ -218,10 +251,10 @@ def plot(report: FleetReport, check: str, title: str, out_dir: Path) -> str | No
     ax.barh(range(len(entries)), [v for v, _ in entries], color=[OUTLIER_COLOUR if label in names else BAR_COLOUR for label in labels])
     for i, (peers, (median, _unit)) in enumerate(sorted(medians.items())):  # one line per GPU model
         label = f"median {fmt.rate(median)} {unit}" + (f" ({peers})" if len(medians) > 1 else "")
-        ax.axvline(median, color=MEDIAN_COLOURS[i % len(MEDIAN_COLOURS)], linestyle="--", label=label)
-    ax.set_yticks(range(len(entries)), labels=[fmt.printable(label) for label in labels], fontsize=7)
+        ax.axvline(median, color=MEDIAN_COLOURS[i % len(MEDIAN_COLOURS)], linestyle="--", label=for_plot(label))
+    ax.set_yticks(range(len(entries)), labels=[for_plot(label) for label in labels], fontsize=7)
     ax.invert_yaxis()
-    ax.set_xlabel(f"{title} ({unit})")
+    ax.set_xlabel(for_plot(f"{title} ({unit})"))
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
     file = f"fleet-{_short(check)}.png"

@@ -8,6 +8,7 @@ gputui, is a result too: its status says so and ``reason`` says why.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from typing import TypedDict
 
 from gputui.check.verdict_text import CheckJson
 from gputui.fleet.node import NOT_FOUND, parse_check, split_output
+from gputui.fmt import printable
 from gputui.safe_write import write_atomic
 
 # How a node ended up.  The first three are the check's own verdict.
@@ -37,6 +39,7 @@ class NodeJson(TypedDict):
     status: str
     reason: str | None
     seconds: float | None
+    note: str | None  # what the node sent that was not kept, and why
     check: CheckJson | None
 
 
@@ -49,6 +52,7 @@ class NodeResult:
     seconds: float | None = None
     check: CheckJson | None = None  # kept whole, to be written back as it came
     recording: str = field(default="", repr=False)
+    note: str = ""
 
     @property
     def counts(self) -> dict[str, int]:
@@ -56,12 +60,15 @@ class NodeResult:
         return counts if isinstance(counts, dict) else {}
 
     def line(self) -> str:
-        """The one line the fleet check prints as the node finishes."""
+        """The one line the fleet check prints as the node finishes, escaped for a
+        terminal: the node's name, its check's counts and the engine's stderr all come
+        from the node."""
         took = f" in {self.seconds:.0f} s" if self.seconds is not None else ""
+        note = f"; {self.note}" if self.note else ""
         if self.status in HEALTHY or self.status == FAIL:
             counts = ", ".join(f"{n} {k}" for k, n in self.counts.items() if n)
-            return f"{self.node}: {self.status} ({counts}){took}"
-        return f"{self.node}: {self.status}: {self.reason}{took}"
+            return printable(f"{self.node}: {self.status} ({counts}){took}{note}")
+        return printable(f"{self.node}: {self.status}: {self.reason}{took}{note}")
 
     def to_json(self) -> NodeJson:
         return {
@@ -71,6 +78,7 @@ class NodeResult:
             "status": self.status,
             "reason": self.reason or None,
             "seconds": self.seconds,
+            "note": self.note or None,
             "check": self.check,
         }
 
@@ -96,19 +104,58 @@ def node_result(node: str, returncode: int | None, stdout: str, stderr: str, sec
         return NodeResult(node, ERROR, f"gputui check printed no result ({status}){': ' + why if why else ''}", out.hostname, seconds)
     verdict = check["verdict"].get("verdict")
     status = verdict if verdict in (OK, WARN, FAIL) else ERROR
-    return NodeResult(node, status, "" if status != ERROR else f"unknown verdict {verdict!r}", out.hostname, seconds, check, out.recording)
+    reason = "" if status != ERROR else f"unknown verdict {str(verdict)[:100]!r}"
+    return NodeResult(node, status, reason, out.hostname, seconds, check, out.recording, out.recording_refused)
+
+
+# A file name holds 255 bytes; a stem keeps room for ".jsonl", a "+N" of its own and the
+# ".NAME.XXXXXXXX.tmp" that write_atomic writes first.
+MAX_STEM = 200
+_HASHED = 16  # hex digits of the name's hash that end a shortened stem
 
 
 def file_stem(node: str) -> str:
-    """A file name for a node name (``user@gpu-07:2222`` -> ``user@gpu-07_2222``)."""
-    return re.sub(r"[^A-Za-z0-9@._-]", "_", node).strip(".") or "node"
+    """A file name for a node name (``user@gpu-07:2222`` -> ``user@gpu-07_2222``); a
+    long name (a 253-character FQDN) is cut and ends in ``~`` and a hash of the whole
+    name, so two long names stay apart.  Never has a ``+`` (``ResultFolder``'s own)."""
+    stem = re.sub(r"[^A-Za-z0-9@._-]", "_", node).strip(".") or "node"
+    if len(stem) <= MAX_STEM:
+        return stem
+    digest = hashlib.sha256(node.encode("utf-8", errors="surrogatepass")).hexdigest()[:_HASHED]
+    return f"{stem[: MAX_STEM - _HASHED - 1]}~{digest}"
 
 
-def save(result: NodeResult, folder: Path) -> Path:
-    """Write NODE.json (and NODE.jsonl); returns the JSON's path."""
-    stem = file_stem(result.node)
-    path = folder / f"{stem}.json"
-    write_atomic(path, json.dumps(result.to_json(), indent=1) + "\n")
-    if result.recording.strip():
-        write_atomic(folder / f"{stem}.jsonl", result.recording)
-    return path
+class ResultFolder:
+    """Where one fleet check keeps its nodes: a file of its own for every result.  Two
+    results whose names make one file name (``gpu 1`` and ``gpu_1``; two nodes that both
+    call themselves ``ubuntu``) are both kept, the later as ``STEM+2.json``, never one
+    over the other; :meth:`shared_names` names nodes that answered to the same name."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._stems: set[str] = set()  # lower-cased: one file on a case-insensitive file system
+        self._files: dict[str, list[Path]] = {}  # node name -> the files of its results
+
+    def _stem(self, node: str) -> str:
+        base = stem = file_stem(node)
+        n = 1
+        while stem.lower() in self._stems:
+            n += 1
+            stem = f"{base}+{n}"
+        self._stems.add(stem.lower())
+        return stem
+
+    def save(self, result: NodeResult) -> Path:
+        """Write NODE.json (and NODE.jsonl); returns the JSON's path.  OSError when it
+        cannot be written."""
+        stem = self._stem(result.node)
+        path = self.folder / f"{stem}.json"
+        self._files.setdefault(result.node, []).append(path)
+        write_atomic(path, json.dumps(result.to_json(), indent=1) + "\n")
+        if result.recording.strip():
+            write_atomic(self.folder / f"{stem}.jsonl", result.recording)
+        return path
+
+    def shared_names(self) -> dict[str, list[Path]]:
+        """Node names more than one result came back under, with their files."""
+        return {name: files for name, files in self._files.items() if len(files) > 1}

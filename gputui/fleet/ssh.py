@@ -22,6 +22,10 @@ from gputui.text_files import read_text_file
 # What a hostfile's host may be: an ssh destination (alias, name, address, user@host,
 # [v6]:port).  Nothing that starts with "-", which ssh would read as an option.
 _HOST = re.compile(r"[A-Za-z0-9_.@\[\]:%][A-Za-z0-9_.@\[\]:%-]*")
+MAX_HOSTNAME = 253  # DNS's limit on a whole name
+MAX_USER = 32  # useradd's limit on a user name
+MAX_DESTINATION = MAX_USER + 1 + MAX_HOSTNAME + len("[]:65535")
+_SHOWN = 60  # characters of a refused host an error shows (quoted and escaped)
 
 
 def read_hostfile(path: Path) -> list[str]:
@@ -37,14 +41,28 @@ def read_hostfile(path: Path) -> list[str]:
         if not words:
             continue
         host = words[0]
+        where = f"{path}:{number}: {_shown(host)}"
         if not _HOST.fullmatch(host):
-            raise UserError(f"{path}:{number}: {host!r}: expected an ssh destination (host, user@host, an alias of ~/.ssh/config)")
+            raise UserError(f"{where}: expected an ssh destination (host, user@host, an alias of ~/.ssh/config)")
+        user, _, name = host.rpartition("@")
+        name = re.sub(r":\d*$", "", name) if not name.startswith("[") else name.partition("]")[0][1:]
+        if len(name) > MAX_HOSTNAME:
+            raise UserError(f"{where}: a host name of {len(name)} characters; expected at most {MAX_HOSTNAME} (DNS's limit)")
+        if len(user) > MAX_USER:
+            raise UserError(f"{where}: a user name of {len(user)} characters; expected at most {MAX_USER}")
+        if len(host) > MAX_DESTINATION:
+            raise UserError(f"{where}: {len(host)} characters; expected an ssh destination of at most {MAX_DESTINATION}")
         if host in hosts:
-            raise UserError(f"{path}:{number}: {host!r} is listed twice")
+            raise UserError(f"{where} is listed twice")
         hosts.append(host)
     if not hosts:
         raise UserError(f"{path}: no hosts in it (one a line; # starts a comment)")
     return hosts
+
+
+def _shown(host: str) -> str:
+    """A hostfile's host for an error line: quoted, and cut when long."""
+    return repr(host) if len(host) <= _SHOWN else repr(host[:_SHOWN]) + "…"  # repr: escapes what a terminal would act on
 
 
 def ssh_argv(host: str, script: str, connect_timeout: float) -> list[str]:

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gputui.escape import for_plot
 from gputui.fmt import GIB, per_second
 from gputui.model import GpuInfo, Throughput
 from gputui.protocol import MEASURE, WARMUP
@@ -65,6 +66,7 @@ class ReportPlot:
     file: str | None = None  # file name in the output directory; None when left out
     missing: str | None = None  # why it was left out
     axes: AxesGeometry | None = None
+    legend: list[str] = field(default_factory=list)  # the legend's entries, as matplotlib shows them
 
 
 Series = dict[int, tuple[list[float], list[float]]]  # GPU index -> (t, values)
@@ -117,7 +119,8 @@ def _header_limits(recording: Recording, limit: Callable[[GpuInfo], float | None
 
 
 class _Canvas:
-    """One figure with one axes, saved as a PNG whose geometry is known."""
+    """One figure with one axes, saved as a PNG whose geometry is known.  Every label
+    goes through ``for_plot``: a recording's GPU roles and units are its writer's text."""
 
     def __init__(self, title: str, ylabel: str, x_scale: float, x_unit: str) -> None:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -127,7 +130,7 @@ class _Canvas:
         FigureCanvasAgg(self.figure)  # Agg explicitly: no display, and no global backend switch
         self.ax = self.figure.add_subplot()
         self.ax.set_title(title)
-        self.ax.set_ylabel(ylabel)
+        self.ax.set_ylabel(for_plot(ylabel))
         self.ax.set_xlabel(f"time ({x_unit})")
         self.ax.grid(True, alpha=0.3)
         self.x_scale = x_scale
@@ -136,10 +139,10 @@ class _Canvas:
         self, series: dict[Any, tuple[list[float], list[float]]], label: Callable[[Any], str], colours: Callable[[Any, int], str], style: str = "-"
     ) -> None:
         for n, (key, (ts, vs)) in enumerate(sorted(series.items())):
-            self.ax.plot([t / self.x_scale for t in ts], vs, style, color=colours(key, n), label=label(key), linewidth=1.2)
+            self.ax.plot([t / self.x_scale for t in ts], vs, style, color=colours(key, n), label=for_plot(label(key)), linewidth=1.2)
 
     def hline(self, y: float, colour: str, label: str, style: str = "--") -> None:
-        self.ax.axhline(y, color=colour, linestyle=style, linewidth=1.5, label=label)
+        self.ax.axhline(y, color=colour, linestyle=style, linewidth=1.5, label=for_plot(label))
 
     def include(self, low: float | None, high: float | None, pad: float = 0.05) -> None:
         """Make sure the y range shows low..high (a limit line above the data)."""
@@ -149,6 +152,10 @@ class _Canvas:
             bottom = min(low, data_low)  # start at low (0 W, 0 samples/s) unless data goes below
         highest = max(data_high, high) if high is not None else data_high
         self.ax.set_ylim(bottom, max(top, highest + (highest - bottom) * pad))
+
+    def legend(self) -> list[str]:
+        """The legend's entries, as handed to matplotlib (a ``$`` written ``\\$``)."""
+        return [text.get_text() for text in legend.get_texts()] if (legend := self.ax.get_legend()) is not None else []
 
     def save(self, path: Path) -> AxesGeometry:
         if self.ax.get_legend_handles_labels()[0]:
@@ -224,8 +231,10 @@ def _throughput(recording: Recording, summary: Summary, unit: tuple[float, str])
         canvas.hline(median, MEDIAN_COLOUR, f"median {median:,.1f}", style="-")
         canvas.include(0.0, median)
     figure = throughput.run_figure
-    if figure is not None and figure != median:  # a bursty job: its mean is its figure
-        canvas.hline(figure, MEDIAN_COLOUR, f"mean {figure:,.1f} (stalls between bursts)", style="--")
+    if figure is not None and figure != median:  # a job of the user's: its mean is its figure
+        what = "mean" if throughput.mean_is_figure else "figure"
+        why = "stalls between bursts" if throughput.is_bursty else "the run's figure"  # only the summary knows it stalls
+        canvas.hline(figure, MEDIAN_COLOUR, f"{what} {figure:,.1f} ({why})", style="--")
     return canvas
 
 
@@ -308,7 +317,7 @@ def _cpu_roles(recording: Recording, summary: Summary, unit: tuple[float, str]) 
     order = {"main": 0, "worker": 1, "child": 2}
     for role in sorted(roles, key=lambda r: order.get(r, 9)):
         ts, vs = roles[role]
-        canvas.ax.plot([t / canvas.x_scale for t in ts], vs, color=ROLE_COLOURS.get(role, "#7f7f7f"), label=role, linewidth=1.2)
+        canvas.ax.plot([t / canvas.x_scale for t in ts], vs, color=ROLE_COLOURS.get(role, "#7f7f7f"), label=for_plot(role), linewidth=1.2)
     canvas.include(0.0, None)
     return canvas
 
@@ -334,5 +343,6 @@ def make_plots(recording: Recording, summary: Summary, out_dir: Path) -> list[Re
             plots.append(ReportPlot(name=name, title=title, missing=canvas))
             continue
         file = f"{name}.png"
-        plots.append(ReportPlot(name=name, title=title, file=file, axes=canvas.save(out_dir / file)))
+        axes = canvas.save(out_dir / file)
+        plots.append(ReportPlot(name=name, title=title, file=file, axes=axes, legend=canvas.legend()))
     return plots

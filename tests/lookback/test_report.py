@@ -326,3 +326,33 @@ def test_a_job_of_the_users_is_reported_by_its_mean_and_a_bursty_one_says_why():
 def test_a_benchmark_workload_is_reported_by_its_median():
     text = markdown_report(load_recording(RECORDINGS / "torch-resnet50.jsonl"))
     assert _first_throughput_row(text).startswith("| Median |") and "the run's figure" not in text
+
+
+def test_the_throughput_plot_says_stalls_between_bursts_only_for_a_run_the_summary_calls_bursty(tmp_path):
+    """Keras fed (its mean, the run's figure, is not the median, and it is not bursty)
+    and starved (bursty).  Before: both plots said "(stalls between bursts)"."""
+    legends = {}
+    for name in ("keras_fit-fed", "keras_fit-starved"):
+        _written, plots = write_report(load_recording(OWN_TRAINING / f"{name}.jsonl"), tmp_path / name)
+        legends[name] = next(p for p in plots if p.name == "throughput").legend
+    assert legends["keras_fit-fed"][1:] == ["median 6,197.5", "mean 5,991.6 (the run's figure)"]
+    assert legends["keras_fit-starved"][1:] == ["median 797.3", "mean 623.5 (stalls between bursts)"]
+    _written, plots = write_report(load_recording(RECORDINGS / "torch-resnet50.jsonl"), tmp_path / "benchmark")
+    assert not any("mean" in entry for entry in next(p for p in plots if p.name == "throughput").legend)  # its figure is its median
+
+
+def test_a_recording_s_own_words_reach_the_plots_escaped(tmp_path):
+    """A process role with ``$\\x$`` and an OSC sequence in it (a recording is its
+    writer's text).  Before: matplotlib's math-text parser raised on it."""
+    role = "$\\x$\x1b]0;PWNED\x07"
+    records = [json.loads(line) for line in (RECORDINGS / "h200-torch-resnet50.jsonl").read_text().splitlines()]
+    for record in records:
+        for process in (record.get("host") or {}).get("processes") or [] if record.get("type") == "sample" else []:
+            process["role"], process["cpu_percent"] = role, 50.0
+    path = write_lines(tmp_path / "hostile.jsonl", records)
+    result = run_gputui(["report", str(path), "--out", str(tmp_path / "out")], tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "out" / "cpu_roles.png").stat().st_size > 1000
+    assert not re.search("[\x00-\x1f\x7f-\x9f]", result.stdout.replace("\n", "") + result.stderr.replace("\n", "")), result.stderr
+    _written, plots = write_report(load_recording(path), tmp_path / "again")
+    assert next(p for p in plots if p.name == "cpu_roles").legend == ["\\$\\x\\$\\x1b]0;PWNED\\x07"]
