@@ -23,6 +23,8 @@ from gputui.check.preflight_gpu import (
     read_system_facts,
 )
 from gputui.check.preflight_host import (
+    READ_BUDGET_S,
+    READ_QUICK_BUDGET_S,
     READ_TEST_BYTES,
     READ_TEST_QUICK_BYTES,
     SHM_PATH,
@@ -124,7 +126,8 @@ def run_preflight_stage(
         return
     if read_test_bytes is None:
         read_test_bytes = READ_TEST_QUICK_BYTES if ctx.options.quick else READ_TEST_BYTES
-    ctx.report(grade_disk_read(measure_read_throughput(ctx.options.workdir, read_test_bytes)))
+    budget = READ_QUICK_BUDGET_S if ctx.options.quick else READ_BUDGET_S
+    ctx.report(grade_disk_read(measure_read_throughput(ctx.options.workdir, read_test_bytes, budget_s=budget, stopped=ctx.stopped.is_set)))
 
 
 def _gpu_checks(ctx: StageContext, cuda_devices: Callable[[], CudaDevices], pci_root: Path) -> None:

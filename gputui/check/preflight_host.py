@@ -9,12 +9,13 @@ graders are pure.  Every number that makes a verdict lives in
 
 from __future__ import annotations
 
+import mmap
 import os
 import shutil
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,7 @@ import psutil
 
 from gputui.check import thresholds as t
 from gputui.check.result import AT_LEAST, AT_MOST, INFO, OK, PREFLIGHT, CheckResult, ResultFields, Status, skipped
+from gputui.check.result_data import DiskReadData
 from gputui.check.stage_context import GpuUnderTest
 from gputui.fmt import GIB
 from gputui.telemetry.host import CpuThrottling, cgroup_memory_limit, cpu_available, read_cpu_throttling, steal_percent  # noqa: F401 - re-exported
@@ -33,7 +35,21 @@ MIB = 1024**2
 SHM_PATH = Path("/dev/shm")
 READ_TEST_BYTES = 256 * MIB
 READ_TEST_QUICK_BYTES = 64 * MIB
-READ_BLOCK_BYTES = 4 * MIB
+# Read with O_DIRECT, straight from the disk into our buffer, one request per block: a
+# reader with nothing to copy sleeps through the whole block and wakes once, so a busy CPU
+# can hold it off only once per block, and no page cache is left to drop.
+READ_BLOCK_BYTES = 64 * MIB
+# Without O_DIRECT (some file systems refuse it): cached reads, the file's pages dropped
+# before each pass; blocks this size keep the kernel's readahead a request ahead.
+CACHED_READ_BLOCK_BYTES = 16 * MIB
+WRITE_BLOCK_BYTES = 4 * MIB
+# The file is read again and again for this long (at least one pass), and the best pass is
+# the disk's figure: a neighbour's I/O or a late wake-up only ever slows a pass, so a single
+# short pass is decided by the noise as often as by the disk.
+READ_BUDGET_S = 3.0
+READ_QUICK_BUDGET_S = 1.5
+READ_MAX_PASSES = 16  # a fast disk's passes last milliseconds: enough samples, little I/O
+MEMORY_FILE_SYSTEMS = frozenset({"tmpfs", "ramfs"})  # their files are the page cache
 STEAL_INTERVAL_S = 1.0  # long enough for a few hundred scheduler ticks per core
 STEAL_QUICK_INTERVAL_S = 0.5
 
@@ -111,17 +127,28 @@ def measure_steal(interval_s: float, *, cpu_times: Callable[[], Any] = psutil.cp
 class ReadTest:
     directory: Path
     size_bytes: int
-    seconds: float | None = None
-    cache_dropped: bool = False
+    pass_seconds: list[float] = field(default_factory=list)  # each full read of the file
+    block_bytes: int = READ_BLOCK_BYTES
+    direct: bool = False  # read with O_DIRECT
+    cache_dropped: bool = False  # cached reads: the file's pages dropped before each pass
     cache_note: str | None = None  # why the page cache could not be dropped
     fstype: str | None = None
     error: str | None = None
 
     @property
+    def seconds(self) -> float | None:
+        """The fastest pass: the others lost time to something other than the disk."""
+        timed = [s for s in self.pass_seconds if s > 0]
+        return min(timed) if timed else None
+
+    @property
     def mb_per_s(self) -> float | None:
-        if not self.seconds or self.seconds <= 0:
-            return None
-        return self.size_bytes / self.seconds / 1e6
+        seconds = self.seconds
+        return self.size_bytes / seconds / 1e6 if seconds else None
+
+    @property
+    def pass_mb_per_s(self) -> list[float]:
+        return [self.size_bytes / s / 1e6 for s in self.pass_seconds if s > 0]
 
 
 def _fstype(directory: Path) -> str | None:
@@ -146,17 +173,28 @@ def _drop_page_cache(fd: int) -> str | None:
 
 
 def measure_read_throughput(
-    directory: Path, size_bytes: int, *, block_bytes: int = READ_BLOCK_BYTES, clock: Callable[[], float] = time.perf_counter
+    directory: Path,
+    size_bytes: int,
+    *,
+    budget_s: float = READ_BUDGET_S,
+    max_passes: int = READ_MAX_PASSES,
+    block_bytes: int = READ_BLOCK_BYTES,
+    cached_block_bytes: int = CACHED_READ_BLOCK_BYTES,
+    direct: bool = True,
+    clock: Callable[[], float] = time.perf_counter,
+    stopped: Callable[[], bool] = lambda: False,
 ) -> ReadTest:
-    """Write a ``size_bytes`` temp file in ``directory``, fsync it, drop it from the page
-    cache, then time reading it back sequentially in ``block_bytes`` blocks; the file is
+    """Write a ``size_bytes`` temp file in ``directory`` and fsync it, then read it back
+    sequentially, pass after pass for ``budget_s`` (at most ``max_passes``): with O_DIRECT
+    in ``block_bytes`` blocks, or where that is refused (or ``direct`` is False), cached in
+    ``cached_block_bytes`` blocks with its pages dropped before each pass.  The file is
     always deleted.  Random bytes, so compressing file systems cannot cheat."""
-    test = ReadTest(directory=directory, size_bytes=size_bytes, fstype=_fstype(directory))
+    test = ReadTest(directory=directory, size_bytes=size_bytes, block_bytes=block_bytes, fstype=_fstype(directory))
     usage, error = _disk_usage(directory)
     if usage is None or usage.free < 2 * size_bytes:  # never fill a user's disk for a test
         test.error = f"{directory}: {error}" if usage is None else f"only {usage.free // MIB} MiB free in {directory}, too little for the read test"
         return test
-    block = os.urandom(block_bytes)
+    block = os.urandom(min(WRITE_BLOCK_BYTES, size_bytes))
     try:
         fd, name = tempfile.mkstemp(dir=directory, prefix=".gputui-read-test-")
     except OSError as exc:
@@ -166,18 +204,12 @@ def measure_read_throughput(
         with os.fdopen(fd, "wb", buffering=0) as fh:
             left = size_bytes
             while left > 0:
-                left -= fh.write(block[: min(block_bytes, left)])
-            os.fsync(fh.fileno())
-            test.cache_note = _drop_page_cache(fh.fileno())
-        buffer = bytearray(block_bytes)
-        with open(name, "rb", buffering=0) as fh:
-            if test.cache_note is None:  # pages read back at open time by some file systems
-                test.cache_note = _drop_page_cache(fh.fileno())
-            start = clock()
-            while fh.readinto(buffer):
-                pass
-            test.seconds = clock() - start
-        test.cache_dropped = test.cache_note is None
+                left -= fh.write(block[: min(len(block), left)])
+            os.fsync(fh.fileno())  # dirty pages can be neither dropped nor bypassed
+        passes = _Passes(test, budget_s, max_passes, clock, stopped)
+        if not (direct and test.fstype not in MEMORY_FILE_SYSTEMS and _direct_passes(name, passes)):
+            test.block_bytes = cached_block_bytes
+            _cached_passes(name, passes)
     except OSError as exc:
         test.error = f"read test in {directory} failed: {exc.strerror or exc}"
     finally:
@@ -186,6 +218,79 @@ def measure_read_throughput(
         except OSError:
             pass
     return test
+
+
+@dataclass
+class _Passes:
+    """When the read test has read enough: its budget spent, its passes done, or the check stopped."""
+
+    test: ReadTest
+    budget_s: float
+    max_passes: int
+    clock: Callable[[], float]
+    stopped: Callable[[], bool]
+    begun: float | None = None
+
+    def timed(self, read: Callable[[], object]) -> bool:
+        """Time one pass of ``read``; whether another should follow."""
+        start = self.clock()
+        if self.begun is None:
+            self.begun = start
+        read()
+        end = self.clock()
+        self.test.pass_seconds.append(end - start)
+        return len(self.test.pass_seconds) < self.max_passes and end - self.begun < self.budget_s and not self.stopped()
+
+
+def _direct_passes(name: str, passes: _Passes) -> bool:
+    """Read the file with O_DIRECT until ``passes`` has enough; False, having read nothing,
+    where the system or the file system refuses O_DIRECT."""
+    test = passes.test
+    flag = getattr(os, "O_DIRECT", None)
+    if flag is None:
+        return False
+    try:
+        fd = os.open(name, os.O_RDONLY | flag)
+    except OSError:
+        return False
+    buffer = mmap.mmap(-1, min(test.block_bytes, test.size_bytes))  # page-aligned, as O_DIRECT needs
+    try:
+        try:
+            os.readv(fd, [buffer])
+        except OSError:  # accepted at open, refused at the read: some FUSE and network file systems
+            return False
+
+        def read() -> None:
+            os.lseek(fd, 0, os.SEEK_SET)
+            while os.readv(fd, [buffer]):
+                pass
+
+        while passes.timed(read):
+            pass
+        test.direct = True
+        return True
+    finally:
+        os.close(fd)
+        buffer.close()
+
+
+def _cached_passes(name: str, passes: _Passes) -> None:
+    test = passes.test
+    buffer = bytearray(test.block_bytes)
+    if test.fstype in MEMORY_FILE_SYSTEMS:  # posix_fadvise succeeds there and drops nothing
+        test.cache_note = f"{test.fstype} keeps its files in memory"
+    with open(name, "rb", buffering=0) as fh:
+
+        def read() -> None:
+            while fh.readinto(buffer):
+                pass
+
+        while True:
+            fh.seek(0)
+            test.cache_note = test.cache_note or _drop_page_cache(fh.fileno())
+            if not passes.timed(read) or test.cache_note is not None:  # no dropping: later passes would read memory
+                break
+    test.cache_dropped = test.cache_note is None
 
 
 # --- graders ---------------------------------------------------------------------------
@@ -252,7 +357,10 @@ def grade_throttling(throttling: CpuThrottling | None) -> CheckResult:
         unit="% of periods",
         expected=t.CPU_THROTTLED_WARN_SHARE * 100,
         bound=AT_MOST,
-        expected_source="the warn line",
+        expected_source=(
+            f"a quota that pauses the container in over {t.CPU_THROTTLED_WARN_SHARE:.0%} of periods slows its input pipeline "
+            f"({t.CPU_THROTTLED_FAIL_SHARE:.0%} fails)"
+        ),
         detail=f"{throttling.throttled} of {throttling.periods} scheduler periods throttled{spent}, since the container started",
     )
     if status != OK:
@@ -274,7 +382,7 @@ def grade_steal(steal_pct: float | None, interval_s: float) -> CheckResult:
         unit="%",
         expected=t.STEAL_WARN_PCT,
         bound=AT_MOST,
-        expected_source="the warn line",
+        expected_source=f"CPU time given to other tenants is lost to CPU-bound input pipelines: over {t.STEAL_WARN_PCT:g} % shows ({t.STEAL_FAIL_PCT:g} % fails)",
         detail=f"share of CPU time given to other virtual machines over {interval_s:g} s",
     )
     if status != OK:
@@ -378,11 +486,18 @@ def grade_disk_read(test: ReadTest) -> CheckResult:
     if mbs is None:
         return skipped("host.disk_read", PREFLIGHT, name, "the read took no measurable time")
     where = f"{test.directory}" + (f" ({test.fstype})" if test.fstype else "")
-    cache = (
-        "page cache dropped before reading"
-        if test.cache_dropped
-        else f"the page cache could not be dropped ({test.cache_note}): this may be memory speed, not the disk's"
-    )
+    passes = test.pass_mb_per_s
+    if test.direct:
+        how = f"{test.size_bytes // MIB} MiB read with O_DIRECT (no page cache) in {test.block_bytes // MIB} MiB blocks from {where}"
+    else:
+        cache = (
+            "page cache dropped before each pass"
+            if test.cache_dropped
+            else f"the page cache could not be dropped ({test.cache_note}): this may be memory speed, not the disk's"
+        )
+        how = f"{test.size_bytes // MIB} MiB read sequentially in {test.block_bytes // MIB} MiB blocks from {where}; {cache}"
+    if len(passes) > 1:
+        how = f"best of {len(passes)} passes ({min(passes):,.0f}-{max(passes):,.0f} MB/s) over {how}"
     status = t.grade_ratio(mbs / t.DISK_READ_EXPECTED_MBS)
     result = _result(
         "disk_read",
@@ -392,10 +507,11 @@ def grade_disk_read(test: ReadTest) -> CheckResult:
         unit="MB/s",
         expected=t.DISK_READ_EXPECTED_MBS,
         expected_source="streaming a JPEG dataset at 3,000 images/s needs ~330 MB/s",
-        detail=f"{test.size_bytes // MIB} MiB read sequentially in {READ_BLOCK_BYTES // MIB} MiB blocks from {where}; {cache}",
+        detail=how,
+        data=DiskReadData(bytes=test.size_bytes, block_bytes=test.block_bytes, direct=test.direct, passes_mb_per_s=[round(p) for p in passes]),
     )
     if status != OK:
-        result.cause = f"{where} reads at {mbs:.0f} MB/s: a network disk or a throttled cloud volume"
+        result.cause = f"{where} reads at {mbs:.0f} MB/s at best: a network disk or a throttled cloud volume"
         result.advice = (
             "Keep datasets on local NVMe (often /tmp, /scratch or an instance-store mount) or in RAM, "
             "and pack small files into large shards (WebDataset, TFRecord)."

@@ -81,6 +81,16 @@ class RemappedRowsData(TypedDict):
     failure: bool | None
 
 
+class DiskReadData(TypedDict):
+    """The disk read test: the file's size, the block read at a time, whether with O_DIRECT,
+    and each pass's rate."""
+
+    bytes: int
+    block_bytes: int
+    direct: bool
+    passes_mb_per_s: list[float]
+
+
 class CoRunnersData(TypedDict):
     """Other processes on the GPU while it was loaded, biggest first."""
 
@@ -130,6 +140,7 @@ CheckData = (
     | PeerCopyData
     | AllreduceData
     | EccData
+    | DiskReadData
     | RetiredPagesData
     | RemappedRowsData
     | CoRunnersData

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import TypedDict
 
 from gputui.check.result import FAIL, OK, SKIPPED, STATUSES, WARN, CheckResult, Status, Verdict, with_bound
+from gputui.fmt import printable
 from gputui.record.schema import CheckSummary, Header
 
 MARK: dict[Status, str] = {"ok": "ok", "warn": "WARN", "fail": "FAIL", "skipped": "skip", "info": "info"}
@@ -45,8 +46,11 @@ def value_text(value: float | str | None, unit: str = "") -> str:
     return f"{text} {unit}".strip()
 
 
+CONTINUED = " " * len("[FAIL] ")  # a check's further lines start under its name
+
+
 def progress_line(result: CheckResult) -> str:
-    """``[ ok ] gpu0 Power limit: 700 W (expected 700 W)``: one line per check, headless."""
+    """``[ ok ] gpu0 Power limit: 700 W (expected 700 W)``: a check's first line, headless."""
     where = f"gpu{result.gpu} " if result.gpu is not None else ""
     line = f"[{MARK[result.status]:>4}] {where}{result.name}"
     if result.status == SKIPPED:
@@ -56,9 +60,23 @@ def progress_line(result: CheckResult) -> str:
         line += f" ({result.bound or 'expected'} {value_text(result.expected, result.unit)})"
     if result.detail:
         line += f"; {result.detail}"
-    if result.status in (WARN, FAIL) and result.cause:
-        line += f". Cause: {result.cause}"
     return line
+
+
+def progress_lines(result: CheckResult, *, verbose: bool = False) -> list[str]:
+    """A check as the headless face prints it: its first line, then for anything not ok
+    the cause, what to do and where the expectation comes from, each on a line of its own
+    (a reader told to act should not need ``--json``); ``verbose`` adds the expectation's
+    source to every check.  Escaped for a terminal: causes name other people's processes."""
+    lines = [progress_line(result)]
+    not_ok = result.status != OK
+    if not_ok and result.cause and result.status != SKIPPED:  # a skipped line already says why
+        lines.append(f"{CONTINUED}Cause: {result.cause}")
+    if not_ok and result.advice:
+        lines.append(f"{CONTINUED}What to do: {result.advice}")
+    if result.expected_source and (verbose or result.status in (WARN, FAIL)):
+        lines.append(f"{CONTINUED}Expected from: {result.expected_source}")
+    return [printable(line) for line in lines]
 
 
 def verdict_line(results: list[CheckResult]) -> str:

@@ -1,4 +1,4 @@
-"""``gputui check [--quick] [--price USD_PER_HOUR] [--json] [--markdown FILE] [--record FILE]``."""
+"""``gputui check [--quick] [--price USD_PER_HOUR] [--verbose] [--json] [--markdown FILE] [--record FILE]``."""
 
 from __future__ import annotations
 
@@ -25,6 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", default=argparse.SUPPRESS, help="let --record replace an existing FILE")
     parser.add_argument(
         "--no-history", action="store_true", default=argparse.SUPPRESS, help="keep no copy of this check in the run history (also: GPUTUI_NO_HISTORY=1)"
+    )
+    parser.add_argument(
+        "--verbose", action="store_true", help="under every check, where its expectation comes from (not-ok checks always show it, with cause and advice)"
     )
     parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout (progress stays on stderr)")
     parser.add_argument("--markdown", type=Path, metavar="FILE", help="also write the verdict table as Markdown to FILE")
@@ -95,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
         markdown=args.markdown,
         metrics_file=args.metrics_file,
         quiet=args.quiet,
+        verbose=args.verbose,
         force=args.force,
         no_history=args.no_history,
     )

@@ -17,17 +17,20 @@ from gputui.run.signal_relay import STOP_SIGNALS
 
 
 class ProgressLines(CheckListener):
-    """A line per stage as it starts and per check as it completes."""
+    """A line per stage as it starts and per check as it completes, followed by the
+    check's cause and what to do when it is not ok (``verbose``: and by every
+    expectation's source)."""
 
-    def __init__(self, stream) -> None:
+    def __init__(self, stream, *, verbose: bool = False) -> None:
         self.stream = stream
+        self.verbose = verbose
 
     def on_stage(self, stage: str, state: StageState) -> None:
         if state == "start":
             print(f"gputui check: {stage}", file=self.stream, flush=True)
 
     def on_result(self, result: CheckResult) -> None:
-        print("  " + render.progress_line(result), file=self.stream, flush=True)
+        print("\n".join("  " + line for line in render.progress_lines(result, verbose=self.verbose)), file=self.stream, flush=True)
 
 
 def run_check_cli(
@@ -38,6 +41,7 @@ def run_check_cli(
     markdown: Path | None,
     metrics_file: Path | None = None,
     quiet: bool = False,
+    verbose: bool = False,
     force: bool = False,
     no_history: bool = False,
 ) -> int:
@@ -56,7 +60,7 @@ def run_check_cli(
     )
     recorders = [r for r in (recording, kept) if r is not None]
     # Progress goes to stderr with --json (stdout is for the machine), else to stdout.
-    listener = CheckListener() if quiet else ProgressLines(sys.stderr if as_json else sys.stdout)
+    listener = CheckListener() if quiet else ProgressLines(sys.stderr if as_json else sys.stdout, verbose=verbose)
     metrics = None
     if metrics_file is not None:
         from gputui.metrics.live import LiveMetrics

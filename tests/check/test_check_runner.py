@@ -16,7 +16,7 @@ from gputui.check.cost import cost_per_million, cost_per_pflop_hour, cost_result
 from gputui.check.result import AT_LEAST, AT_MOST, COST, FAIL, INFO, MICRO, OK, PREFLIGHT, SKIPPED, WARN, WORKLOAD, CheckResult
 from gputui.check.stage_context import CheckOptions, GpuUnderTest, StageContext
 from gputui.check.under_load import LoadWatcher, load_results
-from gputui.check.verdict_text import markdown, progress_line, verdict_line
+from gputui.check.verdict_text import markdown, progress_line, progress_lines, verdict_line
 from gputui.gpus.models import find_model
 from gputui.model import GpuInfo, GpuSample, Sample
 from gputui.record.recording import read_recording
@@ -235,9 +235,9 @@ def test_rendering_names_the_cause_and_the_expectation_source():
         cause="power-limited to 420 W of its 700 W default",
         advice="ask the provider",
     )
-    line = progress_line(result)
-    assert line.startswith("[FAIL] gpu0 Power limit: 420 W (expected 700 W)")
-    assert "power-limited to 420 W" in line
+    first, *more = progress_lines(result)
+    assert first.startswith("[FAIL] gpu0 Power limit: 420 W (expected 700 W)")
+    assert "       Cause: power-limited to 420 W of its 700 W default" in more
     text = markdown([result], make_header({"host": {"hostname": "box", "os": "Linux"}, "gpus": [{"index": 0, "name": "NVIDIA H200"}]}))
     assert "| FAIL | gpu0 | Power limit | 420 W | 700 W (60%) |" in text
     assert "- the default power limit" in text

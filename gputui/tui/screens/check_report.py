@@ -1,5 +1,6 @@
 """A kept check, opened from the Runs list: its verdict and results as the Check screen
-showed them.  Nothing to run again here: a check is started from the Check screen (k)."""
+showed them, the highlighted row's whole note below the table (its notes column is cut).
+Nothing to run again here: a check is started from the Check screen (k)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from gputui import fmt
 from gputui.check.result import CheckResult
 from gputui.check.verdict_text import TABLE_HEADER, table_rows, verdict_line
 from gputui.escape import for_terminal, widget_text
-from gputui.tui.screens.check import STATUS_STYLE
+from gputui.tui.screens.check import STATUS_STYLE, detail_line
 from gputui.tui.screens.once import DismissOnce
 from gputui.tui.screens.terminal_size import TerminalSized
 
@@ -43,6 +44,7 @@ class CheckReportScreen(DismissOnce, TerminalSized, ModalScreen[None]):
     CheckReportScreen > Vertical { width: 96%; height: 90%; border: round $primary; background: $surface; }
     CheckReportScreen #check-report-verdict { height: auto; padding: 0 1; }
     CheckReportScreen DataTable { height: 1fr; }
+    CheckReportScreen #check-report-detail { height: auto; max-height: 8; padding: 0 1; border-top: solid $primary; }
     CheckReportScreen #check-report-keys { color: $text-muted; padding: 0 1; }
     """
 
@@ -58,7 +60,8 @@ class CheckReportScreen(DismissOnce, TerminalSized, ModalScreen[None]):
             panel.border_title = for_terminal(f"Check {self.check_title}")
             yield Static(check_report_line(self.results, self.duration_s, self.stopped), id="check-report-verdict")
             yield DataTable(id="check-report-table", cursor_type="row", zebra_stripes=True)
-            yield Static("Enter/Esc close · q quit · k on the dashboard checks again", id="check-report-keys")
+            yield Static("", id="check-report-detail")  # the highlighted row's whole note, wrapped
+            yield Static("↑↓: a row's notes below · Enter/Esc close · q quit · k on the dashboard checks again", id="check-report-keys")
 
     def on_mount(self) -> None:
         if self.app_exiting():
@@ -66,3 +69,7 @@ class CheckReportScreen(DismissOnce, TerminalSized, ModalScreen[None]):
         table = self.query_one(DataTable)
         table.add_columns(*TABLE_HEADER)
         table.add_rows(styled_rows(self.results))
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if 0 <= event.cursor_row < len(self.results):
+            self.query_one("#check-report-detail", Static).update(widget_text(detail_line(self.results[event.cursor_row])))
