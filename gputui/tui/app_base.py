@@ -40,11 +40,15 @@ from gputui.view import state as st
 if TYPE_CHECKING:  # the run history loads with the session side, after the first frame
     from gputui.record.history import KeptRun
     from gputui.record.recording import Recording
+    from gputui.tui.screens.help import Section
 
 # The redraw timer: once a second, whatever the sampling rate (the live panels step every
 # 2 s, the output pane every second).  A run starting or ending does not wait for it
 # (news_arrived).  Twice a second cost an idle dashboard a tenth of its CPU for nothing.
 REFRESH_S = 1.0
+# The app's single-letter keys that belong to the dashboard: off (and out of the
+# footers) while another screen is on top.
+DASHBOARD_LETTER_ACTIONS = frozenset({"next_theme", "check", "run_command"})
 
 
 class DashboardApp(TypingBursts[int]):
@@ -201,9 +205,19 @@ class DashboardApp(TypingBursts[int]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "quit":
             return not self.editing()  # no single key drops an edit: the editor's Esc asks first
+        if action in DASHBOARD_LETTER_ACTIONS:
+            # Over the editor a letter on a dropdown is no text, and would act behind the form.
+            return self.on_dashboard()
         if action == "hide_help_panel":
             return bool(self.screen.query("HelpPanel"))
         return self.applicable_actions().get(action, True)
+
+    def on_dashboard(self) -> bool:
+        """The dashboard is the top screen (no editor, view or dialog over it)."""
+        try:
+            return self.screen is self.dashboard
+        except (ScreenStackError, UnknownModeError):
+            return False
 
     def editing(self) -> bool:
         """A preset editor is open (perhaps under one of its dialogs)."""
@@ -247,7 +261,13 @@ class DashboardApp(TypingBursts[int]):
         from gputui.tui.screens.help import HelpScreen
 
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(self.key_overrides))
+            self.push_screen(HelpScreen(self.key_overrides, self.help_sections()))
+
+    def help_sections(self) -> tuple[Section, ...]:
+        """The help's sections, the keys of where it was asked from first."""
+        from gputui.tui.screens.help import help_sections
+
+        return help_sections(first="Preset editor" if self.editing() else None)
 
     # -- What screens and widgets ask (gputui.tui.widget_messages) -------------------------------
     def on_start_preset(self, message: StartPreset) -> None:
@@ -316,7 +336,7 @@ class DashboardApp(TypingBursts[int]):
             else:
                 self.notify(f"No preset named {run.preset.name!r} here to run again.")
 
-        self.push_screen(SummaryScreen(run, gpu_names), after)
+        self.push_screen(SummaryScreen(run, gpu_names, run_again=self.RUNS_PRESETS), after)
 
     # -- The Runs list: this session's runs and the kept ones ----------------------------
     def recording_of(self, run: st.RunView) -> Path | None:

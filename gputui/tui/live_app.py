@@ -460,6 +460,7 @@ class GpuTuiApp(DashboardApp):
                 return
             if action == RUN:
                 self.presets[preset.name] = preset
+                self.dashboard.list_preset(preset.name)  # the side panel describes what runs
                 self.start_preset(preset.name)
             else:
                 from gputui.tui.screens.editor import PresetEditorScreen

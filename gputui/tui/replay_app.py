@@ -11,9 +11,15 @@ from textual.binding import Binding
 from gputui.escape import for_terminal
 from gputui.record.recording import Recording
 from gputui.tui.app_base import REFRESH_S, DashboardApp, app_themes
+from gputui.tui.screens.help import Section, help_sections
 from gputui.tui.user_settings import settings_path as default_settings_path
 from gputui.view.replay_player import SPEEDS, TICK_S, ReplayPlayer
 from gputui.view.state import speed_label
+
+# What help leaves out in a replay: the sections and binding ids of runs and presets.
+REPLAY_LEAVES_OUT = frozenset(
+    {"Preset editor", "Check", "run_preset", "stop_run", "run_again", "edit_preset", "new_preset", "delete_preset", "check", "run_command", "summary_run_again"}
+)
 
 
 class ReplayApp(DashboardApp):
@@ -43,6 +49,10 @@ class ReplayApp(DashboardApp):
         self.sub_title = for_terminal(f"replay {recording.path.name}")
         self._clock = time.monotonic
         self._last_tick: float | None = None
+
+    def help_sections(self) -> tuple[Section, ...]:
+        """The replay's keys first; none that run or edit a preset (a replay does neither)."""
+        return help_sections(first="Replay", leave_out=REPLAY_LEAVES_OUT)
 
     def start_source(self) -> None:
         if self.player.recording.cut:

@@ -17,11 +17,12 @@ Order is kept: any other message the app posts ends the burst, and a burst whose
 no longer has the focus when its turn comes (a Tab queued before it moved the focus)
 is handled key by key, as it would have been.
 
-A key the app hands to a text field is handled later, in that field's queue, and its
+A key the app hands to a widget is handled later, in that widget's queue, and its
 bindings only once it has bubbled back up to the app: Textual routes the keys behind it
-meanwhile, to the field a Tab is about to leave.  So input waits (:class:`KeyHandled`)
-until such a key has been through every widget on its way, and text typed after a Tab
-in one burst lands in the next field, as typed slowly.
+meanwhile, to the widget a Tab is about to leave (a dropdown, which drops text).  So
+input waits (:class:`KeyHandled`) until such a key has been through every widget on its
+way, and text typed after Tabs in one burst lands in the field they reach, as typed
+slowly.
 
 Once the app is leaving (a quit, SIGTERM), input still queued is dropped unhandled, so
 that the exit never waits behind a flood.  The terminal's driver hands its events over
@@ -40,6 +41,7 @@ from textual import events
 from textual.app import App
 from textual.driver import Driver
 from textual.message import Message
+from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Input, TextArea
 
@@ -132,6 +134,9 @@ class TypingBursts(App[ReturnType]):
 
     _burst: TypedText | None = None  # the burst still waiting in the queue, if any
     _key_in_flight: KeyHandled | None = None  # follows the key widgets are still handling
+    _in_flight_to: Widget | None = None  # the widget that key went to
+    _lost_after = 0.0  # when that key counts as lost (monotonic)
+    _lost_check: Timer | None = None  # one timer for every key followed, not one each
     _held: list[Message]  # input that came meanwhile, in order
     # A KeyHandled is lost when its widget goes (a screen closed): input waits no longer.
     LOST_KEY_CHECK_S = 0.05
@@ -156,7 +161,7 @@ class TypingBursts(App[ReturnType]):
             return
         target = self.focused or self.screen  # where Textual forwards a key no priority binding takes
         await super().on_event(event)
-        if event.is_forwarded and takes_typed_text(target):  # a text field: the keys after it may be text for the next
+        if event.is_forwarded:  # its bindings act once it is back here: a Tab moves the focus only then
             self._follow(event, target)
 
     def _follow(self, key: events.Key, target: Widget) -> None:
@@ -164,21 +169,25 @@ class TypingBursts(App[ReturnType]):
         handled = KeyHandled(key)
         if not target.post_message(handled):
             return
-        self._key_in_flight = handled
-        self.set_timer(self.LOST_KEY_CHECK_S, lambda: self._release_if_lost(handled, target, time.monotonic() + self.LOST_KEY_AFTER_S))
+        self._key_in_flight, self._in_flight_to = handled, target
+        self._lost_after = time.monotonic() + self.LOST_KEY_CHECK_S + self.LOST_KEY_AFTER_S
+        if self._lost_check is None:
+            self._lost_check = self.set_timer(self.LOST_KEY_CHECK_S, self._release_if_lost)
 
-    def _release_if_lost(self, handled: KeyHandled, target: Widget, deadline: float) -> None:
-        if self._key_in_flight is not handled:
+    def _release_if_lost(self) -> None:
+        self._lost_check = None
+        target = self._in_flight_to
+        if self._key_in_flight is None or target is None:
             return
-        if target.is_attached and time.monotonic() < deadline:
-            self.set_timer(self.LOST_KEY_CHECK_S, lambda: self._release_if_lost(handled, target, deadline))
+        if target.is_attached and time.monotonic() < self._lost_after:
+            self._lost_check = self.set_timer(self.LOST_KEY_CHECK_S, self._release_if_lost)
             return
-        self._key_in_flight = None
+        self._key_in_flight = self._in_flight_to = None
         self.call_next(self._replay_held)
 
     async def _on_key_handled(self, handled: KeyHandled) -> None:
         if self._key_in_flight is handled:
-            self._key_in_flight = None
+            self._key_in_flight = self._in_flight_to = None
             await self._replay_held()
 
     async def _replay_held(self) -> None:

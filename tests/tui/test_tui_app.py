@@ -234,6 +234,7 @@ def _all_bindings():
     from gputui.tui.replay_app import ReplayApp
     from gputui.tui.screens.check_report import CheckReportScreen
     from gputui.tui.screens.compare_screen import CompareScreen
+    from gputui.tui.screens.delete_preset import DeletePresetScreen
     from gputui.tui.screens.editor import ConflictScreen, NameScreen, PresetEditorScreen
     from gputui.tui.screens.findings_screen import FindingsScreen as F
     from gputui.tui.screens.summary_screen import SummaryScreen as S
@@ -250,6 +251,7 @@ def _all_bindings():
         PresetEditorScreen,
         NameScreen,
         ConflictScreen,
+        DeletePresetScreen,
         RunsList,
         CompareScreen,
         CheckReportScreen,

@@ -40,6 +40,7 @@ class DashboardScreen(TerminalSized, Screen):
         Binding("p", "show_gpu_processes", "GPU processes", id="show_gpu_processes", show=False),
         Binding("e", "edit_preset", "Edit", id="edit_preset"),
         Binding("n", "new_preset", "New", id="new_preset"),
+        Binding("d,delete", "delete_preset", "Delete", id="delete_preset"),
         Binding("slash", "filter_presets", "Filter presets", id="filter_presets", show=False),
     ]
 
@@ -103,6 +104,7 @@ class DashboardScreen(TerminalSized, Screen):
     def on_screen_resume(self) -> None:
         """Back on top: show what changed while a modal or the editor covered it."""
         self.query_one(RunStatus).show_paused(False)
+        self.refresh_bindings()  # the footer lists its keys again
         self.post_message(RefreshDashboard())
 
     def _compositor_refresh(self) -> None:
@@ -114,9 +116,10 @@ class DashboardScreen(TerminalSized, Screen):
     def on_screen_suspend(self) -> None:
         """Covered: the panels stop redrawing (see DashboardApp.refresh_dashboard); the top line, still in view, says so."""
         self.query_one(RunStatus).show_paused(True)
+        self.refresh_bindings()  # none of the footer's keys act under it
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("edit_preset", "new_preset"):
+        if action in ("edit_preset", "new_preset", "delete_preset"):
             return self.runs_presets
         return True
 
@@ -132,6 +135,11 @@ class DashboardScreen(TerminalSized, Screen):
         """Panels draw differently when compact: make them all redraw."""
         for widget in self.query(StateView):
             widget.invalidate()
+        self.show_highlighted_preset()
+
+    def list_preset(self, name: str) -> None:
+        """A preset added to the app's presets (a command run with x): listed and highlighted."""
+        self.query_one(PresetList).refill(name)
         self.show_highlighted_preset()
 
     def show_highlighted_preset(self) -> None:
@@ -174,6 +182,46 @@ class DashboardScreen(TerminalSized, Screen):
     def action_new_preset(self) -> None:
         """A new preset from a template, saved to the user's presets file."""
         self._open_editor(None, new=True)
+
+    def action_delete_preset(self) -> None:
+        """``d``: the highlighted preset out of the user's presets file, after asking."""
+        from gputui.tui.screens.delete_preset import DELETE, DeletePresetScreen, why_not_deletable
+
+        preset = self.query_one(PresetList).selected_preset
+        if preset is None:
+            self.notify("No preset to delete.")
+            return
+        problem = why_not_deletable(preset)
+        if problem is not None:
+            self.notify(problem, severity="warning", timeout=8)
+            return
+
+        def answered(choice: str | None) -> None:
+            if choice == DELETE:
+                self._delete(preset.name)
+
+        self.app.push_screen(DeletePresetScreen(preset.name), answered)
+
+    def _delete(self, name: str) -> None:
+        from gputui.errors import UserError
+        from gputui.presets.preset import user_presets_path
+        from gputui.tui.screens.delete_preset import delete_user_preset
+
+        try:
+            builtin = delete_user_preset(name)
+        except UserError as exc:  # gone from the file meanwhile, or the file cannot be written
+            self.notify(str(exc), severity="error", timeout=8)
+            return
+        names = self.query_one(PresetList).matching()
+        following = names[names.index(name) + 1 :] if name in names else []  # the list keeps its place
+        if builtin is not None:
+            self.presets[name] = builtin
+        else:
+            self.presets.pop(name, None)
+        self.query_one(PresetList).refill(name if builtin is not None else (following[0] if following else None))
+        self.show_highlighted_preset()
+        again = f"; the built-in preset {name} shows again" if builtin is not None else ""
+        self.notify(f"deleted {name} from {user_presets_path()}{again}", timeout=6)
 
     def _open_editor(self, preset: Preset | None, new: bool) -> None:
         from gputui.errors import UserError

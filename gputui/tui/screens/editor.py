@@ -18,7 +18,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Label, Select, Static, TabbedContent, TabPane, TextArea
 
-from gputui.catalog import FRAMEWORKS, PIPELINES
+from gputui.catalog import FRAMEWORKS, MODELS, PIPELINES
 from gputui.errors import UserError
 from gputui.presets.command_preset import SOURCE as COMMAND_SOURCE
 from gputui.presets.preset import WORKLOAD_CHECKS, Preset, PresetTable, check_preset, parse_text, user_presets_path
@@ -72,6 +72,19 @@ def _select_options(key: str, framework: str | None) -> list[tuple[str, str]]:
     else:
         names = ()
     return [(name, name) for name in names]
+
+
+FRAMEWORK_TITLES = {"torch": "PyTorch", "tf": "TensorFlow/Keras"}
+
+
+def suggested_description(framework: object, model: object) -> str:
+    """A new preset's description while the user has not written one: what it runs."""
+    if not isinstance(framework, str) or framework not in FRAMEWORK_TITLES:
+        return str(TEMPLATE["description"])
+    title = FRAMEWORK_TITLES[framework]
+    if not isinstance(model, str) or model not in MODELS:
+        return f"a new preset: {title}, until you pick a model"
+    return f"{title} {MODELS[model].title} training"
 
 
 def _field_text(kind: str, value: Any) -> str:
@@ -190,6 +203,11 @@ class PresetEditorScreen(DismissOnce, TerminalSized, Screen):
         self._initial = (name, values)
         self._filling = False
         self._typed_command: str | None = None  # the command as typed, shown back as typed
+        # The framework the model and precision lists were made for: listing them again
+        # for the same framework dropped a reopened preset's model.
+        self._listed_for = values.get("framework")
+        # A new preset's description follows its framework and model until the user writes one.
+        self._auto_description = values.get("description") if preset is None else None
 
     # -- Layout ------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -328,6 +346,7 @@ class PresetEditorScreen(DismissOnce, TerminalSized, Screen):
                 select = self.query_one(f"#field-{key}", Select)
                 options = _select_options(key, values.get("framework"))
                 select.set_options(options)
+                self._listed_for = values.get("framework")
                 value = values.get(key)
                 select.value = value if (value, value) in options else Select.NULL
             elif key == "command" and self._typed_command is not None and _field_value(kind, self._typed_command) == values.get(key):
@@ -352,8 +371,12 @@ class PresetEditorScreen(DismissOnce, TerminalSized, Screen):
             event.widget.cursor_position = len(event.widget.value)
 
     def on_select_changed(self, event: Select.Changed) -> None:
-        if event.select.id == "field-framework" and not self._filling:
-            framework = event.value if isinstance(event.value, str) else None  # Select.NULL: none chosen
+        # The framework chosen now, not the event's: a Select reports its values as it mounts,
+        # and those reports come in after it already holds the preset's.
+        chosen = self.query_one("#field-framework", Select).value
+        framework = chosen if isinstance(chosen, str) else None  # Select.NULL: none chosen
+        if event.select.id == "field-framework" and not self._filling and framework != self._listed_for:
+            self._listed_for = framework
             for key in ("model", "precision"):
                 select = self.query_one(f"#field-{key}", Select)
                 keep = select.value
@@ -361,7 +384,20 @@ class PresetEditorScreen(DismissOnce, TerminalSized, Screen):
                 select.set_options(options)
                 if (keep, keep) in options:
                     select.value = keep
+        if event.select.id in ("field-framework", "field-model") and not self._filling:
+            self.suggest_description()
         self.validate()
+
+    def suggest_description(self) -> None:
+        """A new preset's description says what it runs, until the user writes their own."""
+        field = self.query_one("#field-description", Input)
+        if self._auto_description is None or field.value != self._auto_description:
+            self._auto_description = None  # written by the user: theirs from now on
+            return
+        framework = self.query_one("#field-framework", Select).value
+        model = self.query_one("#field-model", Select).value
+        self._auto_description = suggested_description(framework, model)
+        field.value = self._auto_description
 
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
         self.validate()

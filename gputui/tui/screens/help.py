@@ -1,9 +1,10 @@
 """The help screen (``?`` or F1): gputui's own keys by where they work, with what they
-do.  Keys remapped in settings.toml's ``[keys]`` show as remapped, by binding id."""
+do, the keys of where it was asked from first (a replay leaves out what it cannot do).
+Keys remapped in settings.toml's ``[keys]`` show as remapped, by binding id."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -17,8 +18,9 @@ from gputui.tui.screens.terminal_size import TerminalSized
 
 # (binding id or None for a key Textual owns, the default key(s), what it does)
 Row = tuple[str | None, str, str]
+Section = tuple[str, tuple[Row, ...]]
 
-HELP: tuple[tuple[str, tuple[Row, ...]], ...] = (
+HELP: tuple[Section, ...] = (
     (
         "Dashboard",
         (
@@ -31,12 +33,13 @@ HELP: tuple[tuple[str, tuple[Row, ...]], ...] = (
             ("show_gpu_processes", "p", "every GPU's processes: the run's and others' (user, command, memory, SM share)"),
             ("edit_preset", "e", "edit the highlighted preset (a built-in one: save a copy)"),
             ("new_preset", "n", "a new preset, saved to your presets file"),
+            ("delete_preset", "d,delete", "delete the highlighted preset from your presets file, after asking"),
             ("check", "k", "check this machine (gputui check)"),
             ("run_command", "x", "run any command, e.g. your training script (ctrl+s there: save it as a preset)"),
             ("next_theme", "t", "next colour theme (remembered)"),
             ("filter_presets", "/", "filter the presets by name or description"),
             (None, "tab", "move between the presets and the runs list"),
-            ("command_palette", "ctrl+p", "command palette: themes, stop, run again, screenshot, …"),
+            ("command_palette", "ctrl+p", "command palette: every action by name (themes, screenshot, …)"),
             ("close_keys_panel", "escape", "close Textual's Keys panel (palette: Keys)"),
             ("help", "?,f1", "this help"),
             ("quit", "q", "quit; a run goes on (gputui attach shows it again)"),
@@ -119,7 +122,18 @@ HELP: tuple[tuple[str, tuple[Row, ...]], ...] = (
     ),
 )
 
-KEY_NAMES = {"escape": "Esc", "enter": "Enter", "space": "Space", "question_mark": "?", "up": "↑", "down": "↓", "home": "Home", "end": "End", "tab": "Tab"}
+KEY_NAMES = {
+    "delete": "Del",
+    "escape": "Esc",
+    "enter": "Enter",
+    "space": "Space",
+    "question_mark": "?",
+    "up": "↑",
+    "down": "↓",
+    "home": "Home",
+    "end": "End",
+    "tab": "Tab",
+}
 
 
 def key_label(keys: str) -> str:
@@ -136,10 +150,18 @@ def key_label(keys: str) -> str:
     return " / ".join(one(k) for k in keys.split(","))
 
 
-def help_text(keymap: Mapping[str, str]) -> Text:
-    """The whole help, with ``keymap``'s remapped keys (binding id -> keys)."""
+def help_sections(first: str | None = None, leave_out: Collection[str] = ()) -> tuple[Section, ...]:
+    """HELP with section ``first`` (where help was asked from) at the top, and without
+    the sections and binding ids in ``leave_out`` (what does not apply there)."""
+    sections = [(context, tuple(row for row in rows if row[0] not in leave_out)) for context, rows in HELP if context not in leave_out]
+    sections.sort(key=lambda section: section[0] != first)  # stable: the rest keep their order
+    return tuple(section for section in sections if section[1])
+
+
+def help_text(keymap: Mapping[str, str], sections: tuple[Section, ...] = HELP) -> Text:
+    """The help's ``sections``, with ``keymap``'s remapped keys (binding id -> keys)."""
     text = Text()
-    for number, (context, rows) in enumerate(HELP):
+    for number, (context, rows) in enumerate(sections):
         if number:
             text.append("\n")
         text.append(f"{context}\n", "bold")
@@ -161,15 +183,16 @@ class HelpScreen(DismissOnce, TerminalSized, ModalScreen[None]):
     HelpScreen #help-keys { color: $text-muted; height: 1; }
     """
 
-    def __init__(self, keymap: Mapping[str, str]) -> None:
+    def __init__(self, keymap: Mapping[str, str], sections: tuple[Section, ...] = HELP) -> None:
         super().__init__()
         self.keymap = dict(keymap)
+        self.sections = sections
 
     def compose(self) -> ComposeResult:
         with Vertical() as panel:
             panel.border_title = "gputui keys"
             with VerticalScroll():
-                yield Static(help_text(self.keymap), id="help-text")
+                yield Static(help_text(self.keymap, self.sections), id="help-text")
             yield Static("Esc or ? close · ↑ ↓ PgUp PgDn scroll · keys remap in settings.toml [keys]", id="help-keys")
 
     def on_mount(self) -> None:

@@ -54,14 +54,21 @@ class SummaryScreen(DismissOnce, TerminalSized, ModalScreen[str | None]):
     SummaryScreen #summary-keys { color: $text-muted; }
     """
 
-    def __init__(self, run: RunView, gpu_names: list[str]) -> None:
+    def __init__(self, run: RunView, gpu_names: list[str], run_again: bool = True) -> None:
         super().__init__()
         self.run = run
         self.gpu_names = gpu_names
+        self.run_again = run_again  # False where nothing runs (a replay): r is neither offered nor bound
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "dismiss" and parameters == ("again",):
+            return self.run_again
+        return True
 
     def compose(self) -> ComposeResult:
         with Vertical() as panel:
             panel.border_title = "Run summary"
             with VerticalScroll():
                 yield Static(summary_text(self.run, self.gpu_names), id="summary-text")
-            yield Static("Enter/Esc close · r run again · q quit", id="summary-keys")
+            again = " · r run again" if self.run_again else ""
+            yield Static(f"Enter/Esc close{again} · q quit", id="summary-keys")

@@ -1,15 +1,18 @@
 """The dashboard's footer.  Where the keys that apply now do not fit the width, the
 least used give way, so the last key shown is never cut mid-word (the hidden ones
-still work; ? lists every key)."""
+still work; ? lists every key).  Under a view or dialog, where none of them act, it
+lists none."""
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
+from textual.app import ComposeResult, ScreenStackError, UnknownModeError
+from textual.dom import NoScreen
 from textual.reactive import reactive
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
-GIVES_WAY = ("run_command", "check", "next_theme", "new_preset", "edit_preset")  # actions, the first to go first
+# Actions, the first to go first (a replay's seeks after the theme: play/pause stays).
+GIVES_WAY = ("delete_preset", "run_command", "check", "next_theme", "seek_finding(1)", "seek_measure", "new_preset", "edit_preset")
 PALETTE_CELLS = 13  # "▏^p Commands ", docked at the right
 
 
@@ -26,9 +29,18 @@ class DashboardFooter(Footer):
 
     def compose(self) -> ComposeResult:
         left_out = self.left_out()
+        covered = self.covered()
         for widget in super().compose():
-            if not (isinstance(widget, FooterKey) and widget.action in left_out):
-                yield widget
+            if isinstance(widget, FooterKey) and (widget.action in left_out or covered and not widget.has_class("-command-palette")):
+                continue
+            yield widget
+
+    def covered(self) -> bool:
+        """Another screen is on top: none of the dashboard's keys act (Ctrl+P still does)."""
+        try:
+            return self.app.screen is not self.screen
+        except (ScreenStackError, UnknownModeError, NoScreen):  # no screen stack yet, or any more: nothing covers it
+            return False
 
     def left_out(self) -> set[str]:
         """The actions that give way so that the rest fit."""

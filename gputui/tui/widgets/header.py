@@ -11,6 +11,7 @@ from textual.containers import Horizontal
 
 from gputui import fmt
 from gputui.tui.widgets.gpu_panel import short_name
+from gputui.tui.widgets.runs import outcome_look
 from gputui.tui.widgets.state_view import LIVE_REDRAW_S, StateSource, StateView
 from gputui.view import state as st
 
@@ -110,6 +111,11 @@ class RunStatus(StateView):
         elif state.session is not None:
             pid = state.session.attach_pid
             text.append(f"○ watching{f' pid {pid}' if pid else ''}", self.style_of("header--dim"))
+        elif state.run is not None:
+            # Between a run's end and the watching after it: its outcome.  Under the summary
+            # the top line is not drawn again until it closes, and a bare "…" stayed there.
+            mark, _style, _word = outcome_look(state.run.outcome_word)
+            text.append(f"{mark} {state.run.label} {state.run.outcome_word}", self.style_of("header--dim"))
         else:
             text.append("…", self.style_of("header--dim"))
         if state.recording:

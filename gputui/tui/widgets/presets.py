@@ -12,6 +12,7 @@ from textual.widgets.option_list import Option
 
 from gputui import fmt
 from gputui.escape import for_widget, widget_text
+from gputui.presets.command_preset import SOURCE as COMMAND_SOURCE
 from gputui.presets.preset import Preset
 from gputui.tui.compositor import SteadyScrollbars
 from gputui.tui.widgets.option_list import NarrowSafeOptionList
@@ -68,7 +69,10 @@ def describe_preset(preset: Preset | None, gpu_names: list[str], compact: bool) 
     text = Text()
     # User text reaches the terminal through Textual as it is: escape control characters.
     text.append(fmt.printable(preset.name) + "\n", "bold")
-    if preset.description:
+    # A command typed on the dashboard (x) is its own description: the command line
+    # below says it once, quoted ready to paste.
+    repeats_command = preset.source == COMMAND_SOURCE and not compact
+    if preset.description and not repeats_command:
         text.append(fmt.printable(preset.description) + "\n")
     if not compact:
         what = f"{preset.framework} {preset.model or ''}".strip() if preset.is_workload else shlex.join(preset.command or ())

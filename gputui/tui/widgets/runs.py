@@ -188,7 +188,7 @@ class RunsList(StateView):
         if isinstance(entry, st.RunView):
             word, median, unit = entry.outcome_word, entry.result, entry.unit
         else:
-            word, median, unit = entry.outcome, entry.median, entry.unit
+            word, median, unit = entry.outcome, entry.figure, entry.unit
             if entry.path in self.state.live_runs:
                 word = LIVE
         mark, style, middle = outcome_look(word)
