@@ -57,7 +57,7 @@ def num(value: float | None, unit: str = "", digits: int = 0) -> str:
 def duration(seconds: float | None) -> str:
     if seconds is None:
         return "-"
-    seconds = int(seconds)
+    seconds = round(seconds)  # a 3 s run timed at 2.97 s reads 0:03, as asked
     hours, rest = divmod(seconds, 3600)
     minutes, secs = divmod(rest, 60)
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"

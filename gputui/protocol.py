@@ -31,6 +31,7 @@ import json
 import math
 import os
 import sys
+from collections.abc import Callable
 from typing import Any, TextIO, TypedDict
 
 MARKER = "@gputui "
@@ -74,6 +75,74 @@ def decode(line: str) -> JsonObject | None:
     except (ValueError, RecursionError):
         return None
     if not isinstance(payload, dict) or not isinstance(payload.get("event"), str):
+        return None
+    return payload
+
+
+def _number(value: Any) -> bool:
+    """A JSON number (not a bool) that is finite (a whole number past float's range is not)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
+def _rate(value: Any) -> bool:
+    """A finite number > 0."""
+    return _number(value) and value > 0
+
+
+def _whole(value: Any) -> bool:
+    """A JSON whole number >= 0 (not a bool)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _rate_or_none(value: Any) -> bool:
+    """A rate, 0 (nothing measured) or null."""
+    return value is None or (_number(value) and value >= 0)
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _flag(value: Any) -> bool:
+    return isinstance(value, bool)
+
+
+# Per event, the fields gputui reads by type: (name, required, check).  A line whose
+# fields fail these is not one of gputui's, whatever its marker says.
+_FIELDS: dict[str, tuple[tuple[str, bool, Callable[[Any], bool]], ...]] = {
+    "start": (("v", False, _whole), ("batch_size", False, _whole)),
+    "step": (("samples", True, _rate), ("seconds", True, _rate), ("step", False, _whole), ("phase", False, _text)),
+    "result": (("samples_per_sec", False, _rate_or_none),),
+    "oom": (("message", False, _text), ("batch_size", False, _whole)),
+    "trial": (("batch_size", True, _whole), ("fits", True, _flag)),
+    "pipeline": (("images_per_sec", True, _rate_or_none),),
+}
+_RANK_FIELDS = ("rank", "world_size")
+#: The events gputui's workloads write on their output.
+OUTPUT_EVENTS = tuple(_FIELDS)
+
+
+def read_line(line: str) -> JsonObject | None:
+    """The payload of a well-formed protocol line on a run's output, or None (never
+    raises).  Well-formed: the marker, then one JSON object of an event in OUTPUT_EVENTS
+    whose fields have the types gputui reads.  Only such a line makes a run speak the
+    protocol; any other line with the marker in it (a chat log naming @gputui, a
+    half-written line) is ordinary output."""
+    payload = decode(line)
+    if payload is None or payload["event"] not in _FIELDS:
+        return None
+    for name, required, check in _FIELDS[payload["event"]]:
+        if name in payload:
+            if not check(payload[name]):
+                return None
+        elif required:
+            return None
+    if any(name in payload and not _whole(payload[name]) for name in _RANK_FIELDS):
         return None
     return payload
 

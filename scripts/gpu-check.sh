@@ -8,6 +8,7 @@
 #     input     the input-bound pair and the synthetic twin, with their findings
 #     maxbatch  --find-max-batch for EfficientNet-B7 at 600 px
 #     tui       the dashboard headless against real NVML: screenshot and cost
+#     passthrough a fed GPU loop's own output through `gputui --headless`, to a log and on a terminal (script(1)), and alone
 #     checktests  pytest -m gpu for the check's own tests only (quicker than tests)
 #     quickcheck  gputui check --quick (under a minute)
 #     check     gputui check --price $PRICE (about 5 minutes): Markdown, JSON, recording
@@ -29,7 +30,8 @@
 #               headless through `gputui -- ...`, then --pid on the HF Trainer; table in own/table.md.
 #               OWN_SCRIPTS picks scripts (default: all; "pid" for the --pid runs) (~2 min a script)
 #     owntui    the dashboard on two of those scripts (benchmarks/own-training-presets.toml): screenshots
-#     probe     the probe's cost: benchmarks/probe_overhead.py, A/B against the same script without it
+#     probe     the probe's cost: benchmarks/probe_overhead.py, A/B against the same script without it:
+#               the MLP worst case, a fed ResNet-50 DataLoader loop and a Python-bound loop (~6 min)
 #     fleet     issue 24: a quick check per GPU (--gpus N) at once, each GPU as a "node", then gputui fleet report
 #               over them and the committed H200, H100 and 2xH100 checks (fleet/, about a minute)
 #     ddp       DDP ResNet-50 (torchrun, NCCL) with --nproc-per-node 1 on GPU0, and 2 on GPU0,1 when
@@ -282,7 +284,17 @@ PY
     probe) mkdir -p "$out/probe"  # the worst case (a small MLP: the probe's per-step cost is a large share), then a real loop
            python3 benchmarks/probe_overhead.py --runs 5 --seconds 15 2>&1 | tee "$out/probe/mlp.txt" | tail -6
            python3 benchmarks/probe_overhead.py --runs 3 --pattern 'throughput: ([0-9.]+)' \
-             -- python3 benchmarks/own_training/torch_tqdm_loop.py --variant fed --seconds 25 2>&1 | tee "$out/probe/resnet50.txt" | tail -6 ;;
+             -- python3 benchmarks/own_training/torch_tqdm_loop.py --variant fed --seconds 25 2>&1 | tee "$out/probe/resnet50.txt" | tail -6
+           python3 benchmarks/probe_overhead.py --runs 3 --pattern 'throughput: ([0-9.]+)' \
+             -- python3 benchmarks/own_training/torch_tqdm_loop.py --variant python-bound --seconds 25 2>&1 | tee "$out/probe/python-bound.txt" | tail -6 ;;
+    passthrough) mkdir -p "$out/passthrough"  # a GPU loop's own output through gputui: to a log, and on a terminal (script(1))
+           loop="python3 benchmarks/own_training/torch_tqdm_loop.py --variant fed --seconds 20"
+           python3 -m gputui --headless --record "$out/passthrough/log.jsonl" -- $loop \
+             > "$out/passthrough/stdout.txt" 2> "$out/passthrough/stderr.txt"; echo "to a log: exit $?"
+           $loop > "$out/passthrough/alone.txt" 2>&1; echo "alone: exit $?"
+           COLUMNS=120 LINES=30 script -qfec "python3 -m gputui --headless --record $out/passthrough/terminal.jsonl -- $loop" \
+             "$out/passthrough/terminal.typescript" > /dev/null; echo "on a terminal: exit $?"
+           tail -5 "$out/passthrough/stdout.txt"; tail -12 "$out/passthrough/stderr.txt" ;;
     tui) if [ -x benchmarks/tui-gpu.sh ]; then benchmarks/tui-gpu.sh "$out/tui"; else echo "no benchmarks/tui-gpu.sh"; fi ;;
     faults) python3 -m pytest -m gpu -q -rs tests/reliability/test_faults_*.py 2>&1 | tee "$out/pytest-gpu-faults.txt" | tail -25 ;;
     checktests) python3 -m pytest -m gpu -q -rs tests/check/test_check_*.py 2>&1 | tee "$out/pytest-gpu-check.txt" | tail -25 ;;

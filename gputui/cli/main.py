@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from gputui import __version__
 from gputui.console import say
@@ -26,12 +27,33 @@ def preset_name(text: str) -> str:
     return text
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, whose refusals are one line (no usage block) and exit 2, as every
+    other bad input of gputui's."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, printable(f"{self.prog}: error: {_with_hint(message)}") + "\n")
+
+
+_NOT_A_COMMAND = re.compile(r"argument COMMAND: invalid choice: '([^']*)'")
+
+
+def _with_hint(message: str) -> str:
+    """A word that is no gputui command is most likely the user's own command without
+    the ``--`` before it: say how to run it."""
+    match = _NOT_A_COMMAND.match(message)
+    if match is None:
+        return message
+    word = match.group(1)
+    return f"{word!r} is not a gputui command ({', '.join(SUBCOMMANDS_AND_PRESETS)}); to run your own command, put it after --: gputui -- {word} ..."
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="gputui",
         usage="%(prog)s [OPTIONS] [-- COMMAND [ARG ...]]  or  %(prog)s COMMAND ...",
         description="Run GPU training benchmarks, or your own training command (after --), and see what holds them back.",
-        epilog="gputui -- python train.py --lr 3e-4   runs your own command; gputui --record run.jsonl -- torchrun --nproc-per-node 8 train.py records it headless.",
+        epilog="gputui -- python train.py --lr 3e-4   runs your own command; gputui --headless -- torchrun --nproc-per-node 8 train.py runs it with no dashboard, its output passed through.",
     )
     parser.add_argument("--version", action="version", version=f"gputui {__version__}")
     parser.add_argument("--presets", type=Path, metavar="FILE", help="an extra presets file, merged last")
@@ -56,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--headless", action="store_true", help="no dashboard, even on a terminal")
     parser.add_argument("--detach", action="store_true", help="headless, in a process of its own: prints how to attach and stop it, and returns to the shell")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    parser.add_argument("--quiet", action="store_true", help="no live line (the summary still prints at the end)")
     parser.add_argument("--theme", metavar="NAME", help="dashboard colour theme (remembered), e.g. gputui-light")
     parser.add_argument(
         "--serve-metrics",
@@ -106,6 +128,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+SUBCOMMANDS_AND_PRESETS = ("presets", *SUBCOMMANDS)
+
 # Subcommands that read what follows "--" themselves (args.run_command): fleet check's srun options.
 TAKE_WHAT_FOLLOWS = ("fleet",)
 
@@ -123,7 +147,7 @@ def cmd_presets(args: argparse.Namespace) -> int:
         from gputui.cli.preset_cli import run
 
         return run(args)
-    from gputui.record.redact import redact_env
+    from gputui.record.redact import redact_argv, redact_env
 
     presets = _load(args)
     if args.presets_command == "list":
@@ -135,7 +159,7 @@ def cmd_presets(args: argparse.Namespace) -> int:
             print(f"{names[name]:<{width}}  {printable(preset.description)}{origin}")
         return 0
     preset = get_preset(presets, args.name)
-    shown = {**preset.describe().to_dict(), "argv": preset.argv()}
+    shown = {**preset.describe(redacted=True).to_dict(), "argv": redact_argv(preset.argv())}
     if "env" in shown:
         shown["env"], hidden = redact_env(shown["env"])
         if hidden:
@@ -165,7 +189,7 @@ def probe_notice(preset: Preset | None) -> None:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    """A recorded run with no dashboard: in the foreground (a progress line a second), or
+    """A recorded run with no dashboard: in the foreground (the command's output passed through, a live line), or
     with --detach in a process of its own, this one returning at once."""
     from gputui.cli.run_options import run_options, run_wiring
     from gputui.live.host import HostSpec, record_run
@@ -216,6 +240,11 @@ def signal_exit_code(signum: int) -> int:
     return 128 + int(signum)
 
 
+def _has_work(args: argparse.Namespace) -> bool:
+    """Something to run or record: off a terminal, it goes headless rather than refused."""
+    return args.record is not None or args.preset is not None or args.run_command is not None or args.pid is not None
+
+
 def _on_terminal() -> bool:
     return sys.stdin.isatty() and sys.stdout.isatty()
 
@@ -240,10 +269,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_presets(args)
         if args.command in SUBCOMMANDS:
             return importlib.import_module(SUBCOMMANDS[args.command][0]).run(args)
-        if args.detach or (args.record is not None and (args.headless or not _on_terminal())):
-            return cmd_record(args)
-        if args.headless:
-            raise UserError("--headless needs --record FILE")
+        if args.detach or args.headless or (_has_work(args) and not _on_terminal()):
+            return cmd_record(args)  # kept in the run history, and in --record FILE when given
         from gputui.cli.dashboard_cli import run_dashboard  # Textual loads only for the dashboard
 
         return run_dashboard(args)

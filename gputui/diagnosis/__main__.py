@@ -1,7 +1,8 @@
 """Re-diagnose a recording: ``python -m gputui.diagnosis RECORDING.jsonl [--set KEY=VALUE ...] [--json]``.
 
 Uses the settings the recording's header names (else the defaults), changed by
-``--set``; prints each finding's final state, or every finding event with ``--json``.
+``--set``; prints each finding's final state and what could not be judged, or every
+finding event with ``--json``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import sys
 from pathlib import Path
 
 from gputui.config import tomllib
-from gputui.diagnosis.engine import replay
+from gputui.diagnosis.engine import Diagnoser, replay
 from gputui.diagnosis_settings import KEYS, Settings, check_value
 from gputui.errors import UserError
 from gputui.fmt import printable
@@ -48,7 +49,8 @@ def main(argv: list[str] | None = None) -> int:
                 raise UserError(f"--set {key}: unknown key (expected one of: {', '.join(KEYS)})") from None
             except ValueError as exc:
                 raise UserError(f"--set {key}: expected {exc}") from None
-        events = replay(rec.header, rec.samples, rec.events, Settings.from_tables(table))
+        diagnoser = Diagnoser(Settings.from_tables(table))
+        events = replay(rec.header, rec.samples, rec.events, diagnoser=diagnoser)
     except UserError as exc:
         print(f"gputui: error: {printable(str(exc))}", file=sys.stderr)
         return exc.exit_code
@@ -76,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{finding.severity}] {printable(finding.title)}")
         print(f"    {finding.kind}: {when}; active {finding.since or 0.0:.1f}-{finding.until or 0.0:.1f} s; {finding.state} at the end")
         print("    evidence: " + printable(", ".join(f"{k}={v}" for k, v in (finding.evidence or {}).items())))
+    for note in diagnoser.notes():
+        print(f"note: {note}")
     return 0
 
 

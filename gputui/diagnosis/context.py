@@ -87,6 +87,7 @@ class Context:
         # The probe's windows (gputui.probe): (t, seconds, data-wait seconds, workers, rank)
         self.probe: deque[tuple[float, float, float, int | None, int | None]] = deque()
         self.probe_sampled = False  # the last window's data wait was the sampler's (no DataLoader)
+        self.evaluating = False  # the probe says an evaluation goes on: the training is not judged by it
         self.probe_site: str | None = None  # and the data work it saw most, e.g. "get_batch (train.py:112)"
         self.first_progress_t: float | None = None  # the first throughput reading or probe step
         self.rate_unit = SAMPLES  # what self.rates count: one unit at a time
@@ -119,6 +120,10 @@ class Context:
         return self.framework != "smoke" and self.setting("device") != "cpu"
 
     def add_probe(self, t: float, report: ProbeReport) -> None:
+        if report.evaluation:  # an evaluation's data wait is not the training loop's
+            self.evaluating = report.ongoing
+            return
+        self.evaluating = False
         seconds, wait = report.seconds, report.loop_wait_s
         if report.steps:
             self.first_progress_t = t if self.first_progress_t is None else self.first_progress_t

@@ -39,6 +39,8 @@ class Diagnoser:
         self._all: list[RuleFinding] = []
         self._numbers: dict[str, int] = {}
         self._finished = False
+        self._judging_seen = False  # some sample was judged (past warm-up and the start grace period)
+        self._judged: set[str] = set()  # kinds of the rules that could tell, in some sample
 
     # --- feeding -------------------------------------------------------------------
     def on_header(self, header: Header) -> None:
@@ -46,9 +48,10 @@ class Diagnoser:
 
     def judging(self) -> bool:
         """Whether sample rules are judged now: the measured phase, or for runs that
-        announce no phases, after the start grace period."""
+        announce no phases, after the start grace period and outside an evaluation the
+        probe saw."""
         ctx = self.ctx
-        if ctx.ended:
+        if ctx.ended or ctx.evaluating:
             return False
         if ctx.phase == MEASURE:
             return True
@@ -71,6 +74,7 @@ class Diagnoser:
         if ctx.ended:
             return []
         judging = self.judging()
+        self._judging_seen = self._judging_seen or judging
         out: list[ev.Finding] = []
         for rule in list(self.rules):
             if rule.event_only or not (judging or rule.during_warmup):
@@ -79,6 +83,8 @@ class Diagnoser:
             try:
                 for index, gpu in targets:
                     level, obs = rule.observe(ctx, gpu)
+                    if level is not None:
+                        self._judged.add(rule.kind)
                     out += self._update(rule, index, sample.t, level, obs)
             except Exception:
                 self._drop(rule)
@@ -229,12 +235,38 @@ class Diagnoser:
         """Every finding of the run, open and closed, in order of when each began."""
         return [f.payload() for f in sorted(self._all, key=lambda f: (f.since, f.id))]
 
+    def notes(self) -> list[str]:
+        """What the diagnosis could not judge, and why, one line each: the run as a whole
+        when it ended before judging began, then each rule that never judged for want of
+        what it needs (Rule.needs), once."""
+        ctx = self.ctx
+        if not self.settings.enabled or ctx.first_t is None:
+            return []
+        out = []
+        if not self._judging_seen:
+            if ctx.expects_phases or ctx.phase == WARMUP:
+                why = "the run ended before its measured phase"
+            elif ctx.first_progress_t is None:
+                why = f"the run showed no progress and ended within the start grace period ({self.settings.start_grace_s:g} s, start_grace_s)"
+            else:
+                why = "the run ended before it could be judged"
+            out.append(f"diagnosis: nothing but memory judged: {why}")
+        for rule in self.rules:
+            if rule.kind not in self._judged:
+                note = rule.note(ctx)
+                if note:
+                    out.append(note)
+        return out
 
-def replay(header: Header, samples: Iterable[Sample], events: Iterable[Event], settings: Settings | None = None) -> list[Event]:
+
+def replay(
+    header: Header, samples: Iterable[Sample], events: Iterable[Event], settings: Settings | None = None, diagnoser: Diagnoser | None = None
+) -> list[Event]:
     """Diagnose a recorded run: samples and events merged by time (events first on
     ties, as a phase change announced with a sample applies to it).  Returns the
-    ``finding`` events a live session would have emitted, the final updates last."""
-    diagnoser = Diagnoser(settings)
+    ``finding`` events a live session would have emitted, the final updates last.
+    ``diagnoser``: a fresh one to judge with instead (its notes are read afterwards)."""
+    diagnoser = Diagnoser(settings) if diagnoser is None else diagnoser
     diagnoser.on_header(header)
     out: list[Event] = []
     tagged_events: Iterator[tuple[float, int, int, Event | Sample]] = ((e.t, 0, i, e) for i, e in enumerate(events) if e.kind != ev.FINDING)

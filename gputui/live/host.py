@@ -53,7 +53,7 @@ class HostSpec:
 
     options: RunOptions  # what to run, checked (its preset, --duration, ...)
     wiring: RunWiring  # where it is written and exported (--record FILE, the history, --serve-metrics)
-    progress: bool = True  # a progress line a second on stderr (a foreground run, not --quiet)
+    progress: bool = True  # gputui's live line and messages (a foreground run, not --quiet); the summary prints either way
     detached: bool = False  # it runs apart from any terminal
 
 
@@ -88,7 +88,8 @@ def record_run(spec: HostSpec, ready: ReadyCallback | None = None) -> RunResult:
 
 def _run_listed(spec: HostSpec, relay: _StopRelay, metrics: MetricsServer | None, baseline: Baseline | None, ready: ReadyCallback | None) -> RunResult:
     from gputui.session.assemble import SessionParts
-    from gputui.session.progress import ProgressPrinter
+    from gputui.session.pass_through import PassThrough
+    from gputui.session.progress import PRINT_EVERY_OFF_TERMINAL_S, PRINT_EVERY_S, ProgressPrinter
 
     options = spec.options
     preset = options.preset
@@ -110,8 +111,13 @@ def _run_listed(spec: HostSpec, relay: _StopRelay, metrics: MetricsServer | None
         raise UserError(notes[-1])
     for recorder in dict.fromkeys(recorders):
         session.add_observer(recorder)
-    if spec.progress:
-        session.add_observer(ProgressPrinter(session.summary_builder))
+    face = None
+    if not spec.detached:  # the user's terminal: the command's output passes through
+        face = PassThrough()
+        session.pass_output_to(face)
+        face.on_resize = session.resize_terminal
+        every = PRINT_EVERY_S if face.is_terminal else PRINT_EVERY_OFF_TERMINAL_S
+        session.add_observer(ProgressPrinter(session.summary_builder, face=face, live=spec.progress, every_s=every))
     if metrics is not None:
         session.add_observer(metrics.live)
     relay.point_at(session)
@@ -132,9 +138,13 @@ def _run_listed(spec: HostSpec, relay: _StopRelay, metrics: MetricsServer | None
 
     listing = _Listing(registry, relay, (lambda: entry(followed.path)) if followed is not None else None, ready, warn)
     session.add_observer(listing)
+    if face is not None:
+        face.start()
     try:
         summary = session.run()
     finally:
+        if face is not None:
+            face.close()
         for recorder in dict.fromkeys(recorders):
             recorder.close()
         listing.unlist()

@@ -27,7 +27,7 @@ import psutil
 
 from gputui.errors import UserError
 from gputui.protocol import JsonObject
-from gputui.record.history import make_private_folder
+from gputui.record.history import make_private_folder, state_dir
 from gputui.safe_write import write_atomic
 
 ENTRY_SUFFIX = ".json"
@@ -35,8 +35,7 @@ START_TIME_SLACK_S = 0.05  # psutil's create_time is read from /proc in clock ti
 
 
 def live_dir(environ: Mapping[str, str] = os.environ) -> Path:
-    state_home = environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(state_home) / "gputui" / "live"
+    return state_dir(environ) / "live"
 
 
 def process_start_time(pid: int) -> float | None:

@@ -13,7 +13,7 @@ import csv
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from gputui.errors import UserError
 from gputui.escape import for_csv_cell
@@ -171,11 +171,12 @@ def _csv_cell(value: Any) -> Any:
     return for_csv_cell(value)  # a throttle reason or phase name comes from the recording
 
 
-def write_csv(recording: Recording, out: Path) -> int:
-    """Write the table as CSV (atomically); returns the number of rows."""
+def write_csv(recording: Recording, out: Path | TextIO) -> int:
+    """Write the table as CSV (to a file atomically, or to an open stream such as
+    stdout); returns the number of rows."""
     count = 0
 
-    def fill(handle) -> None:
+    def fill(handle: TextIO) -> None:
         nonlocal count
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow([c.name for c in COLUMNS])
@@ -183,7 +184,11 @@ def write_csv(recording: Recording, out: Path) -> int:
             writer.writerow([_csv_cell(v) for v in values])
             count += 1
 
-    _write(out, fill, binary=False)
+    if isinstance(out, Path):
+        _write(out, fill, binary=False)
+    else:
+        fill(out)
+        out.flush()
     return count
 
 

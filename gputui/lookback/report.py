@@ -59,6 +59,19 @@ def _run_table(recording: Recording, facts: RunFacts, summary: Summary) -> Table
     return Table(["", ""], rows)
 
 
+_LEFT_OUT = {"startup": "start-up", "evaluation": "evaluation", "checkpoint": "checkpoints", "stall": "stalls", "tail": "the idle tail"}
+
+
+def _training_window(facts: RunFacts) -> str:
+    """What the training window left out: the phases the run was seen in, no others."""
+    seen = {p.phase for p in facts.phases or []}
+    left = [name for phase, name in _LEFT_OUT.items() if phase in seen]
+    if not left:
+        return "training phase"
+    listed = left[0] if len(left) == 1 else ", ".join(left[:-1]) + " and " + left[-1]
+    return f"training phase: {listed} left out"
+
+
 def _throughput_blocks(facts: RunFacts) -> list[Block]:
     tp, unit = facts.throughput, facts.unit
     reported = tp.reported
@@ -67,7 +80,7 @@ def _throughput_blocks(facts: RunFacts) -> list[Block]:
             figure = fmt.rate_in(reported.samples_per_sec, reported.unit)
             return [Heading(2, "Throughput"), Paragraph(f"The tool's own figure: {figure} (no readings over time).")]
         return [Heading(2, "Throughput"), Paragraph("No throughput readings: the run printed no rate gputui could parse.")]
-    window = {"measure": "measured phase, warm-up left out", "training": "training phase: start-up, evaluation and the idle tail left out"}
+    window = {"measure": "measured phase, warm-up left out", "training": _training_window(facts)}
     mean = ["Mean (all it did over all the time it took)", fmt.rate_in(tp.mean, unit)]
     if tp.mean_is_figure:  # a job of the user's: counted the way its own tools count
         mean[1] += f" (the run's figure: {BURSTY_NOTE})" if tp.is_bursty else " (the run's figure)"

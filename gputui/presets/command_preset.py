@@ -12,6 +12,7 @@ from pathlib import Path
 
 from gputui.errors import UserError
 from gputui.presets.preset import Preset
+from gputui.record.redact import redact_argv
 
 SOURCE = Path("(command line)")
 # Programs that start the real job: the name comes from what they start.
@@ -58,7 +59,8 @@ def command_preset(argv: list[str], presets: Mapping[str, Preset], *, batch_size
         from gputui.probe import is_python_command
 
         probe = is_python_command(argv)  # on by default where it can work
-    name = command_name(argv)
+    shown = redact_argv(argv)  # the name and the description are stored and shown: no secrets in them
+    name = command_name(shown)
     base, n = name, 2
     while name in presets:
         name = f"{base} ({n})"
@@ -66,7 +68,7 @@ def command_preset(argv: list[str], presets: Mapping[str, Preset], *, batch_size
     return Preset(
         name=name,
         source=SOURCE,
-        description=" ".join(argv)[:200],
+        description=" ".join(shown)[:200],
         command=tuple(argv),
         batch_size_hint=batch_size,
         probe=probe,

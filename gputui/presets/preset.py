@@ -31,7 +31,7 @@ from gputui.config import user_presets_path
 from gputui.diagnosis_settings import KEYS as DIAGNOSIS_KEYS
 from gputui.diagnosis_settings import check_value as check_diagnosis_value
 from gputui.errors import UserError
-from gputui.record.redact import redact_env
+from gputui.record.redact import redact_argv, redact_env
 from gputui.record.schema import PresetRecord, PresetReference
 from gputui.text_files import parse_toml, read_text_file
 
@@ -147,7 +147,8 @@ class Preset:
     def describe(self, *, redacted: bool = False) -> PresetRecord:
         """The preset as written in a recording's header and by ``presets show``: its name,
         file and every key it sets, in schema order (``to_dict`` writes it).  ``redacted``:
-        secret ``env`` values replaced (gputui.record.redact), as a recording keeps them."""
+        secret ``env`` values and the command's secrets replaced (gputui.record.redact), as a
+        recording keeps them."""
         order = ["name", "source"] + (["overrides"] if self.overrides is not None else [])
         extra: dict[str, object] = {}
         for key in ALL_KEYS:
@@ -156,7 +157,7 @@ class Preset:
                 continue
             order.append(key)
             if key == "command":
-                extra[key] = list(value)
+                extra[key] = redact_argv(value) if redacted else list(value)
             elif key == "env" and redacted:
                 extra[key] = redact_env(value)[0]
             elif key not in _RECORD_FIELDS:

@@ -59,6 +59,9 @@ class PhaseChange:
 class Output:
     stream: str | None = None
     text: str | None = None
+    # A progress bar's redraw, ended by '\r': the next line of the output takes its place,
+    # as on a terminal.  Absent for a line that ended.
+    progress: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -181,6 +184,17 @@ class ProbeReport(ProtocolLine):
     @property
     def seconds(self) -> float | None:
         return self._get("seconds", (int, float))
+
+    @property
+    def evaluation(self) -> bool:
+        """A window of evaluation: batches fetched with no backward or step between them
+        (a window without the field is training, as the probe's first version sent)."""
+        return self.fields.get("phase") == "evaluation"
+
+    @property
+    def ongoing(self) -> bool:
+        """An evaluation window with more of the same evaluation to come."""
+        return self.fields.get("ongoing") is True
 
     @property
     def data_wait_s(self) -> float | None:

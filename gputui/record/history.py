@@ -1,5 +1,7 @@
 """Run history: every run the dashboard or ``--record`` makes is also kept as a
-recording in ``$XDG_STATE_HOME/gputui/runs/`` (``~/.local/state/gputui/runs/``).
+recording in ``$XDG_STATE_HOME/gputui/runs/`` (``~/.local/state/gputui/runs/``), a
+folder its user alone can open (0700, as is ``$XDG_STATE_HOME/gputui``), of files its
+user alone can read (0600): a looser folder or file is tightened when a run starts.
 
 The history copy is written by a second :class:`~gputui.record.recorder.Recorder` as the run
 goes, so a killed run still leaves its file.  A size cap (500 MB unless
@@ -18,7 +20,13 @@ import errno
 import io
 import os
 import re
+import stat
 import time
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not on Linux: recordings are not marked live
+    fcntl = None  # type: ignore[assignment]
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,21 +49,58 @@ SUFFIX = ".jsonl"
 TAIL_CHUNK = 64 * 1024  # a summary line is a few KB; read more only when it is longer
 
 
-def runs_dir(environ: Mapping[str, str] = os.environ) -> Path:
+def state_dir(environ: Mapping[str, str] = os.environ) -> Path:
+    """gputui's folder in the user's state home, which holds the run history and the live runs."""
     state_home = environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(state_home) / "gputui" / "runs"
+    return Path(state_home) / "gputui"
+
+
+def runs_dir(environ: Mapping[str, str] = os.environ) -> Path:
+    return state_dir(environ) / "runs"
 
 
 def make_private_folder(folder: Path) -> None:
-    """``folder`` (and its parents) made if missing, and readable by its owner alone: the
-    runs in it hold whole command lines and outputs.  A folder of ours left looser by an
-    older gputui is tightened; one of another user's is refused (OSError)."""
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    info = folder.stat()
-    if info.st_uid != os.geteuid():
-        raise PermissionError(errno.EPERM, f"owned by another user (uid {info.st_uid})", str(folder))
-    if info.st_mode & 0o077:
-        folder.chmod(0o700)
+    """``folder`` made if missing, and it and its files readable by their owner alone
+    (0700, 0600): the runs in it hold whole command lines and outputs.  Parents it makes
+    are 0700 too (as the XDG base directory rules ask), and gputui's own state folder is
+    kept so.  A folder or file of ours left looser by an older gputui (or copied in) is
+    tightened; a folder of another user's is refused (OSError)."""
+    missing = []
+    for parent in (folder, *folder.parents):
+        if parent.exists():
+            break
+        missing.append(parent)
+    for parent in reversed(missing):
+        try:
+            parent.mkdir(mode=0o700)
+        except FileExistsError:
+            pass  # made meanwhile by another gputui: checked below like any other
+    folders = [folder.parent, folder] if folder.parent == state_dir() else [folder]
+    for each in folders:
+        info = each.stat()
+        if info.st_uid != os.geteuid():
+            raise PermissionError(errno.EPERM, f"owned by another user (uid {info.st_uid})", str(each))
+        if info.st_mode & 0o077:
+            each.chmod(0o700)
+    _tighten_files(folder)
+
+
+def _tighten_files(folder: Path) -> None:
+    """The files in ``folder`` that others could read made 0600 (the owner's bits kept)."""
+    uid = os.geteuid()
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return  # a folder we may write but not list: what it holds is ours to keep as it is
+    for entry in entries:
+        try:
+            if not entry.is_file(follow_symlinks=False):
+                continue  # a link is not followed: what it points to is not ours to change
+            info = entry.stat(follow_symlinks=False)
+            if info.st_mode & 0o077 and info.st_uid == uid:
+                os.chmod(entry.path, stat.S_IMODE(info.st_mode) & 0o700)
+        except OSError:
+            continue  # gone meanwhile (pruned, a live copy removed): nothing to tighten
 
 
 def history_disabled(no_history_flag: bool, environ: Mapping[str, str] = os.environ) -> bool:
@@ -111,7 +156,9 @@ class KeptRun:
     gpus: list[str] = field(default_factory=list)
     outcome: str = "?"  # outcome_word, or "cut", "running", "unreadable", "newer format"
     message: str | None = None  # how the run ended, in a line ("stopped: by gputui stop (pid 4242)")
-    median: float | None = None  # throughput over the measured window, in ``unit``s per second
+    figure: float | None = None  # the run's throughput figure (ThroughputSummary.run_figure), in ``unit``s per second
+    figure_kind: str | None = None  # what the figure is: "mean" or "median"
+    median: float | None = None  # the median of its throughput readings
     unit: str | None = None  # samples (also when absent), tokens or steps
     findings: int | None = None
     cut: str | None = None  # why the file ends early
@@ -153,6 +200,8 @@ class KeptRun:
             "gpus": self.gpus,
             "outcome": self.outcome,
             "message": self.message,
+            "figure": self.figure,
+            "figure_kind": self.figure_kind,
             "median": self.median,
             "unit": self.unit or "samples",
             "findings": self.findings,
@@ -274,8 +323,11 @@ def read_kept_run(path: Path) -> KeptRun:
     run.message = summary.outcome.message if summary.outcome else None
     if summary.check is not None:
         run.outcome = f"check {summary.check.verdict or '?'}"
-    run.median = summary.figure
-    run.unit = summary.throughput.unit if summary.throughput else None
+    throughput = summary.throughput
+    if throughput is not None:
+        run.figure, run.median, run.unit = throughput.run_figure, throughput.median, throughput.unit
+        if run.figure is not None:
+            run.figure_kind = "mean" if throughput.mean_is_figure else "median"
     run.findings = len(summary.findings or [])
     return run
 
@@ -309,6 +361,40 @@ def new_recorder(folder: Path, label: str, now: Callable[[], float] = time.time)
             if not path.exists():
                 raise
     raise UserError(f"{folder}: too many runs named {base}")
+
+
+def remove_unless_live(path: Path) -> bool:
+    """Remove ``path`` unless a Recorder is writing it; True when it is gone.
+
+    Liveness is the recorder's lock, taken here too, and held while the file is removed:
+    the listing's word for it ("running") was read a moment ago, and a run that was just
+    starting had then made its file but not yet written its header (listed as unreadable).
+    A recorder waits for an instant's holder, and makes its file anew should it be
+    removed before it held the lock (gputui.record.recorder)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return True  # removed meanwhile (another prune)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        path.unlink()  # a link in the folder is no run's: removing it touches nothing it points to
+        return True
+    try:
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+        info, now = os.fstat(fd), os.stat(path, follow_symlinks=False)
+        if (info.st_dev, info.st_ino) != (now.st_dev, now.st_ino):
+            return False  # replaced since it was listed: the new file is judged next time
+        path.unlink()
+        return True
+    except FileNotFoundError:
+        return True
+    finally:
+        os.close(fd)  # the lock goes with it
 
 
 @dataclass
@@ -383,9 +469,8 @@ class RunHistory:
         removed = []
         for run in doomed:
             try:
-                run.path.unlink()
-            except FileNotFoundError:
-                pass
+                if not remove_unless_live(run.path):
+                    continue  # a recorder holds it: a live run's, whatever its lines say so far
             except OSError:
                 continue  # left for next time; a run starting must not fail on it
             removed.append(run)

@@ -15,6 +15,7 @@ import errno
 import json
 import logging
 import os
+import stat
 import time
 
 try:
@@ -44,6 +45,11 @@ FSYNC_EVERY_S = 1.0
 # before it.  A write call per line was half the session's time under a million lines,
 # and at a few lines a second each is a system call costing far more than in a burst.
 FLUSH_HELD_S = 1.0
+# How long the recorder waits for its file's lock: the others who take it (a reader
+# asking whether the file is live, a prune about to remove it) hold it for an instant.
+LOCK_WAIT_S = 10.0
+_LOCK_RETRY_S = 0.01
+_OPEN_TRIES = 5  # a file removed under us before we held its lock (a prune) is made anew
 
 
 def exists_message(path: Path) -> str:
@@ -65,18 +71,60 @@ def _json_line(record: JsonObject) -> str:
         return json.dumps(json_safe(record), separators=(",", ":"), allow_nan=False) + "\n"
 
 
-def _owner_only(path: str, flags: int) -> int:
-    """open()'s opener: a file it creates is 0600 (one it replaces keeps its mode)."""
-    return os.open(path, flags, 0o600)
+def _opened_locked(path: str, flags: int) -> int:
+    """open()'s opener: the file opened with its lock held (see the Recorder), and only
+    then emptied, so that a file another recorder is writing is refused, not cut short.
+    A file it creates is 0600 (one it replaces keeps its mode)."""
+    for _ in range(_OPEN_TRIES):
+        fd = os.open(path, flags & ~os.O_TRUNC, 0o600)
+        try:
+            if _lock_for_life(fd, Path(path)):
+                if flags & os.O_TRUNC and stat.S_ISREG(os.fstat(fd).st_mode):
+                    os.ftruncate(fd, 0)
+                return fd
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)  # removed before we held it: made anew, nothing written to it yet
+    raise UserError(f"{path}: cannot write the recording (it was removed each time it was made)")
+
+
+def _lock_for_life(fd: int, path: Path) -> bool:
+    """Take ``fd``'s exclusive lock, waiting for an instant's holder (up to LOCK_WAIT_S);
+    True once held while ``path`` still names the file (False: a prune removed it before
+    we held the lock, and the caller makes it anew).  A file that is not a regular one (a
+    device, a pipe: ``/dev/null`` may be shared by many runs) is not locked.  UserError
+    when another process holds the lock all along: a live recording, not to be clobbered."""
+    info = os.fstat(fd)
+    if fcntl is None or not stat.S_ISREG(info.st_mode):
+        return True
+    deadline = time.monotonic() + LOCK_WAIT_S
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise UserError(f"{path}: another process is writing it (it holds the file's lock); not writing it as well") from None
+            time.sleep(_LOCK_RETRY_S)
+        except OSError:
+            return True  # a file system without locks: the mark is only missing, not wrong
+    try:
+        now = os.stat(path)
+    except OSError:
+        return False
+    return (now.st_dev, now.st_ino) == (info.st_dev, info.st_ino)
 
 
 class Recorder(Observer):
     """Writes a session to a JSON Lines file.
 
     Without ``overwrite`` an existing file is never replaced (the file is created
-    exclusively, so a file appearing since the check is not clobbered either).  While
-    it writes, the recorder holds an advisory lock on the file (released by the
-    kernel even on SIGKILL), so readers can tell a live recording from a cut one.
+    exclusively, so a file appearing since the check is not clobbered either).  For as
+    long as it writes, the recorder holds an exclusive advisory lock on the file (taken
+    before its first line, waited for when someone holds it for an instant; released by
+    the kernel even on SIGKILL): readers tell a live recording from a cut one by it, and
+    a prune never removes a file whose lock it cannot take.
 
     A new file is created readable by its owner alone (0600): a recording holds the
     run's command line and its whole output, no other user's business; an existing one
@@ -95,19 +143,14 @@ class Recorder(Observer):
         try:
             self._gzip: GzipLineWriter | None = None
             if is_gzip_path(path):
-                self._gzip = GzipLineWriter(open(path, "wb" if overwrite else "xb", opener=_owner_only))
+                self._gzip = GzipLineWriter(open(path, "wb" if overwrite else "xb", opener=_opened_locked))
                 self._file: IO[str] | GzipLineWriter = self._gzip
             else:
-                self._file = open(path, "w" if overwrite else "x", encoding="utf-8", opener=_owner_only)
+                self._file = open(path, "w" if overwrite else "x", encoding="utf-8", opener=_opened_locked)
         except FileExistsError:
             raise UserError(exists_message(path)) from None
         except OSError as exc:
             raise UserError(f"{path}: cannot write the recording ({exc.strerror})") from None
-        if fcntl is not None:
-            try:
-                fcntl.flock(self._file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                pass  # someone is reading it right now: the mark is only a hint
         self._last_sync = 0.0
         self._held_since: float | None = None  # when the oldest line not yet flushed was written
 

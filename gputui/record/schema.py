@@ -331,6 +331,7 @@ class Summary(_Record):
     phases: list[PhaseSpan] | None = None
     workload: RunSettings | None = None
     findings: list[ev.Finding] | None = None  # None: a summary from before the diagnosis
+    notes: list[str] | None = None  # what the run could not tell, and why (absent in older summaries)
     output_lines_skipped: int | None = None
     check: CheckSummary | None = None
     extra: Mapping[str, Any] = _extra()

@@ -30,7 +30,11 @@ to make sure the group dies with gputui, even when gputui is SIGKILLed:
 The child's pid (or why it could not be started) is written as one line to
 ``--report-fd``, an inherited pipe, never to stdout/stderr, which belong to the user's
 command: ``pid 1234`` or ``error notfound|permission|oserror <message>``.  Exit codes for
-start failures follow the shell: 127 command not found, 126 not executable.
+start failures follow the shell: 127 command not found, 126 not executable.  The pipe
+stays open for the run: ``exited <time.monotonic()>`` when the child exits (so the run's
+duration is the child's, not the leftovers' grace), then one ``leftover <pid> <name>``
+for each process the guard had to stop after it (at most :data:`NAMED_LEFTOVERS`, then
+``leftovers <count>``), so that the outcome can name them.
 
 The runner starts this file by path with ``python -I -S`` (isolated: no script
 directory on ``sys.path``, no PYTHON* variables, no site) so that it works from any
@@ -49,6 +53,7 @@ import sys
 import time
 
 PARENT_POLL_S = 0.5
+NAMED_LEFTOVERS = 20  # the report pipe must never fill: a guard blocked on it would hang the run
 _TERMINATING = (signal.SIGTERM, signal.SIGHUP)
 
 
@@ -167,6 +172,7 @@ class _Guard:
         self.child: int | None = None
         self.orphaned = False
         self.kill_at: float | None = None
+        self.stopped: dict[int, str] = {}  # leftovers stopped after the child exited: pid -> name
 
     # -- signals ------------------------------------------------------------------
 
@@ -226,13 +232,18 @@ class _Guard:
             self.killpg(signal.SIGKILL)  # the guard dies here too
 
     def leftovers(self) -> list[int] | None:
-        """What is still alive in our group or below us, the child being gone."""
+        """What is still alive in our group or below us, the child being gone; each
+        one's name is kept on first sight, since it cannot be read once it is dead."""
         _reap_adopted()
         members = group_members(self.pgid, exclude=self.me)
         below = descendants(self.me)
         if members is None or below is None:
             return None
-        return sorted(set(members) | set(below))
+        found = sorted(set(members) | set(below))
+        for pid in found:
+            if pid not in self.stopped:
+                self.stopped[pid] = process_name(pid)
+        return found
 
     def clear_leftovers(self) -> None:
         """The child is gone; make sure whatever it left in the group (or below us,
@@ -264,6 +275,15 @@ class _Guard:
             signal_pids(others, signal.SIGKILL)
             time.sleep(0.02)
             others = self.leftovers() or []
+
+
+def process_name(pid: int) -> str:
+    """The kernel's name for ``pid`` (``/proc/PID/comm``), or "?" once it is gone."""
+    try:
+        with open(f"/proc/{pid}/comm", "rb") as f:
+            return f.read().decode("utf-8", "replace").strip() or "?"
+    except OSError:
+        return "?"
 
 
 def exit_fd(pid: int) -> int | None:
@@ -307,9 +327,9 @@ def _reap_adopted() -> None:
             return
 
 
-def _report(fd: int | None, line: str) -> None:
+def _report(fd: int | None, line: str, *, close: bool = True) -> None:
     if fd is None:
-        if not line.startswith("pid "):
+        if line.startswith("error "):
             sys.stderr.write(f"gputui guard: {line.split(' ', 2)[-1]}\n")
             sys.stderr.flush()
         return
@@ -317,11 +337,20 @@ def _report(fd: int | None, line: str) -> None:
     try:
         os.write(fd, data)
     except OSError:
-        pass
-    try:
-        os.close(fd)
-    except OSError:
-        pass
+        pass  # full (never, with the cap on names) or the runner is gone: nothing to tell
+    if close:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def _report_leftovers(fd: int | None, stopped: dict[int, str]) -> None:
+    """One line per leftover the guard stopped, the names capped (the pipe must not fill)."""
+    for pid, name in sorted(stopped.items())[:NAMED_LEFTOVERS]:
+        _report(fd, f"leftover {pid} {name}", close=False)
+    if len(stopped) > NAMED_LEFTOVERS:
+        _report(fd, f"leftovers {len(stopped)}", close=False)
 
 
 def _exit_like(returncode: int) -> None:
@@ -403,11 +432,15 @@ def main(argv: list[str] | None = None) -> int:
         _report(report_fd, f"error oserror cannot start {cmd[0]}: {exc.strerror or exc}")
         return 126
     guard.child = proc.pid
-    _report(report_fd, f"pid {proc.pid}")
+    if report_fd is not None:
+        os.set_blocking(report_fd, False)  # a runner that stopped reading never blocks the guard
+    _report(report_fd, f"pid {proc.pid}", close=False)
     returncode = guard.wait_child(proc)
+    _report(report_fd, f"exited {time.monotonic()!r}", close=False)
     if not guard.orphaned and guard.parent_gone():
         guard.orphan()
     guard.clear_leftovers()
+    _report_leftovers(report_fd, guard.stopped)
     _exit_like(returncode)
     return 0  # not reached
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from gputui.fmt import printable
 from gputui.run.output_stream import TRUNCATION_MARK, OutputLine
 
 _MESSAGE_CAP = 300
@@ -166,10 +167,37 @@ class RunEnd:
     oom_kills_before: int | None = None  # the cgroup's OOM-kill counter at the start
     oom_kill_count: Callable[[], int | None] = cgroup_oom_kill_count  # ... and how to read it now
     tail: Sequence[OutputLine] = ()  # the last output lines, oldest first, for the message's detail
+    leftovers: Sequence[tuple[int, str]] = ()  # (pid, name) the guard stopped after the command exited
+    leftover_count: int = 0  # how many it stopped: more than it named, past its cap
+
+
+_NAMED_IN_MESSAGE = 3  # the rest are counted: the message stays one line
+
+
+def _leftovers_said(end: RunEnd) -> str:
+    """"; stopped 1 leftover process: sleep (pid 123)", or "" when there were none."""
+    count = max(end.leftover_count, len(end.leftovers))
+    if count == 0:
+        return ""
+    # A name is the process's own (it may set it to anything): shown escaped.
+    named = [f"{printable(name)} (pid {pid})" for pid, name in end.leftovers[:_NAMED_IN_MESSAGE]]
+    if count > len(named):
+        named.append(f"and {count - len(named)} more")
+    return f"; stopped {count} leftover process{'' if count == 1 else 'es'}: {', '.join(named)}"
 
 
 def classify(end: RunEnd) -> Outcome:
     """The outcome of a run that ended as ``end`` says."""
+    outcome = _classify(end)
+    if end.stop_reason is not None or end.start_error is not None or end.guard_lost:
+        return outcome  # stopping took every process of the run alike: none of them was left over
+    said = _leftovers_said(end)
+    if not said:
+        return outcome
+    return Outcome(outcome.kind, outcome.exit_code, outcome.signal, (outcome.message or "") + said, outcome.duration_s)
+
+
+def _classify(end: RunEnd) -> Outcome:
     returncode, duration, stop_reason, timeout, tail = end.returncode, end.duration, end.stop_reason, end.timeout, end.tail
     exit_code = returncode if returncode >= 0 else None
     sig = _signal_name(-returncode) if returncode < 0 else None

@@ -6,6 +6,7 @@ and hands its pipes to :func:`read_pipes`."""
 from __future__ import annotations
 
 import codecs
+import errno
 import logging
 import os
 import re
@@ -155,12 +156,15 @@ class LineSplitter:
 # --- pipes -----------------------------------------------------------------------
 
 
-def read_pipes(pipes: list[tuple[Any, str]], on_line: Callable[[OutputLine], None]) -> None:
+def read_pipes(pipes: list[tuple[Any, str]], on_line: Callable[[OutputLine], None], on_bytes: Callable[[bytes], None] | None = None) -> None:
     """Read both pipes in one thread, in the order their bytes become readable: with
     a thread per pipe, a stderr line could overtake the stdout line printed before
     it whenever the stdout thread waited (for the GIL, or on a slow ``on_line``).
-    Each line goes to ``on_line`` as an :class:`OutputLine`; returns once both pipes
-    are at EOF (or reading failed), and closes them."""
+    Each line goes to ``on_line`` as an :class:`OutputLine`, and each chunk as read to
+    ``on_bytes`` (the pass-through to the user's terminal), before it is cut into lines.
+    Returns once every pipe is at EOF (or reading failed), and closes them.  A
+    pseudo-terminal's master counts as a pipe: its EIO, once the child's side is
+    closed, is its EOF."""
     sel = selectors.DefaultSelector()
     settle_at: dict[int, float] = {}  # fd -> when its trailing '\r' counts as progress
     try:
@@ -174,8 +178,10 @@ def read_pipes(pipes: list[tuple[Any, str]], on_line: Callable[[OutputLine], Non
             for key, _ in ready:
                 pipe, stream, decoder, splitter = key.data
                 settle_at.pop(key.fd, None)
-                chunk = os.read(key.fd, READ_CHUNK)
+                chunk = _read(key.fd)
                 if chunk:
+                    if on_bytes is not None:
+                        on_bytes(chunk)
                     splitter.feed(decoder.decode(chunk))
                 else:
                     sel.unregister(key.fd)
@@ -198,6 +204,16 @@ def read_pipes(pipes: list[tuple[Any, str]], on_line: Callable[[OutputLine], Non
                 pipe.close()
             except OSError:
                 pass
+
+
+def _read(fd: int) -> bytes:
+    """A chunk of ``fd``; empty at EOF, which a pseudo-terminal's master says with EIO."""
+    try:
+        return os.read(fd, READ_CHUNK)
+    except OSError as exc:
+        if exc.errno == errno.EIO:
+            return b""
+        raise
 
 
 def _emitter(stream: str, on_line: Callable[[OutputLine], None]) -> Callable[[str, bool, bool], None]:

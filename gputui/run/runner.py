@@ -50,10 +50,12 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable
+from typing import IO, BinaryIO
 
 from gputui.run import guard as _guard
 from gputui.run.outcome import Outcome, RunEnd, cgroup_oom_kill_count, classify, oom_evidence, short_message, stopped_outcome
 from gputui.run.output_stream import OutputLine, read_pipes, readable_within
+from gputui.run.pseudo_terminal import open_pseudo_terminal, resize
 from gputui.run.wakeup import Wakeup
 
 log = logging.getLogger(__name__)
@@ -99,8 +101,15 @@ class Runner:
         timeout: float | None = None,
         grace: float = 5.0,
         on_line: Callable[[OutputLine], None] | None = None,
+        terminal: tuple[int, int] | None = None,
+        on_bytes: Callable[[bytes], None] | None = None,
     ) -> None:
         self.argv = [str(a) for a in argv]
+        # (columns, rows): the command writes to a pseudo-terminal of that size, not to
+        # pipes (gputui.run.pseudo_terminal says what that changes).
+        self.terminal = terminal
+        self.on_bytes = on_bytes  # each chunk of output as read, on the reader thread: quick, never raising
+        self._master: BinaryIO | None = None  # the pseudo-terminal's side gputui reads, while open
         self.env = dict(env or {})
         self.cwd = cwd
         self.timeout = timeout
@@ -115,6 +124,11 @@ class Runner:
         self._group_gone = False
         self._pid: int | None = None
         self._start_error: str | None = None
+        self._report_fd: int | None = None  # the guard's report pipe, read to its end once the guard exits
+        self._report_rest = b""  # what came through it after the pid line
+        self._child_exited_at: float | None = None  # time.monotonic() as the guard saw its child exit
+        self._leftovers: list[tuple[int, str]] = []  # what the guard stopped after the child exited
+        self._leftover_count = 0
         self._t0: float | None = None
         self._stop_reason: str | None = None
         self._kill_at: float | None = None
@@ -221,6 +235,9 @@ class Runner:
         env = dict(os.environ)
         env.update(self.env)
         env["PYTHONUNBUFFERED"] = "1"
+        if self.terminal is not None:  # its terminal's size, which follows gputui's, says how wide
+            env.pop("COLUMNS", None)
+            env.pop("LINES", None)
         name, _, value = self._tag.partition("=")
         env[name] = value
         return env
@@ -239,6 +256,12 @@ class Runner:
             return
 
         self._oom_kills_before = cgroup_oom_kill_count()
+        output: int = subprocess.PIPE
+        errors: int = subprocess.PIPE
+        master = slave = None
+        if self.terminal is not None:
+            master, slave = open_pseudo_terminal(*self.terminal)
+            output = errors = slave
         report_r, report_w = os.pipe()
         guard_cmd = [
             sys.executable or "python3",
@@ -258,24 +281,32 @@ class Runner:
             proc = subprocess.Popen(
                 guard_cmd,
                 stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
+                stdout=output,
+                stderr=errors,
                 start_new_session=True,
                 pass_fds=(report_w,),
                 env=env,
                 cwd=self.cwd,
             )
         except BaseException:
-            os.close(report_r)
-            os.close(report_w)
+            for fd in (report_r, report_w, master, slave):
+                if fd is not None:
+                    os.close(fd)
             raise
         os.close(report_w)
+        if slave is not None:
+            os.close(slave)  # the child holds it now: its last close is the master's EOF
         with self._lock:
             self._proc = proc
             self._pgid = proc.pid  # the guard leads the new session and group
+            self._master = os.fdopen(master, "rb", buffering=0) if master is not None else None
             stop_early = self._stop_reason is not None
+        if self._master is not None:
+            pipes: list[tuple[BinaryIO | IO[bytes] | None, str]] = [(self._master, "stdout")]
+        else:
+            pipes = [(proc.stdout, "stdout"), (proc.stderr, "stderr")]
         t = threading.Thread(
-            target=read_pipes, args=([(proc.stdout, "stdout"), (proc.stderr, "stderr")], self._deliver), name=f"gputui-runner-output-{proc.pid}", daemon=True
+            target=read_pipes, args=(pipes, self._deliver, self._pass_bytes if self.on_bytes else None), name=f"gputui-runner-output-{proc.pid}", daemon=True
         )
         t.start()
         self._readers.append(t)
@@ -289,6 +320,7 @@ class Runner:
     def _read_report(self, fd: int) -> None:
         data = b""
         deadline = time.monotonic() + REPORT_TIMEOUT_S
+        keep = False
         try:
             while b"\n" not in data:
                 remaining = deadline - time.monotonic()
@@ -299,9 +331,14 @@ class Runner:
                 if not chunk:
                     break
                 data += chunk
+            first, _, rest = data.partition(b"\n")
+            line = first.decode("utf-8", "replace").strip()
+            keep = line.startswith("pid ")
         finally:
-            os.close(fd)
-        line = data.decode("utf-8", "replace").strip()
+            if keep:  # the guard says more on it once the command exits: read by the monitor
+                self._report_fd, self._report_rest = fd, rest
+            else:
+                os.close(fd)
         if line.startswith("pid "):
             try:
                 self._pid = int(line[4:])
@@ -310,6 +347,43 @@ class Runner:
         elif line.startswith("error "):
             _, _kind, message = (line.split(" ", 2) + ["", ""])[:3]
             self._start_error = message or f"cannot start {self._name()}"
+
+    def _read_rest_of_report(self) -> None:
+        """The guard has exited: what it said after the pid (when its command exited, the
+        leftovers it stopped), read to the pipe's end, which its exit closed."""
+        fd, data = self._report_fd, self._report_rest
+        if fd is None:
+            return
+        deadline = time.monotonic() + 1.0  # only the guard held the other end; bounded all the same
+        try:
+            while time.monotonic() < deadline and readable_within(fd, deadline - time.monotonic()):
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    break
+                data += chunk
+        except OSError:
+            pass
+        finally:
+            self._close_report()
+        for raw in data.decode("utf-8", "replace").splitlines():
+            word, _, rest = raw.partition(" ")
+            try:
+                if word == "exited":
+                    self._child_exited_at = float(rest)
+                elif word == "leftover":
+                    pid, _, name = rest.partition(" ")
+                    self._leftovers.append((int(pid), name))
+                elif word == "leftovers":
+                    self._leftover_count = int(rest)
+            except ValueError:
+                continue
+        self._leftover_count = max(self._leftover_count, len(self._leftovers))
+
+    def _close_report(self) -> None:
+        with self._lock:
+            fd, self._report_fd = self._report_fd, None
+        if fd is not None:
+            os.close(fd)
 
     def _cleanup_after_spawn_failure(self) -> None:
         proc = self._proc
@@ -340,6 +414,28 @@ class Runner:
                 log.exception("runner: on_line raised; further errors are logged at debug level")
             else:
                 log.debug("runner: on_line raised again", exc_info=True)
+
+    def _pass_bytes(self, chunk: bytes) -> None:
+        """Each chunk, on the reader thread, to ``on_bytes``; its failure never stops the reading."""
+        callback = self.on_bytes
+        if callback is None:
+            return
+        try:
+            callback(chunk)
+        except Exception:
+            log.debug("runner: on_bytes raised", exc_info=True)
+
+    def resize_terminal(self, columns: int, rows: int) -> None:
+        """The user's terminal changed size: so does the command's, and it is told (SIGWINCH)."""
+        with self._lock:
+            master = self._master
+            if master is None or master.closed or self._done.is_set():
+                return
+            try:
+                resize(master.fileno(), columns, rows)
+            except ValueError:  # the reader closed it just now: the run has ended
+                return
+        self._signal_group(signal.SIGWINCH)
 
     # -- process group --------------------------------------------------------------
 
@@ -395,6 +491,10 @@ class Runner:
         try:
             returncode = self._wait_guard(proc)
             ended = time.monotonic()
+            self._read_rest_of_report()
+            exited_at = self._child_exited_at
+            if exited_at is not None and self._t0 <= exited_at <= ended:
+                ended = exited_at  # the run lasted as long as its command, not its leftovers' grace
             # A stop() that comes after the command ended does not change its outcome.
             reason = self._stop_reason
             guard_lost = self._guard_lost()
@@ -491,6 +591,8 @@ class Runner:
                 oom_kills_before=self._oom_kills_before,
                 oom_kill_count=cgroup_oom_kill_count,  # read through this module, as at the start
                 tail=list(self._tail),
+                leftovers=tuple(self._leftovers),
+                leftover_count=self._leftover_count,
             )
         )
 
@@ -501,3 +603,4 @@ class Runner:
             self._outcome = outcome
             self._group_gone = True
             self._done.set()
+        self._close_report()

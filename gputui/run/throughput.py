@@ -22,14 +22,33 @@ Rules shared by all formats: a reading's rate is finite and > 0 or the reading i
 dropped; iteration and step rates (tqdm ``it/s``, Keras ``ms/step``) count steps unless
 a batch size is known (the preset's, ``--batch-size``, or the probe's samples per step),
 which turns them into samples; tokens stay tokens; frames and items are not reported.
-Progress bars that are not training (validation, sanity checks, datasets' ``Map``,
-downloads) are skipped.  :meth:`ThroughputParser.feed` never raises.
+Progress bars that are not training (validation, test and predict loops, sanity checks,
+the Trainer's evaluation bar, datasets' generation, ``Map`` and ``Filter``, tokenizing,
+downloads, checkpoint loading) are skipped.  :meth:`ThroughputParser.feed` never raises.
 
-One run, one throughput: the first source that gives a live reading owns it, until
-one in a richer unit takes over (tokens over samples over steps: the unit the job
-itself counts in), or the probe in the same unit (its windows are exact; a progress
-bar's rate is smoothed).  Live readings of other sources become the run's "reported"
-figures; a progress bar's are dropped.
+A reading's rate is what the tool shows; where the tool also shows how much it did in
+how long, the reading carries that window too (``samples`` and ``seconds``), so that the
+summary's figure is the tool's own count over its own time: a tqdm bar's counter over
+its elapsed clock (not its smoothed rate), timm's epoch meters, the Trainer's tokens over
+its runtime, nanoGPT's tokens per iteration over its time.  Where a line carries both a
+step time and the script's own rate, the rate is the reading, in the script's unit
+(timm's running average, a nanoGPT fork's ``tok/s``).  Evaluation is no part of a
+window: the time of another bar drawn while the training bar's clock runs on (its
+evaluation bar) is left out of that clock (:func:`_aside`), and nanoGPT's iteration that
+holds an evaluation is no reading.  :func:`evaluation_seen` tells the summary's phases
+which lines show an evaluation.
+
+One run, one unit: the unit is settled by the first reading shown and never changes.
+While the probe is armed and has not reported, step readings wait for it (up to
+UNIT_SETTLE_S of the session's clock): its first window may tell the batch size.
+Readings in another unit after that are converted where they can be (a step rate once
+a batch size is known, a bar's samples back into steps) and otherwise never shown
+live.  Within the unit, the first source that gives a live reading owns it, unless the
+probe takes over (its windows are exact; a progress bar's rate is smoothed).  Live
+readings of other sources become the run's "reported" figures; a progress bar's and
+the probe's are dropped.  A reported figure is in the run's unit too: of a line's
+figures in several units (the Trainer's closing dict) the one in the run's unit, else
+one converted by the batch size, else none.
 """
 
 from __future__ import annotations
@@ -67,9 +86,18 @@ class ParseState:
 
     hint: float | None = None  # samples per step: the preset's, --batch-size, or the probe's
     tokens_per_step: float | None = None  # nanoGPT's "tokens per iteration will be: N"
-    main_bar_total: float = 0.0  # the largest progress-bar total seen: the training bar
+    nanogpt_evaluated: int | None = None  # the iteration nanoGPT last evaluated in
     now: float | None = None  # when this line arrived (seconds, the session's clock), where known
     keras_last: tuple[float, int, int] | None = None  # (when, steps done, of how many) at the Keras bar's last counted line
+    bar_total: float | None = None  # the training bar's total (see _training_bar)
+    bar_counted: bool = False  # whether the training bar gave a reading yet
+    bar_last: tuple[float, float, float] | None = None  # (count, elapsed, aside_s) where its last window ended
+    bar_n: float | None = None  # the training bar's count on its latest line
+    aside_s: float = 0.0  # seconds of evaluation (other bars) while the training bar's clock ran (see _aside)
+    aside_open: tuple[float, float, float | None] | None = None  # (first, last, training count) of the other bar drawn now
+    aside_last: float = 0.0  # the span last added to aside_s, until the tool's own time of it replaces it
+    timm_last: tuple[int, int, float, float] | None = None  # (epoch, updates, samples, seconds) at timm's last line
+    trainer_last: tuple[float, float] | None = None  # (runtime, tokens) at the Trainer's last live tokens figure
 
 
 Parser = Callable[[str, ParseState], list[Throughput] | None]
@@ -112,10 +140,12 @@ def _steps(steps_per_sec: float | None, source: str, state: ParseState, **fields
 
 
 def parse_gputui(line: str, state: ParseState) -> list[Throughput] | None:
-    """``@gputui {"event": "step", ...}`` and ``{"event": "result", ...}``."""
-    payload = protocol.decode(line)
+    """``@gputui {"event": "step", ...}`` and ``{"event": "result", ...}``: well-formed
+    protocol lines only (protocol.read_line); any other line with the marker is left to
+    the other formats, as ordinary output."""
+    payload = protocol.read_line(line)
     if payload is None:
-        return []  # the marker is there (the trigger): a malformed protocol line is ours
+        return None
     event = payload["event"]
     if event == "step":
         samples, seconds = _number(payload.get("samples")), _number(payload.get("seconds"))
@@ -132,25 +162,30 @@ def parse_gputui(line: str, state: ParseState) -> list[Throughput] | None:
         )
     if event == "result":
         return _reading(_number(payload.get("samples_per_sec")), WORKLOAD_SOURCE, final=True, **_rank_fields(payload))
-    if event == PROBE:
-        return _probe_reading(payload, state)
     return []
 
 
 PROBE = "probe"  # the zero-code probe's window report (gputui.probe)
+#: The source of a user's script's own protocol ``result`` line: its claim of its rate,
+#: which gputui did not measure (gputui's own workloads keep WORKLOAD_SOURCE).
+CLAIM_SOURCE = "script"
 
 
 def _probe_reading(payload: JsonObject, state: ParseState) -> list[Throughput]:
     """The probe's window: optimizer steps over seconds, in samples when it saw the
     batches (their leading dimension) or a batch size is known, else in steps.  A window
-    without steps (evaluation, a pause) is no reading."""
+    without steps (evaluation, a pause) is no reading, nor is one the probe marked as
+    evaluation."""
+    if payload.get("phase") == "evaluation":
+        return []
     steps, seconds = _number(payload.get("steps")), _number(payload.get("seconds"))
     if steps is None or seconds is None:
         return []
     samples = _number(payload.get("samples"))
     if samples is not None and state.hint is None:
         return _reading(samples / seconds, "probe", samples=samples, seconds=seconds, **_rank_fields(payload))
-    return _steps(steps / seconds, "probe", state, seconds=seconds, **_rank_fields(payload))
+    counted = steps * state.hint if state.hint is not None else None  # in samples, as the reading is
+    return _steps(steps / seconds, "probe", state, seconds=seconds, samples=counted, **_rank_fields(payload))
 
 
 def _rank_fields(payload: JsonObject) -> dict[str, int]:
@@ -279,17 +314,54 @@ def parse_dllogger(line: str, state: ParseState) -> list[Throughput] | None:
 # include_num_input_tokens_seen every logging dict carries the job's running tokens/s:
 # a live reading (the end-of-training dict is the one with the samples rate and 'train_loss').
 _HF = {unit: re.compile(r"""\btrain_""" + unit + r"""_per_second['"]?\s*[:=]\s*['"]?""" + _NUM) for unit in (SAMPLES, TOKENS, STEPS)}
+# speed_metrics' 'train_runtime': seconds since training began, on every dict that has a rate.
+_HF_RUNTIME = re.compile(r"""\btrain_runtime['"]?\s*[:=]\s*['"]?""" + _NUM)
 
 
 def parse_hf_trainer(line: str, state: ParseState) -> list[Throughput] | None:
-    """The Trainer's metrics dicts: one reading per unit it gives, final at the end."""
+    """The Trainer's metrics dicts: one reading per unit it gives, final at the end.  A
+    live tokens figure is the Trainer's tokens so far over its runtime so far: each
+    carries the window since the last one, so that the summary counts as the Trainer does."""
     final = "train_samples_per_second" in line or "train_loss" in line
     readings: list[Throughput] = []
     for unit, pattern in _HF.items():
         match = pattern.search(line)
         if match is not None:
-            readings += _reading(_matched(match.group(1)), "hf-trainer", final=final, unit=unit)
+            rate = _matched(match.group(1))
+            window = _trainer_window(line, rate, state) if unit == TOKENS and not final else {}
+            readings += _reading(rate, "hf-trainer", final=final, unit=unit, **window)
     return readings or None
+
+
+# {'eval_loss': 1.61, 'eval_runtime': 0.975, 'eval_samples_per_second': 1025.677, ...}: the
+# Trainer's evaluation during training, timed by itself ('0.975' quoted in newer releases).
+_HF_EVAL_RUNTIME = re.compile(r"""['"]eval_runtime['"]\s*:\s*['"]?""" + _NUM)
+
+
+def parse_hf_eval(line: str, state: ParseState) -> list[Throughput] | None:
+    """The Trainer's evaluation metrics: no reading (evaluation is not training), but its
+    eval_runtime is time aside from the training bar's clock (:func:`_aside_timed`)."""
+    match = _HF_EVAL_RUNTIME.search(line)
+    if match is None:
+        return None
+    seconds = _matched(match.group(1))
+    if seconds is not None and state.bar_last is not None:
+        _aside_timed(seconds, state)
+    return []
+
+
+def _trainer_window(line: str, rate: float | None, state: ParseState) -> dict[str, float]:
+    """``samples`` (tokens) and ``seconds`` since the Trainer's last live tokens figure,
+    from its cumulative rate times its runtime (the first one's since training began)."""
+    match = _HF_RUNTIME.search(line)
+    runtime = _matched(match.group(1)) if match else None
+    if runtime is None or rate is None:
+        return {}
+    last, state.trainer_last = state.trainer_last, (runtime, rate * runtime)
+    if last is None or runtime < last[0]:
+        return {"samples": rate * runtime, "seconds": runtime}  # from the start of training, as the Trainer counts
+    tokens, seconds = rate * runtime - last[1], runtime - last[0]
+    return {"samples": tokens, "seconds": seconds} if tokens > 0 and seconds > 0 else {}
 
 
 # --- timm benchmark.py ----------------------------------------------------------------
@@ -390,50 +462,220 @@ def _keras_clocked(done: int, total: int, last: tuple[float, int, int], state: P
 
 # " 45%|████▌     | 45/100 [00:05<00:06,  8.91it/s]", "2.35s/it", unit_scale: "1.23kit/s"
 _TQDM = re.compile(r"(?<![\w.])([0-9]+(?:\.[0-9]+)?)([kKMGTPEZY]?)(it/s|s/it)\b")
-# The bar's count "| 45/100 [" (tqdm) or "45/100 0:00:05 •" (Rich): its total names the bar.
-_BAR_COUNT = re.compile(r"(?:\|\s*|\s)[0-9.]+[kKMGTPEZY]?/([0-9.]+)([kKMGTPEZY]?)(?:\s*\[|\s+[0-9:-]+\s+•)")
+_COUNT = r"([0-9]+(?:\.[0-9]+)?)([kKMGTPEZY]?)"  # n_fmt: unit_scale gives "1.00k"
+_CLOCK = r"(?:([0-9]+):)?([0-9]{2}):([0-9]{2})"  # tqdm's format_interval: [H:]MM:SS
+# The bar's count and elapsed clock.  tqdm's r_bar: "| {n_fmt}/{total_fmt} [{elapsed}<"
+# (total "?" when unknown); its bar without a total: "{n_fmt}{unit} [{elapsed}, ";
+# Rich's, as Lightning's RichProgressBar draws it: "{completed}/{total} {H:MM:SS} • ".
+_TQDM_SIZED = re.compile(r"(?:\|\s*|\s|^)" + _COUNT + r"/(?:" + _COUNT + r"|\?) \[" + _CLOCK + "<")
+_TQDM_UNSIZED = re.compile(r"(?<![\w.])" + _COUNT + r"[A-Za-z ]* \[" + _CLOCK + ", ")
+_RICH_COUNT = re.compile(r"\s([0-9]+)/(?:([0-9]+)|--)\s+([0-9]+):([0-9]{2}):([0-9]{2}) •")
 
 
-def _main_bar(line: str, state: ParseState) -> bool:
-    """Whether this bar is the training bar: the one with the largest total so far.  The
-    Trainer's evaluation bar has no description, only a smaller total (the eval set's
-    batches, against the training run's steps)."""
-    match = _BAR_COUNT.search(line)
-    total = _matched(match.group(1)) if match else None
-    if total is None:
+@dataclass(frozen=True)
+class _Bar:
+    n: float  # the count
+    total: float | None  # None: not known (an unsized bar, Rich's "--")
+    elapsed: float  # the bar's own clock: whole seconds as printed, finer once read from its rate
+
+
+def _bar_of(line: str) -> _Bar | None:
+    """The count, total and elapsed clock of a tqdm or Rich bar line, else None."""
+    match = _TQDM_SIZED.search(line)
+    if match is not None:
+        n, n_si, total, total_si, h, m, sec = match.groups()
+        return _Bar(float(n) * _SI[n_si], float(total) * _SI[total_si] if total else None, _seconds(h, m, sec))
+    match = _RICH_COUNT.search(line)
+    if match is not None:
+        n, total, h, m, sec = match.groups()
+        return _Bar(float(n), float(total) if total else None, _seconds(h, m, sec))
+    match = _TQDM_UNSIZED.search(line)
+    if match is not None:
+        n, n_si, h, m, sec = match.groups()
+        return _Bar(float(n) * _SI[n_si], None, _seconds(h, m, sec))
+    return None
+
+
+def _seconds(hours: str | None, minutes: str, seconds: str) -> float:
+    return 3600.0 * int(hours or 0) + 60.0 * int(minutes) + int(seconds)
+
+
+def _training_bar(bar: _Bar, state: ParseState) -> bool:
+    """Whether this bar is the training bar.  The Trainer's evaluation bar has no
+    description, only another total (the eval set's batches, against the run's steps,
+    smaller or larger), and is drawn during training or once its count is full (the
+    last evaluation): once the training bar has given a reading, a bar of another total
+    is not training.  Before that reading the larger total wins: an epochs bar
+    (``trange(epochs)``) is drawn before the batches bar inside it."""
+    if bar.total is None:
         return True  # an unsized bar ("45it [00:05, 8.91it/s]"): nothing to compare
-    total *= _SI[match.group(2)] if match else 1.0
-    state.main_bar_total = max(state.main_bar_total, total)
-    return total * 2 > state.main_bar_total
+    main = state.bar_total
+    if main is not None and bar.total != main and (state.bar_counted or bar.total < main):
+        return False
+    if bar.total != main:
+        state.bar_total, state.bar_counted, state.bar_last = bar.total, False, None
+    return True
+
+
+def _to_the_hundredth(bar: _Bar, rate: float) -> _Bar:
+    """The bar with its elapsed time read from its rate where the rate is its count over
+    its elapsed time (a bar's closing line, Lightning's ``smoothing=0``): the count over
+    the rate then falls within the second its clock shows (give or take the rate's
+    rounding), and is finer than it."""
+    elapsed = bar.n / rate
+    if not bar.elapsed - _ROUNDING_S <= elapsed < bar.elapsed + 1.0 + _ROUNDING_S:
+        return bar
+    return dataclasses.replace(bar, elapsed=min(max(elapsed, bar.elapsed), bar.elapsed + 0.999))
+
+
+_ROUNDING_S = 0.05  # how far the count over a printed rate may stray out of its clock's second
+
+
+def _bar_window(bar: _Bar, state: ParseState) -> tuple[float, float] | None:
+    """(count, seconds) since the training bar's last window: its own counter over its
+    own clock less the time aside (:func:`_aside`), so that the windows add up to its
+    count over its elapsed time of training, whatever its shown rate smooths.  None
+    until that clock has moved on (it counts whole seconds); a count or clock that went
+    back is a new bar (the next epoch's reset), whose first line starts the next window."""
+    _aside_ends(bar, state)
+    last, aside = state.bar_last, _aside_s(state)
+    if last is None or bar.n < last[0] or bar.elapsed + 1.0 <= last[1]:
+        state.bar_last = (bar.n, bar.elapsed, aside)
+        return None
+    seconds = (bar.elapsed - aside) - (last[1] - last[2])
+    if seconds <= 0:
+        return None
+    state.bar_last = (bar.n, bar.elapsed, aside)
+    return bar.n - last[0], seconds
+
+
+def _aside_s(state: ParseState) -> float:
+    """The time aside so far, the other bar drawn now included."""
+    opened = state.aside_open
+    return state.aside_s + (opened[1] - opened[0] if opened is not None else 0.0)
+
+
+def _aside(state: ParseState) -> None:
+    """A line of a bar that is not training (an evaluation's), drawn while the training
+    bar's clock runs: the time from the first such line to the last before the training
+    bar counts on, on gputui's clock, is not training.  Redraws of the training bar
+    without progress come between (tqdm.write and Rich redraw every bar) and do not end
+    it.  Without gputui's clock there is nothing to time it by."""
+    if state.bar_last is None or state.now is None:
+        return
+    first = state.aside_open[0] if state.aside_open is not None else state.now
+    state.aside_open = (first, state.now, state.bar_n)
+
+
+def _aside_ends(bar: _Bar, state: ParseState) -> None:
+    """At a training bar line that counted on (or a new bar): the other bar's time is aside."""
+    opened = state.aside_open
+    if opened is not None and bar.n != opened[2]:
+        state.aside_last = opened[1] - opened[0]
+        state.aside_s += state.aside_last
+        state.aside_open = None
+    state.bar_n = bar.n
+
+
+def _aside_timed(seconds: float, state: ParseState) -> None:
+    """The tool's own time of the evaluation its other bar showed (the Trainer's
+    eval_runtime holds its loop's start and its metrics, which the bar does not): it
+    replaces gputui's time of that bar."""
+    if state.aside_open is not None:
+        state.aside_open = None
+    else:
+        state.aside_s -= state.aside_last
+    state.aside_last = 0.0
+    state.aside_s += seconds
 
 
 def parse_tqdm(line: str, state: ParseState) -> list[Throughput] | None:
-    """Iterations per second: steps, or samples with a batch size."""
+    """Iterations per second (steps, or samples with a batch size), with the window its
+    counter and clock moved over since the last one."""
     match = _TQDM.search(line)
-    if match is None:
+    bar = _bar_of(line)
+    if match is None and bar is None:
         return None
-    if not _main_bar(line, state):
+    if bar is not None and not _training_bar(bar, state):
+        _aside(state)
         return []
-    value, prefix, unit = match.groups()
-    number = _matched(value)
-    if number is None:
+    number = _matched(match.group(1)) if match is not None else None
+    if match is None or number is None:
+        if bar is not None:
+            _bar_window(bar, state)  # "?it/s", "0.00it/s": no rate yet; the count and clock start the first window
         return []
-    number *= _SI[prefix]
-    return _steps(number if unit == "it/s" else 1.0 / number, "tqdm", state)
+    number *= _SI[match.group(2)]
+    state.bar_counted = True
+    rate = number if match.group(3) == "it/s" else 1.0 / number
+    window = _bar_window(_to_the_hundredth(bar, rate), state) if bar is not None else None
+    if window is None:
+        return _steps(rate, "tqdm", state)
+    steps, seconds = window
+    return _steps(rate, "tqdm", state, samples=steps * (state.hint or 1.0), seconds=seconds)
 
 
-# Bars that are not training: Lightning's validation and sanity-check bars, evaluation
-# and test loops, and the start-up bars of datasets, hub downloads and checkpoint loading.
+# Bars that are not training: evaluation, validation, test and predict loops (Lightning's
+# "Validation DataLoader 0", "Validating", "Sanity Checking", "Testing", "Predicting"),
+# and the start-up bars of datasets (builder.py "Generating {split} split",
+# arrow_dataset.py "Map", "Map (num_proc=N)", "Filter", "Casting the dataset", "Saving
+# the dataset", "Flattening the indices", "Batching examples", download_manager.py
+# "Downloading data files", "Extracting data files", "Computing checksums"), the
+# Trainer examples' map descriptions ("Running tokenizer on dataset", "Grouping texts in
+# chunks of N"), hub downloads ("Fetching N files", "Downloading ...") and
+# transformers' "Loading checkpoint shards".  torchrun --tee puts "[rank0]:" before them.
+_RANK_PREFIX = r"^\s*(?:\[[a-z]*[0-9]+\]:\s*)?"
+_EVALUATION_BARS = r"Validation|Validating|Sanity Checking|Testing|Predicting|Evaluat|Eval\b|eval\b"
 _NOT_TRAINING_BAR = re.compile(
-    r"^\s*(?:Validation|Validating|Sanity Checking|Testing|Predicting|Evaluat|Eval\b|eval\b|Map\b|Map \(|Filter\b|Generating \w+ split"
-    r"|Download|Loading|Tokeniz|Running tokenizer|Casting|Saving|Resolving data files|Fetching \d+ files|Extracting)"
+    _RANK_PREFIX + r"(?:" + _EVALUATION_BARS + r"|Map\b|Map \(|Filter\b|Generating \S+ split"
+    r"|Download|Loading|Tokeniz|Running tokenizer|Grouping texts|Casting|Saving|Flattening|Batching examples|Computing checksums"
+    r"|Counting rows|Stringifying|Resolving data files|Fetching \d+ files|Extracting)"
 )
 _BAR_MARKS = ("|", "━", "╸", "╺")
+# tqdm's bar without a total has no bar at all: "{desc}: {n_fmt}{unit} [{elapsed}, {rate}]"
+_UNSIZED_STATS = re.compile(r" \[" + _CLOCK + ", ")
 
 
 def not_training_bar(line: str) -> bool:
     """A progress bar of something other than training (see _NOT_TRAINING_BAR)."""
-    return any(mark in line for mark in _BAR_MARKS) and _NOT_TRAINING_BAR.match(line) is not None
+    if _NOT_TRAINING_BAR.match(line) is None:
+        return False
+    return any(mark in line for mark in _BAR_MARKS) or _UNSIZED_STATS.search(line) is not None
+
+
+# --- Evaluation in the output, for the phases ----------------------------------------------
+
+_EVALUATION_BAR = re.compile(_RANK_PREFIX + r"(?:" + _EVALUATION_BARS + r")")
+# timm's validate(): f'Test: [{batch_idx:>4d}/{last_idx}]  Time: ...', the last at last_idx.
+_TIMM_TEST = re.compile(r"\bTest: \[ *([0-9]+)/([0-9]+)\]")
+
+
+@dataclass(frozen=True)
+class EvaluationSeen:
+    """An output line that shows an evaluation: how long it ran up to the line (None:
+    since the run's last progress), and whether it goes on."""
+
+    seconds: float | None
+    ongoing: bool
+
+
+def evaluation_seen(line: str) -> EvaluationSeen | None:
+    """What ``line`` says of an evaluation, for the phases of a run the probe does not
+    watch: the Trainer's evaluation metrics (over, after its eval_runtime), nanoGPT's
+    evaluation line (over, begun after its last iteration), timm's ``Test:`` lines and
+    the bars of validation, evaluation, testing and prediction (going on until the last
+    ``Test:`` line, or until training goes on).  None for any other line."""
+    if "eval_runtime" in line:
+        match = _HF_EVAL_RUNTIME.search(line)
+        seconds = _matched(match.group(1)) if match else None
+        return EvaluationSeen(seconds, False) if seconds is not None else None
+    if ", val loss " in line and _NANOGPT_EVAL.search(line) is not None:
+        return EvaluationSeen(None, False)
+    if "Test: [" in line:
+        match = _TIMM_TEST.search(line)
+        return EvaluationSeen(None, match.group(1) != match.group(2)) if match else None
+    if _EVALUATION_BAR.match(line) is not None and not_training_bar(line):
+        return EvaluationSeen(None, True)
+    return None
 
 
 # --- nanoGPT ----------------------------------------------------------------------------
@@ -441,26 +683,43 @@ def not_training_bar(line: str) -> bool:
 # print(f"tokens per iteration will be: {tokens_per_iter:,}")
 _NANOGPT_TOKENS = re.compile(r"\btokens per iteration will be: " + _NUM_COMMAS)
 # print(f"iter {iter_num}: loss {lossf:.4f}, time {dt*1000:.2f}ms, mfu {running_mfu*100:.2f}%")
-_NANOGPT_ITER = re.compile(r"\biter [0-9]+: loss \S+, time " + _NUM + r" ?ms\b")
+_NANOGPT_ITER = re.compile(r"\biter ([0-9]+): loss \S+, time " + _NUM + r" ?ms\b")
+# print(f"step {iter_num}: train loss {losses['train']:.4f}, val loss {losses['val']:.4f}")
+_NANOGPT_EVAL = re.compile(r"\bstep ([0-9]+): train loss \S+, val loss \S+")
 
 
 def parse_nanogpt(line: str, state: ParseState) -> list[Throughput] | None:
-    """nanoGPT's train.py: iteration times, in tokens once it said how many an iteration
-    holds (it prints that first), else in steps."""
+    """nanoGPT's train.py: iteration times, each a window of the tokens an iteration
+    holds once it said how many (it prints that first), else of one step.  Forks that
+    print their own rate on the same line (``... time {dt*1000:.2f}ms, tok/s
+    {rate:,.0f}``) are read by that rate: the script's own figure, in its own unit.
+    nanoGPT evaluates at the top of iteration N (``step N: train loss ..., val loss ...``)
+    and times each iteration from the end of the last one: iteration N is left out."""
     match = _NANOGPT_TOKENS.search(line)
     if match is not None:
         state.tokens_per_step = _matched(match.group(1))
         return []
+    match = _NANOGPT_EVAL.search(line)
+    if match is not None:
+        state.nanogpt_evaluated = int(match.group(1))
+        return []
     match = _NANOGPT_ITER.search(line)
     if match is None:
         return None
-    ms = _matched(match.group(1))
+    if int(match.group(1)) == state.nanogpt_evaluated:
+        return []
+    own = _free_text(_GENERIC_TOKENS, line, TOKENS)
+    if own is None:
+        own = _free_text(_GENERIC, line, SAMPLES)
+    if own is not None:
+        return [dataclasses.replace(reading, source="nanogpt") for reading in own]
+    ms = _matched(match.group(2))
     if ms is None:
         return []
     # One iteration's time, measured: a window of known length (not a smoothed redraw).
     if state.tokens_per_step is not None:
-        return _reading(state.tokens_per_step * 1000.0 / ms, "nanogpt", unit=TOKENS, seconds=ms / 1000.0)
-    return _steps(1000.0 / ms, "nanogpt", state, seconds=ms / 1000.0)
+        return _reading(state.tokens_per_step * 1000.0 / ms, "nanogpt", unit=TOKENS, samples=state.tokens_per_step, seconds=ms / 1000.0)
+    return _steps(1000.0 / ms, "nanogpt", state, samples=state.hint or 1.0, seconds=ms / 1000.0)
 
 
 # --- torchtitan -------------------------------------------------------------------------
@@ -517,16 +776,36 @@ def parse_deepspeed(line: str, state: ParseState) -> list[Throughput] | None:
 
 # --- timm train.py ----------------------------------------------------------------------
 
-# "Train: 0 [  50/1251 (  4%)]  Loss: 6.891 (6.91)  Time: 0.300s, 3413.33/s  (0.310s,
-#  3303.23/s)  LR: 1.000e-05  Data: 0.010 (0.012)": samples/s of every rank together.
-_TIMM_TRAIN = re.compile(r"\bTrain: [0-9]+ \[.*\bTime: " + _NUM + r"s, +" + _NUM + r"/s\b")
+# f'Train: {epoch} [{update_idx:>4d}/{updates_per_epoch} ({...:>3.0f}%)]  Loss: ... '
+# f'Time: {update_time_m.val:.3f}s, {update_sample_count / update_time_m.val:>7.2f}/s  '
+# f'({update_time_m.avg:.3f}s, {update_sample_count / update_time_m.avg:>7.2f}/s)  LR: ...'
+# (older releases: batch_time.val, rate, batch_time.avg, rate_avg): samples/s of every
+# rank together.  The parenthesised pair is the epoch's running average, timm's own figure.
+_TIMM_TRAIN = re.compile(r"\bTrain: ([0-9]+) \[ *([0-9]+)/[0-9]+\b.*\bTime: " + _NUM + r"s, +" + _NUM + r"/s +\( *" + _NUM + r"s, +" + _NUM + r"/s\)")
 
 
 def parse_timm_train(line: str, state: ParseState) -> list[Throughput] | None:
+    """timm's running average rate, with the window since its last line: its meters
+    count the epoch's updates (``update_idx + 1``) and their average time, so the
+    updates times the average is the epoch's time so far, and the rate times the
+    average the samples of one update."""
     match = _TIMM_TRAIN.search(line)
     if match is None:
         return None
-    return _reading(_matched(match.group(2)), "timm")
+    epoch, index = int(match.group(1)), int(match.group(2))
+    average, rate = _matched(match.group(5)), _matched(match.group(6))
+    if average is None or rate is None:
+        return []
+    updates = index + 1
+    samples, seconds = rate * average * updates, average * updates
+    last, state.timm_last = state.timm_last, (epoch, updates, samples, seconds)
+    if last is not None and last[0] == epoch and updates <= last[1]:
+        return _reading(rate, "timm")  # the same or an earlier update of this epoch: no window to tell
+    since = last[2:] if last is not None and last[0] == epoch else (0.0, 0.0)  # a new epoch's meters start at 0
+    window = samples - since[0], seconds - since[1]
+    if window[0] <= 0 or window[1] <= 0:
+        return _reading(rate, "timm")
+    return _reading(rate, "timm", samples=window[0], seconds=window[1])
 
 
 # --- Generic "123.4 img/s" ------------------------------------------------------------
@@ -593,9 +872,10 @@ FORMATS: tuple[tuple[tuple[str, ...], Parser], ...] = (
     ((_MLLOG,), parse_mlperf),
     (("DLL ",), parse_dllogger),
     (("train_samples_per_second", "train_tokens_per_second", "train_steps_per_second"), parse_hf_trainer),
+    (("eval_runtime",), parse_hf_eval),
     (("samples/sec", "samples_per_sec"), parse_timm),
     (("Sample/sec:",), parse_tf_metal),
-    (("tokens per iteration", ", time "), parse_nanogpt),
+    (("tokens per iteration", ", time ", ", val loss "), parse_nanogpt),
     (("tps: ",), parse_torchtitan),
     (("elapsed time per iteration",), parse_megatron),
     (("SamplesPerSec=",), parse_deepspeed),
@@ -607,9 +887,34 @@ FORMATS: tuple[tuple[tuple[str, ...], Parser], ...] = (
 )
 
 
+#: A line's figures in several units (the Trainer's closing dict): the one shown before
+#: the run's unit is settled, in this order.
+_FIGURE_UNITS: tuple[Unit, ...] = (SAMPLES, TOKENS, STEPS)
 PROBE_RATIOS = 30  # the probe's latest samples-per-step ratios the hint is the median of
-_UNIT_RANK = {STEPS: 0, SAMPLES: 1, TOKENS: 2}
 _PROGRESS_BARS = ("tqdm", "keras")
+# While the probe is armed in the job and has not reported yet, step readings wait this
+# long (the session's clock) for its first window, which tells the batch size: it comes
+# with the first optimizer step a second or more after the first batch.
+UNIT_SETTLE_S = 3.0
+#: Sources whose windows continue the tool's own counter from its start (a tqdm bar's
+#: count over its elapsed clock, timm's epoch meters, the Trainer's tokens over its
+#: runtime): their first window is part of the figure the tool gives itself.
+COUNTED_FROM_START = frozenset({"tqdm", "timm", "hf-trainer"})
+
+
+def _as_steps(reading: Throughput, hint: float) -> Throughput:
+    """A bar's step rate that ``hint`` turned into samples, back in steps."""
+    samples = reading.samples / hint if reading.samples else None
+    return dataclasses.replace(reading, samples_per_sec=reading.samples_per_sec / hint, samples=samples, unit=STEPS)
+
+
+@dataclass
+class _Held:
+    """The windows of a source's readings held back while the run's unit settled."""
+
+    unit: Unit
+    samples: float = 0.0
+    seconds: float = 0.0
 
 
 class ThroughputParser:
@@ -627,8 +932,11 @@ class ThroughputParser:
         self._ranks = RankTotals()
         self._probe_ratios: deque[float] = deque(maxlen=PROBE_RATIOS)
         self.primary: str | None = None  # the source that owns the run's live throughput
-        self._primary_unit: Unit | None = None
-        self._challengers: dict[str, int] = {}  # live readings of sources that may take over
+        self.unit: Unit | None = None  # the run's unit, once settled (see the module docstring)
+        self._waiting_since: float | None = None  # when the first step reading was held back
+        self._probe_waited = False  # the probe is armed in the job and has sent no window yet
+        self._held: dict[str, _Held] = {}
+        self._challengers: dict[str, int] = {}  # live readings of the probe while another source owns the run
 
     @property
     def _hint(self) -> float | None:
@@ -639,31 +947,45 @@ class ThroughputParser:
 
     def feed(self, line: str, now: float | None = None) -> list[Throughput]:
         """The readings in one output line (often none); ``now``: when it arrived (the
-        session's clock), for formats timed by gputui itself.  Never raises."""
+        session's clock), for formats timed by gputui itself and for settling the
+        run's unit (without it, the first reading settles it).  Never raises."""
         try:
-            if not isinstance(line, str) or not_training_bar(line):
+            if not isinstance(line, str):
                 return []
             self._state.hint = self._hint
             self._state.now = now
+            if not_training_bar(line):
+                _aside(self._state)
+                return []
             for triggers, parse in FORMATS:
                 for trigger in triggers:
                     if trigger in line:
                         readings = parse(line, self._state)
                         if readings is not None:
-                            return self._owned(self._with_totals(readings))
+                            return self._owned(self._with_totals(readings), now)
                         break  # not this format: on to the next one
             return []
         except Exception:  # a parser bug must never take the session down
             return []
 
-    def feed_probe(self, payload: JsonObject) -> list[Throughput]:
-        """A probe window report (its decoded protocol payload).  Never raises."""
+    def probe_status(self, payload: JsonObject) -> None:
+        """The probe's ``probe_status`` line: armed, its first window is worth waiting for."""
+        state = payload.get("state")
+        if state == "off" or (state == "armed" and not self._probe_ratios):
+            self._probe_waited = state == "armed"
+
+    def feed_probe(self, payload: JsonObject, now: float | None = None) -> list[Throughput]:
+        """A probe window report (its decoded protocol payload), ``now`` as for
+        :meth:`feed`.  Never raises."""
+        self._probe_waited = False
         try:
             steps, samples = _number(payload.get("steps")), _number(payload.get("samples"))
             if steps is not None and samples is not None:
                 self._probe_ratios.append(samples / steps)
-            self._state.hint = _number(self.batch_size_hint)  # the probe's own samples count, not its median
-            return self._owned(self._with_totals(_probe_reading(payload, self._state)))
+                self._state.hint = _number(self.batch_size_hint)  # the probe's own samples count, not its median
+            else:
+                self._state.hint = self._hint  # a window without batches (an epoch's end): the usual batch
+            return self._owned(self._with_totals(_probe_reading(payload, self._state)), now)
         except Exception:
             return []
 
@@ -678,33 +1000,104 @@ class ThroughputParser:
                     out.append(total)
         return out
 
-    def _owned(self, readings: list[Throughput]) -> list[Throughput]:
-        """The primary source's live readings stay live (see the module docstring);
-        another source's become the run's reported figures (final), except a progress
-        bar's redraws, which only repeat what the primary says, less exactly."""
+    def _owned(self, readings: list[Throughput], now: float | None) -> list[Throughput]:
+        """The primary source's live readings stay live, in the run's one unit (see the
+        module docstring); another source's become the run's reported figures (final),
+        except a progress bar's redraws and the probe's, which only repeat what the
+        primary says, less exactly or in another unit."""
         out = []
+        figures = []  # the tool's own figures of this line, of which the run shows one
         for reading in readings:
-            if reading.final or reading.rank is not None:
+            if self.unit == STEPS and reading.unit == SAMPLES and reading.source in _PROGRESS_BARS and self._state.hint:
+                reading = _as_steps(reading, self._state.hint)  # a batch size told after the run settled on steps
+            if reading.final and reading.rank is None:
+                figures.append(reading)
+            elif reading.final:
                 out.append(reading)
-            elif self._takes_over(reading):
-                self.primary, self._primary_unit = reading.source, reading.unit
-                out.append(reading)
+            elif reading.rank is not None:  # one rank's own: its total, in the run's unit, is the run's
+                if reading.unit == self.unit or self.unit is None:
+                    out.append(reading)
+            elif self.unit is None and not self._settles(reading, now):
+                self._hold(reading)
+            elif reading.unit == self.unit and self._takes_over(reading):
+                self.primary = reading.source
+                out.append(self._with_held(reading))
+            elif reading.source == PROBE and reading.unit == self.unit and self.primary in COUNTED_FROM_START:
+                # The source it will take over from counts the run from its start: so must it.
+                self._hold(reading)
             elif reading.source not in (PROBE, *_PROGRESS_BARS):
-                out.append(dataclasses.replace(reading, final=True))
-        return out
+                figures.append(dataclasses.replace(reading, final=True))
+        figure = self._figure_in_unit(figures)
+        return out + [figure] if figure is not None else out
+
+    def _figure_in_unit(self, figures: list[Throughput]) -> Throughput | None:
+        """One of a line's reported figures, in the run's unit: the one it gives in that
+        unit, else one converted by the batch size, else none (a run shows one unit).
+        Before the unit is settled, samples are preferred, and settle it."""
+        if not figures:
+            return None
+        if self.unit is None:
+            figure = min(figures, key=lambda r: _FIGURE_UNITS.index(r.unit))
+            self.unit = figure.unit
+            return figure
+        same = next((r for r in figures if r.unit == self.unit), None)
+        if same is not None:
+            return same
+        hint = self._hint
+        for figure in figures:
+            if hint is not None and (figure.unit, self.unit) == (SAMPLES, STEPS):
+                return dataclasses.replace(figure, samples_per_sec=figure.samples_per_sec / hint, samples=None, seconds=None, unit=STEPS)
+            if hint is not None and (figure.unit, self.unit) == (STEPS, SAMPLES):
+                return dataclasses.replace(figure, samples_per_sec=figure.samples_per_sec * hint, samples=None, seconds=None, unit=SAMPLES)
+        return None
+
+    def _settles(self, reading: Throughput, now: float | None) -> bool:
+        """Whether ``reading`` settles the run's unit: any reading in samples or tokens; a
+        step reading unless the armed probe's first window, which may tell the batch size,
+        is still to come (for UNIT_SETTLE_S at most; at once where the time is not known)."""
+        if reading.unit == STEPS and now is not None and self._probe_waited:
+            if self._waiting_since is None:
+                self._waiting_since = now
+            if now - self._waiting_since < UNIT_SETTLE_S:
+                return False
+        self.unit = reading.unit
+        return True
+
+    def _hold(self, reading: Throughput) -> None:
+        """Keep a held-back reading's window, for its source's first shown reading."""
+        if reading.samples is None or not reading.seconds:
+            return
+        held = self._held.get(reading.source)
+        if held is None or held.unit != reading.unit:
+            held = self._held[reading.source] = _Held(reading.unit)
+        held.samples += reading.samples
+        held.seconds += reading.seconds
+
+    def _with_held(self, reading: Throughput) -> Throughput:
+        """``reading`` with the windows its source's held-back readings covered, converted
+        into the run's unit where a batch size is known now: the summary then counts the
+        whole run, as the tool does."""
+        held = self._held.get(reading.source)
+        if held is None or reading.samples is None or not reading.seconds:
+            return reading
+        del self._held[reading.source]
+        samples = held.samples
+        if held.unit != reading.unit:
+            hint = self._hint
+            if not (held.unit == STEPS and reading.unit == SAMPLES and hint is not None):
+                return reading
+            samples *= hint
+        return dataclasses.replace(reading, samples=reading.samples + samples, seconds=reading.seconds + held.seconds)
 
     def _takes_over(self, reading: Throughput) -> bool:
-        """Whether ``reading`` is the run's throughput from now on: its source owns it
-        already, or none does, or (from its second live reading: a script's closing line
-        alone is its reported figure, not a series) it counts a richer unit (tokens >
-        samples > steps: the unit the job itself counts in), or it is the probe in the
-        owner's unit (its windows count exact samples over exact seconds; a bar's rate is
-        smoothed)."""
+        """Whether ``reading`` (in the run's unit) is the run's throughput from now on:
+        its source owns it already, or none does, or it is the probe from its second
+        reading (its windows count exact samples over exact seconds; a bar's rate is
+        smoothed, and the probe's first window holds the start: held back meanwhile where
+        the source it takes over from counts from its start, see :meth:`_owned`)."""
         if self.primary in (None, reading.source):
             return True
-        assert self._primary_unit is not None
-        mine, theirs = _UNIT_RANK[reading.unit], _UNIT_RANK[self._primary_unit]
-        if not (mine > theirs or (mine == theirs and reading.source == PROBE)):
+        if reading.source != PROBE:
             return False
         seen = self._challengers.get(reading.source, 0) + 1
         self._challengers[reading.source] = seen

@@ -3,4 +3,4 @@ session that drives it, and what is made of it as it goes (summary, phases, rank
 progress lines, the scaling baseline)."""
 
 # What other packages may import (one run from start to summary); tests/whole/test_package_faces.py holds them to it.
-__all__ = ["assemble", "baseline", "options", "progress", "ranks", "session", "summary"]
+__all__ = ["assemble", "baseline", "options", "pass_through", "progress", "ranks", "session", "summary"]

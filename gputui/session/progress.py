@@ -17,16 +17,40 @@ from gputui.record.events import Event
 from gputui.record.observer import Observer
 from gputui.record.schema import Header, PresetRecord, Stats, Summary, ThroughputSummary
 from gputui.run.outcome import Outcome
+from gputui.run.throughput import CLAIM_SOURCE
+from gputui.session.pass_through import PassThrough
 from gputui.session.summary import SummaryBuilder
 
 PRINT_EVERY_S = 0.95  # a line about once a second (a 1 s sampler's ticks jitter a little)
+# Off a terminal each line stays in a log for good: a slower pace keeps the command's own
+# lines readable among them.
+PRINT_EVERY_OFF_TERMINAL_S = 10.0
+STALE_READING_S = 10.0  # a live rate older than this is left out of the live line
 
 
 class ProgressPrinter(Observer):
-    def __init__(self, summary: SummaryBuilder, stream: TextIO | None = None) -> None:
+    """The live line, gputui's messages, and the summary at the end.  With a terminal
+    ``face``, the live line is its status row and the messages go between the
+    command's lines; ``live=False`` (--quiet) leaves the live line and the messages
+    out, not the summary."""
+
+    def __init__(
+        self,
+        summary: SummaryBuilder,
+        stream: TextIO | None = None,
+        *,
+        face: PassThrough | None = None,
+        live: bool = True,
+        every_s: float = PRINT_EVERY_S,
+    ) -> None:
         self._summary = summary
         self._out = console.stderr if stream is None else console.LineWriter(stream)
+        self._face = face if face is not None and face.messages_here else None
+        self._status = face if face is not None and face.is_terminal else None
+        self._live = live
+        self._every_s = every_s
         self._rate: float | None = None
+        self._rate_t = 0.0  # when the newest reading came
         self._unit: str | None = None
         self._phase: str | None = None
         self._findings: dict[str, ev.Finding] = {}  # open findings by id
@@ -34,9 +58,19 @@ class ProgressPrinter(Observer):
         self._printed_t: float | None = None
 
     def _print(self, text: str) -> None:
-        self._out.line(text)
+        if self._face is not None:
+            self._face.message(text)
+        else:
+            self._out.line(text)
+
+    def _say(self, text: str) -> None:
+        """A message of the live kind: left out with the live line."""
+        if self._live:
+            self._print(text)
 
     def on_header(self, header: Header) -> None:
+        if not self._live:
+            return
         gpus = header.gpu_list
         if gpus:
             names = ", ".join(f"{g.index}: {fmt.printable(g.name)}" for g in gpus)
@@ -50,14 +84,15 @@ class ProgressPrinter(Observer):
         payload = event.payload
         if event.kind == ev.THROUGHPUT and isinstance(payload, Throughput) and not payload.final:
             self._rate = payload.samples_per_sec
+            self._rate_t = event.t
             self._unit = payload.unit
             self._phase = payload.phase or self._phase
         elif isinstance(payload, (Outcome, ev.Stopping)):
             # The message may be the run's own last stderr line: user text.
             said = payload.message if isinstance(payload, Outcome) else payload.reason
-            self._print(f"gputui: {event.kind}: {fmt.printable(said)}")
+            self._say(f"gputui: {event.kind}: {fmt.printable(said)}")
         elif isinstance(payload, ev.Oom):
-            self._print(f"gputui: out of memory: {fmt.printable(payload.message or '')}")
+            self._say(f"gputui: out of memory: {fmt.printable(payload.message or '')}")
         elif isinstance(payload, ev.Finding):
             self._on_finding(payload)
 
@@ -67,22 +102,32 @@ class ProgressPrinter(Observer):
         known = self._findings.get(finding.id)
         if finding.state == "closed":
             self._findings.pop(finding.id, None)
-            self._print(f"gputui: finding cleared: {fmt.printable(finding.title)} ({fmt.duration((finding.until or 0) - (finding.since or 0))})")
+            self._say(f"gputui: finding cleared: {fmt.printable(finding.title)} ({fmt.duration((finding.until or 0) - (finding.since or 0))})")
         elif known is None or known.severity != finding.severity:
             self._findings[finding.id] = finding
-            self._print(f"gputui: finding [{finding.severity}]: {fmt.printable(finding.title)}")
+            self._say(f"gputui: finding [{finding.severity}]: {fmt.printable(finding.title)}")
         else:
             self._findings[finding.id] = finding
 
     def on_sample(self, sample: Sample) -> None:
         if sample.host is not None:
             self._host = sample.host
+        if not self._live:
+            return
         # At a sub-second interval a line per sample would flood a log: one a second.
-        if self._printed_t is not None and sample.t - self._printed_t < PRINT_EVERY_S:
+        every = PRINT_EVERY_S if self._status is not None else self._every_s
+        if self._printed_t is not None and sample.t - self._printed_t < every:
             return
         self._printed_t = sample.t
         shown = sample if sample.host is not None else replace(sample, host=self._host)
-        self._print(progress_line(shown, self._phase, self._rate, self._summary, list(self._findings.values()), self._unit))
+        # A rate nobody has repeated for a while is no longer the run's: its idle tail
+        # would otherwise go on showing the last training figure.
+        rate = self._rate if sample.t - self._rate_t <= STALE_READING_S else None
+        line = progress_line(shown, self._phase, rate, self._summary, list(self._findings.values()), self._unit)
+        if self._status is not None:
+            self._status.status(line)
+        else:
+            self._out.line(line)
 
     def on_summary(self, summary: Summary) -> None:
         for line in summary_table(summary):
@@ -171,13 +216,14 @@ def summary_table(summary: Summary) -> list[str]:
         readings = f"({tp.readings} readings, {tp.source})"
         if tp.mean_is_figure:  # a job of the user's: counted the way its own tools count
             why = f": {BURSTY_NOTE}" if tp.is_bursty else ""
-            rows.append(("throughput", f"{fmt.rate_in(tp.mean, tp.unit)}, samples over seconds of training{why}"))
+            rows.append(("throughput", f"{fmt.rate_in(tp.mean, tp.unit)}, {tp.unit_name} over seconds of training{why}"))
             rows.append(("throughput median", f"{fmt.rate_in(tp.median, tp.unit)} {readings}"))
         else:
             rows.append(("throughput median", f"{fmt.rate_in(tp.median, tp.unit)} {readings}"))
         rows.append(("throughput p5 / p95", f"{fmt.rate(tp.p5)} / {fmt.rate(tp.p95)}"))
     if tp.reported:
-        rows.append(("reported by the run", fmt.rate_in(tp.reported.samples_per_sec, tp.reported.unit)))
+        claim = " (the script's own claim, not measured by gputui)" if tp.reported.source == CLAIM_SOURCE else ""
+        rows.append(("reported by the run", fmt.rate_in(tp.reported.samples_per_sec, tp.reported.unit) + claim))
     if summary.phases:
         rows.append(("phases", fmt.phase_line([(p.phase, p.duration_s) for p in summary.phases])))
     rows += rank_rows(tp, summary.workload.device if summary.workload else None)
@@ -198,5 +244,6 @@ def summary_table(summary: Summary) -> list[str]:
     for finding in summary.findings or []:
         span = f"{fmt.duration(finding.since)}-{fmt.duration(finding.until)}"
         rows.append((f"finding ({finding.severity})", f"{fmt.printable(finding.title)} [{span}]"))
+    rows += [("note", fmt.printable(note)) for note in summary.notes or []]
     width = max(len(label) for label, _ in rows)
     return ["", "gputui summary"] + [f"  {label:<{width}}  {value}" for label, value in rows]

@@ -34,12 +34,13 @@ from gputui.protocol import JsonObject
 from gputui.record import events as ev
 from gputui.record.events import Event
 from gputui.record.observer import Observer
-from gputui.record.redact import redact_env
+from gputui.record.redact import redact_argv, redact_env, redact_text
 from gputui.record.schema import SCHEMA_VERSION, Baseline, CheckSettings, CheckSummary, Header, PresetRecord, Summary
 from gputui.run.outcome import Outcome
 from gputui.run.output_stream import OutputLine
+from gputui.run.pseudo_terminal import OutputSink, size_of_own_terminal
 from gputui.run.runner import Runner
-from gputui.run.throughput import PROBE, ThroughputParser
+from gputui.run.throughput import CLAIM_SOURCE, PROBE, ThroughputParser
 from gputui.session.queue_items import EventPosted, LineRead, ProbeReported, QueueItem, RunEnded, SampleTaken, Wake
 from gputui.session.summary import SummaryBuilder
 from gputui.telemetry.gpu import GpuTelemetry, gpm_wanted
@@ -71,6 +72,7 @@ DISPATCH_WAIT_S = 1.0
 # second; the dashboard folds news in once a second all the same.
 DISPATCH_BATCH_S = 1.0
 OUTPUT_EVENT_MAX_CHARS = 2000  # longer output lines are shortened in the recording
+REDRAW_KEPT_EVERY_S = 1.0  # a progress bar's redraw is recorded at most this often
 # Output lines still handled once a stop is asked.  A child that floods its output
 # queues lines faster than they are recorded; handling the whole backlog would take
 # minutes, and a quit would cut the recording before its outcome and summary.
@@ -137,6 +139,8 @@ class Session:
         preset = config.preset
         self._parser = ThroughputParser(batch_size_hint=preset.throughput_batch_hint() if preset else None)
         self._probe: ProbeChannel | None = None  # the zero-code probe's channel, while a probed run goes
+        self._output_sink: OutputSink | None = None  # where a user's command's output passes through
+        self._redraw_kept_t: float | None = None  # when a progress bar's redraw was last recorded
         self._last_reading_t: dict[str, float] = {}  # source -> when its last live reading was passed on
 
     def add_observer(self, observer: Observer) -> None:
@@ -154,6 +158,16 @@ class Session:
         """Emit an event from another thread (a driver such as ``gputui check``): it is
         written in order with the samples, from the session's own thread."""
         self._queue.put(EventPosted(kind, dict(data), self.elapsed))
+
+    def pass_output_to(self, sink: OutputSink) -> None:
+        """Before :meth:`run`: a user's command's output goes to ``sink`` as it comes,
+        unchanged, besides being read and recorded."""
+        self._output_sink = sink
+
+    def resize_terminal(self, columns: int, rows: int) -> None:
+        """The terminal the output passes to changed size: so does the command's."""
+        if self._runner is not None:
+            self._runner.resize_terminal(columns, rows)
 
     def watch(self, pids: list[int]) -> None:
         """Follow these processes' trees in the host samples (runs the session did not
@@ -193,12 +207,16 @@ class Session:
             if self._probe is not None:
                 self._probe.close()  # the run has ended: nothing more to hear
             if self.outcome is not None:
+                # Its message may quote the run's last output line, which is stored as well.
+                self.outcome = dataclasses.replace(self.outcome, message=redact_text(self.outcome.message)) if self.outcome.message else self.outcome
                 self._emit_event(ev.OUTCOME, self.outcome)
             self._emit_findings(self.diagnoser.finish())
+            built = self.summary_builder.build()
             summary = dataclasses.replace(
-                self.summary_builder.build(),
+                built,
                 # as the summary lists them: the events' keys but ``gpu`` (their ids name it)
                 findings=[dataclasses.replace(f, gpu=None) for f in self.diagnoser.findings()],
+                notes=[*(built.notes or []), *self.diagnoser.notes()] or None,
                 output_lines_skipped=self._lines_skipped or None,
                 check=self.summary_check,
             )
@@ -233,17 +251,24 @@ class Session:
             self._probe = ProbeChannel()
             env.update(self._probe.env(env))
             self._probe.start(lambda text: self._queue.put(ProbeReported(text, self.elapsed)))
+        sink = self._output_sink
         self._runner = Runner(
             preset.argv(),
             env=env,
             cwd=preset.cwd,
             timeout=preset.timeout,
             on_line=lambda line: self._queue.put(LineRead(line, self.elapsed)),
+            # A user's own command prints as on a terminal (its progress bars live);
+            # gputui's workloads speak to gputui alone.
+            terminal=None if preset.is_workload else (sink.child_size() if sink else size_of_own_terminal()),
+            on_bytes=sink.output if sink and not preset.is_workload else None,
         )
         self._runner.start()
+        if self._probe is not None and self._runner.pid is not None:
+            self._probe.watch(self._runner.pid)  # the probe's lines come from the run's process tree alone
         waiter = threading.Thread(target=self._wait_for_runner, name="gputui-waiter", daemon=True)
         waiter.start()
-        self._emit_event(ev.STARTED, ev.Started(pid=self._runner.pid, command=preset.argv()))
+        self._emit_event(ev.STARTED, ev.Started(pid=self._runner.pid, command=redact_argv(preset.argv())))
 
     def _wait_for_runner(self) -> None:
         assert self._runner is not None
@@ -332,15 +357,26 @@ class Session:
     # -- Output lines -----------------------------------------------------------------
     def _handle_line(self, line: OutputLine) -> None:
         text = line.text
-        is_protocol = protocol.MARKER in text
+        payload = protocol.read_line(text)  # a well-formed protocol line; a mere "@gputui" is output
+        is_protocol = payload is not None
         if is_protocol:
             self._speaks_protocol = True
-            self._handle_protocol(protocol.decode(text))
+            self._handle_protocol(payload)
         elif not line.progress:
-            self._emit_event(ev.OUTPUT, ev.Output(line.stream, text[:OUTPUT_EVENT_MAX_CHARS]))
+            self._emit_event(ev.OUTPUT, ev.Output(line.stream, redact_text(text, limit=OUTPUT_EVENT_MAX_CHARS)))
+            self._redraw_kept_t = None
+        elif self._redraw_kept_t is None or self._now - self._redraw_kept_t >= REDRAW_KEPT_EVERY_S:
+            # A bar's current state, for a viewer's output pane: a few a second would
+            # only grow the recording, since each replaces the one before.
+            self._redraw_kept_t = self._now
+            self._emit_event(ev.OUTPUT, ev.Output(line.stream, redact_text(text, limit=OUTPUT_EVENT_MAX_CHARS), progress=True))
         if self._speaks_protocol and not is_protocol:
             return  # a run that speaks our protocol is measured by it alone, not by its log lines
-        self._emit_readings(self._parser.feed(text, self._now))
+        readings = self._parser.feed(text, self._now)
+        if is_protocol and not (self.config.preset is not None and self.config.preset.is_workload):
+            # a user's script's own result line: its claim, which gputui did not measure
+            readings = [dataclasses.replace(r, source=CLAIM_SOURCE) if r.final else r for r in readings]
+        self._emit_readings(readings)
 
     def _handle_probe(self, text: str) -> None:
         """A datagram from the probe in the child: recorded whole, and its window a
@@ -351,9 +387,10 @@ class Session:
         fields = {k: v for k, v in payload.items() if k != "event"}
         if payload["event"] == PROBE:
             self._emit_event(ev.PROBE, ev.ProbeReport(fields))
-            self._emit_readings(self._parser.feed_probe(payload))
+            self._emit_readings(self._parser.feed_probe(payload, self._now))
         elif payload["event"] == ev.PROBE_STATUS:
             self._emit_event(ev.PROBE_STATUS, ev.ProbeStatus(fields))
+            self._parser.probe_status(payload)
 
     def _emit_readings(self, readings: list[Throughput]) -> None:
         for reading in readings:
@@ -482,7 +519,7 @@ class Session:
             gpus=list(self.gpu.infos),
             gpu_unavailable_reason=self.gpu.unavailable_reason,
             preset=described,
-            command=preset.argv() if preset else None,
+            command=redact_argv(preset.argv()) if preset else None,
             env=env,
             env_redacted=env_redacted,
             cwd=(preset.cwd or os.getcwd()) if preset else None,

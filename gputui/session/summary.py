@@ -21,8 +21,9 @@ from gputui.protocol import MEASURE
 from gputui.record import events as ev
 from gputui.record.events import Event
 from gputui.record.observer import Observer
-from gputui.record.schema import Baseline, GpuSummary, HostSummary, RankRate, Reported, RunSettings, Scaling, Stats, Summary, ThroughputSummary
+from gputui.record.schema import Baseline, GpuSummary, Header, HostSummary, RankRate, Reported, RunSettings, Scaling, Stats, Summary, ThroughputSummary
 from gputui.run.outcome import Outcome
+from gputui.run.throughput import COUNTED_FROM_START, evaluation_seen
 from gputui.session.phases import TRAINING, PhaseTracker, gpu_busy
 from gputui.stats import RollingMedian, ValueCounts, spread
 
@@ -211,6 +212,7 @@ class SummaryBuilder(Observer):
         # A job without announced phases: its training samples, and (no progress seen at
         # all) the samples in which a GPU worked.
         self.phases = PhaseTracker()
+        self._probe_reported = False  # the probe tells evaluation apart: the output's word is not needed
         self.gpus_train: dict[int, _GpuWindow] = {}
         self.host_train = _HostWindow()
         self.gpus_active: dict[int, _GpuWindow] = {}
@@ -220,13 +222,18 @@ class SummaryBuilder(Observer):
         self.rate_samples = 0.0  # samples those readings cover
         self.rate_seconds = 0.0
         self.rate_counted = 0  # readings that said how many samples in how many seconds
+        self._started = False  # a window was seen: the run's start is behind it, whatever series follows
         self.rate_source: str | None = None
         self.unit = SAMPLES  # what the readings count (gputui.model.UNITS)
         self._reported_by_unit: dict[str, Throughput] = {}  # the tool's own final figures, by unit
         self.workload: ev.WorkloadInfo | None = None
         self.outcome: Outcome | None = None
+        self.attach_pid: int | None = None  # a job started elsewhere (--pid), from the header
 
     # -- Observer --------------------------------------------------------------
+    def on_header(self, header: Header) -> None:
+        self.attach_pid = header.attach_pid
+
     def on_sample(self, sample: Sample) -> None:
         self.samples += 1
         self.first_t = sample.t if self.first_t is None else self.first_t
@@ -268,11 +275,26 @@ class SummaryBuilder(Observer):
             if payload.final:
                 self._reported_by_unit[payload.unit] = payload
             elif payload.phase in (None, MEASURE):  # tools without phases: every reading counts
-                if payload.phase is None:
+                if payload.phase is None and payload.samples != 0:  # a window that counted nothing is no progress
                     self.phases.on_progress(event.t)
                 self._add_rate(payload)
-        elif isinstance(payload, ev.ProbeReport) and payload.steps:
-            self.phases.on_progress(event.t)
+        elif isinstance(payload, ev.ProbeReport):
+            self._probe_reported = True
+            if payload.evaluation:
+                self.phases.on_evaluation(event.t, payload.seconds or 0.0, payload.ongoing)
+            elif payload.steps:
+                self.phases.on_progress(event.t)
+        elif isinstance(payload, ev.Output) and payload.text and not self._probe_reported:
+            self._evaluation_in_output(event.t, payload.text)
+
+    def _evaluation_in_output(self, t: float, text: str) -> None:
+        """An evaluation the run's output shows (:func:`evaluation_seen`): a phase where
+        the probe does not tell one."""
+        seen = evaluation_seen(text)
+        since = self.phases.last_progress
+        if seen is None or (seen.seconds is None and since is None):
+            return  # before the first progress it is start-up (Lightning's sanity check, nanoGPT's first evaluation)
+        self.phases.on_evaluation(t, seen.seconds if seen.seconds is not None else t - since, seen.ongoing)
 
     def _add_rate(self, reading: Throughput) -> None:
         """One live reading.  A new unit (steps become samples once the probe tells the
@@ -289,11 +311,16 @@ class SummaryBuilder(Observer):
         self.rates.append(reading.samples_per_sec)
         self._recent_rates.add(reading.samples_per_sec)
         self.rate_source = reading.source
-        if reading.samples and reading.seconds:
-            if self.rate_counted:  # the first window holds the start (compile, first batch): no tool counts it
+        if reading.samples is not None and reading.seconds:  # a bar's clock may run on without progress: 0 samples
+            # The run's first window holds the start (compile, first batch), which the probe
+            # and a step timer do not count; a tool's own counter does (a tqdm bar's count
+            # over its elapsed clock), and the figure is then counted as the tool counts it.
+            # A series that starts afresh later (the probe taking over) has no start in it.
+            if self._started or reading.source in COUNTED_FROM_START:
                 self.rate_samples += reading.samples
                 self.rate_seconds += reading.seconds
             self.rate_counted += 1
+            self._started = True
 
     # -- Result ----------------------------------------------------------------
     def _window(self) -> tuple[str, dict[int, _GpuWindow], _HostWindow]:
@@ -333,7 +360,17 @@ class SummaryBuilder(Observer):
             lost_gpus=sorted(i for i, g in self.gpus_all.items() if g.lost),
             phases=self.phases.build() or None,
             workload=workload,
+            notes=self._notes(throughput) or None,
         )
+
+    def _notes(self, throughput: ThroughputSummary) -> list[str]:
+        """Why the summary lacks what a run usually has, where the reason is not plain."""
+        if self.attach_pid is not None and not throughput.readings and throughput.reported is None:
+            return [
+                "no throughput: a job watched with --pid tells gputui nothing of its progress (no output to read, no probe),"
+                " so it has no phases either; run it as `gputui -- COMMAND` for both"
+            ]
+        return []
 
     def counted(self, event: Event) -> Event:
         """``event`` added to the summary, and returned as the other observers get it: a
@@ -352,7 +389,7 @@ class SummaryBuilder(Observer):
     def _throughput(self) -> ThroughputSummary:
         stats = spread(self.rates)
         median = stats.get("median")
-        mean = self.rate_samples / self.rate_seconds if self.rate_seconds > 0 else None  # samples over time, not a mean of rates
+        mean = self.rate_samples / self.rate_seconds if self.rate_seconds > 0 and self.rate_samples > 0 else None  # samples over time, not a mean of rates
         # A job of the user's own, whose readings said how many samples in how many seconds,
         # is known by its mean over the training phase (the first window, the start-up, left
         # out): how its own tools count, and how the bill does.  gputui's own workloads keep

@@ -238,6 +238,7 @@ class DashboardState:
         self.runs: list[RunView] = []
         self.log: deque[tuple[str, str]] = deque(maxlen=LOG_LINES)  # (stream, text)
         self.log_count = 0  # lines ever logged, so views can tell where the deque starts
+        self._last_is_redraw = False  # the log's last line is a progress bar's, to be replaced
         self.watch_findings: dict[str, ev.Finding] = {}
         self.recording: str | None = None  # the recording's path, once one started
         self.recording_state = ""  # "on", then "done" (summary written) or "cut"
@@ -324,9 +325,15 @@ class DashboardState:
     def note(self, text: str) -> None:
         self.log_line("note", text)
 
-    def log_line(self, stream: str, text: str) -> None:
-        self.log.append((stream, text))
-        self.log_count += 1
+    def log_line(self, stream: str, text: str, redraw: bool = False) -> None:
+        """One line of the log; a ``redraw`` (a bar's '\r'-ended state) is replaced by
+        the output's next line, as on a terminal."""
+        if self._last_is_redraw and stream != "note" and self.log:
+            self.log[-1] = (stream, text)
+        else:
+            self.log.append((stream, text))
+            self.log_count += 1
+        self._last_is_redraw = redraw
         self.touch(LOG)
 
     def apply(self, ticket: SessionTicket, items: list[News]) -> list[RunView]:
@@ -441,7 +448,7 @@ class DashboardState:
             run.world_size = ranks.world_size_of(ev.payload_fields(payload)) or run.world_size
             self.touch(GPUS)
         elif isinstance(payload, ev.Output):
-            self.log_line(payload.stream or "stdout", str(payload.text or ""))
+            self.log_line(payload.stream or "stdout", str(payload.text or ""), redraw=bool(payload.progress))
         elif isinstance(payload, ev.PhaseChange):
             run.phase = payload.phase
             self.touch(THROUGHPUT, STATUS)

@@ -145,3 +145,13 @@ def test_export_replaces_an_existing_file_only_with_force_and_writes_into_a_fifo
     os.mkfifo(fifo)
     refused = run_gputui(["export", str(recording), "--csv", str(fifo)], tmp_path)  # nobody reads it
     assert refused.returncode == 2 and "a FIFO with no reader" in refused.stderr and stat.S_ISFIFO(fifo.stat().st_mode)
+
+
+def test_csv_dash_writes_the_table_to_stdout_and_the_count_to_stderr(tmp_path):
+    source = RECORDINGS / "torch-resnet50.jsonl"
+    done = run_gputui(["export", str(source), "--csv", "-"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    rows = list(csv.DictReader(done.stdout.splitlines()))
+    assert len(rows) == len(load_recording(source).samples) and list(rows[0]) == [c.name for c in COLUMNS]
+    assert done.stderr.strip() == f"{len(rows)} rows"
+    assert not (tmp_path / "-").exists()

@@ -127,7 +127,7 @@ def test_replay_seeks_to_the_finding_and_the_widgets_show_that_moment(tmp_path):
         app = make_replay_app(recording, start_paused=True, settings_file=tmp_path / "s.toml", user_themes_dir=tmp_path / "no-themes")
         async with app.run_test(size=(160, 48)) as pilot:
             await wait_until(pilot, lambda: app.dashboard.query(GpuPanel), what="GPU panel")
-            assert "REPLAY ❚❚ 1x 0:00/0:44" in await shown(pilot)
+            assert "REPLAY ❚❚ 1x 0:00/0:45" in await shown(pilot)
             await pilot.press("right_square_bracket")
             await wait_until(pilot, lambda: app.state.open_findings(), what="the finding")
             text = await shown(pilot)
@@ -138,7 +138,7 @@ def test_replay_seeks_to_the_finding_and_the_widgets_show_that_moment(tmp_path):
             assert f"{fmt.num(gpu.power_w)}/{fmt.num(gpu.power_limit_w, ' W')}" in panel_text
             chart = app.dashboard.query_one(ThroughputChart).render().plain
             assert chart.startswith(f"{fmt.rate(rate)} samples/s now")
-            assert f"REPLAY ❚❚ 1x {fmt.duration(finding_t)}/0:44" in text
+            assert f"REPLAY ❚❚ 1x {fmt.duration(finding_t)}/0:45" in text
             assert "Input-bound: GPU SM activity 12%" in text
 
             await pilot.press("m")  # back to where measuring began: no finding yet
@@ -146,7 +146,7 @@ def test_replay_seeks_to_the_finding_and_the_widgets_show_that_moment(tmp_path):
             await pilot.press("end")
             await wait_until(pilot, lambda: app.state.run.ended, what="the end")
             text = await shown(pilot)
-            assert "133 samples/s median" in text and "REPLAY ❚❚ 1x 0:44/0:44 end" in text
+            assert "133 samples/s median" in text and "REPLAY ❚❚ 1x 0:45/0:45 end" in text
             assert not isinstance(app.screen, SummaryScreen)  # a replay never pops up on its own
             await pilot.press("u")
             await wait_until(pilot, lambda: isinstance(app.screen, SummaryScreen), what="summary")

@@ -7,7 +7,7 @@ import datetime as dt
 import json
 
 from gputui.record.history import read_kept_run
-from tests.support.lookback import with_started_at
+from tests.support.lookback import OWN_TRAINING, with_started_at
 from tests.support.process import run_gputui
 from tests.support.records import make_header
 from tests.support.replay import cut_copy
@@ -29,12 +29,12 @@ def runs_folder(tmp_path):
     return folder
 
 
-def test_runs_lists_newest_first_with_outcome_median_and_findings(tmp_path):
+def test_runs_lists_newest_first_with_outcome_rate_and_findings(tmp_path):
     runs_folder(tmp_path)
     result = run_gputui(["runs"], tmp_path, timeout=60)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].split() == ["STARTED", "PRESET", "GPU", "OUTCOME", "MEDIAN/S", "FINDINGS", "FILE"]
+    assert lines[0].split() == ["STARTED", "PRESET", "GPU", "OUTCOME", "RATE/S", "FINDINGS", "FILE"]
     rows = [line.split() for line in lines[1:]]
     # newest first: the unreadable file (written just now: no start time to go by), the cut
     # one (started now), the input-bound one (a day ago), BERT (10 days ago)
@@ -103,3 +103,39 @@ def test_no_runs_says_where_they_would_be(tmp_path):
     assert result.returncode == 0
     assert result.stdout.strip() == f"no runs kept in {tmp_path / 'state' / 'gputui' / 'runs'}"
     assert run_gputui(["runs", "path"], tmp_path, timeout=60).stdout.strip() == str(tmp_path / "state" / "gputui" / "runs")
+
+
+def own_job_run(folder, started):
+    """A job of the user's own as today's writer keeps it: its figure is the mean over its
+    training (627/s), below the median of its readings (797/s): it stalls between bursts."""
+    source = OWN_TRAINING / "keras_fit-starved.jsonl"
+    lines = source.read_text(encoding="utf-8").splitlines()
+    header, summary = json.loads(lines[0]), json.loads(lines[-1])
+    header["started_at"] = started.isoformat(timespec="seconds")
+    summary["throughput"]["figure"] = summary["throughput"]["mean"]
+    path = folder / "d-own-job.jsonl"
+    path.write_text("\n".join([json.dumps(header), *lines[1:-1], json.dumps(summary)]) + "\n", encoding="utf-8")
+    return path, summary["throughput"]
+
+
+def test_the_figure_is_headed_and_named_for_what_it_holds(tmp_path):
+    folder = runs_folder(tmp_path)
+    _, throughput = own_job_run(folder, NOW)
+    mean, median = throughput["mean"], throughput["median"]
+    assert mean < 0.9 * median  # far enough apart that a mix-up shows
+    result = run_gputui(["runs"], tmp_path, timeout=60)
+    heading, *rows = result.stdout.splitlines()
+    own = next(row for row in rows if row.endswith("d-own-job.jsonl"))
+    assert "MEDIAN/S" not in heading.split()
+    end = heading.index("RATE/S") + len("RATE/S")  # a right-aligned column
+    assert own[:end].split()[-1] == f"{mean:,.0f}"
+    by_name = {d["name"]: d for d in json.loads(run_gputui(["runs", "--json"], tmp_path, timeout=60).stdout)}
+    own_json = by_name["d-own-job.jsonl"]
+    assert (own_json["figure"], own_json["figure_kind"], own_json["unit"]) == (mean, "mean", "samples")
+    assert own_json["median"] == median  # the median, where a median is named
+    # gputui's own workload is known by the median of its timed windows; a recording from
+    # before summaries carried a figure, by its median too
+    bert = by_name["a-bert.jsonl"]
+    assert bert["figure"] == bert["median"] is not None and bert["figure_kind"] == "median"
+    cut = by_name["c-cut.jsonl"]
+    assert cut["figure"] is None and cut["figure_kind"] is None and cut["median"] is None

@@ -143,13 +143,13 @@ def test_a_training_loop_reports_steps_batches_samples_and_workers(train, worker
     result, payloads = run_probed([sys.executable, str(train), "--workers", str(workers)])
     assert result.returncode == 0, result.stderr.decode()
     assert payloads[0]["event"] == "probe_status" and payloads[0]["state"] == "armed"
-    assert payloads[0]["hooks"] == ["optimizer_step", "dataloader"] and payloads[0]["torch"]
+    assert payloads[0]["hooks"] == ["optimizer_step", "backward", "dataloader", "train_mode"] and payloads[0]["torch"]
     got = reports(payloads)
     assert got, payloads
     pids = {p["pid"] for p in payloads}
     assert len(pids) == 1  # the forked workers never report
     for r in got:
-        assert r["v"] == 1 and r["steps"] > 0 and r["seconds"] >= 1.0
+        assert r["v"] == 2 and r["phase"] == "training" and r["steps"] > 0 and r["seconds"] >= 1.0
         assert r["batches"] == r["steps"] and r["samples"] == 16 * r["batches"]
         assert r["workers"] == workers
         assert 0 <= r["data_wait_s"] <= r["seconds"]
@@ -410,7 +410,7 @@ def test_the_channel_drops_oversized_and_undecodable_datagrams():
             except OSError:
                 pass  # a kernel that refuses the oversized one outright: dropped all the same
     channel.close()
-    assert lines[:2] == ["first", "h\u00e9"] and lines[2:] in ([], ["y" * (64 * 1024)])
+    assert [line for line in lines if not line.startswith("@gputui ")] == ["first", "h\u00e9"]  # the two over 16 KiB dropped, with a note
 
 
 def test_close_removes_the_directory_and_a_child_sending_to_it_does_not_notice(plain_2000_steps):

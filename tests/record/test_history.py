@@ -4,17 +4,25 @@ pruned to a size cap; --record never replaces a file without --force."""
 from __future__ import annotations
 
 import datetime as dt
+import fcntl
 import json
 import os
+import signal
+import subprocess
 import sys
+import threading
+import time
 
 import pytest
 
 from gputui.errors import UserError
+from gputui.record import recorder as recorder_module
 from gputui.record.history import RunHistory, cap_bytes, history_disabled, list_kept_runs, runs_dir
-from gputui.record.recording import read_recording
+from gputui.record.recorder import Recorder
+from gputui.record.recording import is_live, read_recording
+from tests.support.leftovers import no_leftovers  # noqa: F401  (the fixture)
 from tests.support.lookback import with_started_at
-from tests.support.process import REPO, gputui_env, run_gputui
+from tests.support.process import REPO, gputui_env, run_gputui, wait_for
 from tests.support.records import outcome_of
 
 FIXTURES = REPO / "docs" / "recordings"
@@ -43,7 +51,7 @@ def test_a_headless_run_is_kept_beside_its_record_file(tmp_path):
     assert kept.name.endswith("-quick.jsonl") and kept.name[:8].isdigit()
     mine, theirs = read_recording(out), read_recording(kept)
     assert theirs.cut is None and theirs.summary == mine.summary and theirs.header == mine.header
-    assert result.stderr == ""  # nothing to warn about
+    assert "warning" not in result.stderr and result.stderr.lstrip().startswith("gputui summary")  # nothing to warn about; --quiet keeps the summary
 
 
 @pytest.mark.parametrize("how", ["flag", "env"])
@@ -53,8 +61,6 @@ def test_opting_out_keeps_nothing(tmp_path, how):
         args.append("--no-history")
         result = run_gputui(args, tmp_path)
     else:
-        import subprocess
-
         env = {**gputui_env(tmp_path), "GPUTUI_NO_HISTORY": "1"}
         result = subprocess.run([sys.executable, "-m", "gputui", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
@@ -78,7 +84,7 @@ def test_a_state_folder_that_cannot_be_made_is_one_warning_each_for_history_and_
     out = tmp_path / "r.jsonl"
     result = run_gputui(["--presets", str(fail_preset(tmp_path)), "--record", str(out), "--preset", "quick", "--quiet"], tmp_path)
     assert result.returncode == 0
-    warnings = [line for line in result.stderr.splitlines() if line]
+    warnings = [line for line in result.stderr.splitlines() if "warning" in line]
     assert len(warnings) == 2, result.stderr
     assert warnings[0].startswith("gputui: warning: run history off: cannot write to ")
     assert warnings[1].startswith("gputui: warning: this run cannot be attached to (gputui attach): cannot write to ")
@@ -187,3 +193,117 @@ def test_the_dashboard_keeps_every_run_and_records_over_a_file_only_with_force(t
     kept = list_kept_runs(tmp_path / "runs")
     assert [r.outcome for r in kept] == ["ok", "ok"] and all(r.label == "quick" for r in kept)
     assert outcome_of(read_recording(record)).ok is True  # replaced: --force was given
+
+
+# -- Pruning never takes a live run's file ------------------------------------------------------
+
+
+def _live_run(folder):
+    """A headless run (its own session, as from a shell) of a command that waits to be stopped."""
+    args = ["--headless", "--quiet", "--interval", "0.2", "--", sys.executable, "-c", "import time\nwhile True: time.sleep(0.1)"]
+    return subprocess.Popen(
+        [sys.executable, "-m", "gputui", *args],
+        cwd=folder,
+        env=gputui_env(folder),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def _prune_cli(folder) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "gputui", "runs", "prune", "--keep", "0"], cwd=folder, env=gputui_env(folder),
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+
+
+def _headers_written(tmp_path) -> bool:
+    return len([path for path in kept_files(tmp_path) if path.stat().st_size > 0]) == 2
+
+
+@pytest.mark.usefixtures("no_leftovers")
+@pytest.mark.parametrize("attempt", range(5))
+def test_ten_parallel_prunes_never_remove_a_live_runs_file(tmp_path, attempt):
+    """Ten `gputui runs prune --keep 0` at once, over and over, while two runs start (each
+    file made, then locked, then given its header) and go on: both runs' kept copies
+    survive, and read whole to their summaries once the runs are stopped."""
+    runs = [_live_run(tmp_path) for _ in range(2)]
+    failures: list[str] = []
+    try:
+        settled = threading.Event()
+
+        def prune_until_settled() -> None:
+            while not settled.is_set():
+                result = _prune_cli(tmp_path)
+                if result.returncode != 0:
+                    failures.append(result.stderr)
+
+        workers = [threading.Thread(target=prune_until_settled) for _ in range(10)]
+        for worker in workers:
+            worker.start()
+        try:
+            wait_for(lambda: _headers_written(tmp_path) or len(kept_files(tmp_path)) < 2 and any(run.poll() is not None for run in runs), timeout=60)
+            time.sleep(0.5)  # and some prunes more, the runs going
+        finally:
+            settled.set()
+            for worker in workers:
+                worker.join(120)
+        assert failures == []
+        assert len(kept_files(tmp_path)) == 2, "a prune removed a live run's file"
+    finally:
+        for run in runs:
+            run.send_signal(signal.SIGTERM)
+        for run in runs:
+            _, err = run.communicate(timeout=60)
+            assert run.returncode == 143, err
+    kept = kept_files(tmp_path)
+    assert len(kept) == 2
+    for path in kept:
+        recording = read_recording(path)
+        assert recording.cut is None and recording.summary is not None
+
+
+def test_a_run_whose_file_has_no_header_yet_is_not_pruned(tmp_path):
+    """The moment between a run making its file and writing its header: the file reads as
+    unreadable, and only the recorder's lock says it is live."""
+    folder = tmp_path / "state" / "gputui" / "runs"
+    folder.mkdir(parents=True)
+    recorder = Recorder(folder / "20261129-101502-starting.jsonl", overwrite=False)
+    try:
+        result = _prune_cli(tmp_path)
+        assert result.returncode == 0, result.stderr
+        assert recorder.path.exists(), "the prune removed a live run's file"
+        assert "removed 0 run(s)" in result.stdout
+    finally:
+        recorder.close()
+    result = _prune_cli(tmp_path)
+    assert result.returncode == 0 and not recorder.path.exists()  # no longer live: an unreadable file, pruned
+
+
+def test_the_recorder_waits_for_its_lock_and_holds_it_for_the_runs_life(tmp_path):
+    """A reader asking whether the file is live holds its lock for an instant: a recorder
+    starting just then waits for it, rather than going unmarked (and prunable) for its life."""
+    path = tmp_path / "r.jsonl"
+    path.write_text("")
+    with open(path, "rb") as reader:
+        fcntl.flock(reader.fileno(), fcntl.LOCK_SH)
+        threading.Timer(0.3, fcntl.flock, (reader.fileno(), fcntl.LOCK_UN)).start()
+        recorder = Recorder(path)
+    try:
+        assert is_live(path)
+    finally:
+        recorder.close()
+    assert not is_live(path)
+
+
+def test_a_recording_another_recorder_is_writing_is_refused_not_cut_short(tmp_path, monkeypatch):
+    monkeypatch.setattr(recorder_module, "LOCK_WAIT_S", 0.2)
+    path = tmp_path / "r.jsonl"
+    first = Recorder(path)
+    first._write({"type": "x"})
+    try:
+        with pytest.raises(UserError, match=r"r\.jsonl: another process is writing it \(it holds the file's lock\); not writing it as well"):
+            Recorder(path)
+        assert path.read_text() == '{"type":"x"}\n'
+    finally:
+        first.close()

@@ -16,7 +16,7 @@ RECORD = ["--headless", "--no-history", "--record", "run.jsonl", "--force", "--d
 
 def one_line_error(done: subprocess.CompletedProcess) -> str:
     assert done.returncode == 2, (done.returncode, done.stderr)
-    lines = [line for line in done.stderr.strip().splitlines() if not line.startswith("usage: ")]  # argparse's own
+    lines = done.stderr.strip().splitlines()  # argparse's refusals too: no usage block
     assert len(lines) == 1 and lines[0].startswith(("gputui: error: ", "gputui: error: argument")) and "Traceback" not in done.stderr, done.stderr
     return lines[0]
 
@@ -74,3 +74,23 @@ def test_a_command_that_cannot_start_is_its_outcome_without_a_traceback(tmp_path
     garbage.chmod(0o755)
     done = run_gputui(["--headless", "--no-history", "--record", "run.jsonl", "--", str(garbage)], tmp_path)
     assert done.returncode != 0 and "cannot start" in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["python", "train.py"], "'python' is not a gputui command (presets, check, report"),
+        (["--preset", ""], "argument --preset: expected a preset's name, got an empty one"),
+        (["--interval", "fast"], "argument --interval: invalid float value: 'fast'"),
+    ],
+)
+def test_an_argument_argparse_refuses_is_one_line(tmp_path, args, expected):
+    line = one_line_error(run_gputui(args, tmp_path))
+    assert expected in line
+    if args[0] == "python":  # the likeliest slip: the user's own command without the "--" before it
+        assert line.endswith("put it after --: gputui -- python ...")
+
+
+def test_a_subcommands_refusal_is_one_line_too(tmp_path):
+    done = run_gputui(["report"], tmp_path)
+    assert done.returncode == 2 and done.stderr.strip().splitlines() == ["gputui report: error: the following arguments are required: FILE"]

@@ -12,12 +12,17 @@ way the runner cuts a child's output (``\\r`` redraws, ANSI codes stripped).
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 from gputui.model import Throughput
+from gputui.record import events as ev
+from gputui.record.events import Event
+from gputui.record.schema import ThroughputSummary
 from gputui.run.output_stream import LineSplitter, output_line
-from gputui.run.throughput import ThroughputParser
+from gputui.run.throughput import FORMATS, ParseState, ThroughputParser
+from gputui.session.summary import SummaryBuilder
 from tests.support.process import REPO
 
 DATA = REPO / "tests" / "data" / "progress"
@@ -52,27 +57,66 @@ def test_live_rates_in_the_tools_own_unit(name):
     if name == "nanogpt.log":  # nanoGPT prints ms per iteration; its header says how many tokens one holds
         tokens = 491_520
         assert {r.unit for r in live} == {"tokens"}
-        assert rates == pytest.approx([tokens * r for r in expected["live_rates"]], rel=1e-3)
+        # iteration 0 holds the evaluation printed before it ("step 0: ..."): not training
+        assert rates == pytest.approx([tokens * r for r in expected["live_rates"][1:]], rel=1e-3)
         return
-    # Steps may come first (the Trainer's bar before its first logging dict with tokens);
-    # once the tool's own unit is read, it stays.
-    # once the tool's own unit is read, it stays.  Taking over from the bar needs a second
-    # reading (a script's closing line alone is a reported figure): the first is not live.
-    first = next((i for i, r in enumerate(live) if r.unit == expected["unit"]), len(live))
-    assert {r.unit for r in live[:first]} <= {"steps"} and {r.unit for r in live[first:]} <= {expected["unit"]}
-    wanted = expected["live_rates"][1:] if first else expected["live_rates"]
-    assert rates[first:] == pytest.approx(wanted, rel=2e-3)
+    # One run, one unit: the first reading settles it.  The Trainer's bar (steps) comes
+    # before its first logging dict with tokens, whose figures are then reported, not live.
+    unit = "steps" if name == "hf_trainer_tokens.log" else expected["unit"]
+    assert {r.unit for r in live} <= {unit}
+    wanted = expected["other_units"]["steps"]["live_rates"] if unit != expected["unit"] else expected["live_rates"]
+    assert rates == pytest.approx(wanted, rel=2e-3)
+
+
+def test_the_armed_probe_settles_the_unit_before_the_bar_is_shown():
+    """With the probe armed in the job, the Trainer's bar (steps) waits for its first window
+    (samples, a second in): the run shows samples from its first reading, and nothing in
+    a second unit: the Trainer's running tokens figures are left out, and its closing
+    dict gives its samples figure."""
+    parser = ThroughputParser()
+    parser.probe_status({"event": "probe_status", "state": "armed"})
+    shown = []
+    for i, line in enumerate(output_lines("hf_trainer_tokens.log")):
+        now = 0.25 * i
+        shown += parser.feed(line, now=now)
+        if i and i % 4 == 0:  # the probe's windows, about one a second
+            shown += parser.feed_probe({"event": "probe", "v": 1, "steps": 4, "seconds": 1.0, "batches": 4, "samples": 128}, now=now)
+    live = [r for r in shown if not r.final]
+    assert live and {r.unit for r in shown} == {"samples"} and parser.unit == "samples"
+    assert [r.samples_per_sec for r in shown if r.final] == [pytest.approx(EXPECTED["hf_trainer_tokens.log"]["other_units"]["samples"]["final"])]
 
 
 @pytest.mark.parametrize("name", sorted(n for n in EXPECTED if EXPECTED[n].get("final") is not None or EXPECTED[n].get("other_units")))
 def test_final_figures_keep_their_unit(name):
+    """Each figure of a closing line is read in its own unit (the run then shows the one
+    in its unit: test_the_run_shows_one_figure_in_its_unit)."""
     expected = EXPECTED[name]
-    finals = {r.unit: r.samples_per_sec for r in readings_of(name) if r.final}
+    state = ParseState()
+    finals = {}
+    for line in output_lines(name):
+        for triggers, parse in FORMATS:
+            if any(trigger in line for trigger in triggers):
+                readings = parse(line, state)
+                if readings is not None:
+                    finals |= {r.unit: r.samples_per_sec for r in readings if r.final}
+                    break
     if expected.get("final") is not None:
         assert finals[expected["unit"]] == pytest.approx(expected["final"], rel=1e-3)
     for unit, other in (expected.get("other_units") or {}).items():
         if other.get("final") is not None:
             assert finals[unit] == pytest.approx(other["final"], rel=1e-3)
+
+
+@pytest.mark.parametrize("name", sorted(n for n in EXPECTED if EXPECTED[n].get("final") is not None))
+def test_the_run_shows_one_figure_in_its_unit(name):
+    """One run, one unit: the Trainer's closing dict (samples and steps) gives the figure
+    in the unit its bar settled."""
+    readings = readings_of(name)
+    unit = "steps" if name.startswith("hf_trainer") else EXPECTED[name]["unit"]
+    assert {r.unit for r in readings} == {unit}
+    finals = [r.samples_per_sec for r in readings if r.final]
+    wanted = EXPECTED[name]["final"] if unit == EXPECTED[name]["unit"] else EXPECTED[name]["other_units"][unit]["final"]
+    assert finals and finals[-1] == pytest.approx(wanted, rel=1e-3)
 
 
 @pytest.mark.parametrize("name", sorted(n for n in EXPECTED if EXPECTED[n].get("ignored_lines")))
@@ -102,3 +146,88 @@ def test_the_keras_bar_is_timed_on_gputuis_clock_across_epochs():
     assert reading.samples == pytest.approx(50 * 128)  # so the summary's mean is samples over seconds
     (reading,) = parser.feed("  5/100 ━━━━━━━━━━━━━━━━━━━━ 0s 16ms/step - loss: 2.28", now=13.0)  # a new epoch
     assert reading.samples_per_sec == pytest.approx((40 + 5) * 128 / 2.0)
+
+
+# --- The run's figure, as each script means it ----------------------------------------------
+# Fixtures made by make_reading_fixtures.py (SOURCES.md, "Reading the run's figure").
+
+
+def summary_of(name: str, hint: int | None = None) -> tuple[ThroughputSummary, list[tuple[str, Throughput]]]:
+    """The summary's throughput after the file's readings, and each live reading with the
+    line it came from."""
+    parser = ThroughputParser(batch_size_hint=hint)
+    builder = SummaryBuilder()
+    live = []
+    for t, line in enumerate(output_lines(name)):
+        for reading in parser.feed(line):
+            builder.on_event(Event(float(t), ev.THROUGHPUT, reading))
+            if not reading.final:
+                live.append((line, reading))
+    return builder.build().throughput, live
+
+
+def test_start_up_bars_of_datasets_and_the_hub_are_not_training():
+    """datasets' generation (a bar without a total: "Generating train split: 3668 examples
+    [00:00, 26041.70 examples/s]"), Map, Filter and tokenizing bars, downloads, "Fetching 4
+    files" and "Loading checkpoint shards" come before the Trainer's bar and give nothing:
+    the run's figure is the Trainer's steps over its runtime, not examples/s of datasets."""
+    tp, live = summary_of("datasets_then_trainer.log")
+    assert live and {(r.source, r.unit) for _, r in live} == {("tqdm", "steps")}
+    assert all(line.lstrip()[:1].isdigit() for line, _ in live), [line for line, _ in live if not line.lstrip()[:1].isdigit()]
+    assert tp.figure == pytest.approx(trainer_training_figure("datasets_then_trainer.log"), rel=0.02)
+
+
+def test_a_loop_that_speeds_up_reads_its_count_over_its_time():
+    """tqdm's rate is smoothed (an EMA of recent redraws); the figure is its counter over
+    its elapsed clock: 1200 iterations in 42.3 s, as the closing line says (28.37it/s)."""
+    tp, live = summary_of("tqdm_speedup.log")
+    assert tp.unit == "steps" and tp.figure == pytest.approx(1200 / 42.3, rel=0.02)
+    assert live[-1][1].samples_per_sec == pytest.approx(28.37)  # the bar's closing line: its overall average
+
+
+def test_lightnings_cumulative_average_is_not_under_read():
+    """Lightning's training bar prints each epoch's average (smoothing=0), which a slow
+    start holds down for the whole first epoch: no median of what it prints is its
+    closing figure.  Its validation, test and predict bars give nothing.  The
+    figure is the epochs' batches over the bar's clock, as its closing figures count them
+    (its clock runs on through validation)."""
+    tp, live = summary_of("lightning_slow_start.log")
+    assert all(line.startswith("Epoch ") for line, _ in live)
+    assert tp.figure == pytest.approx(7.595, rel=0.02)  # 120 batches over 15.8 s of the bar's clock
+
+
+def test_an_evaluation_bar_longer_than_the_training_bar_is_not_training():
+    """The Trainer's evaluation bar (no description, 150 batches) is drawn while its
+    training bar (60 steps) is unfinished: it is not the training bar for being larger."""
+    tp, live = summary_of("trainer_long_eval.log")
+    assert live and all("/60 [" in line for line, _ in live)
+    assert tp.figure == pytest.approx(trainer_training_figure("trainer_long_eval.log"), rel=0.02)
+
+
+def trainer_training_figure(name: str) -> float:
+    """The Trainer's steps over its training time alone: train_steps_per_second times
+    train_runtime, over train_runtime less the eval_runtime of each evaluation it logged
+    (its own train_steps_per_second holds them)."""
+    text = (DATA / name).read_text(encoding="utf-8")
+    runtime = float(re.findall(r"'train_runtime': ([0-9.]+)", text)[-1])
+    steps = float(re.findall(r"'train_steps_per_second': ([0-9.]+)", text)[-1]) * runtime
+    return steps / (runtime - sum(float(v) for v in re.findall(r"'eval_runtime': ([0-9.]+)", text)))
+
+
+def test_timm_is_read_by_its_running_average_and_its_meters():
+    """timm's train.py: the parenthesised rate (the epoch's running average) is the
+    reading, and the figure is its samples over its update time across both epochs."""
+    tp, live = summary_of("timm_train_epochs.log")
+    text = (DATA / "timm_train_epochs.log").read_text(encoding="utf-8")
+    averages = [float(rate) for rate in re.findall(r"\(\s*[0-9.]+s,\s+([0-9.]+)/s\)", text)]
+    assert [r.samples_per_sec for _, r in live] == pytest.approx(averages)
+    assert tp.unit == "samples" and tp.figure == pytest.approx(3228.81, rel=0.01)  # the meters' samples over seconds
+
+
+def test_a_nanogpt_fork_is_read_by_its_own_tok_s():
+    """A fork that prints its own tok/s beside the iteration time is read by that rate,
+    in tokens, not by the time (which the header would turn into tokens too)."""
+    tp, live = summary_of("nanogpt_toks.log")
+    printed = [float(rate.replace(",", "")) for rate in re.findall(r"tok/s ([0-9,]+)", (DATA / "nanogpt_toks.log").read_text(encoding="utf-8"))]
+    assert [r.samples_per_sec for _, r in live] == pytest.approx(printed)
+    assert {r.unit for _, r in live} == {"tokens"}

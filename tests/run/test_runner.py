@@ -305,6 +305,48 @@ def test_leftover_grandchild_is_cleared_when_the_command_exits():
     assert wait_gone([grandchild], 3) == []
 
 
+# A child that double-forks a daemon (which ignores SIGTERM, as daemons often do), waits
+# half a second and exits 0; the daemon prints its own pid before it becomes `sleep`.
+DOUBLE_FORKS_A_DAEMON = """
+    import os, sys, time
+    middle = os.fork()
+    if middle == 0:
+        os.setsid()
+        if os.fork() == 0:
+            os.write(1, f"daemon {os.getpid()}\\n".encode())
+            os.execvp("sh", ["sh", "-c", "trap '' TERM; exec sleep 60"])
+        os._exit(0)
+    os.waitpid(middle, 0)
+    time.sleep(0.5)
+"""
+
+
+def test_a_daemon_left_behind_is_named_in_the_outcome_and_the_duration_is_the_childs():
+    """The run's end kills what the command left running; the outcome says so, and its
+    duration ends when the command exited, not when the leftovers were gone (the grace)."""
+    outcome, lines, _ = run(DOUBLE_FORKS_A_DAEMON, grace=3.0)
+    daemon = int(next(text for text in texts(lines) if text.startswith("daemon ")).split()[1])
+    assert outcome.ok, outcome
+    assert outcome.message == f"exited with code 0; stopped 1 leftover process: sleep (pid {daemon})"
+    assert outcome.duration_s is not None and 0.4 < outcome.duration_s < 2.5  # the grace alone is 3 s
+    assert wait_gone([daemon], 3) == []
+
+
+def test_a_run_gputui_stopped_names_no_leftovers():
+    """Stopping kills every process of the run alike: nothing in it is a leftover."""
+    waiter = LineWaiter()
+    runner = Runner(py(DOUBLE_FORKS_A_DAEMON.replace("time.sleep(0.5)", "time.sleep(60)")), on_line=waiter, grace=0.5)
+    runner.start()
+    try:
+        waiter.wait_for("daemon ")
+        runner.stop()
+        outcome = runner.wait(30)
+    finally:
+        runner.close()
+    assert outcome is not None and outcome.kind == "stopped"
+    assert outcome.message == "stopped by user"
+
+
 def test_start_from_a_short_lived_thread_keeps_the_child_alive():
     """PR_SET_PDEATHSIG fires when the spawning *thread* ends; the guard must not take
     that for gputui's death."""

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from gputui import protocol
 from gputui.model import UNITS, Throughput
-from gputui.run.throughput import FORMATS, ParseState, ThroughputParser
+from gputui.run.throughput import FORMATS, UNIT_SETTLE_S, ParseState, ThroughputParser
 from tests.support.process import REPO
 
 DATA = REPO / "tests" / "data" / "throughput"
@@ -352,7 +352,6 @@ NEGATIVE = [
     # gputui protocol lines that are not rates, even with a unit in the text.
     ('@gputui {"event": "start", "v": 1, "model": "resnet50", "batch_size": 32}', 32),
     ('@gputui {"event": "oom", "batch_size": 512, "message": "CUDA out of memory at 1234 img/s"}', 32),
-    ("@gputui this is not json, 123 img/s", 32),
     # Nothing at all.
     ("", 32),
     ("\n", 32),
@@ -433,11 +432,20 @@ def test_unusable_hint_is_no_hint(hint):
 
 def test_hint_can_be_set_later():
     parser = ThroughputParser()
+    parser.batch_size_hint = 64
+    line = "96/96 [==============================] - 5s 50ms/step - loss: 0.5054"
+    reading = parser.feed(line)[0]
+    assert reading.unit == "samples" and reading.samples_per_sec == pytest.approx(64 / 0.05)
+
+
+def test_a_hint_set_after_the_run_settled_on_steps_keeps_steps():
+    """No run shows two units: a bar that already read in steps stays in steps."""
+    parser = ThroughputParser()
     line = "96/96 [==============================] - 5s 50ms/step - loss: 0.5054"
     assert parser.feed(line)[0].unit == "steps"
     parser.batch_size_hint = 64
-    reading = parser.feed(line)[0]
-    assert reading.unit == "samples" and reading.samples_per_sec == pytest.approx(64 / 0.05)
+    (reading,) = parser.feed(line)
+    assert reading.unit == "steps" and reading.samples_per_sec == pytest.approx(1 / 0.05)
 
 
 def test_tqdm_inverse_rate_with_unit_scale():
@@ -467,6 +475,325 @@ def test_formats_table_has_one_entry_per_parser():
     assert len({parse for _, parse in FORMATS}) == len(FORMATS)
     for triggers, parse in FORMATS:
         assert triggers and all(isinstance(t, str) and t for t in triggers) and callable(parse)
+
+
+# --- Bars that are not training ---------------------------------------------------------------
+
+# Each drawn by tqdm's own code with the tool's arguments (tests/data/progress/
+# make_reading_fixtures.py, datasets_then_trainer.log and lightning_slow_start.log; the
+# sources of each description are named there), or cut from those files.
+NOT_TRAINING = [
+    # huggingface/datasets builder.py: hf_tqdm(unit=" examples", total=split_info.num_examples,
+    # desc=f"Generating {split} split"), a dataset never prepared: no total, no bar.
+    "Generating train split: 3668 examples [00:00, 26041.70 examples/s]",
+    "Generating validation split: 100%|██████████████████████████████████████████| 408/408 [00:00<00:00, 26041.70 examples/s]",
+    # arrow_dataset.py Dataset.map: desc (desc or "Map") + " (num_proc=N)"; filter: "Filter".
+    "Map: 100%|███████████████████████████████████████████████████████████████| 3668/3668 [00:00<00:00, 13100.01 examples/s]",
+    "Map (num_proc=4):  50%|█████████████████████████                         | 1834/3668 [00:00<00:00, 13100.01 examples/s]",
+    "Filter: 100%|████████████████████████████████████████████████████████████| 3668/3668 [00:00<00:00, 13100.01 examples/s]",
+    # transformers examples' map descriptions (run_glue.py, run_clm.py).
+    "Running tokenizer on dataset: 100%|██████████████████████████████████████| 3668/3668 [00:00<00:00, 13100.01 examples/s]",
+    "Grouping texts in chunks of 1024: 100%|██████████████████████████████████| 3668/3668 [00:00<00:00, 13100.01 examples/s]",
+    # download_manager.py: "Downloading data files" (map_nested, it/s), "Extracting data files".
+    "Downloading data files: 100%|████████████████████████████████████████████████████████████| 3/3 [00:01<00:00,  2.00it/s]",
+    "Extracting data files: 100%|███████████████████████████████████████████████████████████| 3/3 [00:00<00:00, 1000.07it/s]",
+    # huggingface_hub _snapshot_download.py, transformers modeling_utils.py.
+    "Fetching 4 files: 100%|██████████████████████████████████████████████████████████████████| 4/4 [00:01<00:00,  2.50it/s]",
+    "Loading checkpoint shards: 100%|█████████████████████████████████████████████████████████| 2/2 [00:01<00:00,  1.52it/s]",
+    # Lightning's test and predict bars (tqdm_progress.py: f"{desc} DataLoader {i}").
+    "Testing DataLoader 0: 100%|███████████████████████████████████████████████████████████| 40/40 [00:00<00:00, 100.00it/s]",
+    "Predicting DataLoader 0: 100%|████████████████████████████████████████████████████████| 40/40 [00:00<00:00, 100.00it/s]",
+    # torchrun --tee puts the rank before a line (as in tests/data/progress/torchtitan.log).
+    "[rank0]: Map: 100%|██████████| 3668/3668 [00:00<00:00, 13100.01 examples/s]",
+]
+
+
+@pytest.mark.parametrize("line", NOT_TRAINING)
+def test_bars_that_are_not_training_give_nothing(line):
+    assert feed(line) == [] and feed(line, 32) == []
+
+
+# --- The script's own figure ----------------------------------------------------------------
+
+
+def test_timm_train_is_read_by_its_running_average():
+    """timm's train.py (huggingface/pytorch-image-models@aa4b585):
+    f'Time: {update_time_m.val:.3f}s, {update_sample_count / update_time_m.val:>7.2f}/s  '
+    f'({update_time_m.avg:.3f}s, {update_sample_count / update_time_m.avg:>7.2f}/s)'."""
+    line = "Train: 0 [ 100/1251 (  8%)]  Loss: 6.70 (6.80)  Time: 0.306s, 3346.41/s  (0.319s, 3207.74/s)  LR: 8.086e-05  Data: 0.010 (0.025)"
+    (reading,) = feed(line)
+    assert (reading.source, reading.samples_per_sec) == ("timm", 3207.74)
+    assert reading.seconds == pytest.approx(0.319 * 101) and reading.samples == pytest.approx(3207.74 * 0.319 * 101)
+
+
+# nanoGPT forks that print their own token rate after the iteration time, each a format
+# string in the code index (the stored file's id named):
+NANOGPT_OWN_RATE = [
+    # 32179877100: f"iter {iter_num}: loss {loss:.4f}, time {dt*1000:.2f}ms, tok/s {running_tok_per_s:,.0f}"
+    ("iter 10: loss 4.2000, time 50.10ms, tok/s 245,760", 245_760.0),
+    # 66513460447: f"iter {iter_num}: loss {lossf:.4f}, time {dt*1000:.2f}ms, tok/sec {tokens_per_sec:.2f}"
+    ("iter 10: loss 4.2000, time 50.10ms, tok/sec 245760.00", 245_760.0),
+    # 48987856019: f"... time {dt*1000:.2f}ms, tokens per second {tokens_per_second:.2f}"
+    ("iter 10: loss 4.2000, time 50.10ms, tokens per second 245760.00", 245_760.0),
+    # 21474117565: f"... time {dt*1000:.2f}ms, tokens/sec {tokens_per_sec:.0f}, lr {lr:.2e}"
+    ("iter 10: loss 4.2000, time 50.10ms, tokens/sec 245760, lr 6.00e-04", 245_760.0),
+]
+
+
+@pytest.mark.parametrize(("line", "rate"), NANOGPT_OWN_RATE)
+def test_a_step_time_beside_a_token_rate_gives_the_rate(line, rate):
+    (reading,) = feed(line)
+    assert (reading.unit, reading.samples_per_sec, reading.source) == ("tokens", rate, "nanogpt")
+    parser = ThroughputParser()
+    parser.feed("tokens per iteration will be: 393,216")  # the header does not override the script's own rate
+    (reading,) = parser.feed(line)
+    assert (reading.unit, reading.samples_per_sec) == ("tokens", rate)
+
+
+def test_a_nanogpt_iteration_is_its_tokens_over_its_time():
+    """With the header's tokens per iteration, each iteration is a window of that many
+    tokens over its printed time, so that the summary's figure is tokens over seconds."""
+    parser = ThroughputParser()
+    assert parser.feed("tokens per iteration will be: 512") == []
+    (reading,) = parser.feed("iter 7: loss 3.6512, time 48.20ms, mfu 0.01%")
+    assert (reading.unit, reading.samples, reading.seconds) == ("tokens", 512.0, pytest.approx(0.0482))
+    assert reading.samples_per_sec == pytest.approx(512 / 0.0482)
+
+
+def test_the_nanogpt_iteration_that_holds_an_evaluation_is_left_out():
+    """nanoGPT evaluates (and prints "step N: train loss ..., val loss ...") at the top of
+    iteration N, whose time then holds the evaluation and the checkpoint: not training."""
+    parser = ThroughputParser()
+    parser.feed("tokens per iteration will be: 512")
+    assert parser.feed("step 50: train loss 3.3104, val loss 3.3182") == []
+    assert parser.feed("iter 50: loss 3.3008, time 912.40ms, mfu 0.01%") == []
+    (reading,) = parser.feed("iter 51: loss 3.2987, time 47.90ms, mfu 0.01%")
+    assert reading.seconds == pytest.approx(0.0479)
+    fork = ThroughputParser()  # a fork's own rate of that iteration holds the evaluation too
+    fork.feed("step 50: train loss 3.3104, val loss 3.3182")
+    assert fork.feed("iter 50: loss 4.2000, time 950.10ms, tok/s 245,760") == []
+
+
+def test_a_tqdm_reading_carries_the_window_of_its_counter_and_clock():
+    """The rate shown is tqdm's smoothed one; the window is its count and elapsed clock
+    since the last window, finer where the rate is the count over the clock."""
+    parser = ThroughputParser()
+    assert parser.feed("  0%|          | 0/100 [00:00<?, ?it/s]") == []
+    (first,) = parser.feed(" 45%|████▌     | 45/100 [00:05<00:06,  9.50it/s]")  # 45 / 9.50 is not in 00:05
+    assert (first.samples_per_sec, first.samples, first.seconds) == (9.5, 45.0, 5.0)
+    (again,) = parser.feed(" 50%|█████     | 50/100 [00:05<00:05, 11.00it/s]")
+    assert again.seconds is None  # the same second of its clock: no window
+    (closing,) = parser.feed("100%|██████████| 100/100 [00:12<00:00,  8.20it/s]")  # 100 / 8.20 = 12.2 s: in 00:12
+    assert closing.samples == 55.0 and closing.seconds == pytest.approx(100 / 8.20 - 5.0)
+
+
+def windows(readings: list[Throughput]) -> tuple[float, float]:
+    """The count and seconds the readings' windows add up to."""
+    counted = [r for r in readings if r.seconds is not None and not r.final]
+    return sum(r.samples or 0.0 for r in counted), sum(r.seconds or 0.0 for r in counted)
+
+
+def test_an_evaluation_bar_inside_the_training_bars_clock_is_not_training_time():
+    """The Trainer's evaluation bar (another total, no description) runs while its
+    training bar's clock runs on: the time from its first line to its last, on gputui's
+    clock, is left out of the training bar's windows.  A redraw of the training bar
+    without progress (tqdm.write redraws every bar) does not end it."""
+    parser = ThroughputParser()
+    out = parser.feed("  0%|          | 0/100 [00:00<?, ?it/s]", now=0.0)
+    out += parser.feed(" 50%|█████     | 50/100 [00:05<00:05, 10.00it/s]", now=5.0)
+    assert parser.feed("  0%|          | 0/20 [00:00<?, ?it/s]", now=5.2) == []  # the evaluation bar
+    assert parser.feed(" 50%|█████     | 10/20 [00:01<00:01, 10.00it/s]", now=6.2) == []
+    out += parser.feed(" 50%|█████     | 50/100 [00:07<00:05, 10.00it/s]", now=7.1)  # redrawn, no progress
+    assert parser.feed("100%|██████████| 20/20 [00:02<00:00, 10.00it/s]", now=7.2) == []
+    out += parser.feed(" 60%|██████    | 60/100 [00:08<00:04, 7.50it/s]", now=8.2)
+    out += parser.feed("100%|██████████| 100/100 [00:12<00:00,  8.20it/s]", now=12.2)  # 100 / 8.20: 12.195 s
+    assert windows(out) == (100.0, pytest.approx(100 / 8.20 - 2.0))
+
+
+def test_a_described_bar_that_is_not_training_is_not_training_time():
+    """Lightning's validation bar, drawn between redraws of the epoch bar (Rich redraws
+    every bar), is time aside too, from its first line to its last."""
+    parser = ThroughputParser()
+    out = parser.feed("Epoch 0:   0%|          | 0/60 [00:00<?, ?it/s]", now=0.0)
+    out += parser.feed("Epoch 0: 100%|██████████| 60/60 [00:10<00:00, 6.00it/s]", now=10.0)
+    for i, t in enumerate((10.5, 11.0, 11.5, 12.0)):
+        assert parser.feed(f"Validation DataLoader 0:  {25 * i:>2}%|██        | {i}/4 [00:0{i}<00:01, 2.00it/s]", now=t) == []
+        out += parser.feed(f"Epoch 0: 100%|██████████| 60/60 [00:{int(t + 0.1)}<00:00, 6.00it/s]", now=t + 0.1)
+    out += parser.feed("Epoch 0: 100%|██████████| 60/60 [00:12<00:00, 4.86it/s]", now=12.35)  # 60 / 4.86: 12.35 s
+    assert windows(out) == (60.0, pytest.approx(60 / 4.86 - 1.5))
+
+
+def test_the_trainers_own_evaluation_time_replaces_gputuis_clock():
+    """The Trainer logs each evaluation's eval_runtime (its loop, first batch and metrics
+    included, which its bar does not show): that time is left out, not the bar's."""
+    parser = ThroughputParser()
+    out = parser.feed("  0%|          | 0/100 [00:00<?, ?it/s]", now=0.0)
+    out += parser.feed(" 50%|█████     | 50/100 [00:05<00:05, 10.00it/s]", now=5.0)
+    parser.feed("  0%|          | 0/20 [00:00<?, ?it/s]", now=5.4)
+    parser.feed("100%|██████████| 20/20 [00:01<00:00, 15.00it/s]", now=6.7)
+    assert parser.feed("{'eval_loss': 1.6094, 'eval_accuracy': 0.208, 'eval_runtime': 1.75, 'eval_samples_per_second': 91.4, 'epoch': 1.0}", now=6.8) == []
+    out += parser.feed(" 50%|█████     | 50/100 [00:06<00:05, 10.00it/s]", now=6.8)
+    parser.feed("100%|██████████| 20/20 [00:01<00:00, 15.00it/s]", now=6.8)
+    out += parser.feed("100%|██████████| 100/100 [00:12<00:00,  8.20it/s]", now=12.2)
+    assert windows(out) == (100.0, pytest.approx(100 / 8.20 - 1.75))
+
+
+# --- One run, one unit ----------------------------------------------------------------------
+
+BAR = " 45%|████▌     | 45/100 [00:05<00:06,  8.91it/s]"
+
+
+def probe_window(steps=10, samples=320, seconds=1.0):
+    return {"event": "probe", "v": 1, "steps": steps, "seconds": seconds, "batches": steps if samples else 0, "samples": samples}
+
+
+ARMED = {"event": "probe_status", "state": "armed", "pid": 4242, "torch": "2.5.1", "hooks": ["optimizer_step", "dataloader"]}
+
+
+def test_steps_wait_for_the_probe_and_are_never_shown_beside_samples():
+    """A tqdm bar's steps come first, the armed probe's samples a second later: the run
+    shows samples from its first reading on, never "steps/s" first."""
+    parser = ThroughputParser()
+    parser.probe_status(ARMED)
+    assert parser.feed(BAR, now=10.0) == [] and parser.unit is None  # held back while the unit settles
+    (reading,) = parser.feed_probe(probe_window(), now=11.0)
+    assert reading.unit == "samples" and parser.unit == "samples"
+    for t in (12.0, 13.5, 20.0):
+        shown = [r for r in parser.feed(BAR, now=t) + parser.feed_probe(probe_window(), now=t) if not r.final]
+        assert {r.unit for r in shown} <= {"samples"}
+
+
+def test_steps_settle_at_once_without_the_probe():
+    (reading,) = ThroughputParser().feed(BAR, now=0.0)
+    assert reading.unit == "steps"
+
+
+def test_steps_settle_when_the_armed_probe_says_nothing():
+    parser = ThroughputParser()
+    parser.probe_status(ARMED)
+    assert parser.feed(BAR, now=0.0) == []
+    assert parser.feed(BAR, now=0.0 + UNIT_SETTLE_S / 2) == []
+    (reading,) = parser.feed(BAR, now=UNIT_SETTLE_S)
+    assert reading.unit == "steps" and parser.unit == "steps"
+
+
+def test_held_back_windows_are_counted_in_the_first_shown_reading():
+    """The summary counts a bar's whole count over its whole clock: the windows of the
+    readings held back while the unit settled go with the first one shown."""
+    parser = ThroughputParser()
+    parser.probe_status(ARMED)
+    parser.feed("  0%|          | 0/100 [00:00<?, ?it/s]", now=0.0)
+    assert parser.feed(" 10%|█         | 10/100 [00:01<00:09, 10.00it/s]", now=1.0) == []
+    assert parser.feed(" 20%|██        | 20/100 [00:02<00:08, 10.00it/s]", now=2.0) == []
+    (reading,) = parser.feed(" 40%|████      | 40/100 [00:04<00:06, 10.00it/s]", now=4.0)
+    assert (reading.unit, reading.samples, reading.seconds) == ("steps", 40.0, 4.0)
+
+
+def test_an_epoch_end_probe_window_without_batches_stays_in_samples():
+    """At timm's epoch end the probe may see optimizer steps and no batch (the next
+    epoch's loader not started): its window is converted with the batch size it has seen,
+    not shown in steps."""
+    parser = ThroughputParser()
+    for t in range(1, 4):
+        parser.feed_probe(probe_window(steps=10, samples=320), now=float(t))
+    readings = parser.feed_probe(probe_window(steps=8, samples=None), now=4.0)
+    assert [(r.unit, r.samples_per_sec) for r in readings] == [("samples", 8 * 32.0)]
+
+
+def test_a_samples_run_never_shows_a_steps_reading():
+    parser = ThroughputParser()
+    parser.feed("Train: 0 [  50/1251 (  4%)]  Loss: 6.82 (6.86)  Time: 0.302s, 3390.73/s  (0.332s, 3082.52/s)  LR: 4.093e-05  Data: 0.011 (0.040)", now=1.0)
+    assert [r for r in parser.feed(BAR, now=2.0) if not r.final] == []
+    assert [r.unit for r in parser.feed_probe(probe_window(samples=None), now=3.0)] == []  # no batch size known: held out
+
+
+TIMM_LINE = "Train: 0 [  {i}/40 ( 50%)]  Loss: 1.39 (1.39)  Time: 0.064s,  125.00/s  (0.064s,  125.00/s)  LR: 1.000e-05  Data: 0.001 (0.001)"
+
+
+def test_the_probe_taking_over_from_a_count_from_the_start_keeps_its_first_window():
+    """timm counts every update from the first; the probe, taking over at its second
+    window, carries its first (held back meanwhile) with it, so that the figure still
+    counts the run from its start, as the script does."""
+    parser = ThroughputParser()
+    for i in range(3):
+        parser.feed(TIMM_LINE.format(i=i), now=10.0 + 0.1 * i)
+    assert [r for r in parser.feed_probe(probe_window(steps=15, samples=112, seconds=1.04), now=11.0) if not r.final] == []
+    (reading,) = [r for r in parser.feed_probe(probe_window(steps=16, samples=128, seconds=1.05), now=12.0) if not r.final]
+    assert (reading.source, reading.samples, reading.seconds) == ("probe", 240.0, pytest.approx(2.09))
+    assert reading.samples_per_sec == pytest.approx(128 / 1.05)  # the rate shown is the window's own
+
+
+# The Trainer's closing dict, as the framework test's run printed it.
+TRAINER_FINAL = (
+    "{'train_runtime': 24.7702, 'train_samples_per_second': 121.113, 'train_steps_per_second': 15.139, 'train_loss': 1.6093723958333332, 'epoch': 3.0}"
+)
+TRAINER_TOKENS = "{'loss': 2.948, 'epoch': 0.5, 'num_input_tokens_seen': 319910, 'train_runtime': 4.893, 'train_tokens_per_second': 65381.181}"
+
+
+def test_the_trainers_closing_dict_gives_one_figure_in_the_runs_unit():
+    """Its samples and steps rates are one figure in two units: the run shows the one in
+    its own unit, never both."""
+    steps = ThroughputParser()
+    steps.feed(BAR, now=1.0)
+    assert [(r.unit, r.samples_per_sec, r.final) for r in steps.feed(TRAINER_FINAL, now=2.0)] == [("steps", 15.139, True)]
+    samples = ThroughputParser()
+    samples.feed_probe(probe_window(), now=1.0)
+    assert [(r.unit, r.samples_per_sec, r.final) for r in samples.feed(TRAINER_FINAL, now=2.0)] == [("samples", 121.113, True)]
+    alone = ThroughputParser()  # nothing before it: the samples figure, which settles the run's unit
+    assert [(r.unit, r.samples_per_sec) for r in alone.feed(TRAINER_FINAL)] == [("samples", 121.113)] and alone.unit == "samples"
+
+
+def test_another_sources_figures_in_another_unit_are_not_shown():
+    """The Trainer's running tokens/s beside a bar in steps cannot be put in steps: it is
+    left out, not reported in a second unit.  A samples figure is put in steps where the
+    batch size is known."""
+    parser = ThroughputParser()
+    parser.feed(BAR, now=1.0)
+    assert parser.feed(TRAINER_TOKENS, now=2.0) == []
+    hinted = ThroughputParser()
+    hinted.feed(BAR, now=1.0)
+    hinted.batch_size_hint = 8  # told after the run settled on steps
+    assert [(r.unit, r.samples_per_sec) for r in hinted.feed("  train_samples_per_second =     41.094", now=2.0)] == [("steps", pytest.approx(41.094 / 8))]
+
+
+# --- The protocol, only when well-formed ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ask @gputui x",
+        "@gputui this is not json, 123 img/s",
+        '@gputui {"event": "step", "samples": 32}',
+        '@gputui {"event": "chat", "text": "hello"}',
+        '@gputui {"event": "result", "samples_per_sec": "fast"}',
+        '@gputui {"event": "step", "samples": 32, "seconds": 0.1, "rank": -1, "world_size": 2}',
+        "@gputui [1, 2, 3]",
+    ],
+)
+def test_a_line_that_is_not_well_formed_is_not_the_protocol(line):
+    assert protocol.read_line(line) is None
+
+
+def test_every_line_the_workloads_write_is_well_formed(capsys):
+    emitter = protocol.Emitter(rank=1, world_size=2)
+    emitter.start(model="resnet50", batch_size=32)
+    emitter.step("measure", 11, 32, 0.02)
+    emitter.result(samples_per_sec=1600.0, p5=1500.0)
+    emitter.oom(batch_size=512, message="CUDA out of memory")
+    emitter.emit("trial", batch_size=64, fits=True, samples_per_sec=900.0, peak_memory_bytes=None, message=None)
+    print(protocol.encode("pipeline", images_per_sec=812.5, images=4000, seconds=4.92, workers=2))
+    lines = capsys.readouterr().out.splitlines()
+    assert [protocol.read_line(line)["event"] for line in lines] == ["start", "step", "result", "oom", "trial", "pipeline"]
+
+
+def test_a_line_naming_gputui_is_ordinary_output():
+    """A chat log's "@gputui" is no protocol line: the run's own rates are read around it."""
+    parser = ThroughputParser()
+    assert parser.feed("ask @gputui x") == []
+    (reading,) = parser.feed("@gputui this is not json, 123 img/s")
+    assert (reading.source, reading.samples_per_sec) == ("generic", 123.0)
+    assert parser.feed("Epoch[0] Batch [20]\tSpeed: 250.00 samples/sec\taccuracy=0.1")[0].samples_per_sec == 250.0
 
 
 # --- Cost ---------------------------------------------------------------------------------------
@@ -649,3 +976,41 @@ def test_fuzz_parsers_do_not_raise_on_their_own(line, hint):
         readings = parse(line, ParseState(hint=hint))
         if readings is not None:
             check(readings)
+
+
+# --- Evaluation in the output ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "seconds", "ongoing"),
+    [
+        ("{'eval_loss': 1.6094, 'eval_accuracy': 0.208, 'eval_runtime': 0.975, 'eval_samples_per_second': 1025.677, 'epoch': 1.0}", 0.975, False),
+        ("{'eval_loss': '1.609', 'eval_runtime': '1.997', 'epoch': '3'}", 1.997, False),
+        ("step 50: train loss 3.3104, val loss 3.3182", None, False),
+        ("Test: [   0/127]  Time: 0.101 (0.101)  Loss:  1.3906 (1.3906)  Acc@1: 50.0000 (50.0000)  Acc@5: 100.0000 (100.0000)", None, True),
+        ("Test: [ 127/127]  Time: 0.008 (0.012)  Loss:  1.3862 (1.3863)  Acc@1: 50.0000 (25.0000)  Acc@5: 100.0000 (100.0000)", None, False),
+        ("Validation DataLoader 0:  40%|████      | 4/10 [00:01<00:01,  3.50it/s]", None, True),
+        ("Validation ━━━━━━━━━━━━━╺━━━━━━━━━━━━━━━━━━━━━━━━━━ 2/6   0:00:00 • 0:00:01 6.44it/s", None, True),
+    ],
+)
+def test_an_evaluation_is_seen_in_the_output(line, seconds, ongoing):
+    from gputui.run.throughput import EvaluationSeen, evaluation_seen
+
+    assert evaluation_seen(line) == EvaluationSeen(seconds, ongoing)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        " 45%|████▌     | 45/100 [00:05<00:06,  8.91it/s]",
+        "Map: 100%|██████████| 1000/1000 [00:00<00:00, 3480.46 examples/s]",
+        "iter 50: loss 3.3008, time 912.40ms, mfu 0.01%",
+        "Train: 0 [   0/40 (  2%)]  Loss: 1.39 (1.39)  Time: 0.177s,   45.20/s  (0.177s,   45.20/s)  LR: 1.000e-05  Data: 0.021 (0.021)",
+        "Validation accuracy went up",
+        "{'loss': 2.948, 'grad_norm': 2.35, 'learning_rate': 4.1e-05, 'epoch': 0.5}",
+    ],
+)
+def test_other_lines_show_no_evaluation(line):
+    from gputui.run.throughput import evaluation_seen
+
+    assert evaluation_seen(line) is None

@@ -209,6 +209,21 @@ def test_the_first_window_of_a_job_is_its_start_and_not_counted():
     assert b.build().throughput.figure == b.build().throughput.mean == 2000.0
 
 
+def test_a_series_that_takes_over_from_another_source_starts_no_second_time():
+    """timm's lines own the run until the probe takes over (from its second window, the
+    first holding the start): the series starts afresh with the probe's windows, all of
+    which count, the start being behind it."""
+    b = SummaryBuilder()
+    for i in range(3):
+        b.on_event(Event(20.0 + i, ev.THROUGHPUT, Throughput(samples_per_sec=60.0, source="timm", samples=60.0, seconds=1.0)))
+    b.on_event(Event(23.0, ev.THROUGHPUT, Throughput(samples_per_sec=40.0, source="probe", samples=80.0, seconds=2.0)))
+    for i in range(4, 7):
+        b.on_event(Event(20.0 + i, ev.THROUGHPUT, Throughput(samples_per_sec=64.0, source="probe", samples=64.0, seconds=1.0)))
+    tp = b.build().throughput
+    assert (tp.source, tp.readings) == ("probe", 4)
+    assert tp.figure == tp.mean == pytest.approx((80.0 + 3 * 64.0) / 5.0)
+
+
 def test_a_live_reading_leaves_the_builder_carrying_the_running_median():
     """Observers hear a live reading with the median of the run's readings so far, itself
     included, whatever their order; the tool's final figure and other events carry none,

@@ -157,6 +157,27 @@ class Rule:
     during_warmup: ClassVar[bool] = False  # judged in warm-up and the start grace period too
     event_only: ClassVar[bool] = False  # fed by events, not samples
     include_lost: ClassVar[bool] = False  # per-GPU rules: also judge GPUs that stopped answering
+    # What the rule needs to judge at all, in words ("a GPU's utilization"), where a run
+    # may lack it and its question still stands; rules about a GPU itself leave it empty,
+    # as without one they have nothing to judge.
+    needs: ClassVar[str] = ""
+
+    def lacking(self, ctx: Context) -> str | None:
+        """Why this run cannot give the rule what it :attr:`needs` ("not judged on this
+        machine"), None where it can.  What a rule needs is a GPU unless it says otherwise."""
+        if not self.needs:
+            return None
+        if ctx.n_gpus == 0:
+            return "not judged on this machine"
+        if not ctx.run_uses_gpu:
+            return "not judged: the run uses no GPU"
+        return None
+
+    def note(self, ctx: Context) -> str | None:
+        """The summary's note for a rule that never judged this run: what it needs, and why
+        it was not judged; None where the run did not lack it."""
+        why = self.lacking(ctx)
+        return f"{self.kind.replace('_', '-')}: needs {self.needs}; {why}" if why else None
 
     def hold(self, s: Settings) -> Hold:
         return Hold(s.open_after_s, s.close_after_s, s.hold_share, s.clear_share)

@@ -106,6 +106,10 @@ def idle_cost(f: RuleFinding, ctx: Context) -> float | None:
     return None if price is None else (f.until - f.since) / 3600.0 * price
 
 
+# Findings that name why a run waits: while one is open, "idle without cause" is not the news.
+NAMED_WAITS = ("input_bound", "python_bound", "host_contention", "host_memory", "straggler")
+
+
 class Idle(Rule):
     kind = "idle"
     scope = "run"
@@ -114,6 +118,11 @@ class Idle(Rule):
         s, d = ctx.settings, ctx.derived
         if not d.procs or d.run_cpu is None:
             return Observation(None, {})
+        wait = ctx.data_wait_share()
+        if ctx.open_kinds.intersection(NAMED_WAITS) or (wait is not None and wait * 100.0 >= s.data_wait_pct):
+            # A named wait, or the probe's data wait that input-bound is about to name.  Clear
+            # rather than unknown, so that an idle finding opened before the cause was named closes.
+            return Observation(0, {})
         util = None
         if d.run_gpus and ctx.run_uses_gpu:
             utils = [g.util_gpu for g in d.run_gpus if g.util_gpu is not None]

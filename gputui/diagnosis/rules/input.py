@@ -17,6 +17,10 @@ from gputui.record.events import Evidence
 class InputBound(Rule):
     kind = "input_bound"
     scope = "run"
+    needs = "a GPU's activity, or the probe's data wait (a PyTorch job run as `gputui -- python ...`)"
+
+    def lacking(self, ctx: Context) -> str | None:
+        return None if ctx.probe else super().lacking(ctx)  # the probe's data wait needs no GPU
 
     def observe(self, ctx: Context, gpu: GpuSample | None) -> Observation:
         wait = ctx.data_wait_share()
@@ -84,7 +88,7 @@ class InputBound(Rule):
         wait, workers = med(f.series("data_wait")), int(max(f.series("workers"), default=0))
         worker_cpu, main_cpu = med(f.series("worker_cpu")), med(f.series("main_cpu"))
         sm, util = med(f.series("sm_active")), med(f.series("util_gpu"))
-        cores, gpus = ctx.cores, max(ctx.n_gpus, 1)
+        cores, gpus = ctx.cores, ctx.n_gpus
         evidence = clean(
             {
                 "data_wait_pct": rnd(wait),
@@ -111,14 +115,21 @@ class InputBound(Rule):
         title = f"Input-bound: the training loop waited for data in {wait:.0f}% of its time; {who}"
         if sm is not None or util is not None:
             title += f"; GPU {'SM activity' if sm is not None else 'utilization'} {sm if sm is not None else util:.0f}%"
-        per_gpu = cores / gpus if cores else None
         advice = []
-        if per_gpu is not None and workers < per_gpu:
-            advice.append(f"Raise DataLoader(num_workers=...) ({workers} now; this machine has {cores} cores for {gpus} GPU(s): 4-8 workers per GPU).")
-        elif per_gpu is not None:
-            advice.append(
-                f"Every core already has a worker ({cores} cores for {gpus} GPU(s)): make each sample cheaper to load, or rent a machine with more cores."
-            )
+        if cores and gpus:
+            if workers < cores / gpus:
+                advice.append(f"Raise DataLoader(num_workers=...) ({workers} now; this machine has {cores:g} cores for {gpus} GPU(s): 4-8 workers per GPU).")
+            else:
+                advice.append(
+                    f"Every core already has a worker ({cores:g} cores for {gpus} GPU(s)): make each sample cheaper to load, or rent a machine with more cores."
+                )
+        elif cores:  # no GPU: the training itself runs on the same cores as the workers
+            if workers < cores:
+                advice.append(
+                    f"Raise DataLoader(num_workers=...) ({workers} now; this machine has {cores:g} cores, which training on the CPU shares with the workers)."
+                )
+            else:
+                advice.append(f"Every core already has a worker ({cores:g} cores): make each sample cheaper to load, or rent a machine with more cores.")
         advice += [
             "Cache decoded and resized samples (a pre-processed copy of the dataset) so each epoch decodes less.",
             "Overlap loading with training: DataLoader(pin_memory=True, persistent_workers=True, prefetch_factor=4).",
@@ -147,7 +158,7 @@ class InputBound(Rule):
         workers = max(f.series("workers"), default=0)
         worker_cpu, run_cpu = med(f.series("worker_cpu")), med(f.series("run_cpu"))
         host_cpu, main_cpu = med(f.series("host_cpu")), med(f.series("main_cpu"))
-        cores, gpus = ctx.cores, max(ctx.n_gpus, 1)
+        cores, gpus = ctx.cores, ctx.n_gpus
         rate = f.rate()
         ceiling = known_ceiling(ctx)
         power_pct, clock_pct = med(f.series("power_pct")), med(f.series("clock_pct"))
@@ -187,7 +198,7 @@ class InputBound(Rule):
         if ceiling and rate is not None:
             title += f"; {rate:.0f} samples/s is {100 * rate / ceiling:.0f}% of the {ceiling:.0f} this model reaches here"
         advice = []
-        per_gpu = cores / gpus if cores else None
+        per_gpu = cores / gpus if cores and gpus else None  # no GPU: no cores per GPU to count
         if cause == "by_main":
             advice.append(
                 "The main process loads the data itself: start data-loader workers (PyTorch DataLoader(num_workers=...), tf.data map(num_parallel_calls=AUTOTUNE))."
@@ -197,10 +208,14 @@ class InputBound(Rule):
             )
         if per_gpu is not None and per_gpu < 4:
             advice.append(
-                f"This machine has {cores} CPU cores for {gpus} GPU(s), fewer than the 4-8 cores a GPU needs (AutoDL guide): more workers will not help much; do less work per sample or rent a machine with more cores."
+                f"This machine has {cores:g} CPU cores for {gpus} GPU(s), fewer than the 4-8 cores a GPU needs (AutoDL guide): more workers will not help much; do less work per sample or rent a machine with more cores."
+            )
+        elif cores and not gpus:
+            advice.append(
+                f"Use more data-loader workers ({workers:.0f} now; this machine has {cores:g} cores, which training on the CPU shares with the workers)."
             )
         else:
-            have = f"{cores} cores for {gpus} GPU(s)" if cores else "the machine's cores"
+            have = f"{cores:g} cores for {gpus} GPU(s)" if cores else "the machine's cores"
             advice.append(
                 f"Use more data-loader workers ({workers:.0f} now; {have}): give each GPU 4-8 cores (AutoDL guide); past that, Python multiprocessing overhead dominates."
             )

@@ -22,6 +22,7 @@ from gputui.model import GpuSample
 class PythonBound(Rule):
     kind = "python_bound"
     scope = "run"
+    needs = "a GPU's utilization"  # a thread flat out says nothing without a GPU left waiting
 
     def observe(self, ctx: Context, gpu: GpuSample | None) -> Observation:
         s, d = ctx.settings, ctx.derived

@@ -5,9 +5,15 @@ DataLoader modules have loaded, and calls :func:`patch` for each.
 - Optimizer steps: a global post-hook (``register_optimizer_step_post_hook``, PyTorch
   2.0+), which fires once per ``step()`` of any optimizer, wrapped ones too (accelerate's
   AcceleratedOptimizer, Lightning's).
+- Backward passes: ``torch.autograd.backward`` wrapped (``Tensor.backward`` calls it, and
+  so do accelerate's, Lightning's and DeepSpeed's backward), only to know that the loop
+  trained.
+- Mode switches: ``torch.nn.Module.train`` wrapped (``model.eval()`` calls it), only to
+  know where a loop without a DataLoader evaluated (below).
 - DataLoader: ``_BaseDataLoaderIter.__next__`` wrapped, timing how long the loop waits for
   each batch, counting batches and samples (the leading dimension of the batch's first
-  tensor) and noting the iterator's worker count.
+  tensor) and noting the iterator's worker count; ``__init__`` wrapped to know when a
+  pass over a loader began.
 - The loop's own data work, where no DataLoader does it (nanoGPT's ``get_batch()``): from
   the first optimizer step, a daemon thread looks at the stepping thread's stack 50 times
   a second and counts the looks that land in data loading (a function such as
@@ -17,6 +23,34 @@ DataLoader modules have loaded, and calls :func:`patch` for each.
   window, sent as one datagram to ``GPUTUI_PROBE_SOCKET`` (non-blocking; dropped if no
   one listens or the buffer is full).
 
+Training or evaluation.  Validation loops fetch from a DataLoader too, and their batches
+are no training samples.  The probe tells them apart by what the loop does between two
+batches of one pass over one DataLoader iterator: a training loop calls backward (every
+micro-batch, gradient accumulation too) or steps the optimizer before it fetches the next
+batch; an evaluation loop does neither.  So a pass is training as soon as a backward or a
+step falls between two of its batches, or follows its latest batch before any other
+loader fetches (the batch being trained on); it is evaluation once three of its batches
+come in a row with neither between them (three, not two: Lightning's and accelerate's
+loaders fetch one batch ahead, so the first two batches of a training pass come back to
+back).  Until it is known, a pass's batches wait uncounted (the report waits for them, a
+few steps at most).  Grad mode is no evidence for a batch: accelerate's and the HF
+Trainer's loops fetch eval batches outside ``torch.no_grad()`` and timm's inside it; a
+backward in an evaluation (a gradient-based metric) makes it training, a rare case the
+docs name.
+
+Where no DataLoader fetches (nanoGPT's ``estimate_loss()`` on its own ``get_batch()``),
+a model's switch to eval mode and its switch back bound an evaluation when the switch
+back comes with gradients off (inside the evaluation's ``torch.no_grad()``) and no
+backward, step or batch came between (:func:`_mode_switched`): ``model.eval()`` alone is
+no evidence (a teacher stays in eval mode while the student trains; ``from_pretrained``
+leaves a model in eval mode until the loop trains it with gradients on).
+
+A window counts training only: its ``batches``, ``samples`` and ``seconds`` leave out
+evaluation, whose batches, samples and time it lists apart (``eval_batches``,
+``eval_samples``, ``eval_seconds``).  An evaluation that lasts a report interval or more
+gets windows of its own (``phase: evaluation``, no steps, ``ongoing`` until the last), so
+gputui can show where it ran; the training window before it ends where it began.
+
 It must never break the script: every wrapper calls the original once and returns its
 result or raises its exception unchanged; a failure of the probe's own bookkeeping
 sends one ``probe_status`` "off" line and turns every wrapper into a pass-through for
@@ -24,6 +58,7 @@ the rest of the process.  It never prints.  It imports nothing of gputui (the ch
 run another interpreter) and imports no torch: it only patches what the script loaded.
 """
 
+import atexit
 import dataclasses
 import functools
 import json
@@ -38,7 +73,7 @@ from collections.abc import Mapping
 # gputui.protocol.encode, copied: this file runs in the user's interpreter, where gputui
 # may not be installed (and must not be imported: its package would load in the child).
 MARKER = "@gputui "
-VERSION = 1
+VERSION = 2  # 2: batches, samples and seconds count training only; evaluation apart
 
 
 def encode(event, **fields):
@@ -79,14 +114,89 @@ _hooks: "list[str]" = []
 _note = None
 _step_handle = None
 
+TRAINING = "training"
+EVALUATION = "evaluation"
+EVAL_RUN = 3  # batches of one pass in a row, neither backward nor step between them: evaluation
+POSTPONE_S = 4 * REPORT_EVERY_S  # the longest a report waits for a pass to be known
+_UNRESOLVED_MAX = 64  # passes waiting for their kind (a loop taking one batch of a new iterator each time)
+_SOURCE = "_gputui_probe_source"  # the attribute a DataLoader iterator carries its _Source in
+
+
+class _Counts:
+    """Batches fetched: how many, their samples (while every batch had a leading
+    dimension), the time the loop waited for them, the loader's worker count."""
+
+    __slots__ = ("batches", "samples", "known", "wait", "workers")
+
+    def __init__(self):
+        self.clear()
+
+    def clear(self):
+        self.batches, self.samples, self.known, self.wait, self.workers = 0, 0, True, 0.0, None
+
+    def add(self, n, waited, workers):
+        self.batches += 1
+        self.wait += waited
+        self.workers = workers
+        if n is None:
+            self.known = False
+        else:
+            self.samples += n
+
+    def take(self, other):
+        """Add ``other``'s counts to these, and empty it."""
+        if other.batches:
+            self.batches += other.batches
+            self.samples += other.samples
+            self.known = self.known and other.known
+            self.wait += other.wait
+            self.workers = other.workers
+        other.clear()
+
+    def fields(self):
+        return {
+            "batches": self.batches,
+            "samples": self.samples if self.known and self.batches else None,
+            "data_wait_s": round(self.wait, 6),
+            "workers": self.workers,
+        }
+
+
+class _Source:
+    """One DataLoader iterator: training, evaluation or not known yet (``kind``), the
+    pass over it under way, and the batches fetched while its kind is not known."""
+
+    __slots__ = ("kind", "evidence", "quiet", "created", "started", "last", "step", "done", "pending")
+
+    def __init__(self, created=None):
+        self.kind = None
+        self.evidence = None  # _evidence at its last fetch of this pass; None before the pass's first
+        self.quiet = 1  # its batches in a row, this pass, with no backward or step between them
+        self.created = created  # when the iterator was made: its first pass began then
+        self.started = None  # when its pending batches began (the pass's start for its first)
+        self.last = None  # when its last fetch ended
+        self.step = 0  # _step_count at its last fetch
+        self.done = False  # its pass ran out
+        self.pending = _Counts()
+
+
 # The window since the last report; module globals: the hot path reads them cheaply.
 _t_last = None  # time.monotonic() at the window's start; None before the first batch or step
 _steps = 0
-_batches = 0
-_samples = 0
-_samples_known = True
-_wait = 0.0
-_workers = None
+_train = _Counts()  # the window's training batches
+_folded = _Counts()  # evaluation within the window, too short for windows of its own
+_folded_s = 0.0
+_eval_since = None  # time.monotonic() where the evaluation under way began; None while training
+_eval_split = False  # whether that evaluation has windows of its own (it lasted a report interval)
+_stretch = _Counts()  # its batches since its last report
+_evidence = 0  # backward passes and optimizer steps so far: the loop trained when it grew
+_step_count = 0
+_last = None  # the _Source of the latest fetch
+_unresolved: "list[_Source]" = []  # sources with batches waiting for their kind
+_fetches = 0  # DataLoader batches fetched so far
+_mode_since = None  # time.monotonic() of the outermost model.eval() not yet followed by its model.train()
+_mode_marks = (0, 0, 0)  # (id of that model, _evidence, _fetches) at that model.eval()
+_mode_depth = 0  # Module.train calls under way: its recursion into submodules is one switch
 
 # The sampler's counts (the sampler thread writes them, the report reads the difference).
 _loop_thread = None  # threading.get_ident() of the thread that steps the optimizer
@@ -111,17 +221,24 @@ def _resolve_compiling():
 _compiling = _resolve_compiling
 
 
-def _reset_window():
-    global _t_last, _steps, _batches, _samples, _samples_known, _wait, _workers
-    _t_last, _steps, _batches, _samples, _samples_known, _wait, _workers = None, 0, 0, 0, True, 0.0, None
+def _reset_window(t):
+    """A new window from ``t``, nothing counted in it."""
+    global _t_last, _steps, _folded_s
+    _t_last, _steps, _folded_s = t, 0, 0.0
+    _train.clear()
+    _folded.clear()
 
 
 def _after_fork():
     """A forked child (a DataLoader worker) starts with nothing counted and its own socket;
     it never steps an optimizer, so it never reports.  The sampler thread did not fork."""
     global _sock, _loop_thread, _looks, _data_looks, _sites, _looks_reported
+    global _eval_since, _eval_split, _evidence, _step_count, _last, _unresolved, _fetches, _mode_since, _mode_depth
     _sock = None
-    _reset_window()
+    _reset_window(None)
+    _stretch.clear()
+    _eval_since, _eval_split, _evidence, _step_count, _last, _unresolved = None, False, 0, 0, None, []
+    _fetches, _mode_since, _mode_depth = 0, None, 0
     _loop_thread, _looks, _data_looks, _sites, _looks_reported = None, 0, 0, {}, (0, 0)
 
 
@@ -148,6 +265,8 @@ def data_site(frame):
 def _look():
     """One look at the loop thread's stack."""
     global _looks, _data_looks
+    if _eval_since is not None:
+        return  # the sampler judges the training loop's own data work, not an evaluation's
     frame = sys._current_frames().get(_loop_thread) if _loop_thread is not None else None
     if frame is None:
         return
@@ -262,22 +381,233 @@ def leading_dimension(batch, depth=0):
     return None
 
 
-def _count_batch(iterator, batch, waited):
-    global _t_last, _batches, _samples, _samples_known, _wait, _workers
-    if _t_last is None:
-        _t_last = time.monotonic() - waited  # the first window starts as the loop asks for its first batch
-    _batches += 1
-    _wait += waited
-    _workers = getattr(iterator, "_num_workers", None)
-    n = leading_dimension(batch)
-    if n is None:
-        _samples_known = False
+def _report(end, phase, ongoing=False):
+    """Send the window from ``_t_last`` to ``end``: the training counted in it, or (an
+    evaluation's own window) the evaluation's batches since its last report."""
+    rank, world = _rank()
+    if phase == TRAINING:
+        looks, data_looks, site = _take_looks()
+        counts = _train
+        seconds = end - _t_last - _folded_s
+        extra = {
+            "looks": looks,
+            "data_looks": data_looks,
+            "data_site": site,
+            "eval_batches": _folded.batches or None,
+            "eval_samples": _folded.samples if _folded.known and _folded.batches else None,
+            "eval_seconds": round(_folded_s, 6) if _folded_s > 0 else None,
+        }
     else:
-        _samples += n
+        counts = _stretch
+        seconds = end - _t_last
+        extra = {"ongoing": True if ongoing else None}
+    _send(
+        encode(
+            "probe",
+            v=VERSION,
+            phase=phase,
+            steps=_steps,
+            seconds=round(max(seconds, 0.0), 6),
+            **counts.fields(),
+            **extra,
+            pid=os.getpid(),
+            rank=rank,
+            world_size=world,
+        )
+    )
+
+
+def _begin_eval(at):
+    global _eval_since, _eval_split
+    _eval_since, _eval_split = max(at, _t_last), False
+
+
+def _end_eval(at):
+    """The evaluation under way ended at ``at``: its last window, or (a short one) its
+    batches and time folded into the training window."""
+    global _eval_since, _eval_split, _folded_s
+    at = max(at, _eval_since, _t_last)
+    if _eval_split:
+        _report(at, EVALUATION)
+        _stretch.clear()
+        _reset_window(at)
+    else:
+        _folded.take(_stretch)
+        _folded_s += at - _eval_since
+    _eval_since, _eval_split = None, False
+
+
+def _eval_window(now):
+    """During an evaluation: once it lasted a report interval, the training before it is
+    one window and the evaluation gets its own, one a report interval."""
+    global _eval_split
+    if not _eval_split:
+        if now - _eval_since < REPORT_EVERY_S:
+            return
+        if _steps or _train.batches:
+            _report(_eval_since, TRAINING)
+        _reset_window(_eval_since)
+        _eval_split = True
+    if now - _t_last >= REPORT_EVERY_S:
+        _report(now, EVALUATION, ongoing=True)
+        _stretch.clear()
+        _reset_window(now)
+
+
+def _resolve(source, kind):
+    """``source`` is ``kind`` from now on; its waiting batches are counted as such, from
+    where they began."""
+    source.kind = kind
+    _forget(source)
+    if not source.pending.batches:
+        return
+    if kind == TRAINING:
+        if _eval_since is not None:
+            _end_eval(source.started)
+        _train.take(source.pending)
+    else:
+        if _eval_since is None:
+            _begin_eval(source.started)
+        _stretch.take(source.pending)
+
+
+def _forget(source):
+    try:
+        _unresolved.remove(source)
+    except ValueError:
+        pass  # settled already
+
+
+def _settle_oldest():
+    """Too many passes wait: the oldest is training if the loop trained since its last
+    batch, else evaluation."""
+    source = _unresolved[0]
+    _resolve(source, TRAINING if source.evidence != _evidence else EVALUATION)
+
+
+def _settle_strays():
+    """At a step: a pass still not known that ran out, or that fetched nothing for a whole
+    step, was no part of the training (a one-off look at a validation batch).  Its batches
+    and time are evaluation folded into this window."""
+    global _folded_s
+    for source in list(_unresolved):
+        if source is _last or not (source.done or source.step < _step_count - 1):
+            continue
+        source.kind = EVALUATION
+        _forget(source)
+        if source.started is not None and source.last is not None and _t_last is not None:
+            _folded_s += max(0.0, source.last - max(source.started, _t_last))
+        _folded.take(source.pending)
+
+
+def _trained(now):
+    """A backward pass or an optimizer step: the latest batch's pass is training, and an
+    evaluation under way has ended."""
+    global _evidence
+    _evidence += 1
+    if _last is not None and _last.kind is None:
+        _resolve(_last, TRAINING)
+    if _eval_since is not None:
+        _end_eval(now)
+
+
+def _mode_switched(model, training, now, grad=True):
+    """The outermost ``Module.train(mode)`` of ``model`` (an id; ``model.eval()`` is
+    ``train(False)``) at ``now``, ``grad``: whether gradients are on.  From its switch
+    to eval mode to its switch back made with gradients off, with no backward, step or
+    DataLoader batch between, the loop evaluated where no loader could show it
+    (nanoGPT's ``estimate_loss()``, decorated ``@torch.no_grad()``).  A switch back with
+    gradients on ends the span unseen: the models that loading left in eval mode
+    (``from_pretrained``) until the loop trains them, a rollout before an update.
+    Another model's switches (a teacher kept in eval mode) end no span."""
+    global _mode_since, _mode_marks
+    marks = (model, _evidence, _fetches)
+    if not training:
+        if _mode_since is None or _mode_marks[1:] != marks[1:]:  # none open, or the open one trained
+            _mode_since, _mode_marks = now, marks
+        return
+    if _mode_since is None or _mode_marks[0] != model:
+        return
+    since, _mode_since = _mode_since, None
+    if _mode_marks == marks and not grad and _eval_since is None:  # no training in it, no batches the loader tells apart
+        _mode_evaluated(since, now)
+
+
+def _mode_evaluated(since, until):
+    """An evaluation the mode switches showed, from ``since`` to ``until``: a window of its
+    own when it lasted a report interval (the training before it one too), else folded
+    into the training window; before the first window, its own window alone."""
+    global _folded_s
+    if _t_last is None:
+        _reset_window(since)
+        _report(until, EVALUATION)
+        _reset_window(None)  # the first window begins at the first batch or step, as ever
+        return
+    since = max(since, _t_last)
+    if until - since < REPORT_EVERY_S:
+        _folded_s += until - since
+        return
+    if _steps or _train.batches:
+        _report(since, TRAINING)
+    _reset_window(since)
+    _report(until, EVALUATION)
+    _reset_window(until)
+
+
+def _count_batch(iterator, batch, began, waited, first, stopped):
+    global _last, _fetches
+    now = began + waited
+    _fetches += 1
+    if _t_last is None:
+        _reset_window(began)  # the first window starts as the loop asks for its first batch
+    source = getattr(iterator, _SOURCE, None)
+    if source is None:
+        source = _Source()
+        setattr(iterator, _SOURCE, source)
+        first = True
+    if first:  # a pass begins: a new iterator, or a persistent one reset
+        at = source.created if source.created is not None else began
+        source.created, source.evidence, source.quiet, source.done = None, None, 1, False
+    else:
+        at = began
+        if source.evidence is not None:
+            if source.evidence != _evidence:  # trained between two of its batches
+                source.quiet = 1
+                if source.kind != TRAINING:
+                    _resolve(source, TRAINING)
+            else:
+                source.quiet += 1
+                if source.kind is None and source.quiet >= EVAL_RUN:
+                    _resolve(source, EVALUATION)
+    source.evidence, source.step, source.last = _evidence, _step_count, now
+    _last = source
+    if stopped:
+        source.done = True
+        return
+    n = leading_dimension(batch)
+    workers = getattr(iterator, "_num_workers", None)
+    kind = source.kind
+    if kind is None:
+        if not source.pending.batches:
+            source.started = at
+            _unresolved.append(source)
+        source.pending.add(n, waited, workers)
+        if len(_unresolved) > _UNRESOLVED_MAX:
+            _settle_oldest()
+    elif kind == TRAINING:
+        if _eval_since is not None:
+            _end_eval(at)
+        _train.add(n, waited, workers)
+    else:
+        if _eval_since is None:
+            _begin_eval(at)
+        _stretch.add(n, waited, workers)
+    if _eval_since is not None:
+        _eval_window(now)
 
 
 def _wrap_next(original):
-    perf_counter = time.perf_counter
+    monotonic = time.monotonic
 
     @functools.wraps(original)
     def __next__(self):
@@ -285,16 +615,24 @@ def _wrap_next(original):
             return original(self)
         try:
             traced = _compiling()
+            first = getattr(self, "_num_yielded", None) == 0
         except Exception as exc:
             _off(exc)
             traced = True
         if traced:
             return original(self)
-        began = perf_counter()
-        batch = original(self)
-        waited = perf_counter() - began
+        began = monotonic()
         try:
-            _count_batch(self, batch, waited)
+            batch = original(self)
+        except StopIteration:
+            try:
+                _count_batch(self, None, began, monotonic() - began, first, True)
+            except Exception as exc:
+                _off(exc)
+            raise
+        waited = monotonic() - began
+        try:
+            _count_batch(self, batch, began, waited, first, False)
         except Exception as exc:
             _off(exc)
         return batch
@@ -303,47 +641,109 @@ def _wrap_next(original):
     return __next__
 
 
+def _wrap_init(original):
+    monotonic = time.monotonic
+
+    @functools.wraps(original)
+    def __init__(self, *args, **kwargs):
+        began = monotonic()
+        original(self, *args, **kwargs)
+        if _on:
+            try:
+                setattr(self, _SOURCE, _Source(began))
+            except Exception as exc:
+                _off(exc)
+
+    __init__.__gputui_probe__ = True  # type: ignore[attr-defined]
+    return __init__
+
+
+def _wrap_backward(original):
+    @functools.wraps(original)
+    def backward(*args, **kwargs):
+        if _on:
+            try:
+                if not _compiling():
+                    _trained(time.monotonic())
+            except Exception as exc:
+                _off(exc)
+        return original(*args, **kwargs)
+
+    backward.__gputui_probe__ = True  # type: ignore[attr-defined]
+    return backward
+
+
+def _wrap_train(original):
+    monotonic = time.monotonic
+
+    @functools.wraps(original)
+    def train(self, *args, **kwargs):
+        global _mode_depth
+        if not _on or _mode_depth:
+            return original(self, *args, **kwargs)
+        _mode_depth += 1
+        try:
+            result = original(self, *args, **kwargs)
+        finally:
+            _mode_depth -= 1
+        try:
+            if not _compiling():
+                training = bool(args[0] if args else kwargs.get("mode", True))
+                grad = getattr(sys.modules.get("torch"), "is_grad_enabled", None)
+                _mode_switched(id(self), training, monotonic(), grad() if training and callable(grad) else True)
+        except Exception as exc:
+            _off(exc)
+        return result
+
+    train.__gputui_probe__ = True  # type: ignore[attr-defined]
+    return train
+
+
 def _on_step(optimizer, args, kwargs):
-    """The global optimizer post-hook: count the step; report if the window is 1 s long."""
-    global _t_last, _steps
+    """The global optimizer post-hook: count the step (see :func:`_stepped`)."""
     if not _on:
         return
     try:
         if _compiling():  # a step traced by torch.compile is not counted (see _resolve_compiling)
             return
-        now = time.monotonic()
         if _loop_thread is None:
             _start_sampler()
-        if _t_last is None:  # no batch yet: this step opens the first window
-            _t_last = now
-            return
-        _steps += 1
-        seconds = now - _t_last
-        if seconds < REPORT_EVERY_S:
-            return
-        rank, world = _rank()
-        looks, data_looks, site = _take_looks()
-        line = encode(
-            "probe",
-            v=VERSION,
-            steps=_steps,
-            seconds=round(seconds, 6),
-            batches=_batches,
-            samples=_samples if _samples_known and _batches else None,
-            data_wait_s=round(_wait, 6),
-            workers=_workers,
-            looks=looks,
-            data_looks=data_looks,
-            data_site=site,
-            pid=os.getpid(),
-            rank=rank,
-            world_size=world,
-        )
-        _reset_window()
-        _t_last = now
-        _send(line)
+        _stepped(time.monotonic())
     except Exception as exc:
         _off(exc)
+
+
+def _stepped(now):
+    """An optimizer step at ``now``: report if the window is 1 s long and every batch in
+    it is known to be training or evaluation (or it waited POSTPONE_S for that)."""
+    global _steps, _step_count
+    _step_count += 1
+    _trained(now)
+    _settle_strays()
+    if _t_last is None:  # no batch yet: this step opens the first window
+        _reset_window(now)
+        return
+    _steps += 1
+    if now - _t_last < REPORT_EVERY_S or (_unresolved and now - _t_last < POSTPONE_S):
+        return
+    _report(now, TRAINING)
+    _reset_window(now)
+
+
+def _at_exit():
+    """The script ends: an evaluation under way (the closing validation) still gets its
+    window; a pass still not known is evaluation unless the loop trained after it."""
+    if not _on or _t_last is None:
+        return
+    try:
+        while _unresolved:
+            _settle_oldest()
+        if _eval_since is not None:
+            if not _eval_split:
+                _reset_window(_eval_since)  # the training before it: a partial window, dropped as ever
+            _report(time.monotonic(), EVALUATION)
+    except Exception:
+        pass
 
 
 def _patch_optimizer(module):
@@ -354,6 +754,16 @@ def _patch_optimizer(module):
         return
     _step_handle = register(_on_step)
     _hooks.append("optimizer_step")
+    autograd = sys.modules.get("torch.autograd")
+    backward = getattr(autograd, "backward", None)
+    if autograd is not None and callable(backward) and not getattr(backward, "__gputui_probe__", False):
+        autograd.backward = _wrap_backward(backward)  # type: ignore[attr-defined]  # torch's module, as the script loaded it
+        _hooks.append("backward")
+    module_class = getattr(sys.modules.get("torch.nn.modules.module"), "Module", None)  # loaded before the optimizer's module
+    mode = getattr(module_class, "train", None)
+    if module_class is not None and callable(mode) and not getattr(mode, "__gputui_probe__", False):
+        module_class.train = _wrap_train(mode)
+        _hooks.append("train_mode")
 
 
 def _patch_dataloader(module):
@@ -361,6 +771,7 @@ def _patch_dataloader(module):
     if getattr(cls.__next__, "__gputui_probe__", False):
         return
     cls.__next__ = _wrap_next(cls.__next__)
+    cls.__init__ = _wrap_init(cls.__init__)
     _hooks.append("dataloader")
 
 
@@ -386,7 +797,7 @@ def patch(name, module):
                     state="armed",
                     pid=os.getpid(),
                     torch=None if version is None else str(version),
-                    hooks=[h for h in ("optimizer_step", "dataloader") if h in _hooks],
+                    hooks=[h for h in ("optimizer_step", "backward", "dataloader", "train_mode") if h in _hooks],
                     note=_note,
                 )
             )
@@ -396,3 +807,5 @@ def patch(name, module):
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork)
+if _on:
+    atexit.register(_at_exit)

@@ -1,0 +1,79 @@
+"""The Hugging Face Trainer, as the transformers docs' tutorial "Fine-tune a pretrained
+model" runs it (tests/data/frameworks/hf_trainer/SOURCE.md): a tiny BERT in the hub cache as
+"google-bert/bert-base-cased", 1000 rows of random "yelp_review_full" in the datasets cache;
+3 epochs of 125 steps of 8, each followed by an evaluation of the 1000 test rows
+(eval_strategy="epoch").
+
+The Trainer's own train_samples_per_second divides by train_runtime, which holds the
+evaluations it ran during training: its training-only figure is the same samples over
+train_runtime less every eval_runtime it logged."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+import pytest
+
+from tests.frameworks.helpers import FrameworkRun, check_evaluation_phase, check_figure, check_one_unit, copy_scripts, make_data, need, run_framework
+
+pytestmark = pytest.mark.frameworks
+
+EPOCHS, ROWS, BATCH = 3, 1000, 8  # TrainingArguments' default per_device_train_batch_size
+METRICS = re.compile(r"(\{'(?:eval_loss|train_runtime)'.*\})\s*$")
+
+
+def logged(run: FrameworkRun) -> list[dict]:
+    """The Trainer's logged metrics dicts (printed by tqdm.write, maybe after a bar's cursor-up)."""
+    return [ast.literal_eval(m.group(1)) for line in run.lines if (m := METRICS.search(line))]
+
+
+def own_figure(run: FrameworkRun) -> float | None:
+    dicts = logged(run)
+    final = next((d for d in dicts if "train_runtime" in d), None)
+    evals = [float(d["eval_runtime"]) for d in dicts if "eval_runtime" in d]
+    if final is None:
+        return None
+    samples = float(final["train_samples_per_second"]) * float(final["train_runtime"])
+    return samples / (float(final["train_runtime"]) - sum(evals))
+
+
+@pytest.fixture(scope="module", params=[True, False], ids=["probe", "no-probe"])
+def run(request, tmp_path_factory) -> FrameworkRun:
+    need("torch", "transformers", "datasets", "accelerate")
+    work = tmp_path_factory.mktemp("hf-trainer")
+    copy_scripts("hf_trainer", work, ["train_trainer.py"])
+    make_data().make_hf_trainer(work / "hf", train=ROWS, test=ROWS)
+    done = run_framework("hf-trainer", work, ["train_trainer.py"], probe=request.param)
+    done.own_figure = own_figure(done)
+    if done.own_figure and done.throughput.unit == "steps":  # gputui knew no batch size: the same figure in steps
+        done.own_figure /= BATCH
+    final = next((d for d in logged(done) if "train_runtime" in d), {})
+    done.own_note = (
+        f"samples/s: train_samples_per_second {final.get('train_samples_per_second')} x train_runtime {final.get('train_runtime')}"
+        " over train_runtime less the eval_runtime of each evaluation" + (f" (in steps: over {BATCH} a step)" if done.throughput.unit == "steps" else "")
+    )
+    done.report()
+    return done
+
+
+def test_the_scripts_output_is_passed_through_whole(run):
+    assert run.returncode == 0, run.stderr[-2000:]
+    dicts = logged(run)
+    assert [d["epoch"] for d in dicts if "eval_loss" in d] == [1.0, 2.0, 3.0]
+    assert any("train_samples_per_second" in d for d in dicts)
+    assert any(f"{EPOCHS * ROWS // 8}/{EPOCHS * ROWS // 8} [" in line for line in run.lines)  # the training bar's last redraw
+
+
+def test_its_readings_are_in_one_unit(run):
+    check_one_unit(run)
+
+
+def test_the_figure_is_the_scripts_own_training_figure(run):
+    check_figure(run)
+
+
+def test_evaluation_is_not_counted(run):
+    if not run.probe:
+        pytest.skip("without the probe only the output tells: the evaluation bar is not a training reading")
+    check_evaluation_phase(run)

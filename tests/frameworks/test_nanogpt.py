@@ -1,0 +1,82 @@
+"""nanoGPT's train.py (karpathy/nanoGPT, tests/data/frameworks/nanogpt/SOURCE.md) under
+gputui: a 2-layer GPT on random characters, 150 iterations, evaluated every 50."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.frameworks.helpers import FrameworkRun, check_evaluation_phase, check_figure, check_one_unit, copy_scripts, make_data, need, run_framework
+
+pytestmark = pytest.mark.frameworks
+
+MAX_ITERS, EVAL_INTERVAL, BATCH, BLOCK = 150, 50, 8, 64
+FLAGS = [
+    f"--dataset={'synthetic_char'}",
+    "--device=cpu",
+    "--compile=False",
+    "--dtype=float32",
+    "--n_layer=2",
+    "--n_head=2",
+    "--n_embd=64",
+    f"--block_size={BLOCK}",
+    f"--batch_size={BATCH}",
+    "--gradient_accumulation_steps=1",
+    f"--max_iters={MAX_ITERS}",
+    f"--eval_interval={EVAL_INTERVAL}",
+    "--eval_iters=40",
+    "--log_interval=1",
+]
+ITER = re.compile(r"^iter (\d+): loss \S+, time ([0-9.]+)ms, mfu \S+%$")
+EVAL = re.compile(r"^step (\d+): train loss \S+, val loss \S+$")
+
+
+def own_figure(run: FrameworkRun) -> float | None:
+    """Tokens per second over the training iterations alone.  nanoGPT times each iteration
+    from the end of the last one, so the iteration after an evaluation (0, 50, 100, 150)
+    holds the evaluation and the checkpoint: those are left out."""
+    tokens = next((int(m.group(1).replace(",", "")) for line in run.lines if (m := re.search(r"tokens per iteration will be: ([0-9,]+)", line))), None)
+    times = [(int(m.group(1)), float(m.group(2))) for line in run.lines if (m := ITER.match(line))]
+    training = [ms for i, ms in times if i % EVAL_INTERVAL != 0]
+    if tokens is None or not training:
+        return None
+    return tokens * len(training) / (sum(training) / 1000.0)
+
+
+@pytest.fixture(scope="module", params=[True, False], ids=["probe", "no-probe"])
+def run(request, tmp_path_factory) -> FrameworkRun:
+    need("torch", "numpy")
+    work = tmp_path_factory.mktemp("nanogpt")
+    copy_scripts("nanogpt", work, ["train.py", "model.py", "configurator.py"])
+    make_data().make_nanogpt(work)
+    done = run_framework("nanogpt", work, ["train.py", *FLAGS], probe=request.param)
+    done.own_figure = own_figure(done)
+    done.own_note = f"tokens/s: {BATCH}x{BLOCK} tokens over the printed iteration times, the iterations holding an evaluation left out"
+    done.report()
+    return done
+
+
+def test_the_scripts_output_is_passed_through_whole(run):
+    assert run.returncode == 0, run.stderr[-2000:]
+    iters = [int(m.group(1)) for line in run.lines if (m := ITER.match(line))]
+    evals = [int(m.group(1)) for line in run.lines if (m := EVAL.match(line))]
+    assert iters == list(range(MAX_ITERS + 1))
+    assert evals == list(range(0, MAX_ITERS + 1, EVAL_INTERVAL))
+    assert "tokens per iteration will be: 512" in run.stdout
+    assert [line for line in run.lines if line.strip()][-1].startswith(f"iter {MAX_ITERS}: loss ")
+
+
+def test_its_readings_are_in_one_unit(run):
+    check_one_unit(run)
+    assert run.throughput.unit == "tokens"
+
+
+def test_the_figure_is_the_scripts_own_training_figure(run):
+    check_figure(run)
+
+
+def test_evaluation_is_not_counted(run):
+    if not run.probe:
+        pytest.skip("without the probe only the output tells: nanoGPT prints no evaluation time apart")
+    check_evaluation_phase(run)

@@ -1,0 +1,79 @@
+"""timm's train.py (huggingface/pytorch-image-models, tests/data/frameworks/timm/SOURCE.md)
+under gputui: timm's test_resnet on a 4-class ImageFolder of random 32x32 PNGs, 2 epochs
+of 40 updates, each followed by a validation pass of 128 batches."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.frameworks.helpers import FrameworkRun, check_evaluation_phase, check_figure, check_one_unit, copy_scripts, make_data, need, run_framework
+
+pytestmark = pytest.mark.frameworks
+
+EPOCHS, BATCH, UPDATES, VAL_BATCHES = 2, 8, 40, 128
+FLAGS = [
+    "--data-dir=imagefolder",
+    "--model=test_resnet",
+    "--num-classes=4",
+    "--img-size=32",
+    f"--epochs={EPOCHS}",
+    f"--batch-size={BATCH}",
+    "--validation-batch-size=2",
+    "--workers=0",
+    "--device=cpu",
+    "--log-interval=1",
+    "--output=out",
+    "--seed=0",
+]
+# f'Train: {epoch} [{update_idx:>4d}/{updates_per_epoch} ({pct:>3.0f}%)]  Loss: ...  Time: {val:.3f}s, {rate:>7.2f}/s  ({avg:.3f}s, {avg_rate:>7.2f}/s)  LR: ...'
+TRAIN = re.compile(r"Train: (\d+) \[\s*(\d+)/(\d+) .*Time: [0-9.]+s,\s+([0-9.]+)/s\s+\([0-9.]+s,\s+([0-9.]+)/s\)")
+TEST = re.compile(r"Test: \[\s*(\d+)/(\d+)\]")
+
+
+def own_figure(run: FrameworkRun) -> float | None:
+    """Samples per second over every training update: each line's batch over its update
+    time (the batch over the rate it prints; the time itself is rounded to 1 ms).  timm
+    times an update from the end of the last (its data loading included) and restarts
+    the clock at each epoch, so validation is never in it."""
+    rates = [float(m.group(4)) for line in run.lines if (m := TRAIN.search(line))]
+    return BATCH * len(rates) / sum(BATCH / r for r in rates) if rates else None
+
+
+@pytest.fixture(scope="module", params=[True, False], ids=["probe", "no-probe"])
+def run(request, tmp_path_factory) -> FrameworkRun:
+    need("torch", "timm", "PIL")
+    work = tmp_path_factory.mktemp("timm")
+    copy_scripts("timm", work, ["train.py"])
+    make_data().make_image_folder(work, classes=4, train_per_class=UPDATES * BATCH // 4, val_per_class=VAL_BATCHES * 2 // 4)
+    done = run_framework("timm", work, ["train.py", *FLAGS], probe=request.param)
+    done.own_figure = own_figure(done)
+    done.own_note = "samples/s: the batch over each update's time, every update of both epochs (its own running average restarts each epoch)"
+    done.report()
+    return done
+
+
+def test_the_scripts_output_is_passed_through_whole(run):
+    assert run.returncode == 0, run.stderr[-2000:]
+    updates = [(int(m.group(1)), int(m.group(2))) for line in run.lines if (m := TRAIN.search(line))]
+    assert updates == [(e, i) for e in range(EPOCHS) for i in range(UPDATES)]
+    tests = [int(m.group(1)) for line in run.lines if (m := TEST.search(line))]
+    assert tests == list(range(VAL_BATCHES)) * EPOCHS
+    assert "*** Best metric:" in run.stdout and "--result" in run.stdout
+    assert [line for line in run.lines if line.strip()][-1] == "]"  # the end of its JSON result
+
+
+def test_its_readings_are_in_one_unit(run):
+    check_one_unit(run)
+    assert run.throughput.unit == "samples"
+
+
+def test_the_figure_is_the_scripts_own_training_figure(run):
+    check_figure(run)
+
+
+def test_evaluation_is_not_counted(run):
+    if not run.probe:
+        pytest.skip("without the probe only the output tells: timm's Test: lines carry no rate gputui reads")
+    check_evaluation_phase(run)
