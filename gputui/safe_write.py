@@ -15,6 +15,13 @@ socket or a directory is refused with an OSError whose ``strerror`` says why.
 The new file's mode is its old one, or the usual one for a new file; ``like`` makes it
 no looser than another file's (a backup of a 0600 presets file stays 0600).  Used for
 settings.toml, presets files and their backups, reports, exports.  No Textual here.
+
+A command that writes a file the user named at its end (``check --metrics-file``, its
+``--markdown``, ``export``, ``report --out``) first claims it (:func:`claim_output`),
+before any work: what the write would refuse is refused then, in the same words.  A character
+device or a FIFO is opened then and held until the write, so that a FIFO's reader sees
+one writer from first to last and a device that refuses every write (``/dev/full``)
+says so at once; the write itself (``write_atomic_with``) takes the held handle.
 """
 
 from __future__ import annotations
@@ -24,9 +31,44 @@ import fcntl
 import os
 import stat
 import tempfile
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
+
+_claimed: dict[str, int] = {}  # absolute path -> the device's or FIFO's fd, held for its write
+_claimed_lock = threading.Lock()
+
+
+def claim_output(path: Path) -> None:
+    """Check, before any work, that ``path`` can be written as :func:`write_atomic_with`
+    would write it; raise the OSError the write would (its ``strerror`` says why).  A
+    regular file, or a new one in an existing folder, is left alone (it is replaced at
+    the write); a character device or a FIFO with a reader is opened now and held for
+    the write; anything else is refused."""
+    kind = _existing_kind(path)
+    if kind is None:
+        folder = (path.resolve() if path.is_symlink() else path).parent
+        if not folder.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, f"{folder} is not a directory", str(path))
+        return
+    fd = _open_into(path, kind)
+    try:
+        if kind == stat.S_IFCHR:
+            os.write(fd, b"")  # a device that refuses every write (/dev/full) does so now
+    except OSError:
+        os.close(fd)
+        raise
+    with _claimed_lock:
+        previous = _claimed.pop(os.path.abspath(path), None)
+        _claimed[os.path.abspath(path)] = fd
+    if previous is not None:
+        os.close(previous)
+
+
+def _take_claimed(path: Path) -> int | None:
+    with _claimed_lock:
+        return _claimed.pop(os.path.abspath(path), None)
 
 
 def write_atomic(path: Path, text: str, *, backup: Path | None = None, like: Path | None = None, private: bool = False) -> None:
@@ -65,8 +107,18 @@ def _existing_kind(path: Path) -> int | None:
     return None if stat.S_ISREG(mode) else stat.S_IFMT(mode)
 
 
-def _refusal(path: Path, kind: int) -> OSError | None:
-    """Why ``path`` (of file type ``kind``) cannot be written into; None when it can."""
+def refusal_for(path: Path) -> OSError | None:
+    """Why what ``path`` names now can never be written (a directory, a block device, a
+    socket); None for a regular file, a device or FIFO one may write into, or nothing."""
+    kind = _existing_kind(path)
+    return None if kind is None else refusal_of_kind(path, kind)
+
+
+def refusal_of_kind(path: Path, kind: int) -> OSError | None:
+    """Why ``path`` (of file type ``kind``: ``stat.S_IFMT`` of its mode) cannot be
+    written (into); None when it can."""
+    if kind == stat.S_IFREG:
+        return None
     if kind == stat.S_IFDIR:
         return IsADirectoryError(errno.EISDIR, "is a directory, expected a file", str(path))
     if kind == stat.S_IFBLK:
@@ -80,22 +132,30 @@ def _write_into(path: Path, kind: int, fill: Callable[[IO[Any]], object], binary
     """Write into a character device or a FIFO in place (nothing to rename, nothing to
     fsync).  A FIFO is opened without blocking, so one with no reader is refused at once
     instead of hanging the command."""
-    refusal = _refusal(path, kind)
+    fd = _take_claimed(path)
+    if fd is None:
+        fd = _open_into(path, kind)
+    handle: IO[Any] = os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8")
+    with handle:
+        fill(handle)
+        handle.flush()
+
+
+def _open_into(path: Path, kind: int) -> int:
+    """``path`` (of file type ``kind``) opened to be written into, or the refusal."""
+    refusal = refusal_of_kind(path, kind)
     if refusal is not None:
         raise refusal
     flags = os.O_WRONLY | os.O_NOCTTY | (os.O_NONBLOCK if kind == stat.S_IFIFO else 0)
     try:
         fd = os.open(path, flags)
     except OSError as exc:
-        if exc.errno == errno.ENXIO:
+        if exc.errno == errno.ENXIO and kind == stat.S_IFIFO:
             raise OSError(errno.ENXIO, "a FIFO with no reader", str(path)) from None
         raise
     if kind == stat.S_IFIFO:  # a reader is there: block from now on, as a pipe does
         fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
-    handle: IO[Any] = os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8")
-    with handle:
-        fill(handle)
-        handle.flush()
+    return fd
 
 
 def _replace_with(path: Path, fill: Callable[[IO[Any]], object], binary: bool, like: Path | None, private: bool = False) -> None:

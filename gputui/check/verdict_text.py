@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import TypedDict
 
 from gputui.check.result import FAIL, OK, SKIPPED, STATUSES, WARN, CheckResult, Status, Verdict, with_bound
+from gputui.escape import for_markdown, markdown_block
 from gputui.fmt import printable
 from gputui.record.schema import CheckSummary, Header
 
@@ -111,29 +112,31 @@ TABLE_HEADER = ["status", "where", "check", "measured", "expected (measured/expe
 
 
 def markdown(results: list[CheckResult], header: Header) -> str:
-    """The whole check as a Markdown document: machine, verdict, table, sources."""
+    """The whole check as a Markdown document: machine, verdict, table, sources.  Every
+    text in it is escaped as text (gputui.escape.for_markdown): a note names other
+    people's processes, and the header the machine's own names."""
     lines = ["# gputui check", ""]
     host = header.host
     if host is None:
         lines.append("- Machine: ?, ?, ? cores available")
     else:
-        lines.append(f"- Machine: {host.hostname}, {host.cpu_model or '?'}, {host.cpu_available or host.cpu_logical or '?'} cores available")
+        machine = f"{host.hostname}, {host.cpu_model or '?'}, {host.cpu_available or host.cpu_logical or '?'} cores available"
+        lines.append(f"- Machine: {for_markdown(machine)}")
     gpu_names = ", ".join(f"{g.index}: {g.name}" for g in header.gpu_list) or header.gpu_unavailable_reason or "none"
-    lines.append(f"- GPUs: {gpu_names}")
-    lines.append(
-        f"- Driver {header.driver_version or '-'}, CUDA {header.cuda_version or '-'}, gputui {header.gputui or '?'}, started {header.started_at or '?'}"
-    )
+    lines.append(f"- GPUs: {for_markdown(gpu_names)}")
+    versions = f"Driver {header.driver_version or '-'}, CUDA {header.cuda_version or '-'}, gputui {header.gputui or '?'}, started {header.started_at or '?'}"
+    lines.append(f"- {for_markdown(versions)}")
     options = header.check.to_dict() if header.check is not None else {}
     if options:
-        lines.append("- Options: " + ", ".join(f"{k}={v}" for k, v in options.items() if v not in (None, [], False)))
-    lines += ["", f"**{verdict_line(results)}**", ""]
+        lines.append("- Options: " + for_markdown(", ".join(f"{k}={v}" for k, v in options.items() if v not in (None, [], False))))
+    lines += ["", f"**{for_markdown(verdict_line(results))}**", ""]
     lines.append("| " + " | ".join(TABLE_HEADER) + " |")
     lines.append("|" + "---|" * len(TABLE_HEADER))
     for row in table_rows(results):
-        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |")
+        lines.append("| " + " | ".join(for_markdown(cell).replace("|", "\\|") for cell in row) + " |")
     sources = sorted({r.expected_source for r in results if r.expected_source})
     if sources:
-        lines += ["", "Expectations come from:", ""] + [f"- {s}" for s in sources]
+        lines += ["", "Expectations come from:", ""] + [f"- {markdown_block(for_markdown(s))}" for s in sources]
     return "\n".join(lines) + "\n"
 
 

@@ -68,11 +68,19 @@ def parse_skip(text: str) -> set[str]:
 def run(args: argparse.Namespace) -> int:
     if args.price is not None and not (math.isfinite(args.price) and args.price > 0):
         raise UserError(f"--price: expected a price per hour greater than 0, got {args.price}")
-    for option, path in (("--markdown", args.markdown), ("--metrics-file", args.metrics_file)):
-        if path is not None and not path.parent.is_dir():
-            raise UserError(f"{option}: {path.parent} is not a directory")
     from gputui.check.stage_context import CheckOptions
-    from gputui.cli.check_headless import run_check_cli
+    from gputui.cli.check_headless import OUTPUT_FILES, run_check_cli
+    from gputui.safe_write import claim_output
+
+    for option, path in (("--markdown", args.markdown), ("--metrics-file", args.metrics_file)):
+        if path is None:
+            continue
+        if not path.parent.is_dir():
+            raise UserError(f"{option}: {path.parent} is not a directory")
+        try:
+            claim_output(path)  # refused now, not after minutes of checking (and held, a FIFO or device)
+        except OSError as exc:
+            raise UserError(f"{path}: {OUTPUT_FILES[option]} ({exc.strerror or exc})") from None
     from gputui.record.recorder import check_record_target
 
     if args.record is not None:

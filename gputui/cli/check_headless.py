@@ -12,8 +12,13 @@ from gputui.check import verdict_text as render
 from gputui.check.check_run import CheckListener, CheckRun
 from gputui.check.result import CheckResult
 from gputui.check.stage_context import CheckOptions, StageState
-from gputui.errors import UserError
+from gputui.escape import for_terminal
 from gputui.run.signal_relay import STOP_SIGNALS
+
+WRITE_FAILED = 74  # sysexits' EX_IOERR, as for a recording that cannot be written
+# The files the check writes at its end, by option: what each is, for the one line
+# that says it cannot be written (at the start, or should the write still fail).
+OUTPUT_FILES = {"--markdown": "cannot write the Markdown report", "--metrics-file": "cannot write the metrics"}
 
 
 class ProgressLines(CheckListener):
@@ -55,8 +60,8 @@ def run_check_cli(
     # A full disk loses the recording, not the verdict: say so at once and go on.
     recording, kept = wiring.recorders(
         "check",
-        warn=lambda text: print(f"gputui: warning: {text}", file=sys.stderr),
-        on_record_error=lambda text: print(f"gputui: warning: {text}; the check goes on", file=sys.stderr),
+        warn=lambda text: print(f"gputui: warning: {for_terminal(text)}", file=sys.stderr),  # a path the user typed, a folder's name
+        on_record_error=lambda text: print(f"gputui: warning: {for_terminal(text)}; the check goes on", file=sys.stderr),
     )
     recorders = [r for r in (recording, kept) if r is not None]
     # Progress goes to stderr with --json (stdout is for the machine), else to stdout.
@@ -75,22 +80,29 @@ def run_check_cli(
         relay.close()
         for recorder in recorders:
             recorder.close()
+    # Each path was claimed before the check began (check_cli); what fails only now (a
+    # disk that filled meanwhile) loses that file, never the verdict.
+    failed = []
     if markdown is not None:
         try:
             write_atomic(markdown, render.markdown(report.results, report.header))
         except OSError as exc:
-            raise UserError(f"{markdown}: cannot write the Markdown report ({exc.strerror})") from None
+            failed.append(f"{markdown}: {OUTPUT_FILES['--markdown']} ({exc.strerror or exc})")
     if metrics is not None and metrics_file is not None:
         from gputui.metrics.families import write_metrics_file
 
         try:
             write_metrics_file(metrics_file, metrics)
         except OSError as exc:
-            raise UserError(f"{metrics_file}: cannot write the metrics ({exc.strerror or exc})") from None
+            failed.append(f"{metrics_file}: {OUTPUT_FILES['--metrics-file']} ({exc.strerror or exc})")
     if as_json:
         print(render.to_json(report.results, report.header, report.summary))
     else:
         print(render.verdict_line(report.results) + (" (stopped early)" if report.stopped else ""))
+    for line in failed:
+        print(f"gputui: error: {for_terminal(line)}", file=sys.stderr)
+    if failed:
+        return WRITE_FAILED
     if report.stopped:
         return 128 + received[0] if received else 130  # as the shell reports a death by that signal
     return report.exit_code

@@ -27,6 +27,16 @@ def run(args: argparse.Namespace) -> int:
     out = args.csv if args.csv is not None else args.parquet
     if not to_stdout and not args.force and out.is_file():  # a device or FIFO (/dev/stdout) is written into, not replaced
         raise UserError(exists_message(out))
+    if not to_stdout:
+        from gputui.safe_write import claim_output
+
+        if out.is_dir():  # in the words of the export's own writer (gputui.lookback.export)
+            raise UserError(f"{out}: is a directory, expected a file to write")
+
+        try:
+            claim_output(out)  # refused before the recording is read (and held, a FIFO or device)
+        except OSError as exc:
+            raise UserError(f"{out}: cannot write the export ({exc.strerror or exc})") from None
     recording = load_recording(args.file)
     if to_stdout:
         count = write_csv(recording, sys.stdout)

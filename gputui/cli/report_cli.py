@@ -28,6 +28,8 @@ def run(args: argparse.Namespace) -> int:
     from gputui.lookback.load import load_recording
     from gputui.lookback.report import markdown_report, write_report
 
+    if args.out is not None:
+        _claim_folder(args.out, html=args.html)
     recording = load_recording(args.file)
     if args.out is None:
         print(markdown_report(recording, price), end="")
@@ -36,3 +38,24 @@ def run(args: argparse.Namespace) -> int:
     for path in written:
         print(for_terminal(path))  # --out DIR is a directory name, printed back
     return 0
+
+
+def _claim_folder(out: Path, *, html: bool) -> None:
+    """``--out DIR`` checked before the recording is read: a folder, or one to make in an
+    existing folder, and its report files ones the write would take (gputui.safe_write)."""
+    from gputui.safe_write import claim_output
+
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out}: cannot write the report (not a directory, expected a folder for report.md and its plots)")
+    if not out.exists():
+        parent = out.parent
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+        if not parent.is_dir():
+            raise UserError(f"--out {out}: cannot write the report ({parent} is not a directory)")
+        return
+    for name in ("report.md", *(["report.html"] if html else [])):
+        try:
+            claim_output(out / name)
+        except OSError as exc:
+            raise UserError(f"--out {out}: cannot write the report ({name}: {exc.strerror or exc})") from None

@@ -34,6 +34,7 @@ from gputui.record.events import Event
 from gputui.record.gzip_lines import GzipLineWriter, is_gzip_path
 from gputui.record.observer import Observer
 from gputui.record.schema import Header, Summary
+from gputui.safe_write import refusal_for, refusal_of_kind
 
 log = logging.getLogger(__name__)
 
@@ -57,9 +58,14 @@ def exists_message(path: Path) -> str:
 
 
 def check_record_target(path: Path, force: bool) -> None:
-    """Refuse, before anything starts, to record over an existing file without --force."""
+    """Refuse, before anything starts, to record over an existing file without --force,
+    and onto what no writer of gputui writes (gputui.safe_write: a directory, a block
+    device, a socket), with or without it."""
     if not force and (path.exists() or path.is_symlink()):
         raise UserError(exists_message(path))
+    refusal = refusal_for(path)
+    if refusal is not None:
+        raise UserError(f"{path}: cannot write the recording ({refusal.strerror})")
 
 
 def _json_line(record: JsonObject) -> str:
@@ -76,8 +82,21 @@ def _opened_locked(path: str, flags: int) -> int:
     then emptied, so that a file another recorder is writing is refused, not cut short.
     A file it creates is 0600 (one it replaces keeps its mode)."""
     for _ in range(_OPEN_TRIES):
-        fd = os.open(path, flags & ~os.O_TRUNC, 0o600)
+        refusal = refusal_for(Path(path))  # never opened: opening a device can do things of its own
+        if refusal is not None:
+            raise refusal
         try:
+            # Not blocking: a FIFO with no reader is refused at once, not waited on forever.
+            fd = os.open(path, (flags & ~os.O_TRUNC) | os.O_NONBLOCK | os.O_NOCTTY, 0o600)
+        except OSError as exc:
+            if exc.errno == errno.ENXIO and stat.S_ISFIFO(_mode_of(path)):
+                raise OSError(errno.ENXIO, "a FIFO with no reader", path) from None
+            raise
+        try:
+            os.set_blocking(fd, True)
+            refusal = refusal_of_kind(Path(path), stat.S_IFMT(os.fstat(fd).st_mode))  # what was opened, should it have changed since
+            if refusal is not None:
+                raise refusal
             if _lock_for_life(fd, Path(path)):
                 if flags & os.O_TRUNC and stat.S_ISREG(os.fstat(fd).st_mode):
                     os.ftruncate(fd, 0)
@@ -87,6 +106,13 @@ def _opened_locked(path: str, flags: int) -> int:
             raise
         os.close(fd)  # removed before we held it: made anew, nothing written to it yet
     raise UserError(f"{path}: cannot write the recording (it was removed each time it was made)")
+
+
+def _mode_of(path: str) -> int:
+    try:
+        return os.stat(path).st_mode
+    except OSError:
+        return 0
 
 
 def _lock_for_life(fd: int, path: Path) -> bool:

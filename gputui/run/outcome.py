@@ -175,7 +175,7 @@ _NAMED_IN_MESSAGE = 3  # the rest are counted: the message stays one line
 
 
 def _leftovers_said(end: RunEnd) -> str:
-    """"; stopped 1 leftover process: sleep (pid 123)", or "" when there were none."""
+    """What the message adds ("; stopped 1 leftover process: sleep (pid 123)"); "" for none."""
     count = max(end.leftover_count, len(end.leftovers))
     if count == 0:
         return ""
