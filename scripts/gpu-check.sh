@@ -8,6 +8,8 @@
 #     input     the input-bound pair and the synthetic twin, with their findings
 #     maxbatch  --find-max-batch for EfficientNet-B7 at 600 px
 #     tui       the dashboard headless against real NVML: screenshot and cost
+#     frameworks  tests/frameworks on cuda: nanoGPT, timm and Lightning's own example scripts under gputui, with and
+#               without the probe (FRAMEWORKS_K picks them; the Trainer and accelerate examples need datasets, not carried)
 #     passthrough a fed GPU loop's own output through `gputui --headless`, to a log and on a terminal (script(1)), and alone
 #     checktests  pytest -m gpu for the check's own tests only (quicker than tests)
 #     quickcheck  gputui check --quick (under a minute)
@@ -295,6 +297,10 @@ PY
            COLUMNS=120 LINES=30 script -qfec "python3 -m gputui --headless --record $out/passthrough/terminal.jsonl -- $loop" \
              "$out/passthrough/terminal.typescript" > /dev/null; echo "on a terminal: exit $?"
            tail -5 "$out/passthrough/stdout.txt"; tail -12 "$out/passthrough/stderr.txt" ;;
+    frameworks) mkdir -p "$out/frameworks"  # the frameworks' own example scripts (tests/data/frameworks) on cuda; their wheels in .whl/
+           FRAMEWORKS_DEVICE=cuda FRAMEWORKS_REPORT="$out/frameworks/report.jsonl" FRAMEWORKS_KEEP="$out/frameworks/keep" \
+             python3 -m pytest tests/frameworks -q -rA -p no:cacheprovider -k "${FRAMEWORKS_K:-nanogpt or timm or lightning}" 2>&1 \
+             | tee "$out/frameworks/pytest.txt" | grep -E "passed|failed|PASSED|FAILED|SKIPPED" | tail -40 ;;
     tui) if [ -x benchmarks/tui-gpu.sh ]; then benchmarks/tui-gpu.sh "$out/tui"; else echo "no benchmarks/tui-gpu.sh"; fi ;;
     faults) python3 -m pytest -m gpu -q -rs tests/reliability/test_faults_*.py 2>&1 | tee "$out/pytest-gpu-faults.txt" | tail -25 ;;
     checktests) python3 -m pytest -m gpu -q -rs tests/check/test_check_*.py 2>&1 | tee "$out/pytest-gpu-check.txt" | tail -25 ;;

@@ -292,9 +292,12 @@ class SummaryBuilder(Observer):
         the probe does not tell one."""
         seen = evaluation_seen(text)
         since = self.phases.last_progress
-        if seen is None or (seen.seconds is None and since is None):
-            return  # before the first progress it is start-up (Lightning's sanity check, nanoGPT's first evaluation)
-        self.phases.on_evaluation(t, seen.seconds if seen.seconds is not None else t - since, seen.ongoing)
+        if seen is None:
+            return
+        if seen.seconds is not None:
+            self.phases.on_evaluation(t, seen.seconds, seen.ongoing)
+        elif since is not None:  # before the first progress it is start-up (Lightning's sanity check, nanoGPT's first evaluation)
+            self.phases.on_evaluation(t, t - since, seen.ongoing)
 
     def _add_rate(self, reading: Throughput) -> None:
         """One live reading.  A new unit (steps become samples once the probe tells the

@@ -32,6 +32,8 @@ from tests.support.process import REPO, gputui_env
 
 DATA = REPO / "tests" / "data" / "frameworks"
 STAND_INS = DATA / "stand_ins"  # a local ``evaluate`` (see its docstring)
+# Where the scripts train: "cpu" in CI; scripts/gpu-check.sh frameworks sets "cuda".
+DEVICE = os.environ.get("FRAMEWORKS_DEVICE", "cpu")
 TOLERANCE = 0.02  # gputui's figure against the script's own training-only figure
 RUN_TIMEOUT_S = 300  # a loaded 2-core machine runs these several times slower than an idle one
 

@@ -17,21 +17,22 @@ import re
 
 import pytest
 
-from tests.frameworks.helpers import FrameworkRun, check_evaluation_phase, check_one_unit, copy_scripts, make_data, need, run_framework
+from tests.frameworks.helpers import DEVICE, FrameworkRun, check_evaluation_phase, check_one_unit, copy_scripts, make_data, need, run_framework
 
 pytestmark = pytest.mark.frameworks
 
 # transformer.py: n blocks of 35 words, split [n - 4000, 2000, 2000] and batched by 20: 12
 # training batches an epoch; 24 steps are 2 epochs, each validated on 6 batches.
 TRANSFORMER_BLOCKS, TRANSFORMER_STEPS = 4240, 24
+ACCELERATOR = "gpu" if DEVICE == "cuda" else "cpu"  # Lightning's word for it
 TRANSFORMER_ENV = {
     "PL_TRAINER_MAX_STEPS": str(TRANSFORMER_STEPS),
     "PL_TRAINER_LIMIT_VAL_BATCHES": "6",
     "PL_TRAINER_LIMIT_TEST_BATCHES": "4",
-    "PL_TRAINER_ACCELERATOR": "cpu",
+    "PL_TRAINER_ACCELERATOR": ACCELERATOR,
 }
 AUTOENCODER_FLAGS = [
-    "--trainer.accelerator=cpu",
+    f"--trainer.accelerator={ACCELERATOR}",
     "--trainer.max_epochs=2",
     "--trainer.limit_train_batches=150",
     "--trainer.limit_val_batches=60",

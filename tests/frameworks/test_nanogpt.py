@@ -7,14 +7,14 @@ import re
 
 import pytest
 
-from tests.frameworks.helpers import FrameworkRun, check_evaluation_phase, check_figure, check_one_unit, copy_scripts, make_data, need, run_framework
+from tests.frameworks.helpers import DEVICE, FrameworkRun, check_evaluation_phase, check_figure, check_one_unit, copy_scripts, make_data, need, run_framework
 
 pytestmark = pytest.mark.frameworks
 
 MAX_ITERS, EVAL_INTERVAL, BATCH, BLOCK = 150, 50, 8, 64
 FLAGS = [
     f"--dataset={'synthetic_char'}",
-    "--device=cpu",
+    f"--device={DEVICE}",
     "--compile=False",
     "--dtype=float32",
     "--n_layer=2",

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from tests.frameworks.helpers import FrameworkRun, check_evaluation_phase, check_figure, check_one_unit, copy_scripts, make_data, need, run_framework
+from tests.frameworks.helpers import DEVICE, FrameworkRun, check_evaluation_phase, check_figure, check_one_unit, copy_scripts, make_data, need, run_framework
 
 pytestmark = pytest.mark.frameworks
 
@@ -22,7 +22,7 @@ FLAGS = [
     f"--batch-size={BATCH}",
     "--validation-batch-size=2",
     "--workers=0",
-    "--device=cpu",
+    f"--device={DEVICE}",
     "--log-interval=1",
     "--output=out",
     "--seed=0",
