@@ -15,7 +15,8 @@ import pytest
 
 from tests.frameworks.helpers import FrameworkRun, check_evaluation_phase, check_one_unit, copy_scripts, make_data, need, run_framework
 
-pytestmark = pytest.mark.frameworks
+# serial: a figure within 2 % of the script's own needs the machine to itself
+pytestmark = [pytest.mark.frameworks, pytest.mark.serial]
 
 EPOCHS, TRAIN_ROWS, VAL_ROWS = 3, 640, 320
 

@@ -17,7 +17,8 @@ import pytest
 
 from tests.frameworks.helpers import FrameworkRun, check_evaluation_phase, check_figure, check_one_unit, copy_scripts, make_data, need, run_framework
 
-pytestmark = pytest.mark.frameworks
+# serial: a figure within 2 % of the script's own needs the machine to itself
+pytestmark = [pytest.mark.frameworks, pytest.mark.serial]
 
 EPOCHS, ROWS, BATCH = 3, 1000, 8  # TrainingArguments' default per_device_train_batch_size
 METRICS = re.compile(r"(\{'(?:eval_loss|train_runtime)'.*\})\s*$")

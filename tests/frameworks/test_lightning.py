@@ -19,7 +19,8 @@ import pytest
 
 from tests.frameworks.helpers import DEVICE, FrameworkRun, check_evaluation_phase, check_one_unit, copy_scripts, make_data, need, run_framework
 
-pytestmark = pytest.mark.frameworks
+# serial: a figure within 2 % of the script's own needs the machine to itself
+pytestmark = [pytest.mark.frameworks, pytest.mark.serial]
 
 # transformer.py: n blocks of 35 words, split [n - 4000, 2000, 2000] and batched by 20: 12
 # training batches an epoch; 24 steps are 2 epochs, each validated on 6 batches.

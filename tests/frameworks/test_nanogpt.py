@@ -9,7 +9,8 @@ import pytest
 
 from tests.frameworks.helpers import DEVICE, FrameworkRun, check_evaluation_phase, check_figure, check_one_unit, copy_scripts, make_data, need, run_framework
 
-pytestmark = pytest.mark.frameworks
+# serial: a figure within 2 % of the script's own needs the machine to itself
+pytestmark = [pytest.mark.frameworks, pytest.mark.serial]
 
 MAX_ITERS, EVAL_INTERVAL, BATCH, BLOCK = 150, 50, 8, 64
 FLAGS = [

@@ -10,7 +10,8 @@ import pytest
 
 from tests.frameworks.helpers import DEVICE, FrameworkRun, check_evaluation_phase, check_figure, check_one_unit, copy_scripts, make_data, need, run_framework
 
-pytestmark = pytest.mark.frameworks
+# serial: a figure within 2 % of the script's own needs the machine to itself
+pytestmark = [pytest.mark.frameworks, pytest.mark.serial]
 
 EPOCHS, BATCH, UPDATES, VAL_BATCHES = 2, 8, 40, 128
 FLAGS = [

@@ -114,3 +114,14 @@ def test_a_bars_redraws_are_recorded_once_a_second_and_a_viewer_shows_its_curren
     state.log_line("stdout", outputs[2].text, redraw=bool(outputs[2].progress))
     state.log_line("stdout", "epoch 1 done")
     assert list(state.log) == [("note", "── job ──"), ("stdout", outputs[2].text), ("stdout", "epoch 1 done")]
+
+
+def test_through_the_command_line_a_chat_line_naming_gputui_leaves_the_rates_read(tmp_path):
+    from tests.support.process import run_gputui
+
+    script = "print('ask @gputui x', flush=True)\nimport time\nfor i in range(6):\n    print(f'step {i}: 250 samples/sec', flush=True)\n    time.sleep(0.3)\n"
+    (tmp_path / "chat.py").write_text(script)
+    done = run_gputui(["--headless", "--no-probe", "--record", "r.jsonl", "--", sys.executable, "chat.py"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "ask @gputui x" in done.stdout
+    assert "250 samples/s" in done.stderr  # the summary's figure: the run was read, not switched to the protocol

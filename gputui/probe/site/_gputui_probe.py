@@ -15,8 +15,8 @@ DataLoader modules have loaded, and calls :func:`patch` for each.
   tensor) and noting the iterator's worker count; ``__init__`` wrapped to know when a
   pass over a loader began.
 - The loop's own data work, where no DataLoader does it (nanoGPT's ``get_batch()``): from
-  the first optimizer step, a daemon thread looks at the stepping thread's stack 50 times
-  a second and counts the looks that land in data loading (a function such as
+  the first optimizer step until a DataLoader is seen feeding the training, a daemon
+  thread looks at the stepping thread's stack 50 times a second and counts the looks that land in data loading (a function such as
   ``get_batch``, ``__getitem__``, ``collate``; a frame in torch.utils.data, PIL,
   torchvision's io and transforms, datasets, tokenizers), naming the function it saw most.
 - At an optimizer step at least 1 s after the last report: one ``probe`` line for that
@@ -184,6 +184,7 @@ class _Source:
 _t_last = None  # time.monotonic() at the window's start; None before the first batch or step
 _steps = 0
 _train = _Counts()  # the window's training batches
+_fed_by_loader = False  # a DataLoader has fed the training: the stack sampler is not needed
 _folded = _Counts()  # evaluation within the window, too short for windows of its own
 _folded_s = 0.0
 _eval_since = None  # time.monotonic() where the evaluation under way began; None while training
@@ -281,7 +282,10 @@ def _look():
 def _sample_loop():
     sleep = time.sleep
     try:
-        while _on and _loop_thread is not None:
+        # Once a DataLoader feeds the training, its batches time the data wait and the
+        # looks go unused (a window with batches ignores them): the sampler stops, so a
+        # Python-bound loop does not share its interpreter with it for nothing.
+        while _on and _loop_thread is not None and not _fed_by_loader:
             sleep(SAMPLE_EVERY_S)
             _look()
     except Exception as exc:
@@ -555,7 +559,7 @@ def _mode_evaluated(since, until):
 
 
 def _count_batch(iterator, batch, began, waited, first, stopped):
-    global _last, _fetches
+    global _last, _fetches, _fed_by_loader
     now = began + waited
     _fetches += 1
     if _t_last is None:
@@ -595,6 +599,7 @@ def _count_batch(iterator, batch, began, waited, first, stopped):
         if len(_unresolved) > _UNRESOLVED_MAX:
             _settle_oldest()
     elif kind == TRAINING:
+        _fed_by_loader = True
         if _eval_since is not None:
             _end_eval(at)
         _train.add(n, waited, workers)
