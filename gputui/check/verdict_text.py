@@ -40,6 +40,8 @@ def value_text(value: float | str | None, unit: str = "") -> str:
         return "yes" if value else "no"
     if isinstance(value, float):
         text = f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}" if abs(value) < 1 else f"{value:.1f}"
+    elif isinstance(value, int):
+        text = f"{value:,}"  # "24,106 MiB", as the floats read
     else:
         text = str(value)
     if unit == "share" and isinstance(value, (int, float)):

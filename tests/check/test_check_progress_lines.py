@@ -45,7 +45,7 @@ def _printed(result: CheckResult, *, verbose: bool = False) -> str:
 def test_a_failing_line_prints_its_cause_what_to_do_and_where_its_expectation_comes_from():
     text = _printed(_shm(FAIL))
     assert text.splitlines() == [
-        "  [FAIL] /dev/shm size: 64 MiB (expected 4096 MiB); /dev/shm",
+        "  [FAIL] /dev/shm size: 64 MiB (expected 4,096 MiB); /dev/shm",
         "         Cause: /dev/shm is only 64 MiB",
         f"         What to do: {ADVICE}",
         f"         Expected from: {SOURCE}",
@@ -71,7 +71,7 @@ def test_an_info_or_skipped_line_prints_its_advice_and_says_its_cause_once():
 
 
 def test_an_ok_line_is_one_line_and_verbose_adds_its_expectation_source():
-    assert _printed(_shm(OK)).splitlines() == ["  [  ok] /dev/shm size: 64 MiB (expected 4096 MiB); /dev/shm"]
+    assert _printed(_shm(OK)).splitlines() == ["  [  ok] /dev/shm size: 64 MiB (expected 4,096 MiB); /dev/shm"]
     assert _printed(_shm(OK), verbose=True).splitlines()[1:] == [f"         Expected from: {SOURCE}"]
     plain = CheckResult(id="driver.version", group=PREFLIGHT, name="NVIDIA driver", status=INFO, value="580.1")
     assert len(_printed(plain, verbose=True).splitlines()) == 1  # nothing expected, nothing to source
@@ -112,3 +112,12 @@ def test_gputui_check_verbose_gives_every_expectation_its_source(tmp_path):
     disk_free = next(i for i, line in enumerate(lines) if "Free disk in the working directory" in line)
     assert "Expected from: room for a dataset and checkpoints" in "\n".join(lines[disk_free + 1 : disk_free + 4])
     assert "Expected from: streaming a JPEG dataset at 3,000 images/s needs ~330 MB/s" in proc.stdout
+
+
+def test_whole_numbers_have_thousands_separators_as_the_fractional_ones_do():
+    from gputui.check.verdict_text import value_text
+
+    assert value_text(1370, "MB/s") == "1,370 MB/s"
+    assert value_text(24106, "MiB") == "24,106 MiB"
+    assert value_text(1847.4, "MB/s") == "1,847 MB/s"
+    assert value_text(16, "cores") == "16 cores"

@@ -213,7 +213,7 @@ def test_a_ceiling_reads_at_most_and_a_floor_at_least_with_no_ratio():
     assert "(at most 5.0 %)" in progress_line(steal)
     shm = CheckResult(id="host.shm", group=PREFLIGHT, name="/dev/shm", status=OK, value=8192, unit="MiB", expected=4096, bound=AT_LEAST)
     table = markdown([steal, shm], Header())
-    assert "| ≤ 5.0 % |" in table and "| ≥ 4096 MiB |" in table
+    assert "| ≤ 5.0 % |" in table and "| ≥ 4,096 MiB |" in table
     assert "(0%)" not in table and "(200%)" not in table
     data = steal.to_dict()
     assert data["bound"] == AT_MOST and "ratio" not in data
