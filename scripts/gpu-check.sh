@@ -8,6 +8,10 @@
 #     input     the input-bound pair and the synthetic twin, with their findings
 #     maxbatch  --find-max-batch for EfficientNet-B7 at 600 px
 #     tui       the dashboard headless against real NVML: screenshot and cost
+#     tune      gputui tune on a CPU-starved ResNet-50 DataLoader loop written with 2 workers (report, JSON), then
+#               a separate tune of the setting it chose against the script as written (~4 min); TUNE_S: trial seconds
+#     tunegrid  the same loop by hand over workers TUNE_GRID (default 2,4,8,12,16) (~4 min)
+#     tunefed   a fed loop: one trial, not input-bound (~1 min);  tunetaskset: the starved loop on 4 cores (~2 min)
 #     frameworks  tests/frameworks on cuda: nanoGPT, timm and Lightning's own example scripts under gputui, with and
 #               without the probe (FRAMEWORKS_K picks them; the Trainer and accelerate examples need datasets, not carried)
 #     passthrough a fed GPU loop's own output through `gputui --headless`, to a log and on a terminal (script(1)), and alone
@@ -301,6 +305,45 @@ PY
            FRAMEWORKS_DEVICE=cuda FRAMEWORKS_REPORT="$out/frameworks/report.jsonl" FRAMEWORKS_KEEP="$out/frameworks/keep" \
              python3 -m pytest tests/frameworks -q -rA -p no:cacheprovider -k "${FRAMEWORKS_K:-nanogpt or timm or lightning}" 2>&1 \
              | tee "$out/frameworks/pytest.txt" | grep -E "passed|failed|PASSED|FAILED|SKIPPED" | tail -40 ;;
+    tune) mkdir -p "$out/tune"  # gputui tune on a CPU-starved DataLoader loop written with 2 workers, then a separate run of its choice
+          loop="python3 benchmarks/own_training/torch_tqdm_loop.py --variant starved --workers 2 --seconds 3600"
+          python3 -m gputui tune --trial-seconds "${TUNE_S:-30}" --json --report "$out/tune/auto.html" -- $loop \
+            > "$out/tune/auto.json" 2> "$out/tune/auto.txt"; echo "auto tune exit $? in $SECONDS s"; cat "$out/tune/auto.txt"
+          chosen=$(python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); c = d["chosen"]
+print(d["trials"][c - 1]["settings"]["num_workers"] if c else "")' "$out/tune/auto.json")
+          echo "chosen workers: ${chosen:-none}"
+          if [ -n "$chosen" ]; then
+            python3 -m gputui tune --trial-seconds "${TUNE_S:-30}" --workers "$chosen" --json -- $loop \
+              > "$out/tune/separate.json" 2> "$out/tune/separate.txt"; echo "separate run exit $?"; cat "$out/tune/separate.txt"
+          fi
+          python3 - "$out/tune" <<'PY'
+import json, sys
+d = sys.argv[1]
+auto = json.load(open(f"{d}/auto.json"))
+print("auto:", auto["verdict"], auto["headline"], auto["change"], auto["gain"])
+try:
+    sep = json.load(open(f"{d}/separate.json"))
+except OSError:
+    sys.exit(0)
+g = auto["gain"]
+trial = sep["trials"][1] if len(sep["trials"]) > 1 else None
+if g and trial and trial["gain"]:
+    t = trial["gain"]
+    inside = t["low"] is not None and t["low"] <= g["ratio"] <= t["high"]
+    print(f"stated gain {g['ratio']:.3f}; the separate run's gain {t['ratio']:.3f} ({t['low']:.3f} to {t['high']:.3f}): {'inside' if inside else 'OUTSIDE'}")
+PY
+          ;;
+    tunegrid) mkdir -p "$out/tune"  # the same loop by hand over the grid: every worker count, each a trial
+          python3 -m gputui tune --trial-seconds "${TUNE_S:-30}" --workers "${TUNE_GRID:-2,4,8,12,16}" --json \
+            -- python3 benchmarks/own_training/torch_tqdm_loop.py --variant starved --workers 2 --seconds 3600 \
+            > "$out/tune/grid.json" 2> "$out/tune/grid.txt"; echo "by-hand grid exit $?"; cat "$out/tune/grid.txt" ;;
+    tunefed) mkdir -p "$out/tune"  # a fed loop: one trial, not input-bound
+          python3 -m gputui tune --trial-seconds "${TUNE_S:-30}" -- python3 benchmarks/own_training/torch_tqdm_loop.py --variant fed --seconds 3600 \
+            > "$out/tune/fed.txt" 2>&1; echo "fed tune exit $?"; cat "$out/tune/fed.txt" ;;
+    tunetaskset) mkdir -p "$out/tune"  # the starved loop on 4 cores: the CPU cannot feed the GPU
+          taskset -c 0-3 python3 -m gputui tune --trial-seconds "${TUNE_S:-30}" \
+            -- python3 benchmarks/own_training/torch_tqdm_loop.py --variant starved --workers 2 --seconds 3600 \
+            > "$out/tune/taskset.txt" 2>&1; echo "taskset tune exit $?"; cat "$out/tune/taskset.txt" ;;
     tui) if [ -x benchmarks/tui-gpu.sh ]; then benchmarks/tui-gpu.sh "$out/tui"; else echo "no benchmarks/tui-gpu.sh"; fi ;;
     faults) python3 -m pytest -m gpu -q -rs tests/reliability/test_faults_*.py 2>&1 | tee "$out/pytest-gpu-faults.txt" | tail -25 ;;
     checktests) python3 -m pytest -m gpu -q -rs tests/check/test_check_*.py 2>&1 | tee "$out/pytest-gpu-check.txt" | tail -25 ;;

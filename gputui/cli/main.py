@@ -124,14 +124,15 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "replay": ("gputui.cli.replay_cli", "play a recording back in the dashboard"),
     "attach": ("gputui.cli.attach_cli", "watch a live run in the dashboard: one started in another terminal, detached, or before an SSH session dropped"),
     "stop": ("gputui.cli.stop_cli", "stop a live run (its whole process group) and say how it ended"),
+    "tune": ("gputui.cli.tune_cli", "short trials of your own PyTorch command over its DataLoader's workers and memory settings: the cheapest fast one, measured"),
     "fleet": ("gputui.cli.fleet_cli", "gputui check on every node of a fleet (Slurm, SSH), and the report that finds the slow one"),
 }
 
 
 SUBCOMMANDS_AND_PRESETS = ("presets", *SUBCOMMANDS)
 
-# Subcommands that read what follows "--" themselves (args.run_command): fleet check's srun options.
-TAKE_WHAT_FOLLOWS = ("fleet",)
+# Subcommands that read what follows "--" themselves (args.run_command): fleet check's srun options, tune's command.
+TAKE_WHAT_FOLLOWS = ("fleet", "tune")
 
 
 def _load(args: argparse.Namespace):

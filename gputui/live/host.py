@@ -55,6 +55,7 @@ class HostSpec:
     wiring: RunWiring  # where it is written and exported (--record FILE, the history, --serve-metrics)
     progress: bool = True  # gputui's live line and messages (a foreground run, not --quiet); the summary prints either way
     detached: bool = False  # it runs apart from any terminal
+    pass_output: bool = True  # a foreground run's output and summary on this terminal (not a tune's trials: in their recordings)
 
 
 @dataclass
@@ -67,9 +68,10 @@ class RunResult:
 ReadyCallback = Callable[[LiveRun], None]
 
 
-def record_run(spec: HostSpec, ready: ReadyCallback | None = None) -> RunResult:
+def record_run(spec: HostSpec, ready: ReadyCallback | None = None, observe: Callable[[Session], Observer] | None = None) -> RunResult:
     """Run what ``spec`` asks, recorded and listed as live, until it ends or is stopped.
-    ``ready`` hears the run's entry once its header is written."""
+    ``ready`` hears the run's entry once its header is written; ``observe`` makes an
+    observer of the caller's from the session (one that may stop it)."""
     options = spec.options
     relay = _StopRelay()
     metrics = spec.wiring.metrics(announce=say if spec.progress else None)
@@ -79,14 +81,21 @@ def record_run(spec: HostSpec, ready: ReadyCallback | None = None) -> RunResult:
             baseline = _measure_baseline(options, relay, progress=spec.progress)
             if relay.received:
                 return RunResult(None, relay.received)
-        return _run_listed(spec, relay, metrics, baseline, ready)
+        return _run_listed(spec, relay, metrics, baseline, ready, observe)
     finally:
         relay.close()
         if metrics is not None:
             metrics.close()
 
 
-def _run_listed(spec: HostSpec, relay: _StopRelay, metrics: MetricsServer | None, baseline: Baseline | None, ready: ReadyCallback | None) -> RunResult:
+def _run_listed(
+    spec: HostSpec,
+    relay: _StopRelay,
+    metrics: MetricsServer | None,
+    baseline: Baseline | None,
+    ready: ReadyCallback | None,
+    observe: Callable[[Session], Observer] | None = None,
+) -> RunResult:
     from gputui.session.assemble import SessionParts
     from gputui.session.pass_through import PassThrough
     from gputui.session.progress import PRINT_EVERY_OFF_TERMINAL_S, PRINT_EVERY_S, ProgressPrinter
@@ -112,7 +121,7 @@ def _run_listed(spec: HostSpec, relay: _StopRelay, metrics: MetricsServer | None
     for recorder in dict.fromkeys(recorders):
         session.add_observer(recorder)
     face = None
-    if not spec.detached:  # the user's terminal: the command's output passes through
+    if not spec.detached and spec.pass_output:  # the user's terminal: the command's output passes through
         face = PassThrough()
         session.pass_output_to(face)
         face.on_resize = session.resize_terminal
@@ -120,6 +129,8 @@ def _run_listed(spec: HostSpec, relay: _StopRelay, metrics: MetricsServer | None
         session.add_observer(ProgressPrinter(session.summary_builder, face=face, live=spec.progress, every_s=every))
     if metrics is not None:
         session.add_observer(metrics.live)
+    if observe is not None:
+        session.add_observer(observe(session))
     relay.point_at(session)
 
     def entry(path: Path) -> LiveRun:

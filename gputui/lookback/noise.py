@@ -9,7 +9,7 @@ recordings always give the same answer.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -48,20 +48,41 @@ class RatioInterval:
         return f"real: {'faster' if self.ratio > 1 else 'slower'}"
 
 
-def _bootstrap_medians(values: Sequence[float], resamples: int, rng: np.random.Generator) -> np.ndarray:
+def _bootstrap(data: np.ndarray, statistic: Callable[[np.ndarray], np.ndarray], resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """``statistic`` of ``resamples`` resamples of ``data``'s rows (each drawn with
+    replacement, as many as there are), chunked so that memory stays bounded."""
     import numpy as np
 
-    data = np.asarray(values, dtype=float)
     n = len(data)
     per_chunk = max(1, CHUNK_VALUES // n)
-    medians = []
+    values = []
     done = 0
     while done < resamples:
         count = min(per_chunk, resamples - done)
         picks = rng.integers(0, n, size=(count, n))
-        medians.append(np.median(data[picks], axis=1))
+        values.append(statistic(data[picks]))
         done += count
-    return np.concatenate(medians)
+    return np.concatenate(values)
+
+
+def _medians(picked: np.ndarray) -> np.ndarray:
+    import numpy as np
+
+    return np.median(picked, axis=1)
+
+
+def _ratio(point: float, boot_a: np.ndarray, boot_b: np.ndarray, confidence: float) -> RatioInterval:
+    valid = boot_a > 0
+    low, high = _percentiles(boot_b[valid] / boot_a[valid], confidence)
+    return RatioInterval(point, low, high)
+
+
+def _percentiles(values: np.ndarray, confidence: float) -> tuple[float, float]:
+    import numpy as np
+
+    tail = (1.0 - confidence) / 2.0 * 100.0
+    low, high = np.percentile(values, [tail, 100.0 - tail])
+    return float(low), float(high)
 
 
 def ratio_of_medians(
@@ -79,10 +100,58 @@ def ratio_of_medians(
     if len(a) < MIN_READINGS or len(b) < MIN_READINGS:
         return RatioInterval(median_b / median_a, None, None)
     rng = np.random.default_rng(seed)
-    boot_a = _bootstrap_medians(a, resamples, rng)
-    boot_b = _bootstrap_medians(b, resamples, rng)
-    valid = boot_a > 0
-    ratios = boot_b[valid] / boot_a[valid]
-    tail = (1.0 - confidence) / 2.0 * 100.0
-    low, high = np.percentile(ratios, [tail, 100.0 - tail])
-    return RatioInterval(median_b / median_a, float(low), float(high))
+    boot_a = _bootstrap(np.asarray(a, dtype=float), _medians, resamples, rng)
+    boot_b = _bootstrap(np.asarray(b, dtype=float), _medians, resamples, rng)
+    return _ratio(median_b / median_a, boot_a, boot_b, confidence)
+
+
+# --- Rates over windows -------------------------------------------------------------
+# A run measured in windows of (samples, seconds) is known by its samples over its time,
+# not by a median of window rates: the windows an epoch's start slows count as the bill
+# counts them.  Its bootstrap resamples whole windows and takes sum(samples) / sum(seconds).
+
+Window = tuple[float, float]  # (samples, seconds)
+
+
+def _rates(picked: np.ndarray) -> np.ndarray:
+    return picked[..., 0].sum(axis=1) / picked[..., 1].sum(axis=1)
+
+
+def rate_of(windows: Sequence[Window]) -> float | None:
+    """Samples over seconds across ``windows``; None without time."""
+    seconds = sum(w[1] for w in windows)
+    return sum(w[0] for w in windows) / seconds if seconds > 0 else None
+
+
+def rate_interval(
+    windows: Sequence[Window], *, resamples: int = RESAMPLES, seed: int = SEED, confidence: float = CONFIDENCE
+) -> tuple[float, float | None, float | None] | None:
+    """(rate, low, high): the windows' rate with its bootstrap interval (None, None with
+    fewer than MIN_READINGS windows); None without time."""
+    import numpy as np
+
+    rate = rate_of(windows)
+    if rate is None:
+        return None
+    if len(windows) < MIN_READINGS:
+        return rate, None, None
+    boot = _bootstrap(np.asarray(windows, dtype=float), _rates, resamples, np.random.default_rng(seed))
+    return (rate, *_percentiles(boot, confidence))
+
+
+def ratio_of_rates(
+    a: Sequence[Window], b: Sequence[Window], *, resamples: int = RESAMPLES, seed: int = SEED, confidence: float = CONFIDENCE
+) -> RatioInterval | None:
+    """rate(b) / rate(a) with its bootstrap interval; None when either has no rate, or a
+    rate of zero."""
+    import numpy as np
+
+    rate_a, rate_b = rate_of(a), rate_of(b)
+    if rate_a is None or rate_b is None or rate_a <= 0:
+        return None
+    if len(a) < MIN_READINGS or len(b) < MIN_READINGS:
+        return RatioInterval(rate_b / rate_a, None, None)
+    rng = np.random.default_rng(seed)
+    boot_a = _bootstrap(np.asarray(a, dtype=float), _rates, resamples, rng)
+    boot_b = _bootstrap(np.asarray(b, dtype=float), _rates, resamples, rng)
+    return _ratio(rate_b / rate_a, boot_a, boot_b, confidence)

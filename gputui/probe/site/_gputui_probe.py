@@ -778,6 +778,37 @@ def _patch_dataloader(module):
     cls.__next__ = _wrap_next(cls.__next__)
     cls.__init__ = _wrap_init(cls.__init__)
     _hooks.append("dataloader")
+    if os.environ.get("GPUTUI_TUNE_LOADER") is not None:
+        try:
+            _tune_loaders(module)
+        except Exception as exc:  # the trial's settings are not applied; the probe goes on
+            _send(encode("probe_status", state="loader", pid=os.getpid(), error=_short(exc)))
+
+
+def _tune_loaders(module):
+    """A trial of ``gputui tune``: its settings into the training DataLoaders the script
+    builds (``_gputui_tune``, beside this file, loaded only then)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_gputui_tune", os.path.join(os.path.dirname(os.path.realpath(__file__)), "_gputui_tune.py"))
+    tune = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]  # the file is beside this one
+    spec.loader.exec_module(tune)  # type: ignore[union-attr]
+    settings, error = tune.wanted()
+    if settings is None:
+        _send(encode("probe_status", state="loader", pid=os.getpid(), error=error))
+        return
+    loader = module.DataLoader
+    if getattr(loader.__init__, "__gputui_probe__", False):
+        return
+
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+
+    def tell(**fields):
+        frameworks = [name for name in ("lightning", "pytorch_lightning", "transformers", "accelerate", "timm") if name in sys.modules]
+        _send(encode("probe_status", state="loader", pid=os.getpid(), cpus=cpus, frameworks=frameworks, **fields))
+
+    loader.__init__ = tune.wrap_init(loader.__init__, module, settings, tell)
+    _hooks.append("tune")
 
 
 def patch(name, module):
@@ -802,7 +833,7 @@ def patch(name, module):
                     state="armed",
                     pid=os.getpid(),
                     torch=None if version is None else str(version),
-                    hooks=[h for h in ("optimizer_step", "backward", "dataloader", "train_mode") if h in _hooks],
+                    hooks=[h for h in ("optimizer_step", "backward", "dataloader", "train_mode", "tune") if h in _hooks],
                     note=_note,
                 )
             )
