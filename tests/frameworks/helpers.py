@@ -6,7 +6,9 @@ download (tests/data/frameworks/make_data.py).
 
 :class:`FrameworkRun` holds what one run gave: gputui's stdout (the script's output passed
 through: a pseudo-terminal merges the script's stderr into it), the recording, and the
-numbers the tests compare.  Set ``FRAMEWORKS_REPORT=path`` to have every run append one
+numbers the tests compare.  :func:`run_starved` runs a script through
+tests/data/frameworks/starve.py, its training samples made slow, for the input-bound
+checks.  Set ``FRAMEWORKS_REPORT=path`` to have every run append one
 JSON line of those numbers there (the table in docs/your-own-training.md was made so),
 and ``FRAMEWORKS_KEEP=folder`` to keep each run's recording, stdout and stderr there.
 """
@@ -25,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from gputui.diagnosis import Settings
 from gputui.model import Throughput
 from gputui.record import events as ev
 from gputui.record.recording import Recording, read_recording
@@ -32,10 +35,14 @@ from tests.support.process import REPO, gputui_env
 
 DATA = REPO / "tests" / "data" / "frameworks"
 STAND_INS = DATA / "stand_ins"  # a local ``evaluate`` (see its docstring)
+STARVE = DATA / "starve.py"  # the starved variant's wrapper (see its docstring)
 # Where the scripts train: "cpu" in CI; scripts/gpu-check.sh frameworks sets "cuda".
 DEVICE = os.environ.get("FRAMEWORKS_DEVICE", "cpu")
 TOLERANCE = 0.02  # gputui's figure against the script's own training-only figure
 RUN_TIMEOUT_S = 300  # a loaded 2-core machine runs these several times slower than an idle one
+# The starved variants' modes: without the probe the input-bound rule judges from a GPU's
+# activity, which a CPU run has not (the summary says so in a note), so only on cuda.
+STARVED_MODES = [pytest.param(True, id="probe"), *([pytest.param(False, id="no-probe")] if DEVICE == "cuda" else [])]
 
 
 def make_data():
@@ -158,6 +165,19 @@ class FrameworkRun:
         listed apart in a training window."""
         return any(w.fields.get("phase") == "evaluation" or w.fields.get("eval_batches") for w in self.probe_windows)
 
+    @property
+    def findings(self) -> list[ev.Finding]:
+        summary = self.recording.summary
+        return list(summary.findings or []) if summary else []
+
+    @property
+    def data_wait(self) -> float | None:
+        """The share of its training windows' time the loop waited for data (or made
+        its own batches, by the probe's sampler), by the probe; None without it."""
+        windows = [w for w in self.probe_windows if w.fields.get("phase", "training") == "training" and w.seconds]
+        seconds = sum(w.seconds or 0.0 for w in windows)
+        return sum(w.loop_wait_s or 0.0 for w in windows) / seconds if seconds > 0 else None
+
     def difference(self) -> float | None:
         if self.figure is None or not self.own_figure:
             return None
@@ -189,6 +209,8 @@ class FrameworkRun:
             "phases": self.phases,
             "probe_windows": len(self.probe_windows),
             "probe_eval_seen": self.probe_eval_seen,
+            "data_wait": round(self.data_wait, 3) if self.data_wait is not None else None,
+            "findings": [f.kind for f in self.findings],
             "notes": self.notes,
         }
 
@@ -198,6 +220,15 @@ class FrameworkRun:
         if path:
             with open(path, "a", encoding="utf8") as f:
                 f.write(json.dumps(self.describe()) + "\n")
+
+
+def run_starved(name: str, work: Path, argv: list[str], *, sample_ms: float, probe: bool = True, env: dict[str, str] | None = None) -> FrameworkRun:
+    """``python starve.py --sample-ms MS ARGV...`` under gputui: the script unchanged, each
+    of its training samples ``sample_ms`` slower to load (slept; computed without the
+    probe, so that the wait shows from outside as a busy CPU too)."""
+    shutil.copyfile(STARVE, work / STARVE.name)
+    wrapper = [STARVE.name, f"--sample-ms={sample_ms:g}", *([] if probe else ["--spin"])]
+    return run_framework(f"{name}-starved", work, [*wrapper, *argv], probe=probe, env=env)
 
 
 def run_framework(name: str, work: Path, argv: list[str], *, probe: bool, env: dict[str, str] | None = None, timeout: float = RUN_TIMEOUT_S) -> FrameworkRun:
@@ -245,3 +276,24 @@ def check_evaluation_phase(run: FrameworkRun) -> None:
     phases name it."""
     assert run.probe_eval_seen, f"{run.name}: the probe reported no evaluation (windows: {[w.fields for w in run.probe_windows][:6]})"
     assert "evaluation" in run.phase_names, f"{run.name}: the summary's phases name no evaluation: {run.phases}"
+
+
+def check_fed(run: FrameworkRun) -> None:
+    """(e) the script as it is, fed: no finding, and with the probe its loop waited for
+    data in less than the input-bound rule's share of its time."""
+    wait, threshold = run.data_wait, Settings().data_wait_pct / 100.0
+    assert not run.findings, f"{run.name} ({'probe' if run.probe else 'no probe'}), fed: findings {[f.title for f in run.findings]}"
+    assert not run.probe or (wait is not None and wait < threshold), (
+        f"{run.name}, fed: the loop waited for data {wait} of its time (input-bound at {threshold})"
+    )
+
+
+def check_starved(run: FrameworkRun) -> None:
+    """(f) the starved variant: gputui finds it input-bound."""
+    assert run.returncode == 0, run.stderr[-2000:]
+    found = [f for f in run.findings if f.kind == "input_bound"]
+    assert found, (
+        f"{run.name}: no input-bound finding (findings {[f.title for f in run.findings]}; data wait {run.data_wait}; notes {run.recording.summary and run.recording.summary.notes})"
+    )
+    if run.probe:
+        assert (found[0].evidence or {}).get("data_wait_pct", 0) >= Settings().data_wait_pct, found[0].evidence

@@ -6,7 +6,11 @@ model" runs it (tests/data/frameworks/hf_trainer/SOURCE.md): a tiny BERT in the 
 
 The Trainer's own train_samples_per_second divides by train_runtime, which holds the
 evaluations it ran during training: its training-only figure is the same samples over
-train_runtime less every eval_runtime it logged."""
+train_runtime less every eval_runtime it logged.
+
+The starved variant (tests/data/frameworks/starve.py): 10 ms more per training sample (the
+Trainer's training sampler shuffles; its evaluation one does not).  The tutorial takes no
+options, so it is the same 375 steps, some 30 s longer."""
 
 from __future__ import annotations
 
@@ -15,12 +19,27 @@ import re
 
 import pytest
 
-from tests.frameworks.helpers import FrameworkRun, check_evaluation_phase, check_figure, check_one_unit, copy_scripts, make_data, need, run_framework
+from tests.frameworks.helpers import (
+    STARVED_MODES,
+    FrameworkRun,
+    check_evaluation_phase,
+    check_fed,
+    check_figure,
+    check_one_unit,
+    check_starved,
+    copy_scripts,
+    make_data,
+    need,
+    run_framework,
+    run_starved,
+)
 
-# serial: a figure within 2 % of the script's own needs the machine to itself
-pytestmark = [pytest.mark.frameworks, pytest.mark.serial]
+# Each test of a figure is serial (within 2 % of the script's own needs the machine to itself); the
+# starved runs are not: a finding holds under load, and their training mostly sleeps.
+pytestmark = pytest.mark.frameworks
 
 EPOCHS, ROWS, BATCH = 3, 1000, 8  # TrainingArguments' default per_device_train_batch_size
+STARVED_SAMPLE_MS = 10  # 80 ms a batch of 8, over a training step of about 35 ms here
 METRICS = re.compile(r"(\{'(?:eval_loss|train_runtime)'.*\})\s*$")
 
 
@@ -58,6 +77,19 @@ def run(request, tmp_path_factory) -> FrameworkRun:
     return done
 
 
+@pytest.fixture(scope="module", params=STARVED_MODES)
+def starved(request, tmp_path_factory) -> FrameworkRun:
+    need("torch", "transformers", "datasets", "accelerate")
+    work = tmp_path_factory.mktemp("hf-trainer-starved")
+    copy_scripts("hf_trainer", work, ["train_trainer.py"])
+    make_data().make_hf_trainer(work / "hf", train=ROWS, test=ROWS)
+    done = run_starved("hf-trainer", work, ["train_trainer.py"], sample_ms=STARVED_SAMPLE_MS, probe=request.param)
+    done.own_note = f"starved: {STARVED_SAMPLE_MS} ms more per training sample"
+    done.report()
+    return done
+
+
+@pytest.mark.serial
 def test_the_scripts_output_is_passed_through_whole(run):
     assert run.returncode == 0, run.stderr[-2000:]
     dicts = logged(run)
@@ -66,15 +98,27 @@ def test_the_scripts_output_is_passed_through_whole(run):
     assert any(f"{EPOCHS * ROWS // 8}/{EPOCHS * ROWS // 8} [" in line for line in run.lines)  # the training bar's last redraw
 
 
+@pytest.mark.serial
 def test_its_readings_are_in_one_unit(run):
     check_one_unit(run)
 
 
+@pytest.mark.serial
 def test_the_figure_is_the_scripts_own_training_figure(run):
     check_figure(run)
 
 
+@pytest.mark.serial
 def test_evaluation_is_not_counted(run):
     if not run.probe:
         pytest.skip("without the probe only the output tells: the evaluation bar is not a training reading")
     check_evaluation_phase(run)
+
+
+@pytest.mark.serial
+def test_fed_it_gets_no_finding(run):
+    check_fed(run)
+
+
+def test_starved_it_is_input_bound(starved):
+    check_starved(starved)

@@ -5,10 +5,19 @@ tests/data/frameworks/lightning/SOURCE.md) under gputui:
   takes no command-line flags; its Trainer is cut short with Lightning's own environment
   defaults (PL_TRAINER_MAX_STEPS and friends, read for every Trainer argument the script
   does not pass).
-- autoencoder.py: LightningCLI, MNIST (random IDX files), cut short with --trainer.* flags.
+- autoencoder.py: LightningCLI, MNIST (random IDX files), cut short with --trainer.* flags;
+  run twice over: with Lightning's default bar (Rich, as gputui's own dependencies make it)
+  and with its tqdm bar (``--trainer.callbacks+=TQDMProgressBar``, the CLI's own flag).
 
-Neither prints a throughput figure of its own: Rich's bar shows a smoothed it/s and whole
-seconds.  So (c) is left out (see test_the_figure_is_the_scripts_own_training_figure).
+Rich's bar prints no throughput figure of its own (a smoothed it/s and whole seconds), so
+(c) is checked on the tqdm bar only: its training bar's rate is the epoch's batches over
+its elapsed clock (smoothing=0), and its last redraw before the epoch's validation is
+the epoch's training alone.
+
+Fed and starved ((e), (f)): transformer.py, whose training loader shuffles (the starved
+variant's wrapper slows those) and waits for no data as it is.  autoencoder.py is no
+fed example on a CPU: its per-sample ToTensor, with no DataLoader workers, makes its
+tiny model's loop wait for data 30-50 % of its time, at the input-bound rule's edge.
 """
 
 from __future__ import annotations
@@ -17,10 +26,25 @@ import re
 
 import pytest
 
-from tests.frameworks.helpers import DEVICE, FrameworkRun, check_evaluation_phase, check_one_unit, copy_scripts, make_data, need, run_framework
+from tests.frameworks.helpers import (
+    DEVICE,
+    STARVED_MODES,
+    FrameworkRun,
+    check_evaluation_phase,
+    check_fed,
+    check_figure,
+    check_one_unit,
+    check_starved,
+    copy_scripts,
+    make_data,
+    need,
+    run_framework,
+    run_starved,
+)
 
-# serial: a figure within 2 % of the script's own needs the machine to itself
-pytestmark = [pytest.mark.frameworks, pytest.mark.serial]
+# Each test of a figure is serial (within 2 % of the script's own needs the machine to itself); the
+# starved runs are not: a finding holds under load, and their training mostly sleeps.
+pytestmark = pytest.mark.frameworks
 
 # transformer.py: n blocks of 35 words, split [n - 4000, 2000, 2000] and batched by 20: 12
 # training batches an epoch; 24 steps are 2 epochs, each validated on 6 batches.
@@ -41,13 +65,48 @@ AUTOENCODER_FLAGS = [
     "--trainer.limit_predict_batches=2",
     "--data.batch_size=32",
 ]
+AUTOENCODER_BATCH = 32
+# The tqdm bar's run: more batches, so that the probe's first window (left out of its
+# figure as the run's start, while the bar counts it) is a small part of the training.
+TQDM_BATCHES = 500
+AUTOENCODER_TQDM_FLAGS = [
+    *(f"--trainer.limit_train_batches={TQDM_BATCHES}" if f.startswith("--trainer.limit_train_batches=") else f for f in AUTOENCODER_FLAGS),
+    "--trainer.callbacks+=TQDMProgressBar",  # beside the script's own ImageSampler
+]
+# The starved transformer.py: 40 ms more per training sample (800 ms a batch of 20) over
+# a training step of about 300 ms here; 16 steps (two epochs) hold more than the 10 s a
+# finding takes to open.
+STARVED_SAMPLE_MS = 40
+STARVED_ENV = {**TRANSFORMER_ENV, "PL_TRAINER_MAX_STEPS": "16", "PL_TRAINER_LIMIT_VAL_BATCHES": "2", "PL_TRAINER_LIMIT_TEST_BATCHES": "1"}
 RICH_RATE = re.compile(r"([0-9.]+)it/s")
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# Lightning's TQDMProgressBar: "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_noinv_fmt}{postfix}]"
+TQDM_EPOCH = re.compile(r"^Epoch (\d+):\s+\d+%\|[^|]*\|\s*(\d+)/(\d+) \[[^,\]]*,\s*([0-9.]+)it/s")
 
 
 def last_bar_rate(run: FrameworkRun, prefix: str) -> float | None:
     """The rate on the last redraw of the training bar (Rich's smoothed it/s): for the table only."""
     rates = [float(m.group(1)) for line in run.lines if line.lstrip().startswith(prefix) and (m := RICH_RATE.search(line))]
     return rates[-1] if rates else None
+
+
+def tqdm_training_figure(run: FrameworkRun) -> float | None:
+    """Batches per second over the training alone: each epoch's batches over their time,
+    the time being its batches over the rate of the training bar's last redraw before
+    that epoch's validation bar (the bar's clock runs on through validation)."""
+    last: dict[int, tuple[int, float]] = {}
+    validated: set[int] = set()
+    epoch = None
+    for line in run.lines:
+        text = ANSI.sub("", line).strip()
+        if m := TQDM_EPOCH.match(text):
+            epoch = int(m.group(1))
+            if epoch not in validated:
+                last[epoch] = (int(m.group(2)), float(m.group(4)))
+        elif text.startswith("Validation") and epoch is not None:
+            validated.add(epoch)
+    seconds = sum(n / rate for n, rate in last.values() if rate > 0)
+    return sum(n for n, _ in last.values()) / seconds if seconds > 0 else None
 
 
 @pytest.fixture(scope="module", params=[True, False], ids=["probe", "no-probe"])
@@ -77,6 +136,37 @@ def autoencoder(request, tmp_path_factory) -> FrameworkRun:
     return done
 
 
+@pytest.fixture(scope="module", params=[True, False], ids=["probe", "no-probe"])
+def autoencoder_tqdm(request, tmp_path_factory) -> FrameworkRun:
+    need("torch", "lightning", "torchvision", "jsonargparse")
+    work = tmp_path_factory.mktemp("lightning-autoencoder-tqdm")
+    copy_scripts("lightning", work, ["autoencoder.py"], into="examples/pytorch")
+    make_data().make_mnist(work / "data")
+    (work / "Datasets").symlink_to("data")
+    done = run_framework("lightning-autoencoder-tqdm", work, ["examples/pytorch/autoencoder.py", *AUTOENCODER_TQDM_FLAGS], probe=request.param)
+    own = tqdm_training_figure(done)
+    in_samples = done.readings and done.throughput.unit == "samples"  # the probe told the batch size
+    done.own_figure = own * AUTOENCODER_BATCH if own and in_samples else own
+    done.own_note = "the tqdm training bar's batches over its time, each epoch's last redraw before its validation" + (
+        f" (x {AUTOENCODER_BATCH} a batch)" if in_samples else ""
+    )
+    done.report()
+    return done
+
+
+@pytest.fixture(scope="module", params=STARVED_MODES)
+def transformer_starved(request, tmp_path_factory) -> FrameworkRun:
+    need("torch", "lightning")
+    work = tmp_path_factory.mktemp("lightning-transformer-starved")
+    copy_scripts("lightning", work, ["transformer.py"])
+    make_data().make_wikitext(work, blocks=TRANSFORMER_BLOCKS)
+    done = run_starved("lightning-transformer", work, ["transformer.py"], sample_ms=STARVED_SAMPLE_MS, probe=request.param, env=STARVED_ENV)
+    done.own_note = f"starved: {STARVED_SAMPLE_MS} ms more per training sample"
+    done.report()
+    return done
+
+
+@pytest.mark.serial
 def test_transformer_output_is_passed_through_whole(transformer):
     assert transformer.returncode == 0, transformer.stderr[-2000:]
     assert f"`Trainer.fit` stopped: `max_steps={TRANSFORMER_STEPS}` reached." in transformer.stdout
@@ -84,6 +174,7 @@ def test_transformer_output_is_passed_through_whole(transformer):
     assert any(line.lstrip().startswith("Testing") for line in transformer.lines)
 
 
+@pytest.mark.serial
 def test_autoencoder_output_is_passed_through_whole(autoencoder):
     assert autoencoder.returncode == 0, autoencoder.stderr[-2000:]
     assert "`Trainer.fit` stopped: `max_epochs=2` reached." in autoencoder.stdout
@@ -92,24 +183,51 @@ def test_autoencoder_output_is_passed_through_whole(autoencoder):
     assert last.rstrip().endswith("]])")  # print(predictions[0]): the script's last line
 
 
+@pytest.mark.serial
+def test_autoencoder_tqdm_output_is_passed_through_whole(autoencoder_tqdm):
+    run = autoencoder_tqdm
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "`Trainer.fit` stopped: `max_epochs=2` reached." in run.stdout
+    assert "test_loss" in run.stdout
+    ends = {int(m.group(1)) for line in run.lines if (m := TQDM_EPOCH.match(ANSI.sub("", line).strip())) and m.group(2) == m.group(3) == str(TQDM_BATCHES)}
+    assert ends == {0, 1}, "the training bar's last redraw of each epoch"
+    assert any(ANSI.sub("", line).strip().startswith("Validation DataLoader 0: 100%") for line in run.lines)
+    last = [line for line in run.lines if line.strip()][-1]
+    assert last.rstrip().endswith("]])")
+
+
+@pytest.mark.serial
 def test_transformer_readings_are_in_one_unit(transformer):
     check_one_unit(transformer)
 
 
+@pytest.mark.serial
 def test_autoencoder_readings_are_in_one_unit(autoencoder):
     check_one_unit(autoencoder)
+
+
+@pytest.mark.serial
+def test_autoencoder_tqdm_readings_are_in_one_unit(autoencoder_tqdm):
+    check_one_unit(autoencoder_tqdm)
 
 
 def no_figure(run: FrameworkRun) -> None:
     pytest.skip(f"{run.name} prints no training figure of its own: {run.own_note}; gputui's: {run.figure} {run.throughput.unit}/s")
 
 
+@pytest.mark.serial
 def test_transformer_figure_is_the_scripts_own_training_figure(transformer):
     no_figure(transformer)
 
 
+@pytest.mark.serial
 def test_autoencoder_figure_is_the_scripts_own_training_figure(autoencoder):
     no_figure(autoencoder)
+
+
+@pytest.mark.serial
+def test_autoencoder_tqdm_figure_is_the_scripts_own_training_figure(autoencoder_tqdm):
+    check_figure(autoencoder_tqdm)
 
 
 def evaluation_not_counted(run: FrameworkRun) -> None:
@@ -118,9 +236,25 @@ def evaluation_not_counted(run: FrameworkRun) -> None:
     check_evaluation_phase(run)
 
 
+@pytest.mark.serial
 def test_transformer_evaluation_is_not_counted(transformer):
     evaluation_not_counted(transformer)
 
 
+@pytest.mark.serial
 def test_autoencoder_evaluation_is_not_counted(autoencoder):
     evaluation_not_counted(autoencoder)
+
+
+@pytest.mark.serial
+def test_autoencoder_tqdm_evaluation_is_not_counted(autoencoder_tqdm):
+    evaluation_not_counted(autoencoder_tqdm)
+
+
+@pytest.mark.serial
+def test_transformer_fed_gets_no_finding(transformer):
+    check_fed(transformer)
+
+
+def test_transformer_starved_is_input_bound(transformer_starved):
+    check_starved(transformer_starved)

@@ -1,5 +1,7 @@
 """nanoGPT's train.py (karpathy/nanoGPT, tests/data/frameworks/nanogpt/SOURCE.md) under
-gputui: a 2-layer GPT on random characters, 150 iterations, evaluated every 50."""
+gputui: a 2-layer GPT on random characters, 150 iterations, evaluated every 50.  The
+starved variant (tests/data/frameworks/starve.py): get_batch() 5 ms slower per sample it
+slices from train.bin, 300 iterations, evaluated at the start only."""
 
 from __future__ import annotations
 
@@ -7,10 +9,25 @@ import re
 
 import pytest
 
-from tests.frameworks.helpers import DEVICE, FrameworkRun, check_evaluation_phase, check_figure, check_one_unit, copy_scripts, make_data, need, run_framework
+from tests.frameworks.helpers import (
+    DEVICE,
+    STARVED_MODES,
+    FrameworkRun,
+    check_evaluation_phase,
+    check_fed,
+    check_figure,
+    check_one_unit,
+    check_starved,
+    copy_scripts,
+    make_data,
+    need,
+    run_framework,
+    run_starved,
+)
 
-# serial: a figure within 2 % of the script's own needs the machine to itself
-pytestmark = [pytest.mark.frameworks, pytest.mark.serial]
+# Each test of a figure is serial (within 2 % of the script's own needs the machine to itself); the
+# starved runs are not: a finding holds under load, and their training mostly sleeps.
+pytestmark = pytest.mark.frameworks
 
 MAX_ITERS, EVAL_INTERVAL, BATCH, BLOCK = 150, 50, 8, 64
 FLAGS = [
@@ -28,6 +45,15 @@ FLAGS = [
     f"--eval_interval={EVAL_INTERVAL}",
     "--eval_iters=40",
     "--log_interval=1",
+]
+# 40 ms more a batch of 8 over an iteration of about 10 ms here; 300 iterations hold more
+# than the 10 s a finding takes to open
+STARVED_SAMPLE_MS = 5
+STARVED_FLAGS = [
+    *(f for f in FLAGS if not f.startswith(("--max_iters=", "--eval_interval=", "--eval_iters="))),
+    "--max_iters=300",
+    "--eval_interval=1000",
+    "--eval_iters=2",
 ]
 ITER = re.compile(r"^iter (\d+): loss \S+, time ([0-9.]+)ms, mfu \S+%$")
 EVAL = re.compile(r"^step (\d+): train loss \S+, val loss \S+$")
@@ -58,6 +84,19 @@ def run(request, tmp_path_factory) -> FrameworkRun:
     return done
 
 
+@pytest.fixture(scope="module", params=STARVED_MODES)
+def starved(request, tmp_path_factory) -> FrameworkRun:
+    need("torch", "numpy")
+    work = tmp_path_factory.mktemp("nanogpt-starved")
+    copy_scripts("nanogpt", work, ["train.py", "model.py", "configurator.py"])
+    make_data().make_nanogpt(work)
+    done = run_starved("nanogpt", work, ["train.py", *STARVED_FLAGS], sample_ms=STARVED_SAMPLE_MS, probe=request.param)
+    done.own_note = f"starved: {STARVED_SAMPLE_MS} ms more per sample get_batch() slices"
+    done.report()
+    return done
+
+
+@pytest.mark.serial
 def test_the_scripts_output_is_passed_through_whole(run):
     assert run.returncode == 0, run.stderr[-2000:]
     iters = [int(m.group(1)) for line in run.lines if (m := ITER.match(line))]
@@ -68,16 +107,28 @@ def test_the_scripts_output_is_passed_through_whole(run):
     assert [line for line in run.lines if line.strip()][-1].startswith(f"iter {MAX_ITERS}: loss ")
 
 
+@pytest.mark.serial
 def test_its_readings_are_in_one_unit(run):
     check_one_unit(run)
     assert run.throughput.unit == "tokens"
 
 
+@pytest.mark.serial
 def test_the_figure_is_the_scripts_own_training_figure(run):
     check_figure(run)
 
 
+@pytest.mark.serial
 def test_evaluation_is_not_counted(run):
     if not run.probe:
         pytest.skip("without the probe only the output tells: nanoGPT prints no evaluation time apart")
     check_evaluation_phase(run)
+
+
+@pytest.mark.serial
+def test_fed_it_gets_no_finding(run):
+    check_fed(run)
+
+
+def test_starved_it_is_input_bound(starved):
+    check_starved(starved)

@@ -1,6 +1,8 @@
 """timm's train.py (huggingface/pytorch-image-models, tests/data/frameworks/timm/SOURCE.md)
 under gputui: timm's test_resnet on a 4-class ImageFolder of random 32x32 PNGs, 2 epochs
-of 40 updates, each followed by a validation pass of 128 batches."""
+of 40 updates, each followed by a validation pass of 128 batches.  The starved variant
+(tests/data/frameworks/starve.py): 10 ms more per training sample, one epoch of 160
+updates and a validation pass of 4 batches."""
 
 from __future__ import annotations
 
@@ -8,10 +10,25 @@ import re
 
 import pytest
 
-from tests.frameworks.helpers import DEVICE, FrameworkRun, check_evaluation_phase, check_figure, check_one_unit, copy_scripts, make_data, need, run_framework
+from tests.frameworks.helpers import (
+    DEVICE,
+    STARVED_MODES,
+    FrameworkRun,
+    check_evaluation_phase,
+    check_fed,
+    check_figure,
+    check_one_unit,
+    check_starved,
+    copy_scripts,
+    make_data,
+    need,
+    run_framework,
+    run_starved,
+)
 
-# serial: a figure within 2 % of the script's own needs the machine to itself
-pytestmark = [pytest.mark.frameworks, pytest.mark.serial]
+# Each test of a figure is serial (within 2 % of the script's own needs the machine to itself); the
+# starved runs are not: a finding holds under load, and their training mostly sleeps.
+pytestmark = pytest.mark.frameworks
 
 EPOCHS, BATCH, UPDATES, VAL_BATCHES = 2, 8, 40, 128
 FLAGS = [
@@ -28,6 +45,10 @@ FLAGS = [
     "--output=out",
     "--seed=0",
 ]
+# 10 ms more per sample, 80 ms a batch of 8, over a training step of about 30 ms here:
+# 160 updates hold more than the 10 s a finding takes to open.
+STARVED_SAMPLE_MS, STARVED_UPDATES = 10, 160
+STARVED_FLAGS = [*(f for f in FLAGS if not f.startswith("--epochs=")), "--epochs=1"]
 # f'Train: {epoch} [{update_idx:>4d}/{updates_per_epoch} ({pct:>3.0f}%)]  Loss: ...  Time: {val:.3f}s, {rate:>7.2f}/s  ({avg:.3f}s, {avg_rate:>7.2f}/s)  LR: ...'
 TRAIN = re.compile(r"Train: (\d+) \[\s*(\d+)/(\d+) .*Time: [0-9.]+s,\s+([0-9.]+)/s\s+\([0-9.]+s,\s+([0-9.]+)/s\)")
 TEST = re.compile(r"Test: \[\s*(\d+)/(\d+)\]")
@@ -55,6 +76,19 @@ def run(request, tmp_path_factory) -> FrameworkRun:
     return done
 
 
+@pytest.fixture(scope="module", params=STARVED_MODES)
+def starved(request, tmp_path_factory) -> FrameworkRun:
+    need("torch", "timm", "PIL")
+    work = tmp_path_factory.mktemp("timm-starved")
+    copy_scripts("timm", work, ["train.py"])
+    make_data().make_image_folder(work, classes=4, train_per_class=STARVED_UPDATES * BATCH // 4, val_per_class=2)
+    done = run_starved("timm", work, ["train.py", *STARVED_FLAGS], sample_ms=STARVED_SAMPLE_MS, probe=request.param)
+    done.own_note = f"starved: {STARVED_SAMPLE_MS} ms more per training sample"
+    done.report()
+    return done
+
+
+@pytest.mark.serial
 def test_the_scripts_output_is_passed_through_whole(run):
     assert run.returncode == 0, run.stderr[-2000:]
     updates = [(int(m.group(1)), int(m.group(2))) for line in run.lines if (m := TRAIN.search(line))]
@@ -65,11 +99,13 @@ def test_the_scripts_output_is_passed_through_whole(run):
     assert [line for line in run.lines if line.strip()][-1] == "]"  # the end of its JSON result
 
 
+@pytest.mark.serial
 def test_its_readings_are_in_one_unit(run):
     check_one_unit(run)
     assert run.throughput.unit == "samples"
 
 
+@pytest.mark.serial
 def test_the_figure_is_the_scripts_own_training_figure(run, request):
     if run.probe:
         # Known, not yet explained: on an idle CPU the probe's windows read 2-3 % under
@@ -79,7 +115,17 @@ def test_the_figure_is_the_scripts_own_training_figure(run, request):
     check_figure(run)
 
 
+@pytest.mark.serial
 def test_evaluation_is_not_counted(run):
     if not run.probe:
         pytest.skip("without the probe only the output tells: timm's Test: lines carry no rate gputui reads")
     check_evaluation_phase(run)
+
+
+@pytest.mark.serial
+def test_fed_it_gets_no_finding(run):
+    check_fed(run)
+
+
+def test_starved_it_is_input_bound(starved):
+    check_starved(starved)

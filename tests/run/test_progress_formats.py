@@ -13,17 +13,19 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 
 import pytest
 
 from gputui.model import Throughput
 from gputui.record import events as ev
 from gputui.record.events import Event
+from gputui.record.recording import read_recording
 from gputui.record.schema import ThroughputSummary
 from gputui.run.output_stream import LineSplitter, output_line
 from gputui.run.throughput import FORMATS, ParseState, ThroughputParser
 from gputui.session.summary import SummaryBuilder
-from tests.support.process import REPO
+from tests.support.process import REPO, run_gputui
 
 DATA = REPO / "tests" / "data" / "progress"
 EXPECTED = json.loads((DATA / "expected.json").read_text(encoding="utf-8"))
@@ -183,6 +185,46 @@ def test_a_loop_that_speeds_up_reads_its_count_over_its_time():
     tp, live = summary_of("tqdm_speedup.log")
     assert tp.unit == "steps" and tp.figure == pytest.approx(1200 / 42.3, rel=0.02)
     assert live[-1][1].samples_per_sec == pytest.approx(28.37)  # the bar's closing line: its overall average
+
+
+# The same loop for real: a PyTorch loop over a DataLoader in a tqdm bar, its step 40 ms,
+# then 20 ms from the halfway step (slept: the load of a shared machine does not move it).
+SPEEDUP_STEPS, SPEEDUP_BATCH = 450, 8
+SPEEDUP_SCRIPT = f"""
+import time, torch
+from torch.utils.data import DataLoader, TensorDataset
+from tqdm import tqdm
+n = {SPEEDUP_STEPS} * {SPEEDUP_BATCH}
+data = DataLoader(TensorDataset(torch.randn(n, 16), torch.randn(n, 1)), batch_size={SPEEDUP_BATCH})
+model = torch.nn.Linear(16, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+for i, (x, y) in enumerate(tqdm(data, desc="train")):
+    opt.zero_grad(); torch.nn.functional.mse_loss(model(x), y).backward(); opt.step()
+    time.sleep(0.04 if i < {SPEEDUP_STEPS // 2} else 0.02)
+"""
+CLOSING = re.compile(rf"train: 100%\|[^|]*\| {SPEEDUP_STEPS}/{SPEEDUP_STEPS} \[[^,\]]*, ([0-9.]+)it/s\]")
+
+
+@pytest.mark.parametrize("probe", [True, False], ids=["probe", "no-probe"])
+def test_a_real_loop_that_doubles_its_speed_reads_its_count_over_its_time(tmp_path, probe):
+    """Run under gputui, with and without the probe: the figure is the bar's counter over
+    its elapsed clock, which its closing line prints (tqdm's close shows the average,
+    not its smoothed rate), in the run's unit (samples where the probe tells the batch)."""
+    pytest.importorskip("torch")
+    pytest.importorskip("tqdm")
+    (tmp_path / "train.py").write_text(SPEEDUP_SCRIPT)
+    out = tmp_path / "run.jsonl"
+    args = ["--headless", "--record", str(out), *([] if probe else ["--no-probe"]), "--", sys.executable, "train.py"]
+    done = run_gputui(args, tmp_path, timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    closing = [float(m.group(1)) for m in CLOSING.finditer(done.stdout)]
+    assert closing, done.stdout[-1000:]  # the bar passed through to the end
+    summary = read_recording(out).summary
+    assert summary is not None and summary.throughput is not None
+    tp = summary.throughput
+    own = closing[-1] * (SPEEDUP_BATCH if tp.unit == "samples" else 1)
+    assert tp.unit == ("samples" if probe else "steps") and tp.source == ("probe" if probe else "tqdm"), tp
+    assert tp.run_figure == pytest.approx(own, rel=0.02), f"{tp.run_figure} {tp.unit}/s from {tp.source}: tqdm's own {own}"
 
 
 def test_lightnings_cumulative_average_is_not_under_read():
