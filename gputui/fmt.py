@@ -77,8 +77,11 @@ def gpu_summary(names: list[str]) -> str:
 
 # Characters that move the cursor, set the title, or reorder text when printed raw:
 # C0 and C1 controls (ESC, BEL, CSI; category Cc), the line and paragraph separators
-# (Zl, Zp) and the bidi overrides.  gputui.escape builds every output kind on this.
-UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# (Zl, Zp) and the bidi overrides; and lone surrogates (Cs), which psutil makes of a
+# command line's bytes that are no UTF-8: a UTF-8 terminal or file refuses them (a
+# traceback), and written with surrogateescape they are those bytes again, 0x9b a CSI.
+# gputui.escape builds every output kind on this.
+UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 

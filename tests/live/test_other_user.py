@@ -1,7 +1,8 @@
 """Another user of the machine can neither list, attach to nor stop someone's run, even
 knowing where its files are, on a box whose homes others may walk into (Debian's
 ``useradd -m`` under UMASK 022 makes them 0755).  The run is this test's (root's); the
-other user is ``nobody`` (uid 65534), through setpriv, running this checkout's gputui.
+other user is a second local user made for the test (tests.support.other_user), through
+setpriv, running this checkout's gputui.
 """
 
 from __future__ import annotations
@@ -17,27 +18,16 @@ from pathlib import Path
 import pytest
 
 from tests.support.live import live_runs, stop_leftovers, wait_live, wait_readings, write_loop
+from tests.support.other_user import OtherUser, other_user  # noqa: F401  (other_user: the fixture)
 from tests.support.process import REPO
 
-NOBODY = 65534
-SETPRIV = shutil.which("setpriv")
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0 or SETPRIV is None, reason="needs root and setpriv (util-linux) to act as another user")
-
-
-def as_nobody(argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
-    assert SETPRIV is not None
-    return subprocess.run(
-        [SETPRIV, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *argv], env=env, cwd=cwd, capture_output=True, text=True, timeout=120
-    )
-
-
-def python_for_nobody(env: dict[str, str], cwd: Path) -> str | None:
+def python_for(user: OtherUser, env: dict[str, str], cwd: Path) -> str | None:
     """A Python the other user can run that imports gputui's dependencies: this one, or
     the system's of the same version (a venv's interpreter may sit under root's 0700 home)."""
     version = f"python{sys.version_info.major}.{sys.version_info.minor}"
     for python in (sys.executable, f"/usr/bin/{version}", shutil.which(version)):
-        if python and as_nobody([python, "-c", "import psutil, textual, gputui"], env, cwd).returncode == 0:
+        if python and user.run([python, "-c", "import psutil, textual, gputui"], env=env, cwd=cwd).returncode == 0:
             return python
     return None
 
@@ -51,7 +41,7 @@ def shared_box():
     shutil.rmtree(root, ignore_errors=True)
 
 
-def test_another_user_cannot_list_attach_to_or_stop_a_run(shared_box, tmp_path):
+def test_another_user_cannot_list_attach_to_or_stop_a_run(shared_box, tmp_path, other_user):  # noqa: F811
     home = shared_box / "owner"
     state = home / ".local" / "state"
     state.mkdir(parents=True)
@@ -82,12 +72,12 @@ def test_another_user_cannot_list_attach_to_or_stop_a_run(shared_box, tmp_path):
             "XDG_STATE_HOME": str(state),
             "PYTHONPATH": os.pathsep.join([str(code), site]),
         }
-        python = python_for_nobody(env, intruder)
+        python = python_for(other_user, env, intruder)
         if python is None:
-            pytest.skip("no Python that uid 65534 can run with gputui's dependencies (a venv under a private home, and no system Python of this version)")
+            pytest.skip("no Python that another user can run with gputui's dependencies (a venv under a private home, and no system Python of this version)")
 
         def gputui(*args: str) -> subprocess.CompletedProcess:
-            return as_nobody([python, "-m", "gputui", *args], env, intruder)
+            return other_user.run([python, "-m", "gputui", *args], env=env, cwd=intruder)
 
         listed = gputui("runs")
         assert live.name not in listed.stdout + listed.stderr and "live" not in listed.stdout
@@ -100,10 +90,10 @@ def test_another_user_cannot_list_attach_to_or_stop_a_run(shared_box, tmp_path):
         # Past gputui, at the files and the process themselves:
         entry = state / "gputui" / "live" / f"{live.name}.json"
         for argv in (["ls", str(entry.parent)], ["cat", str(entry)], ["cat", str(live.kept_path)], ["touch", str(entry.parent / f"{live.name}.stop")]):
-            refused = as_nobody(argv, env, intruder)
+            refused = other_user.run(argv, env=env, cwd=intruder)
             assert refused.returncode != 0 and "Permission denied" in refused.stderr, (argv, refused)
         for sig in ("USR1", "TERM", "KILL"):
-            refused = as_nobody(["kill", f"-{sig}", str(live.pid)], env, intruder)
+            refused = other_user.run(["kill", f"-{sig}", str(live.pid)], env=env, cwd=intruder)
             assert refused.returncode != 0 and "not permitted" in refused.stderr, (sig, refused)
         assert [run.name for run in live_runs(state)] == [live.name] and live.alive()  # untouched
     finally:

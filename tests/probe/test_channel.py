@@ -5,7 +5,6 @@ keeps; and a folder a killed gputui left behind goes when the next channel is ma
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -17,6 +16,7 @@ import pytest
 
 from gputui.probe import BURST, MAX_DATAGRAM, ProbeChannel, remove_stale_folders
 from gputui.protocol import decode
+from tests.support.other_user import other_user  # noqa: F401  (the fixture)
 from tests.support.process import REPO
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SCM_CREDENTIALS and /proc: Linux")
@@ -153,25 +153,15 @@ def test_an_older_gputuis_folder_goes_only_once_no_one_answers_its_socket(tmp_pa
         bound.close()
 
 
-SETPRIV = shutil.which("setpriv")
-NOBODY = 65534
-
-
-@pytest.mark.skipif(os.geteuid() != 0 or SETPRIV is None, reason="needs root and setpriv (util-linux) to act as another user")
-def test_another_user_cannot_send_to_the_channel():
-    """uid 65534 cannot even reach the socket (its folder is the user's alone), so it
-    never gets as far as the sender check."""
+def test_another_user_cannot_send_to_the_channel(other_user):  # noqa: F811
+    """A second local user, made for the test, cannot even reach the socket (its folder
+    is the user's alone), so it never gets as far as the sender check."""
     channel = ProbeChannel()
     send = "import socket, sys\ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\ns.sendto(b'from another user', sys.argv[1])\n"
     lines: list[str] = []
     channel.start(lines.append)
     try:
-        done = subprocess.run(
-            [SETPRIV, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", sys.executable, "-I", "-c", send, channel.path],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        done = other_user.run([sys.executable, "-I", "-c", send, channel.path], timeout=60)
     finally:
         channel.close()
     assert done.returncode != 0 and "PermissionError" in done.stderr, done.stderr

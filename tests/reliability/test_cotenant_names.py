@@ -2,7 +2,9 @@
 /proc give them, reach ``gputui check``'s faces (the progress line, ``--markdown``, the
 JSON) as text, never as a terminal's escape sequence or live Markdown and HTML.  The
 process comes through the fake NVML and the real attribution (GpuTelemetry,
-ProcessAttributor, short_command), into the check's load watcher, and out of each face."""
+ProcessAttributor, short_command: tests/support/outside_text.py), into the check's load
+watcher, and out of each face.  tests/reliability/test_outside_strings.py feeds any
+strings through these faces and the others."""
 
 from __future__ import annotations
 
@@ -16,14 +18,10 @@ from gputui.check.micro_stage import grade_micro
 from gputui.check.under_load import LoadWatcher, load_results
 from gputui.model import Sample
 from gputui.record.schema import CheckSummary
-from gputui.telemetry.gpu import GpuTelemetry
-from gputui.telemetry.gpu_processes import ProcessAttributor, ProcessFacts, short_command
 from tests.support.check_gpus import h100, micro
-from tests.support.fake_nvml import FakeGpu, FakeNvml
+from tests.support.outside_text import Stranger, shared_gpu
 from tests.support.records import make_header
 
-GIB = 1024**3
-RUN_PID, THEIR_PID = 1000, 2000
 # A program named to retitle the terminal, inject HTML and Markdown (no "/": it is a basename).
 PROGRAM = "\x1b]0;PWNED\x07<script>alert(1)<\\script>**b**"
 SCRIPT = "[x](javascript:alert(1))`code`.py"
@@ -34,15 +32,8 @@ MARKDOWN = MarkdownIt("commonmark").enable(["table"])
 
 def hostile_sample() -> Sample:
     """One sample through the fake NVML: our run's process and theirs, 20 GiB."""
-    table = {
-        RUN_PID: ProcessFacts(1.0, "python", "me", "python train.py", (1,)),
-        THEIR_PID: ProcessFacts(2.0, PROGRAM, "mallory", short_command(PROGRAM, [PROGRAM, SCRIPT]), (1,)),
-    }
-    telemetry = GpuTelemetry(FakeNvml([FakeGpu(processes=[(RUN_PID, 10 * GIB), (THEIR_PID, 20 * GIB)])]), clock=lambda: 0.0, use_gpm=False)
-    telemetry.open()
-    telemetry._attributor = ProcessAttributor(own_pid_namespace=False, lookup=table.get, start_time=lambda pid: table[pid].create_time)
-    telemetry.follow_run(lambda: frozenset({RUN_PID}))
-    return Sample(t=1.0, gpus=telemetry.sample())
+    _infos, samples = shared_gpu("NVIDIA H200", Stranger(PROGRAM, (PROGRAM, SCRIPT), "mallory"))
+    return samples[0]
 
 
 def check_results():

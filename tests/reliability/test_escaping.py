@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from markdown_it import MarkdownIt
 
 from gputui.cli.main import main
 from gputui.cli.runs_cli import table as runs_table
@@ -32,17 +31,13 @@ from gputui.lookback.load import load_recording
 from gputui.lookback.report import markdown_report, report_blocks
 from gputui.record.history import read_kept_run, runs_dir
 from tests.support.lookback import RECORDINGS, write_lines
+from tests.support.outside_text import RAW_CONTROL, assert_inert_markdown, assert_no_raw_control, raw_screen
 
 # A title escape (OSC 0 ... BEL), raw HTML, a spreadsheet formula, Markdown emphasis
 # and a link, Rich/Textual markup.
 HOSTILE = "\x1b]0;PWNED\x07<script>alert(1)</script>=cmd|' /C calc'!A0 **b** [x](javascript:y) [link=http://e]y[/link]"
 FORMULA_NAME = '=HYPERLINK("http://e")'
 SOURCE = RECORDINGS / "torch-resnet50-input-bound.jsonl"
-RAW_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")  # all but "\n"
-MARKDOWN = MarkdownIt("commonmark").enable(["table", "strikethrough"])
-LIVE_TOKENS = {"html_block", "html_inline", "link_open", "image", "em_open", "strong_open", "s_open", "heading_open", "bullet_list_open", "ordered_list_open"}
-# Headings and bullets count as live only where gputui did not make them: a Paragraph
-# is checked on its own (test_markdown_shows_any_text_as_itself_and_nothing_live).
 
 
 def hostile_header(header: dict, text: str) -> dict:
@@ -75,31 +70,6 @@ def file_name_of(text: str) -> str:
 def hostile(tmp_path: Path) -> Path:
     """The input-bound recording, hostile in its fields and its file name."""
     return write_lines(tmp_path / file_name_of(HOSTILE), hostile_records(SOURCE, HOSTILE))
-
-
-def assert_no_raw_control(text: str) -> None:
-    found = RAW_CONTROL.search(text)
-    assert found is None, f"raw {found.group()!r} in {text[max(0, found.start() - 40) : found.end() + 40]!r}"
-
-
-def is_gputuis_own(token) -> bool:
-    """The report's headings and bullets, and its plots: a PNG it wrote beside it."""
-    own_plot = token.type == "image" and re.fullmatch(r"[a-z_]+\.png", str(token.attrs.get("src")))
-    return token.type in ("heading_open", "bullet_list_open") or bool(own_plot)
-
-
-def assert_inert_markdown(text: str) -> list:
-    """No raw control character; parsed, nothing but gputui's own structure.  The parsed
-    blocks are returned: parsing a long hostile text is most of these tests' time, so it
-    is parsed once (MarkdownIt.render is its renderer over this same parse)."""
-    assert_no_raw_control(text)
-    blocks = MARKDOWN.parse(text)
-    tokens = [t for block in blocks for t in [block, *(block.children or [])]]
-    live = [t.type for t in tokens if t.type in LIVE_TOKENS and not is_gputuis_own(t)]
-    assert not live, live
-    rendered = MARKDOWN.renderer.render(blocks, MARKDOWN.options, {})
-    assert "<script" not in rendered and 'href="javascript' not in rendered
-    return blocks
 
 
 def assert_no_formula(cells: list[str]) -> None:
@@ -193,16 +163,6 @@ def test_presets_validate_and_path_escape_file_and_directory_names(tmp_path, mon
 
 
 # ---- the dashboard --------------------------------------------------------------
-
-
-def raw_screen(app) -> str:
-    """What the terminal would be sent for the whole screen (colours off)."""
-    from rich.console import Console
-
-    console = Console(width=app.size[0], height=app.size[1], file=io.StringIO(), force_terminal=True, color_system=None, legacy_windows=False)
-    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
-    text = console.file.getvalue()
-    return re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", text)  # the cursor moves Rich itself writes
 
 
 def test_dashboard_shows_a_hostile_preset_and_kept_run_without_raw_controls(hostile, tmp_path):

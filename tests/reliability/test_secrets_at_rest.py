@@ -22,6 +22,7 @@ from gputui.record.recording import read_recording
 from gputui.record.redact import REDACTED
 from tests.support.leftovers import no_leftovers  # noqa: F401  (the fixture)
 from tests.support.live import stop_leftovers, wait_live, wait_readings
+from tests.support.other_user import other_user  # noqa: F401  (the fixture)
 from tests.support.process import REPO, run_gputui
 
 pytestmark = pytest.mark.usefixtures("no_leftovers")
@@ -171,20 +172,11 @@ def test_new_folders_are_private_from_the_first_run(tmp_path):
 
 # --- Another user of the machine ------------------------------------------------------
 
-NOBODY = 65534
-SETPRIV = shutil.which("setpriv")
 
-
-def as_nobody(argv: list[str]) -> subprocess.CompletedProcess:
-    assert SETPRIV is not None
-    return subprocess.run([SETPRIV, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *argv], capture_output=True, text=True, timeout=60)
-
-
-@pytest.mark.skipif(os.geteuid() != 0 or SETPRIV is None, reason="needs root and setpriv (util-linux) to act as another user")
-def test_another_user_can_read_nothing_of_the_history(tmp_path):
-    """On a box whose homes others may walk into (0755), uid 65534 cannot list the
-    history nor read a run, though it can read a 0644 file beside them: so the refusal
-    is the modes' doing, not the path's."""
+def test_another_user_can_read_nothing_of_the_history(tmp_path, other_user):  # noqa: F811
+    """On a box whose homes others may walk into (0755), a second local user, made for
+    the test, cannot list the history nor read a run, though it can read a 0644 file
+    beside them: so the refusal is the modes' doing, not the path's."""
     box = Path(tempfile.mkdtemp(prefix="gputui-secrets-box-"))
     try:
         home = box / "owner"
@@ -209,9 +201,9 @@ def test_another_user_can_read_nothing_of_the_history(tmp_path):
         runs = state / "gputui" / "runs"
         kept = files_under(runs)
         assert kept
-        assert as_nobody(["cat", str(control)]).stdout == "anyone\n"  # the other user reaches this far
+        assert other_user.run(["cat", str(control)]).stdout == "anyone\n"  # the other user reaches this far
         for attempt in (["ls", str(state / "gputui")], ["ls", str(runs)], *(["cat", str(path)] for path in kept)):
-            refused = as_nobody(attempt)
+            refused = other_user.run(attempt)
             assert refused.returncode != 0 and "Permission denied" in refused.stderr, (attempt, refused)
     finally:
         shutil.rmtree(box, ignore_errors=True)
@@ -227,3 +219,18 @@ def test_a_secret_in_the_runs_last_words_stays_out_of_its_outcome(tmp_path):
     assert_no_secret("the gputui lines", result.stderr)
     for path in [out, *files_under(tmp_path / "state")]:
         assert_no_secret(str(path), path.read_text(encoding="utf-8", errors="replace"))
+
+
+def test_the_dashboards_preset_panel_shows_a_commands_secrets_redacted(tmp_path):
+    """A preset of ``presets.toml`` whose command carries tokens: the dashboard's preset
+    panel shows the command as the run's recording keeps it, never the tokens."""
+    from gputui.presets.preset import load_file
+    from gputui.tui.widgets.presets import describe_preset
+
+    argv, _ = secret_command(tmp_path)
+    presets_file = tmp_path / "presets.toml"
+    presets_file.write_text(f"[presets.train]\ncommand = {json.dumps(argv)}\n")
+    preset = load_file(presets_file)["train"]
+    shown = describe_preset(preset, [], compact=False).plain
+    assert_no_secret("the preset panel", shown)
+    assert f"HF_TOKEN={REDACTED}" in shown and f"--token '{REDACTED}'" in shown and "--lr 0.1" in shown  # the command itself still read

@@ -22,6 +22,7 @@ from gputui.check.check_run import CheckListener, CheckReport, CheckRun
 from gputui.check.result import CheckResult
 from gputui.check.stage_context import CheckOptions, StageState
 from gputui.check.verdict_text import TABLE_HEADER, table_rows, verdict_line
+from gputui.escape import widget_text
 from gputui.tui.compositor import SteadyScrollbars, crop_updates
 from gputui.tui.screens.once import DismissOnce
 from gputui.tui.screens.terminal_size import TerminalSized
@@ -35,12 +36,21 @@ RESULTS_HINT = "↑↓: a row's notes below · Enter twice: full check (about 5 
 CONFIRM_FULL = "Start the full check (about 5 minutes)? Enter again to start · u: quick check instead · Esc: close"
 
 
+def styled_rows(results: list[CheckResult]) -> list[list[Text]]:
+    """The check table's rows, the status coloured, every cell a Text: a string cell
+    would be read as markup, and a note names other people's processes and the GPU."""
+    rows: list[list[Text]] = []
+    for row in table_rows(results):
+        rows.append([Text(row[0], style=STATUS_STYLE.get(row[0], "")), *(widget_text(Text(cell)) for cell in row[1:])])
+    return rows
+
+
 def detail_line(result: CheckResult) -> Text:
     """One result in full: where, which check, its status and the whole note."""
     status, where, name, _measured, _expected, note = table_rows([result])[0]
     line = Text.assemble((status, STATUS_STYLE.get(status, "")), f" {where} · {name}: ")
     line.append(note or "no notes")
-    return line
+    return widget_text(line)
 
 
 class CheckTable(SteadyScrollbars, DataTable):
@@ -148,9 +158,7 @@ class CheckScreen(DismissOnce, TerminalSized, ModalScreen[None]):
         self.results.append(result)
         if not self.is_mounted:  # closed while the check was stopping
             return
-        row = table_rows([result])[0]
-        row[0] = Text(row[0], style=STATUS_STYLE.get(row[0], ""))  # type: ignore[call-overload]
-        self.query_one(DataTable).add_row(*row)
+        self.query_one(DataTable).add_row(*styled_rows([result])[0])
 
     def finished(self, report: CheckReport | None) -> None:
         self._check = None

@@ -13,9 +13,9 @@ from textual.widgets import DataTable, Static
 
 from gputui import fmt
 from gputui.check.result import CheckResult
-from gputui.check.verdict_text import TABLE_HEADER, table_rows, verdict_line
-from gputui.escape import for_terminal, widget_text
-from gputui.tui.screens.check import STATUS_STYLE, detail_line
+from gputui.check.verdict_text import TABLE_HEADER, verdict_line
+from gputui.escape import for_widget
+from gputui.tui.screens.check import detail_line, styled_rows
 from gputui.tui.screens.once import DismissOnce
 from gputui.tui.screens.terminal_size import TerminalSized
 
@@ -24,14 +24,6 @@ def check_report_line(results: list[CheckResult], duration_s: float, stopped: bo
     """The verdict with its counts, how long the check took, and whether it was stopped."""
     stopped_text = " (stopped early)" if stopped else ""
     return Text(f"{verdict_line(results)}{stopped_text} · took {fmt.duration(duration_s)}")
-
-
-def styled_rows(results: list[CheckResult]) -> list[list[Text]]:
-    """The check table's rows, the status coloured as on the Check screen."""
-    rows: list[list[Text]] = []
-    for row in table_rows(results):
-        rows.append([Text(row[0], style=STATUS_STYLE.get(row[0], "")), *(widget_text(Text(cell)) for cell in row[1:])])
-    return rows
 
 
 class CheckReportScreen(DismissOnce, TerminalSized, ModalScreen[None]):
@@ -57,7 +49,7 @@ class CheckReportScreen(DismissOnce, TerminalSized, ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical() as panel:
-            panel.border_title = for_terminal(f"Check {self.check_title}")
+            panel.border_title = for_widget(f"Check {self.check_title}")  # a file's name: never read as markup
             yield Static(check_report_line(self.results, self.duration_s, self.stopped), id="check-report-verdict")
             yield DataTable(id="check-report-table", cursor_type="row", zebra_stripes=True)
             yield Static("", id="check-report-detail")  # the highlighted row's whole note, wrapped
@@ -72,4 +64,4 @@ class CheckReportScreen(DismissOnce, TerminalSized, ModalScreen[None]):
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if 0 <= event.cursor_row < len(self.results):
-            self.query_one("#check-report-detail", Static).update(widget_text(detail_line(self.results[event.cursor_row])))
+            self.query_one("#check-report-detail", Static).update(detail_line(self.results[event.cursor_row]))

@@ -14,6 +14,7 @@ from gputui import fmt
 from gputui.escape import for_widget, widget_text
 from gputui.presets.command_preset import SOURCE as COMMAND_SOURCE
 from gputui.presets.preset import Preset
+from gputui.record.redact import redact_argv
 from gputui.tui.compositor import SteadyScrollbars
 from gputui.tui.widgets.option_list import NarrowSafeOptionList
 from gputui.view.state import pick_reference
@@ -75,7 +76,8 @@ def describe_preset(preset: Preset | None, gpu_names: list[str], compact: bool) 
     if preset.description and not repeats_command:
         text.append(fmt.printable(preset.description) + "\n")
     if not compact:
-        what = f"{preset.framework} {preset.model or ''}".strip() if preset.is_workload else shlex.join(preset.command or ())
+        # a command may carry a token (env HF_TOKEN=..., --token X): shown as it is stored
+        what = f"{preset.framework} {preset.model or ''}".strip() if preset.is_workload else shlex.join(redact_argv(preset.command or ()))
         text.append(fmt.printable(what) + "\n", "dim")
     if preset.reference:
         text.append("reference:\n", "dim")
