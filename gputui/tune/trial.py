@@ -32,6 +32,8 @@ from gputui.session.session import Session
 from gputui.tune.settings import ENV, LoaderSettings
 
 STOP_REASON = "gputui tune: the trial has its figure"
+NO_TRAINING = "no training measured: the probe saw no optimizer step after the first window"
+ARM_WAIT_S = 60.0  # a PyTorch script imports torch well before this; one that has not is no PyTorch job
 STEADY_MIN_WINDOWS = 8
 STEADY_HALF_WIDTH = 0.02  # the window rates' 95 % interval of their mean within +-2 %
 SHM = "/dev/shm"  # DataLoader workers hand batches over in shared memory
@@ -63,6 +65,7 @@ class Trial:
     workers_seen: int | None = None  # the DataLoader's worker count in the training windows
     cpus: int | None = None  # cores the training process may run on (its affinity)
     own_batches: bool = False  # the loop makes its own batches: no DataLoader to change
+    armed: bool = False  # the probe hooked PyTorch in the command (never: no torch, or Keras/TF, JAX)
     frameworks: list[str] = field(default_factory=list)  # loaded when the loaders were built (Lightning, transformers...)
     gpu_busy_pct: float | None = None
     gpus_used: int | None = None
@@ -130,23 +133,38 @@ class TrialWatch(Observer):
             self._status(payload.fields)
         elif isinstance(payload, ev.ProbeReport) and not payload.evaluation and payload.steps:
             self._window(payload)
-        if not self._first_window_seen and self._clock() - self._began > self.plan.startup_s:
-            self.trial.failure = f"no training step in {self.plan.startup_s:.0f} s"
-            self.session.stop(STOP_REASON)
+        self._give_up_waiting()
 
     def on_sample(self, sample: Sample) -> None:
         used = _shm_used()
         if used is not None and self._shm_start is not None:
             self.trial.shm_used = max(self.trial.shm_used or 0, used - self._shm_start)
-        if not self._first_window_seen and self._clock() - self._began > self.plan.startup_s:
-            self.trial.failure = f"no training step in {self.plan.startup_s:.0f} s"
+        self._give_up_waiting()
+
+    def _give_up_waiting(self) -> None:
+        """No PyTorch in the command (the probe never armed), no training in time, or the
+        trial's settings not applied: nothing more to measure."""
+        if self.trial.failure is not None:
             self.session.stop(STOP_REASON)
+            return
+        if self._first_window_seen:
+            return
+        waited = self._clock() - self._began
+        if not self.trial.armed and waited > min(ARM_WAIT_S, self.plan.startup_s):
+            self.trial.failure = NO_TRAINING
+        elif waited > self.plan.startup_s:
+            self.trial.failure = f"no training step in {self.plan.startup_s:.0f} s"
+        else:
+            return
+        self.session.stop(STOP_REASON)
 
     def _status(self, fields: Mapping[str, Any]) -> None:
         trial = self.trial
         if fields.get("state") == "off":
             trial.failure = f"the probe switched itself off: {fields.get('error')}"
             return
+        if fields.get("state") == "armed":
+            trial.armed = True
         if fields.get("state") != "loader":
             return
         if isinstance(fields.get("cpus"), int):
@@ -215,7 +233,7 @@ def _read_summary(trial: Trial, summary: Summary) -> None:
     if trial.failure is None and outcome is not None and not outcome.ok and outcome.kind != "stopped":
         trial.failure = outcome.message or outcome.kind
     if trial.failure is None and not trial.windows:
-        trial.failure = "no training measured: the probe saw no optimizer step after the first window"
+        trial.failure = NO_TRAINING
 
 
 def run_trial(number: int, asked: LoaderSettings, preset: Preset, options: RunOptions, wiring: RunWiring, plan: TrialPlan) -> Trial:

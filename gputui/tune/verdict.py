@@ -17,7 +17,7 @@ from typing import Literal
 
 from gputui.lookback.noise import RatioInterval, ratio_of_rates
 from gputui.tune.settings import LoaderSettings
-from gputui.tune.trial import Trial
+from gputui.tune.trial import NO_TRAINING, Trial
 
 WITHIN_NOISE = 0.03  # a trial this much slower than the best, at most, may still be its equal
 BEATS_BY = 0.02  # a step must gain this much, beyond noise, to count as faster
@@ -79,6 +79,13 @@ HEAVIER_REMEDIES = [
 def decide(trials: Sequence[Trial], data_wait_pct: float, cores: float | None) -> Verdict:
     """The verdict over ``trials``; ``trials[0]`` ran the script as written."""
     baseline = trials[0]
+    if not baseline.armed and baseline.failure in (None, NO_TRAINING):  # Keras, TF, JAX: nothing of ours to change
+        return Verdict(
+            "outside_dataloader",
+            "the probe saw no PyTorch training in this command: tune changes a PyTorch DataLoader's settings only;"
+            " for tf.data, map with num_parallel_calls=tf.data.AUTOTUNE and end with .prefetch(tf.data.AUTOTUNE)",
+            baseline,
+        )
     if not baseline.ok:
         return Verdict("failed", f"the script as written did not train under the probe: {baseline.failure or 'no training measured'}", baseline)
     if baseline.own_batches:

@@ -75,6 +75,14 @@ def test_a_fed_loop_stops_after_one_trial_not_input_bound(tmp_path):
     assert result["headline"].startswith("not input-bound")
 
 
+def test_a_command_without_pytorch_is_told_what_tune_cannot_change(tmp_path):
+    script = tmp_path / "plain.py"
+    script.write_text("import time\nfor step in range(40):\n    time.sleep(0.1)\n    print(f'step {step}', flush=True)\n")
+    done = run_gputui(["tune", *TRIAL, "--", sys.executable, str(script)], tmp_path, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "the probe saw no PyTorch training in this command" in done.stdout
+
+
 def test_a_trial_that_fails_with_too_many_open_files_is_a_result(tmp_path):
     result, progress = tune(tmp_path, "--workers", "2", loop=("--fd-headroom", "6"))
     written, failed = result["trials"]

@@ -10,7 +10,7 @@ import pytest
 
 from gputui.tune.grid import Grid, by_hand, next_settings, worker_ladder
 from gputui.tune.settings import LoaderSettings
-from gputui.tune.trial import Trial
+from gputui.tune.trial import NO_TRAINING, Trial
 from gputui.tune.verdict import change_in_words, decide
 
 WRITTEN = LoaderSettings(num_workers=2, pin_memory=True, persistent_workers=False, prefetch_factor=None)
@@ -23,6 +23,7 @@ def trial(number: int, workers: int | None, rate: float, wait: float, *, spread:
     settings = LoaderSettings(num_workers=workers, **asked)
     t = Trial(number=number, asked=settings if number > 1 else LoaderSettings(), windows=windows, data_wait_s=wait * 30)
     t.written = WRITTEN
+    t.armed = True
     t.built = settings.over(WRITTEN) if number > 1 else WRITTEN
     t.cpu_cores = cores if cores is not None else float(workers or 1)
     t.gpu_busy_pct = 100.0 * (1 - wait)
@@ -86,8 +87,14 @@ def test_a_loop_of_its_own_batches_and_a_script_without_a_training_loader_are_ou
     assert verdict.kind == "outside_dataloader" and "does not shuffle" in verdict.headline
 
 
+def test_a_command_without_pytorch_is_outside_what_tune_changes():
+    keras = Trial(number=1, asked=LoaderSettings(), failure=NO_TRAINING)
+    verdict = decide([keras], 40, None)
+    assert verdict.kind == "outside_dataloader" and "no PyTorch training" in verdict.headline and "tf.data.AUTOTUNE" in verdict.headline
+
+
 def test_a_script_that_fails_as_written_is_the_verdict():
-    failed = Trial(number=1, asked=LoaderSettings(), failure="exit code 1: ImportError: no module named foo")
+    failed = Trial(number=1, asked=LoaderSettings(), failure="exit code 1: ImportError: no module named foo", armed=True)
     verdict = decide([failed], 40, None)
     assert verdict.kind == "failed" and "ImportError" in verdict.headline
 
