@@ -109,7 +109,7 @@ def _gain_json(gain: RatioInterval | None) -> JsonObject | None:
 def to_json(trials: Sequence[Trial], verdict: Verdict, frameworks: Sequence[str]) -> JsonObject:
     def trial_json(trial: Trial) -> JsonObject:
         known = rate_interval(trial.windows)
-        over_written = ratio(trials[0], trial) if trial.ok and trials[0].ok else None
+        over_written = ratio(trials[0], trial) if trial is not trials[0] and trial.ok and trials[0].ok else None
         return {
             "trial": trial.number,
             "asked": trial.asked.as_dict(),
