@@ -7,5 +7,5 @@ what a cut file lacks), ``facts`` (the numbers a report and a comparison show),
 tables).  The ``*_cli`` modules are the subcommands.  No Textual here.
 """
 
-# What other packages may import (the subcommands' engines); tests/whole/test_package_faces.py holds them to it.
-__all__ = ["compare", "document", "export", "load", "report"]
+# What other packages may import (the subcommands' engines, and the noise test tune's verdict uses); tests/whole/test_package_faces.py holds them to it.
+__all__ = ["compare", "document", "export", "load", "noise", "report"]

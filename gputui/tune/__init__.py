@@ -1,8 +1,7 @@
 """``gputui tune``: short trials of the user's own command over its training DataLoader's
-settings, and a verdict that holds up to noise."""
+settings (``settings``), each a recorded run (``trial``), chosen from the box and the
+trials so far (``grid``), judged against noise (``verdict``), and shown (``faces``,
+``report``)."""
 
-from gputui.tune.settings import LoaderSettings
-from gputui.tune.trial import Trial, TrialPlan, run_trial
-from gputui.tune.verdict import Verdict, decide
-
-__all__ = ["LoaderSettings", "Trial", "TrialPlan", "Verdict", "decide", "run_trial"]
+# What other packages may import (the command line's engine); tests/whole/test_package_faces.py holds them to it.
+__all__ = ["faces", "grid", "report", "settings", "trial", "verdict"]
