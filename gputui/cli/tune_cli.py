@@ -96,8 +96,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"tune: {printable(command[0])} does not run Python: tune changes a PyTorch DataLoader through the probe, in a Python command")
     if args.max_trials < 1:
         raise UserError(f"--max-trials: expected 1 or more, got {args.max_trials}")
-    if args.report is not None and args.report.suffix not in (".md", ".html"):
-        raise UserError(f"--report {printable(args.report)}: expected a file ending in .md or .html")
+    if args.report is not None:
+        _claim_report(args.report)
     config = load_config(extra=args.presets)
     preset = command_preset(command, config.presets, probe=True)
     options = RunOptions(config=config, preset=preset, interval=args.interval)
@@ -141,12 +141,30 @@ def run(args: argparse.Namespace) -> int:
     if args.report is not None:
         from gputui.tune.report import write_report
 
-        write_report(args.report, trials, verdict, frameworks, command)
+        try:
+            write_report(args.report, trials, verdict, frameworks, command)
+        except OSError as exc:
+            say(f"gputui: error: --report {printable(args.report)}: {exc.strerror or exc}; the tune's record is kept")
+            _keep(stamp, trials, verdict, frameworks, command)
+            return 1
         say(f"gputui tune: report written to {printable(args.report)}")
     _keep(stamp, trials, verdict, frameworks, command)
     if trials[-1].stopped_by_user:
         return EXIT_INTERRUPTED
     return 1 if verdict.kind == "failed" else 0
+
+
+def _claim_report(path: Path) -> None:
+    """``--report FILE``: one that can be written, refused now rather than after the trials."""
+    from gputui.fmt import printable
+    from gputui.safe_write import claim_output
+
+    if path.suffix not in (".md", ".html"):
+        raise UserError(f"--report {printable(path)}: expected a file ending in .md or .html")
+    try:
+        claim_output(path)
+    except OSError as exc:
+        raise UserError(f"--report {printable(path)}: {exc.strerror or exc}") from None
 
 
 def _keep(stamp: str, trials: list[Trial], verdict: Verdict, frameworks: list[str], command: list[str]) -> None:

@@ -12,11 +12,13 @@ then that process's.
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import select
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from gputui.errors import UserError
 from gputui.live.host import FAILED, READY, HostSpec
@@ -71,3 +73,30 @@ def _first_line(stream, timeout: float) -> tuple[str, bool]:
             break
         data += chunk
     return data.split(b"\n", 1)[0].decode(errors="replace"), False
+
+
+def start_tune(
+    argv: list[str], folder: Path, stamp: str, *, env: dict[str, str] | None = None, cwd: str | None = None
+) -> tuple[subprocess.Popen[bytes], Path, Path]:
+    """``gputui tune -- ARGV`` in a session of its own (a closed terminal or a quit dashboard
+    stops nothing), its output to ``tune-STAMP.log`` and its report to ``tune-STAMP.html``
+    in ``folder``, both readable by their owner alone (the command line may hold secrets),
+    with a preset's ``env`` and ``cwd``: (the process, the log, the report)."""
+    from gputui.record.history import make_private_folder
+
+    make_private_folder(folder)
+    log, report = folder / f"tune-{stamp}.log", folder / f"tune-{stamp}.html"
+    descriptor = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "gputui", "tune", "--report", str(report), "--", *argv],
+            stdin=subprocess.DEVNULL,
+            stdout=descriptor,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"},  # its lines in the log in the order said
+            cwd=cwd,
+        )
+    finally:
+        os.close(descriptor)
+    return process, log, report

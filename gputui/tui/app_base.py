@@ -325,8 +325,18 @@ class DashboardApp(TypingBursts[int]):
             self._pending_summary = None
             self.show_summary(run, self.state.gpu_names())
 
+    def can_tune(self, run: st.RunView) -> bool:
+        """Whether ``l`` on the summary may tune this run's data loading (a replay runs nothing)."""
+        return False
+
+    def start_tune(self, run: st.RunView) -> None:
+        self.notify("A replay runs nothing.")
+
     def show_summary(self, run: st.RunView, gpu_names: list[str]) -> None:
         def after(choice: str | None) -> None:
+            if choice == "tune":
+                self.start_tune(run)
+                return
             if choice != "again":
                 return
             if run.number:
@@ -336,7 +346,7 @@ class DashboardApp(TypingBursts[int]):
             else:
                 self.notify(f"No preset named {run.preset.name!r} here to run again.")
 
-        self.push_screen(SummaryScreen(run, gpu_names, run_again=self.RUNS_PRESETS), after)
+        self.push_screen(SummaryScreen(run, gpu_names, run_again=self.RUNS_PRESETS, tune=self.can_tune(run)), after)
 
     # -- The Runs list: this session's runs and the kept ones ----------------------------
     def recording_of(self, run: st.RunView) -> Path | None:

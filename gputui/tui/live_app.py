@@ -23,6 +23,7 @@ import asyncio
 import dataclasses
 import os
 import signal
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -61,6 +62,7 @@ if TYPE_CHECKING:  # the session side loads in the session thread, after the fir
 
 STOP_WAIT_S = 20.0  # the runner's TERM grace (5 s) and KILL, with room to spare
 LIVE_POLL_S = 5.0  # how often the Runs list looks for live runs started elsewhere
+TUNE_POLL_S = 2.0  # how often a tune started here is looked at, to say its verdict when it ends
 EXIT_GRACE_S = 5.0  # what Textual gets to restore the terminal once the sessions are closed
 QUIT_CONFIRM_S = 5.0  # a second q within this confirms quitting while a run is going
 HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
@@ -108,6 +110,7 @@ class GpuTuiApp(DashboardApp):
             make_session, self._observers_for, self._session_ended, options=options, make_run=self._make_run if run_launcher else None
         )
         self._attach_first = attach_to
+        self._tunes: list[tuple[subprocess.Popen[bytes], Path, Path]] = []  # tunes started from a summary: (process, log, report)
         self._live_names: frozenset[str] | None = None  # the live runs the Runs list was last read with
         start_preset = options.preset.name if options.preset else None
         self._start_preset = start_preset
@@ -436,6 +439,37 @@ class GpuTuiApp(DashboardApp):
             self.attach(live)
             return
         super().open_run(entry)
+
+    def can_tune(self, run: st.RunView) -> bool:
+        """An ended, input-bound run of the user's own Python command (probed): ``gputui
+        tune`` can try its DataLoader's settings."""
+        findings = (run.summary.findings if run.summary is not None else None) or list(run.findings.values())
+        return run.ended and run.preset.probed() and any(f.kind == "input_bound" for f in findings)
+
+    def start_tune(self, run: st.RunView) -> None:
+        """``gputui tune`` on the run's command, in a process of its own: its trials show
+        in Runs as they run, and a notice says its verdict when it ends."""
+        from gputui.live.spawn import start_tune
+        from gputui.record.history import state_dir
+
+        preset = run.preset
+        try:
+            process, log, report = start_tune(preset.argv(), state_dir() / "tunes", time.strftime("%Y%m%d-%H%M%S"), env=preset.env, cwd=preset.cwd)
+        except OSError as exc:
+            self.notify(f"gputui tune could not start: {exc}", severity="error")
+            return
+        self._tunes.append((process, log, report))
+        if len(self._tunes) == 1:
+            self.set_interval(TUNE_POLL_S, self._watch_tunes)
+        self.notify(f"gputui tune started (pid {process.pid}): its trials show in Runs as they run; log {log}; report {report} when it ends.", timeout=15)
+
+    def _watch_tunes(self) -> None:
+        for tune in [t for t in self._tunes if t[0].poll() is not None]:
+            self._tunes.remove(tune)
+            process, log, report = tune
+            said = [line for line in log.read_text(errors="replace").splitlines() if line.startswith("gputui tune: ") and " report written to " not in line]
+            verdict = said[-1].removeprefix("gputui tune: ") if said else f"exit code {process.returncode}"
+            self.notify(f"gputui tune ended: {verdict}" + (f"; report {report}" if report.exists() else f"; log {log}"), timeout=30)
 
     def action_run_again(self) -> None:
         if self._last_preset is None:

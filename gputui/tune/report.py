@@ -54,7 +54,7 @@ def plot_workers(trials: Sequence[Trial], verdict: Verdict, path: Path) -> bool:
     ax.legend(loc="lower right", fontsize="small")
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=DPI)
-    write_atomic_with(path, lambda handle: handle.write(buffer.getvalue()), binary=True)
+    write_atomic_with(path, lambda handle: handle.write(buffer.getvalue()), binary=True, private=True)
     return True
 
 
@@ -74,13 +74,14 @@ def report_blocks(trials: Sequence[Trial], verdict: Verdict, frameworks: Sequenc
 
 
 def write_report(path: Path, trials: Sequence[Trial], verdict: Verdict, frameworks: Sequence[str], command: Sequence[str]) -> None:
-    """``path``: .md with the plot as a PNG beside it, or .html with the plot inside."""
+    """``path``: .md with the plot as a PNG beside it, or .html with the plot inside;
+    readable by its owner alone, as the trials' recordings are (it names the command)."""
     image_path = path.with_suffix(".png")
     image = image_path.name if plot_workers(trials, verdict, image_path) else None
     blocks = report_blocks(trials, verdict, frameworks, command, image)
     if path.suffix == ".html":
-        write_atomic(path, to_html(blocks, "gputui tune", path.parent))
+        write_atomic(path, to_html(blocks, "gputui tune", path.parent), private=True)
         if image is not None:
             image_path.unlink(missing_ok=True)  # inside the page now
     else:
-        write_atomic(path, to_markdown(blocks))
+        write_atomic(path, to_markdown(blocks), private=True)

@@ -115,6 +115,7 @@ def test_ctrl_c_ends_the_tune_with_the_trials_so_far(tmp_path):
         (["tune", "--trial-seconds", "nan", "--", "python", "t.py"], "argument --trial-seconds: expected a number of seconds greater than 0"),
         (["tune", "--report", "out.txt", "--", "python", "t.py"], "--report out.txt: expected a file ending in .md or .html"),
         (["tune", "--max-trials", "0", "--", "python", "t.py"], "--max-trials: expected 1 or more"),
+        (["tune", "--report", "no/such/folder/t.html", "--", "python", "t.py"], "--report no/such/folder/t.html: no/such/folder is not a directory"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, error):

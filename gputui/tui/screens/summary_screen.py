@@ -44,6 +44,7 @@ class SummaryScreen(DismissOnce, TerminalSized, ModalScreen[str | None]):
     BINDINGS = [
         Binding("escape,enter,u", "dismiss(None)", "Close", id="close_summary"),
         Binding("r", "dismiss('again')", "Run again", id="summary_run_again"),
+        Binding("l", "dismiss('tune')", "Tune loading", id="summary_tune"),
         Binding("q", "app.quit", "Quit", id="summary_quit"),  # a modal screen hides the app's keys
     ]
     DEFAULT_CSS = """
@@ -54,15 +55,18 @@ class SummaryScreen(DismissOnce, TerminalSized, ModalScreen[str | None]):
     SummaryScreen #summary-keys { color: $text-muted; }
     """
 
-    def __init__(self, run: RunView, gpu_names: list[str], run_again: bool = True) -> None:
+    def __init__(self, run: RunView, gpu_names: list[str], run_again: bool = True, tune: bool = False) -> None:
         super().__init__()
         self.run = run
         self.gpu_names = gpu_names
         self.run_again = run_again  # False where nothing runs (a replay): r is neither offered nor bound
+        self.tune = tune  # an input-bound run of the user's own PyTorch command: l tunes its data loading
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "dismiss" and parameters == ("again",):
             return self.run_again
+        if action == "dismiss" and parameters == ("tune",):
+            return self.tune
         return True
 
     def compose(self) -> ComposeResult:
@@ -71,4 +75,5 @@ class SummaryScreen(DismissOnce, TerminalSized, ModalScreen[str | None]):
             with VerticalScroll():
                 yield Static(summary_text(self.run, self.gpu_names), id="summary-text")
             again = " · r run again" if self.run_again else ""
-            yield Static(f"Enter/Esc close{again} · q quit", id="summary-keys")
+            tune = " · l tune its data loading (gputui tune)" if self.tune else ""
+            yield Static(f"Enter/Esc close{again}{tune} · q quit", id="summary-keys")
