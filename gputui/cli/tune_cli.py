@@ -6,7 +6,6 @@ of the best (gputui.tune)."""
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime as dt
 import json
 import math
@@ -82,12 +81,10 @@ def run(args: argparse.Namespace) -> int:
     from gputui.probe import is_python_command
     from gputui.record.history import RunHistory
     from gputui.session.options import RunOptions
-    from gputui.telemetry.host import cpu_available
-    from gputui.tune.faces import table, to_json, trial_line, verdict_lines
-    from gputui.tune.grid import Grid, next_settings
-    from gputui.tune.settings import LoaderSettings
-    from gputui.tune.trial import TrialPlan, run_trial
-    from gputui.tune.verdict import decide
+    from gputui.tune.faces import table, to_json, verdict_lines
+    from gputui.tune.grid import Grid
+    from gputui.tune.trial import TrialPlan
+    from gputui.tune.tuner import run_tune
 
     command = args.run_command
     if not command:
@@ -103,35 +100,13 @@ def run(args: argparse.Namespace) -> int:
     options = RunOptions(config=config, preset=preset, interval=args.interval)
     wiring = RunWiring(history=RunHistory.from_environment(args.no_history))
     plan = TrialPlan(training_s=args.trial_seconds, min_training_s=min(15.0, args.trial_seconds), startup_s=args.startup_seconds)
-    settings = options.diagnosis_settings(preset)
-    data_wait_pct = float(settings.data_wait_pct)
-    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")  # names the trials in the history, and the tune's record
-    trials: list[Trial] = []
-    asked: LoaderSettings | None = LoaderSettings()
     grid = Grid(
         workers=args.workers, pin_memory=args.pin_memory, persistent_workers=args.persistent_workers, prefetch_factor=args.prefetch, max_trials=args.max_trials
     )
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")  # names the trials in the history, and the tune's record
     say(f"gputui tune: {printable(preset.name)}, at most {args.max_trials} trials of up to {args.trial_seconds:g} s of training each")
-    while asked is not None:
-        say(
-            f"gputui tune: trial {len(trials) + 1}, {asked.over(trials[0].written or LoaderSettings()).label() if trials else 'the script as written'}: running"
-        )
-        trial = run_trial(
-            len(trials) + 1, asked, dataclasses.replace(preset, name=f"{preset.name} (tune {stamp}, trial {len(trials) + 1})"), options, wiring, plan
-        )
-        trials.append(trial)
-        say(f"gputui tune: {trial_line(trial, args.max_trials)}")
-        if trial.stopped_by_user:
-            break
-        if len(trials) == 1:
-            first = decide(trials, data_wait_pct, None)
-            if first.kind in ("failed", "outside_dataloader") or (first.kind == "not_input_bound" and not grid.by_hand):
-                break
-            cores = min((c for c in (cpu_available(), trial.cpus) if c), default=1.0)  # the job's affinity may be narrower than ours (taskset)
-            grid = dataclasses.replace(grid, cores=float(cores), gpus=trial.gpus_used or 1, cuda=trial.gpu_busy_pct is not None, data_wait_pct=data_wait_pct)
-        asked = next_settings(trials, grid)
-    frameworks = list(dict.fromkeys(name for t in trials for name in t.frameworks))
-    verdict = decide(trials, data_wait_pct, grid.cores if len(trials) > 1 else None)
+    tune = run_tune(preset, options, wiring, plan, grid, stamp, lambda line: say(f"gputui tune: {line}"))
+    trials, verdict, frameworks = tune.trials, tune.verdict, tune.frameworks
     if args.json:
         print(json.dumps(to_json(trials, verdict, frameworks), indent=2))
     else:
@@ -149,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
             return 1
         say(f"gputui tune: report written to {printable(args.report)}")
     _keep(stamp, trials, verdict, frameworks, command)
-    if trials[-1].stopped_by_user:
+    if tune.interrupted:
         return EXIT_INTERRUPTED
     return 1 if verdict.kind == "failed" else 0
 

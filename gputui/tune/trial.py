@@ -68,7 +68,8 @@ class Trial:
     armed: bool = False  # the probe hooked PyTorch in the command (never: no torch, or Keras/TF, JAX)
     frameworks: list[str] = field(default_factory=list)  # loaded when the loaders were built (Lightning, transformers...)
     gpu_busy_pct: float | None = None
-    gpus_used: int | None = None
+    gpus_used: int | None = None  # busy ones
+    gpus_seen: int = 0  # every GPU the session watched: pinned memory helps copies to one
     cpu_cores: float | None = None  # the run's process tree, in cores (median)
     peak_rss: int | None = None
     shm_used: int | None = None  # the most /dev/shm held above what it held at the start
@@ -225,6 +226,7 @@ def _read_summary(trial: Trial, summary: Summary) -> None:
     busy = [g.util_gpu.median for g in summary.gpus if g.util_gpu and g.util_gpu.median is not None and (g.util_gpu.max or 0) >= BUSY_GPU_PCT]
     trial.gpu_busy_pct = statistics.fmean(busy) if busy else None
     trial.gpus_used = len(busy) or None
+    trial.gpus_seen = len(summary.gpus)
     run_cpu = summary.host.run_cpu_percent if summary.host else None
     trial.cpu_cores = run_cpu.median / 100.0 if run_cpu and run_cpu.median is not None else None
     trial.peak_rss = summary.host.run_peak_rss if summary.host else None
