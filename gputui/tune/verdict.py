@@ -88,6 +88,13 @@ def decide(trials: Sequence[Trial], data_wait_pct: float, cores: float | None) -
         )
     if not baseline.ok:
         return Verdict("failed", f"the script as written did not train under the probe: {baseline.failure or 'no training measured'}", baseline)
+    if not waits_for_data(baseline, data_wait_pct) and len(trials) == 1:
+        wait = baseline.data_wait or 0.0
+        return Verdict(
+            "not_input_bound",
+            f"not input-bound: the loop waited for data {100 * wait:.0f}% of its training time; loading settings will not speed it up",
+            baseline,
+        )
     if baseline.own_batches:
         return Verdict(
             "outside_dataloader",
@@ -99,13 +106,6 @@ def decide(trials: Sequence[Trial], data_wait_pct: float, cores: float | None) -
         why = "; ".join(baseline.left_alone) or "no DataLoader was built"
         return Verdict(
             "outside_dataloader", f"no training DataLoader could be changed ({why}): tune changes a shuffling PyTorch DataLoader's settings only", baseline
-        )
-    if not waits_for_data(baseline, data_wait_pct) and len(trials) == 1:
-        wait = baseline.data_wait or 0.0
-        return Verdict(
-            "not_input_bound",
-            f"not input-bound: the loop waited for data {100 * wait:.0f}% of its training time; loading settings will not speed it up",
-            baseline,
         )
     best = best_of(trials)
     assert best is not None  # the baseline measured

@@ -83,6 +83,31 @@ def test_a_command_without_pytorch_is_told_what_tune_cannot_change(tmp_path):
     assert "the probe saw no PyTorch training in this command" in done.stdout
 
 
+OWN_BATCHES = """
+import time
+import torch
+
+def get_batch():  # nanoGPT's name for it: the loop makes its own batches, slowly
+    time.sleep(0.05)
+    return torch.randn(4, 8)
+
+model = torch.nn.Linear(8, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+for step in range(100000):
+    model(get_batch()).sum().backward()
+    optimizer.step()
+    optimizer.zero_grad()
+"""
+
+
+def test_a_loop_making_its_own_batches_is_told_what_tune_cannot_change(tmp_path):
+    script = tmp_path / "own.py"
+    script.write_text(OWN_BATCHES)
+    done = run_gputui(["tune", *TRIAL, "--", sys.executable, str(script)], tmp_path, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "the loop makes its own batches, with no DataLoader" in done.stdout
+
+
 def test_a_trial_that_fails_with_too_many_open_files_is_a_result(tmp_path):
     result, progress = tune(tmp_path, "--workers", "2", loop=("--fd-headroom", "6"))
     written, failed = result["trials"]
