@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # numpy loads only when an interval is computed
     import numpy as np
@@ -71,7 +71,18 @@ def _medians(picked: np.ndarray) -> np.ndarray:
     return np.median(picked, axis=1)
 
 
-def _ratio(point: float, boot_a: np.ndarray, boot_b: np.ndarray, confidence: float) -> RatioInterval:
+def _ratio(
+    point: float, a: Sequence[Any], b: Sequence[Any], statistic: Callable[[np.ndarray], np.ndarray], resamples: int, seed: int, confidence: float
+) -> RatioInterval:
+    """``point`` (statistic(b) / statistic(a)) with the interval of the ratio of the two
+    runs' bootstrapped statistics; no interval with fewer than MIN_READINGS in either."""
+    import numpy as np
+
+    if len(a) < MIN_READINGS or len(b) < MIN_READINGS:
+        return RatioInterval(point, None, None)
+    rng = np.random.default_rng(seed)
+    boot_a = _bootstrap(np.asarray(a, dtype=float), statistic, resamples, rng)
+    boot_b = _bootstrap(np.asarray(b, dtype=float), statistic, resamples, rng)
     valid = boot_a > 0
     low, high = _percentiles(boot_b[valid] / boot_a[valid], confidence)
     return RatioInterval(point, low, high)
@@ -97,12 +108,7 @@ def ratio_of_medians(
     median_a, median_b = float(np.median(a)), float(np.median(b))
     if median_a <= 0:
         return None
-    if len(a) < MIN_READINGS or len(b) < MIN_READINGS:
-        return RatioInterval(median_b / median_a, None, None)
-    rng = np.random.default_rng(seed)
-    boot_a = _bootstrap(np.asarray(a, dtype=float), _medians, resamples, rng)
-    boot_b = _bootstrap(np.asarray(b, dtype=float), _medians, resamples, rng)
-    return _ratio(median_b / median_a, boot_a, boot_b, confidence)
+    return _ratio(median_b / median_a, a, b, _medians, resamples, seed, confidence)
 
 
 # --- Rates over windows -------------------------------------------------------------
@@ -144,14 +150,8 @@ def ratio_of_rates(
 ) -> RatioInterval | None:
     """rate(b) / rate(a) with its bootstrap interval; None when either has no rate, or a
     rate of zero."""
-    import numpy as np
 
     rate_a, rate_b = rate_of(a), rate_of(b)
     if rate_a is None or rate_b is None or rate_a <= 0:
         return None
-    if len(a) < MIN_READINGS or len(b) < MIN_READINGS:
-        return RatioInterval(rate_b / rate_a, None, None)
-    rng = np.random.default_rng(seed)
-    boot_a = _bootstrap(np.asarray(a, dtype=float), _rates, resamples, rng)
-    boot_b = _bootstrap(np.asarray(b, dtype=float), _rates, resamples, rng)
-    return _ratio(rate_b / rate_a, boot_a, boot_b, confidence)
+    return _ratio(rate_b / rate_a, a, b, _rates, resamples, seed, confidence)
