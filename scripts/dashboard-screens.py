@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""SVG screenshots of the dashboard in every shipped theme at 80×24, 120×40 and 200×60,
+"""SVG screenshots of the dashboard in every shipped theme at 80×24 and 140×40,
 fed by the test suite's synthetic sessions (fixed times, two fake H200s, one finding),
 so a re-run after a layout change shows only that change.
 
@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-SIZES = ((80, 24), (120, 40), (200, 60))
+SIZES = ((80, 24), (140, 40))
 
 
 def main(argv: list[str] | None = None) -> int:

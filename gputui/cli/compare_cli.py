@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import shutil
 import sys
 from pathlib import Path
 
@@ -37,5 +38,6 @@ def run(args: argparse.Namespace) -> int:
     elif args.markdown:
         print(markdown_table(header, rows))
     else:
-        print(text_table(header, rows))
+        # on a terminal, fitted to its width; to a file or a pipe, one line a row
+        print(text_table(header, rows, shutil.get_terminal_size().columns if sys.stdout.isatty() else None))
     return 0

@@ -124,7 +124,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "replay": ("gputui.cli.replay_cli", "play a recording back in the dashboard"),
     "attach": ("gputui.cli.attach_cli", "watch a live run in the dashboard: one started in another terminal, detached, or before an SSH session dropped"),
     "stop": ("gputui.cli.stop_cli", "stop a live run (its whole process group) and say how it ended"),
-    "tune": ("gputui.cli.tune_cli", "short trials of your own PyTorch command over its DataLoader's workers and memory settings: the cheapest fast one, measured"),
+    "tune": (
+        "gputui.cli.tune_cli",
+        "short trials of your own PyTorch command over its DataLoader's workers and memory settings: the cheapest fast one, measured",
+    ),
     "fleet": ("gputui.cli.fleet_cli", "gputui check on every node of a fleet (Slurm, SSH), and the report that finds the slow one"),
 }
 

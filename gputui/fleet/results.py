@@ -63,7 +63,7 @@ class NodeResult:
         """The one line the fleet check prints as the node finishes, escaped for a
         terminal: the node's name, its check's counts and the engine's stderr all come
         from the node."""
-        took = f" in {self.seconds:.0f} s" if self.seconds is not None else ""
+        took = f" in {took_text(self.seconds)}" if self.seconds is not None else ""
         note = f"; {self.note}" if self.note else ""
         if self.status in HEALTHY or self.status == FAIL:
             counts = ", ".join(f"{n} {k}" for k, n in self.counts.items() if n)
@@ -81,6 +81,12 @@ class NodeResult:
             "note": self.note or None,
             "check": self.check,
         }
+
+
+def took_text(seconds: float) -> str:
+    """How long a node took, in whole seconds: "under 1 s" where they would say "0 s",
+    as if nothing had run."""
+    return "under 1 s" if seconds < 1 else f"{seconds:,.0f} s"
 
 
 def _last_line(text: str) -> str:

@@ -9,6 +9,8 @@ a column per machine.  ``compare_rows`` is the table; the CLI and the dashboard 
 
 from __future__ import annotations
 
+import textwrap
+
 from gputui import fmt
 from gputui.errors import UserError
 from gputui.escape import for_terminal
@@ -146,11 +148,39 @@ def compare_rows(recordings: list[Recording], price_per_hour: float | None = Non
     return _run_table(recordings, heads, price_per_hour)
 
 
-def text_table(header: list[str], rows: list[list[str]]) -> str:
+NARROWEST_RUN = 16  # a run's column narrower than this says too little: the table runs wider instead
+GAP = "  "  # between a text table's columns
+
+
+def share_widths(wanted: list[int], room: int, least: int) -> list[int]:
+    """Widths for columns wanting ``wanted`` cells in ``room``: the narrow ones whole,
+    the wide ones sharing what is left evenly, none cut below ``least``."""
+    widths = list(wanted)
+    left = room
+    by_need = sorted(range(len(wanted)), key=wanted.__getitem__)
+    for placed, column in enumerate(by_need):
+        share = left // (len(wanted) - placed)
+        widths[column] = min(wanted[column], max(share, least))
+        left -= widths[column]
+    return widths
+
+
+def text_table(header: list[str], rows: list[list[str]], width: int | None = None) -> str:
     """Columns padded to their widest cell, for a terminal (cells escaped: a label is a
-    file name, a cell a hostname or a finding's title)."""
+    file name, a cell a hostname or a finding's title).  Given the terminal's ``width``,
+    a table wider than it has its wide columns share the width, their cells wrapped
+    onto more lines within their column: nothing cut, no line past the edge (unless
+    the runs are too many for columns of NARROWEST_RUN)."""
     header, rows = [for_terminal(cell) for cell in header], [[for_terminal(cell) for cell in row] for row in rows]
     widths = [max(len(line[i]) for line in [header, *rows]) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in [header, *rows]]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+    if width is not None and sum(widths) + len(GAP) * (len(widths) - 1) > width:
+        names = min(widths[0], max(width // 3, 1))
+        widths = [names, *share_widths(widths[1:], width - names - len(GAP) * (len(widths) - 1), NARROWEST_RUN)]
+    lines: list[str] = []
+    for line in [header, *rows]:
+        cells = [textwrap.wrap(cell, w) or [""] for cell, w in zip(line, widths)]
+        for n in range(max(len(c) for c in cells)):
+            lines.append(GAP.join((c[n] if n < len(c) else "").ljust(w) for c, w in zip(cells, widths)).rstrip())
+        if line is header:
+            lines.append(GAP.join("-" * w for w in widths))
     return "\n".join(lines)

@@ -70,6 +70,26 @@ class Image:
 Block = Heading | Paragraph | ReportNote | Bullets | Table | Image
 
 
+def with_code(text: str) -> Line:
+    """Plain text whose `backticked` parts (a command in a finding's advice) become
+    :class:`Code`: shown as code in both renderings, not as literal backticks.  An
+    unpaired backtick stays as it is."""
+    pieces = text.split("`")
+    if len(pieces) < 3:
+        return text
+    if len(pieces) % 2 == 0:  # an odd number of backticks: the last has no partner
+        pieces[-2:] = [pieces[-2] + "`" + pieces[-1]]
+    parts: list[str | Code | Bold] = []
+    for i, piece in enumerate(pieces):
+        if i % 2 and piece.strip():
+            parts.append(Code(piece))
+        elif i % 2:
+            parts.append(f"`{piece}`")  # an empty span is no code
+        elif piece:
+            parts.append(piece)
+    return tuple(parts)
+
+
 def _parts(line: Line) -> tuple[str | Code | Bold, ...]:
     return (line,) if isinstance(line, str) else line
 

@@ -81,10 +81,12 @@ def machine_of(header: Header) -> str:
 
 
 def gpu_of(header: Header) -> tuple[str, str | None]:
-    """("2× NVIDIA H200 (140.4 GiB), driver 580.95.05", "NVIDIA H200"), or why there is none."""
+    """("2× NVIDIA H200 (140.4 GiB), driver 580.95.05", "NVIDIA H200"), or why there is none
+    ("none: NVML library not found (...)": a colon, as the reason may hold parentheses)."""
     gpus = header.gpu_list
     if not gpus:
-        return f"none ({header.gpu_unavailable_reason or 'no GPU found'})", None
+        reason = header.gpu_unavailable_reason
+        return (f"none: {reason}" if reason else "none found"), None
     names = sorted({g.name for g in gpus})
     text = ", ".join(f"{sum(g.name == n for g in gpus)}× {n}" for n in names)
     memory = gpus[0].memory_total

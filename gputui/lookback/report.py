@@ -12,7 +12,7 @@ from typing import Any
 from gputui import fmt
 from gputui.check.result import with_bound
 from gputui.errors import UserError
-from gputui.lookback.document import Block, Bold, Bullets, Code, Heading, Image, Line, Paragraph, ReportNote, Table, to_html, to_markdown
+from gputui.lookback.document import Block, Bold, Bullets, Code, Heading, Image, Line, Paragraph, ReportNote, Table, to_html, to_markdown, with_code
 from gputui.lookback.facts import RunFacts, run_facts, throttle_text
 from gputui.lookback.load import check_results, check_summary, run_summary
 from gputui.lookback.plots import ReportPlot, make_plots
@@ -187,7 +187,7 @@ def _finding_blocks(facts: RunFacts) -> list[Block]:
         if evidence:
             blocks.append(Paragraph("Evidence: " + ", ".join(f"{k} = {value_text(v)}" for k, v in evidence.items())))
         if finding.advice:
-            blocks.append(Bullets([str(a) for a in finding.advice]))
+            blocks.append(Bullets([with_code(str(a)) for a in finding.advice]))
     return blocks
 
 
@@ -203,7 +203,9 @@ def _check_blocks(recording: Recording) -> list[Block]:
     for r in results:
         expected = with_bound(value_text(r.expected, r.unit), r.bound) + (f" ({r.expected_source})" if r.expected_source else "")
         note = "; ".join(x for x in (r.cause, r.advice) if x)
-        rows.append([r.group, r.name, r.status, value_text(r.value, r.unit), expected if r.expected is not None else "-", ratio_text(r.ratio), note or "-"])
+        rows.append(
+            [r.group, r.name, r.status, value_text(r.value, r.unit), expected if r.expected is not None else "-", ratio_text(r.ratio), with_code(note or "-")]
+        )
     if not rows:
         return [Heading(2, "Checks"), Paragraph("No check result was recorded.")]
     return [

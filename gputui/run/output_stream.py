@@ -23,6 +23,9 @@ READ_CHUNK = 64 * 1024
 LINE_CAP = 64 * 1024  # characters kept of one line; the rest up to the newline is dropped
 TRUNCATION_MARK = "…"
 CR_SETTLE_S = 0.05  # a '\r' at the end of a read waits this long for a '\n' (CRLF)
+# A line left open this long with nothing more (tqdm's bar after its '\r', waiting for
+# the next step) is shown as it stands: a terminal shows it, so the Output pane does.
+OPEN_LINE_SHOW_S = 0.25
 
 
 @dataclass
@@ -30,6 +33,9 @@ class OutputLine:
     text: str  # one line, ANSI escape codes stripped, no trailing newline/CR
     stream: str  # "stdout" or "stderr"
     progress: bool  # the segment ended with '\r': a redraw that the next one overwrites
+    # the line so far, not ended yet (a bar's current state): shown, never read for
+    # rates, as it comes again whole when it ends (progress is then True too)
+    open: bool = False
 
 
 # --- text --------------------------------------------------------------------------
@@ -100,6 +106,10 @@ class LineSplitter:
         self._truncated = False
         self._emit(text, progress, truncated)
 
+    def open_text(self) -> tuple[str, bool]:
+        """The line begun and not ended yet (and whether it was cut at the cap)."""
+        return ("" if self.pending_cr else "".join(self._parts)), self._truncated
+
     def settle_cr(self) -> None:
         """No '\\n' came soon after a trailing '\\r': end the segment as progress now.
         A '\\n' arriving first in the next text is then the rest of a slow CRLF."""
@@ -167,17 +177,20 @@ def read_pipes(pipes: list[tuple[Any, str]], on_line: Callable[[OutputLine], Non
     closed, is its EOF."""
     sel = selectors.DefaultSelector()
     settle_at: dict[int, float] = {}  # fd -> when its trailing '\r' counts as progress
+    show_at: dict[int, float] = {}  # fd -> when its open line is shown as it stands
     try:
         for pipe, stream in pipes:
             decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
             splitter = LineSplitter(_emitter(stream, on_line))
             sel.register(pipe.fileno(), selectors.EVENT_READ, (pipe, stream, decoder, splitter))
         while sel.get_map():
-            timeout = max(0.0, min(settle_at.values()) - time.monotonic()) if settle_at else None
+            dues = [*settle_at.values(), *show_at.values()]
+            timeout = max(0.0, min(dues) - time.monotonic()) if dues else None
             ready = sel.select(timeout)
             for key, _ in ready:
                 pipe, stream, decoder, splitter = key.data
                 settle_at.pop(key.fd, None)
+                show_at.pop(key.fd, None)
                 chunk = _read(key.fd)
                 if chunk:
                     if on_bytes is not None:
@@ -190,11 +203,21 @@ def read_pipes(pipes: list[tuple[Any, str]], on_line: Callable[[OutputLine], Non
                     continue
                 if splitter.pending_cr:
                     settle_at[key.fd] = time.monotonic() + CR_SETTLE_S
+                elif splitter.open_text()[0]:
+                    show_at[key.fd] = time.monotonic() + OPEN_LINE_SHOW_S
             now = time.monotonic()
             for fd, due in list(settle_at.items()):
                 if due <= now:  # no '\n' came soon after the '\r'
                     del settle_at[fd]
                     sel.get_key(fd).data[3].settle_cr()
+            for fd, due in list(show_at.items()):
+                if due <= now:  # nothing more came: the open line as it stands, once
+                    del show_at[fd]
+                    _pipe, stream, _decoder, splitter = sel.get_key(fd).data
+                    text, truncated = splitter.open_text()
+                    line = output_line(text, stream, True, truncated)
+                    if line is not None:
+                        on_line(OutputLine(line.text, stream, progress=True, open=True))
     except Exception:
         log.exception("runner: reading the output failed")
     finally:

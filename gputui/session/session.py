@@ -141,6 +141,7 @@ class Session:
         self._probe: ProbeChannel | None = None  # the zero-code probe's channel, while a probed run goes
         self._output_sink: OutputSink | None = None  # where a user's command's output passes through
         self._redraw_kept_t: float | None = None  # when a progress bar's redraw was last recorded
+        self._redraw_pending: tuple[str, str] | None = None  # (stream, text): a later redraw, not recorded yet
         self._last_reading_t: dict[str, float] = {}  # source -> when its last live reading was passed on
 
     def add_observer(self, observer: Observer) -> None:
@@ -346,6 +347,7 @@ class Session:
                     self._emit(ev.make_event(t, kind, data))
                 case RunEnded() | Wake():
                     pass  # the dispatch loop and the drain take the end; a wake-up only wakes
+            self._keep_pending_redraw()
         finally:
             self._news_t = None
 
@@ -355,8 +357,31 @@ class Session:
         return self.elapsed if self._news_t is None else self._news_t
 
     # -- Output lines -----------------------------------------------------------------
+    def _show_redraw(self, stream: str, text: str) -> None:
+        """A bar's current state, for a viewer's output pane: recorded at most once a
+        second (each replaces the one before: more would only grow the recording), a
+        later one once that second is up (_keep_pending_redraw)."""
+        if self._redraw_kept_t is None or self._now - self._redraw_kept_t >= REDRAW_KEPT_EVERY_S:
+            self._keep_redraw(stream, text)
+        else:
+            self._redraw_pending = (stream, text)
+
+    def _keep_redraw(self, stream: str, text: str) -> None:
+        self._redraw_kept_t, self._redraw_pending = self._now, None
+        self._emit_event(ev.OUTPUT, ev.Output(stream, redact_text(text, limit=OUTPUT_EVENT_MAX_CHARS), progress=True))
+
+    def _keep_pending_redraw(self) -> None:
+        """A bar that stops redrawing within a second of its last recorded state (a burst,
+        then a slow step) has its latest state recorded once that second is up: a
+        viewer's pane shows what the terminal shows, not the burst's first redraw."""
+        if self._redraw_pending is not None and self._redraw_kept_t is not None and self._now - self._redraw_kept_t >= REDRAW_KEPT_EVERY_S:
+            self._keep_redraw(*self._redraw_pending)
+
     def _handle_line(self, line: OutputLine) -> None:
         text = line.text
+        if line.open:  # shown only: it is read once it ends
+            self._show_redraw(line.stream, text)
+            return
         payload = protocol.read_line(text)  # a well-formed protocol line; a mere "@gputui" is output
         is_protocol = payload is not None
         if is_protocol:
@@ -364,12 +389,9 @@ class Session:
             self._handle_protocol(payload)
         elif not line.progress:
             self._emit_event(ev.OUTPUT, ev.Output(line.stream, redact_text(text, limit=OUTPUT_EVENT_MAX_CHARS)))
-            self._redraw_kept_t = None
-        elif self._redraw_kept_t is None or self._now - self._redraw_kept_t >= REDRAW_KEPT_EVERY_S:
-            # A bar's current state, for a viewer's output pane: a few a second would
-            # only grow the recording, since each replaces the one before.
-            self._redraw_kept_t = self._now
-            self._emit_event(ev.OUTPUT, ev.Output(line.stream, redact_text(text, limit=OUTPUT_EVENT_MAX_CHARS), progress=True))
+            self._redraw_kept_t = self._redraw_pending = None
+        else:
+            self._show_redraw(line.stream, text)
         if self._speaks_protocol and not is_protocol:
             return  # a run that speaks our protocol is measured by it alone, not by its log lines
         readings = self._parser.feed(text, self._now)

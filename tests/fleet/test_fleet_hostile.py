@@ -192,7 +192,7 @@ def test_a_gzip_bomb_as_a_node_s_recording_is_refused_within_the_reader_s_bounds
     (tmp_path / "hosts").write_text("node-a\n")
     done = fleet_cli(["fleet", "check", "--hosts", "hosts", "--out", "out"], tmp_path, "ssh", folder)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "node-a: ok (31 ok) in 0 s; recording not kept: it decompresses to over 250 times its compressed size" in done.stdout
+    assert "node-a: ok (31 ok) in under 1 s; recording not kept: it decompresses to over 250 times its compressed size" in done.stdout
     assert not (tmp_path / "out" / "node-a.jsonl").exists()
     assert json.loads((tmp_path / "out" / "node-a.json").read_text())["note"].startswith("recording not kept")
 
@@ -211,7 +211,7 @@ def test_names_verdict_keys_and_ssh_stderr_are_printed_escaped(tmp_path):
     folder = canned(tmp_path, {"0": said(check, "evil\x1b[2J"), "0.err": "srun: \x1b]0;PWNED\x07 task 0 said something\n"})
     done = fleet_cli(["fleet", "check", "--slurm", "--out", "out"], tmp_path, "srun", folder)
     assert no_raw_controls(done.stdout) and no_raw_controls(done.stderr), done.stdout
-    assert "evil\\x1b[2J: ok (31 ok\\x1b]0;PWNED\\x07) in 0 s" in done.stdout
+    assert "evil\\x1b[2J: ok (31 ok\\x1b]0;PWNED\\x07) in under 1 s" in done.stdout
     (tmp_path / "hosts").write_text("down-b\n")
     ssh = fleet_cli(["fleet", "check", "--hosts", "hosts", "--out", "out2"], tmp_path, "ssh", folder)
     assert ssh.returncode == 1 and no_raw_controls(ssh.stdout), ssh.stdout

@@ -5,6 +5,7 @@ H200 recording and read the widgets back."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -207,8 +208,9 @@ def test_enter_on_a_kept_run_opens_its_summary_from_the_recording(tmp_path):
             await wait_until(pilot, lambda: len(app.state.history) == 2, what="history listed")
             text = await shown(pilot)
             day = app.state.history[0].local_time()[5:10]  # MM-DD, in this machine's time zone
-            # the preset names stay whole: the time of day, then the figure, give way (issue 25)
-            assert f"✓ {day} torch-resnet50 1,790/s" in text and "✓ torch-resnet50-input-bound " in text
+            # the preset names stay whole (issue 25), and so do the day and the figure, on a line of their own
+            assert "✓ torch-resnet50 " in text and "✓ torch-resnet50-input-bound " in text
+            assert re.search(rf"  {day} \d\d:\d\d +1,790/s", text) and re.search(rf"  {day} \d\d:\d\d +133/s", text), text
             await pilot.press("tab")
             runs = app.dashboard.query_one(RunsList)
             assert runs.has_focus

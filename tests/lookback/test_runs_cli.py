@@ -139,3 +139,27 @@ def test_the_figure_is_headed_and_named_for_what_it_holds(tmp_path):
     assert bert["figure"] == bert["median"] is not None and bert["figure_kind"] == "median"
     cut = by_name["c-cut.jsonl"]
     assert cut["figure"] is None and cut["figure_kind"] is None and cut["median"] is None
+
+
+def test_report_compare_and_export_take_a_run_by_the_name_runs_prints(tmp_path):
+    """The FILE column of `gputui runs`, typed back as it stands (with or without its
+    suffix), from a folder that holds no such file: each command reads the kept run."""
+    runs_folder(tmp_path)
+    listed = [line.split()[-1] for line in run_gputui(["runs"], tmp_path, timeout=60).stdout.splitlines()[1:]]
+    assert "b-input-bound.jsonl" in listed and "a-bert.jsonl" in listed
+    assert not (tmp_path / "b-input-bound.jsonl").exists()  # only the name leads to the run
+
+    report = run_gputui(["report", "b-input-bound.jsonl"], tmp_path, timeout=60)
+    assert report.returncode == 0, report.stderr
+    assert "torch-resnet50-input-bound" in report.stdout
+
+    compare = run_gputui(["compare", "a-bert.jsonl", "b-input-bound", "--csv"], tmp_path, timeout=60)
+    assert compare.returncode == 0, compare.stderr
+    assert "torch-bert-large" in compare.stdout and "torch-resnet50-input-bound" in compare.stdout
+
+    export = run_gputui(["export", "b-input-bound.jsonl", "--csv", "-"], tmp_path, timeout=60)
+    assert export.returncode == 0, export.stderr
+    assert export.stdout.splitlines()[0].startswith("t,") and len(export.stdout.splitlines()) > 10
+
+    missing = run_gputui(["report", "no-such-run.jsonl"], tmp_path, timeout=60)
+    assert missing.returncode == 2 and missing.stderr.strip() == "gputui: error: no-such-run.jsonl: no such file"

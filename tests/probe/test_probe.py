@@ -187,12 +187,22 @@ def test_the_sampler_stops_once_a_dataloader_feeds_the_training(slow_dataset_run
 NANOGPT = REPO / "benchmarks" / "own_training" / "nanogpt_loop.py"
 
 
+# A small model, one micro-batch a step: a step takes tens of milliseconds, so even a
+# machine busy enough to slow the run tenfold makes a report's worth of steps within
+# --seconds (at the script's CPU size, 4 micro-batches of 12, a step took seconds under
+# load, and a 4 s run sent no report).  The share of looks in get_batch is a ratio of
+# two single-threaded costs (child_env: one OpenMP thread), which load slows alike.
+NANOGPT_SMALL = ["--batch-size", "4", "--gradient-accumulation-steps", "1", "--n-layer", "2", "--n-head", "2", "--n-embd", "64", "--block-size", "32"]
+
+
 @pytest.mark.parametrize("variant", ["starved", "fed"])
 def test_a_nanogpt_loop_making_its_own_batches_is_seen_in_get_batch(variant):
     """benchmarks/own_training/nanogpt_loop.py follows karpathy/nanoGPT's train.py: no
     DataLoader, get_batch() in the loop.  Starved, its get_batch encodes raw text in
-    Python; fed, it slices a token array.  Only the sampler sees the difference."""
-    argv = [sys.executable, str(NANOGPT), "--variant", variant, "--device", "cpu", "--seconds", "4"]
+    Python; fed, it slices a token array.  Only the sampler sees the difference.
+    Measured on 2 cores, alone and beside six CPU burners: starved 0.56-0.68 of the
+    looks in get_batch, fed 0.03-0.06, 3 reports each."""
+    argv = [sys.executable, str(NANOGPT), "--variant", variant, "--device", "cpu", "--seconds", "4", *NANOGPT_SMALL]
     result, payloads = run_probed(argv)
     assert result.returncode == 0, result.stderr.decode()
     got = reports(payloads)

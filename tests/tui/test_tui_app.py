@@ -20,6 +20,7 @@ from gputui.tui.screens.stop_screen import StopRunScreen
 from gputui.tui.screens.summary_screen import SummaryScreen
 from gputui.tui.widgets.gpu_panel import GpuGrid, GpuPanel, GpuRows
 from gputui.tui.widgets.presets import PresetList
+from gputui.tui.widgets.runs import RunsList
 from tests.support.dashboard import app_for, fake_gpus, isolated, make_dashboard  # noqa: F401  (isolated: the fixture)
 from tests.support.process import REPO
 from tests.support.tui import demo_preset, run_async, scripted_factory, shown, wait_until
@@ -85,8 +86,9 @@ def test_stop_run_again_and_quit_leave_no_process_and_a_finished_recording(isola
             second = await wait_until(pilot, lambda: len(app.state.runs) == 2 and app.state.runs[1], what="run again")
             await wait_until(pilot, lambda: second.pid and second.series.readings >= 3, what="second throughput")
             groups.append(os.getpgid(second.pid))
-            text = await shown(pilot)
-            assert "■ #1 smoke-long stopped" in text and "● #2 smoke-long" in text
+            await shown(pilot)
+            rows = str(app.dashboard.query_one(RunsList).render())  # a run's outcome on its line, or the line below
+            assert re.search(r"■ #1 smoke-long\s+stopped", rows) and "● #2 smoke-long" in rows, rows
             await pilot.press("q", "q")  # a run is going: the second q confirms
         assert app.return_value == 0
 

@@ -82,7 +82,7 @@ def test_a_kept_passing_check_is_marked_ok_and_opens_to_its_verdict_and_results(
         async with app.run_test(size=(140, 40)) as pilot:
             runs = app.dashboard.query_one(RunsList)
             await wait_until(pilot, lambda: app.state.history, what="the kept check listed")
-            line = runs._line(app.state.history[0], 40).plain
+            line = " ".join(part.plain for part in runs._row_lines(app.state.history[0], 40, runs.lines_per_entry()))
             assert line.startswith("✓ ") and "check" in line and "warn" in line, line
             runs.focus()
             await pilot.press("enter")

@@ -14,7 +14,7 @@ from gputui.run.runner import Runner
 from gputui.tui.widgets.log import LogPane
 from gputui.view import state as st
 from tests.support.dashboard import app_for, fake_gpus
-from tests.support.tui import run_async, shown, wait_until
+from tests.support.tui import run_async, shown, stop_the_run, wait_until
 
 CRASH = textwrap.dedent(
     """
@@ -152,3 +152,41 @@ def test_stdout_and_stderr_lines_arrive_in_the_order_they_were_written():
     finally:
         runner.close()
     assert seen == ["out 1", "err 1", "out 2"]
+
+
+# A tqdm-style bar: '\r' redraws, five in half a second, then a long step with the line
+# still open (a slow batch, a checkpoint): a terminal shows "5/5" until the line ends.
+STALLED_BAR = textwrap.dedent(
+    """
+    import sys, time
+    for i in range(1, 6):
+        sys.stdout.write(f"\\rtrain: {i}/5 [{'#' * i}{'.' * (5 - i)}]")
+        sys.stdout.flush()
+        time.sleep(0.1)
+    time.sleep(60)
+    print()
+    """
+)
+
+
+def test_the_pane_shows_a_redrawn_bars_current_state_before_its_line_ends(tmp_path):
+    """The pane shows what the terminal shows: the bar's latest redraw, not its first
+    (redraws are recorded at most once a second, so the latest of a burst comes after
+    it) and not only once the line ends."""
+    (tmp_path / "bar.py").write_text(STALLED_BAR)  # a file: the pane's command line holds no "train: "
+    preset = Preset(name="bar", source=tmp_path / "p.toml", command=(sys.executable, str(tmp_path / "bar.py")))
+
+    async def scenario():
+        app = app_for({preset.name: preset}, tmp_path, start_preset="bar", gpu_factory=fake_gpus(1))
+        async with app.run_test(size=(100, 30)) as pilot:
+            await wait_until(pilot, lambda: "train: " in pane_text(app), timeout=30, what="the bar in the pane")
+            try:
+                await wait_until(pilot, lambda: "train: 5/5 [#####]" in pane_text(app), timeout=10, what="the bar's latest state")
+            except AssertionError:
+                raise AssertionError(f"the pane shows {pane_text(app)!r}, the terminal 'train: 5/5 [#####]'") from None
+            assert "train: 5/5 [#####]" in await shown(pilot)  # on screen, not only in the pane's text
+            assert pane_text(app).count("train: ") == 1  # each redraw replaced the one before
+            assert app.state.run is not None and not app.state.run.ended  # the line is still open
+            await stop_the_run(pilot)
+
+    run_async(scenario())

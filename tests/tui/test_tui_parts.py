@@ -58,7 +58,7 @@ def test_gauge_fills_in_eighths_and_keeps_its_width():
 
 
 def test_nice_numbers_for_axes():
-    assert charts.nice_ceiling(3150) == 5000
+    assert charts.nice_ceiling(3150) == 3500
     assert charts.nice_ceiling(2000) == 2000
     assert charts.nice_span(2.8) == 5 and charts.nice_span(31) == 60 and charts.nice_span(90000) == 172800
     assert charts.compact_number(12345) == "12k" and charts.compact_number(1500) == "1.5k"

@@ -52,7 +52,7 @@ def test_the_chart_is_wide_enough_for_its_key_and_boxes_are_as_tall_as_what_they
             assert figure in legend
         assert "…" not in legend.split("\n5.0k")[0]
         runs = app.dashboard.query_one(RunsList)
-        assert runs.region.height <= 1 + 2  # one entry and its box, not the sidebar's height
+        assert runs.region.height <= runs.lines_per_entry() + 2  # one entry and its box, not the sidebar's height
         cpu = app.dashboard.query_one(CpuPanel)
         shown_lines = [line for line in cpu.build().plain.split("\n") if line.strip()]
         assert cpu.content_size.height - len(shown_lines) <= 8  # not mostly empty
@@ -65,8 +65,10 @@ def test_at_80_columns_runs_and_the_no_gpu_reason_are_cut_with_an_ellipsis(tmp_p
     reason = "NVML library not found (libnvidia-ml.so.1): this machine has no NVIDIA driver installed"
 
     async def check(pilot, app, text):
-        runs_line = next((line for line in text.splitlines() if line.startswith("■ #1")), text)
-        assert "stopped" in runs_line[:24] and "…" in runs_line[:24]  # the name gives way to the outcome
+        lines = text.splitlines()
+        row = next((i for i, line in enumerate(lines) if line.startswith("■ #1")), 0)
+        assert "…" in lines[row][:24]  # the name gives way, marked
+        assert lines[row + 1][:24].split()[:1] == ["stopped"] and "/s" in lines[row + 1][:24]  # the outcome and the figure below it
         app.dashboard.query_one(GpuGrid).sync_panels(app.state, reason)
         await pilot.pause()
         text = await shown(pilot)

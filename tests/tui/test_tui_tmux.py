@@ -145,7 +145,8 @@ def test_a_run_started_elsewhere_shows_in_the_runs_list_and_enter_attaches_to_it
     write_loop(tmp_path)
     assert run_gputui(["--detach", "--", sys.executable, "loop.py"], tmp_path).returncode == 0  # another terminal's
     live = wait_live(tmp_path / "state")
-    tmux.wait_for(r"● [\d-]+ .*loop\.py\s+live", timeout=20)  # found by the dashboard's look for live runs
+    # found by the dashboard's look for live runs: its name, then (on its line or the next) its day and "live"
+    tmux.wait_for(r"● [\d-]+ .*loop\.py\s+live|● .*loop\.py[^\n]*\n[ │]*[\d-]+ [\d:]+ live", timeout=20)
     tmux.keys("Tab")  # from the presets to the runs
     tmux.wait_for(r"⏎ Open .*q Quit")
     tmux.keys("Enter")
@@ -189,7 +190,8 @@ def test_open_a_past_run_from_the_runs_list_by_keys(tmux, tmp_path):  # noqa: F8
     shutil.copy(REPO / "docs" / "recordings" / KEPT_RUN, runs / KEPT_RUN)
     gputui = tmux.start([])
     tmux.wait_for(r"○ watching")
-    tmux.wait_for(r"✓ torch-resnet50-inpu…")  # the kept run, in the Runs list: its name before its date and figure
+    tmux.wait_for(r"✓ torch-resnet50-input…")  # the kept run, in the Runs list: its name, cut to the line
+    tmux.wait_for(r"\n  \d\d-\d\d \d\d:\d\d +133/s")  # and below it, its day and its figure
     tmux.keys("Tab")  # from the presets to the runs
     tmux.wait_for(r"⏎ Open .*q Quit")  # the footer: the Runs list has the focus
     tmux.keys("Enter")

@@ -39,6 +39,7 @@ class CommandScreen(DismissOnce, TerminalSized, ModalScreen[tuple[str, list[str]
     CommandScreen > Vertical { width: 80%; max-width: 100; height: auto; border: round $primary; background: $surface; padding: 0 1; }
     CommandScreen #command-problem { color: $error; height: auto; }
     CommandScreen .hint { color: $text-muted; }
+    CommandScreen Label { width: 100%; }  /* wrapped in the box: a Label is one line, cut at its edge */
     """
 
     def compose(self) -> ComposeResult:

@@ -24,25 +24,12 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
 from gputui.escape import for_widget
+from gputui.lookback.compare import NARROWEST_RUN, share_widths
 from gputui.tui.compositor import SteadyScrollbars
 from gputui.tui.screens.once import DismissOnce
 from gputui.tui.screens.terminal_size import TerminalSized
 
-NARROWEST_RUN = 16  # a run's column narrower than this says too little: the table scrolls instead
 KEYS_HINT = "←→↑↓ a cell in full below · Enter/Esc close · q quit"
-
-
-def share_widths(wanted: list[int], room: int, least: int) -> list[int]:
-    """Widths for columns wanting ``wanted`` cells in ``room``: the narrow ones whole,
-    the wide ones sharing what is left evenly, none cut below ``least``."""
-    widths = list(wanted)
-    left = room
-    by_need = sorted(range(len(wanted)), key=wanted.__getitem__)
-    for placed, column in enumerate(by_need):
-        share = left // (len(wanted) - placed)
-        widths[column] = min(wanted[column], max(share, least))
-        left -= widths[column]
-    return widths
 
 
 def one_line(text: str, column: int) -> Text:

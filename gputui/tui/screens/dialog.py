@@ -18,6 +18,7 @@ class Dialog(DismissOnce, TerminalSized, ModalScreen[str | None]):
     DEFAULT_CSS = """
     Dialog { align: center middle; }
     Dialog > Vertical { width: 80; max-width: 100%; height: auto; border: round $primary; background: $surface; padding: 0 1; }
+    Dialog Label { width: 100%; }  /* wrapped in the box (a long path), not cut at its edge */
     """
 
     def __init__(self, text: str) -> None:

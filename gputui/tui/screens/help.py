@@ -4,9 +4,11 @@ Keys remapped in settings.toml's ``[keys]`` show as remapped, by binding id."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Collection, Mapping
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
@@ -79,6 +81,7 @@ HELP: tuple[Section, ...] = (
         (
             ("close_summary", "escape,enter,u", "close"),
             ("summary_run_again", "r", "run the preset again"),
+            ("summary_tune", "l", "tune the data loading (an input-bound run of your command)"),
         ),
     ),
     (
@@ -158,19 +161,42 @@ def help_sections(first: str | None = None, leave_out: Collection[str] = ()) -> 
     return tuple(section for section in sections if section[1])
 
 
-def help_text(keymap: Mapping[str, str], sections: tuple[Section, ...] = HELP) -> Text:
-    """The help's ``sections``, with ``keymap``'s remapped keys (binding id -> keys)."""
+KEY_COLUMN = 16
+WHAT_INDENT = 2 + KEY_COLUMN + 1  # where a key's description starts
+
+
+def help_text(keymap: Mapping[str, str], sections: tuple[Section, ...] = HELP, width: int | None = None) -> Text:
+    """The help's ``sections``, with ``keymap``'s remapped keys (binding id -> keys).
+    Given the ``width`` it is shown in, a description too long for its line goes on
+    under itself, not back at the left edge under the keys."""
     text = Text()
+    room = width - WHAT_INDENT if width is not None and width > WHAT_INDENT + 10 else None
     for number, (context, rows) in enumerate(sections):
         if number:
             text.append("\n")
         text.append(f"{context}\n", "bold")
         for binding_id, default, what in rows:
             keys = key_label(keymap.get(binding_id, default) if binding_id else default)
-            text.append(f"  {keys:<16}", "bold")
-            text.append(f" {what}\n")
+            text.append(f"  {keys:<{KEY_COLUMN}}", "bold")
+            lines = textwrap.wrap(what, room) if room else [what]
+            text.append(" " + ("\n" + " " * WHAT_INDENT).join(lines) + "\n")
     text.rstrip()
     return text
+
+
+class HelpText(Static):
+    """The help, its descriptions wrapped to the width it is given (again when it changes)."""
+
+    def __init__(self, keymap: Mapping[str, str], sections: tuple[Section, ...], **kwargs) -> None:
+        super().__init__(help_text(keymap, sections), **kwargs)
+        self.keymap, self.sections = keymap, sections
+        self._wrapped_to: int | None = None
+
+    def on_resize(self, event: events.Resize) -> None:
+        width = self.content_size.width
+        if width and width != self._wrapped_to:
+            self._wrapped_to = width
+            self.update(help_text(self.keymap, self.sections, width))
 
 
 class HelpScreen(DismissOnce, TerminalSized, ModalScreen[None]):
@@ -192,7 +218,7 @@ class HelpScreen(DismissOnce, TerminalSized, ModalScreen[None]):
         with Vertical() as panel:
             panel.border_title = "gputui keys"
             with VerticalScroll():
-                yield Static(help_text(self.keymap, self.sections), id="help-text")
+                yield HelpText(self.keymap, self.sections, id="help-text")
             yield Static("Esc or ? close · ↑ ↓ PgUp PgDn scroll · keys remap in settings.toml [keys]", id="help-keys")
 
     def on_mount(self) -> None:

@@ -1,6 +1,7 @@
 """The run's output: a scrollable history of its last lines (``state.LOG_LINES``).
-Progress-bar redraws never reach us (the Session turns them into throughput
-readings), so the history stays readable.
+A progress bar's '\r' redraws are one line, each replacing the one before
+(``DashboardState.log_line``): the pane shows the bar's current state, as a terminal
+does, and the history stays readable.
 
 It follows the tail until the user scrolls up (wheel, PgUp/PgDn, Home/End or the
 arrows when focused); End, or scrolling back down to the bottom, follows again.

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 
 from rich.text import Text
+from textual import events
 from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import Input, Static
@@ -23,6 +25,11 @@ from gputui.view.state import pick_reference
 class PresetList(SteadyScrollbars, NarrowSafeOptionList):
     # Shown in the footer as "Run": OptionList's own Enter binding is hidden.
     BINDINGS = [Binding("enter", "select", "Run", id="run_preset")]
+    # A name longer than the list is one row, cut with "…" (the details below show it
+    # whole): wrapped, it broke mid-word over several rows that read as other presets.
+    DEFAULT_CSS = """
+    PresetList { text-wrap: nowrap; text-overflow: ellipsis; }
+    """
 
     def __init__(self, presets: dict[str, Preset], *, runnable: bool = True, **kwargs) -> None:
         super().__init__(*(Option(for_widget(name), id=name) for name in sorted(presets)), **kwargs)
@@ -64,12 +71,31 @@ class PresetList(SteadyScrollbars, NarrowSafeOptionList):
                 return
 
 
-def describe_preset(preset: Preset | None, gpu_names: list[str], compact: bool) -> Text:
+def name_lines(name: str, width: int) -> list[str]:
+    """A preset name on lines of ``width``, broken after a hyphen, underscore or dot
+    ("torch-resnet50-" / "channels-last"), a part longer than a line cut where it must."""
+    lines = [""]
+    for part in re.split(r"(?<=[-_.])", name):
+        while part:
+            if lines[-1] and len(lines[-1]) + len(part) > width:
+                lines.append("")
+            room = width - len(lines[-1])
+            lines[-1] += part[:room]
+            part = part[room:]
+    return lines
+
+
+def describe_preset(preset: Preset | None, gpu_names: list[str], compact: bool, width: int | None = None) -> Text:
+    """The preset's name, what it runs and its reference results; a name longer than
+    ``width`` broken after its hyphens, not mid-word."""
     if preset is None:
         return Text("No presets. Add one to presets.toml (see docs/presets.md).")
     text = Text()
     # User text reaches the terminal through Textual as it is: escape control characters.
-    text.append(fmt.printable(preset.name) + "\n", "bold")
+    name = fmt.printable(preset.name)
+    if width is not None and width > 0 and len(name) > width:
+        name = "\n".join(name_lines(name, width))
+    text.append(name + "\n", "bold")
     # A command typed on the dashboard (x) is its own description: the command line
     # below says it once, quoted ready to paste.
     repeats_command = preset.source == COMMAND_SOURCE and not compact
@@ -96,15 +122,21 @@ class PresetDetails(Static):
     """Description, command and reference results of the highlighted preset."""
 
     _shown: tuple | None = None
+    _asked: tuple | None = None  # what show() was last given, to show again at a new width
 
     def show(self, preset: Preset | None, gpu_names: list[str], compact: bool) -> None:
         # Asked again at each new session's header: the same text is not set again (an
         # update costs a layout pass of the screen and a repaint of these lines).
-        text = describe_preset(preset, gpu_names, compact)
+        self._asked = (preset, gpu_names, compact)
+        text = describe_preset(preset, gpu_names, compact, self.content_size.width or None)
         shown = (text.plain, tuple(text.spans), text.style)
         if shown != self._shown:
             self._shown = shown
             self.update(text)
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self._asked is not None:
+            self.show(*self._asked)
 
 
 class PresetFilter(Input):

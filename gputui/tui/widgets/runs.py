@@ -50,14 +50,29 @@ def entry_name(entry: Entry) -> str:
 
 
 def row_variants(entry: Entry, figure: str) -> list[tuple[str, str]]:
-    """A row's (name, figure) pairs, the longest first.  Short of room, the preset name
-    stays: a kept run's time of day goes first, then its figure; this session's
-    runs (no date) lose their figure."""
+    """A one-line row's (name, figure) pairs, the longest first, for a box with no room
+    for two lines: the preset name stays; a kept run's time of day goes first, then
+    its figure; this session's runs (no date) lose their figure."""
     if isinstance(entry, st.RunView):
         return [(entry.label, figure), (entry.label, "")]
     started = day_time(entry)
     day = f"{started[:5]} {entry.label}" if started else entry.label
     return [(entry_name(entry), figure), (day, figure), (entry.label, figure), (day, ""), (entry.label, "")]
+
+
+def row_fits(entry: Entry, middle: str, figure: str, width: int) -> bool:
+    """Whether the run's row says it all on one line: mark, name (with its day and time),
+    outcome and figure."""
+    return 2 + len(entry_name(entry)) + len(middle) + 1 + len(figure) <= width
+
+
+def second_line_variants(entry: Entry) -> list[str]:
+    """What the second line of a two-line row starts with, the longest first: a kept
+    run's day and time, else its day (never left out); nothing for this session's."""
+    if isinstance(entry, st.RunView):
+        return [""]
+    started = day_time(entry)
+    return [started, started[:5]] if started else [""]
 
 
 def entry_key(entry: Entry) -> tuple[str, str]:
@@ -91,7 +106,8 @@ class RunsList(StateView):
         super().__init__(*args, **kwargs)
         self.cursor = 0
         self.marked: list[tuple[str, str]] = []  # entry keys, in the order they were marked
-        self._fitted_for: int | None = None  # the runs' version the box's height was fitted to
+        self._fitted_for: tuple | None = None  # (runs' version, figures' version, width) the box's height was fitted to
+        self._per = 1  # lines per entry, as last fitted (lines_per_entry)
 
     # -- What is listed ----------------------------------------------------------------
     def entries(self) -> list[Entry]:
@@ -147,7 +163,8 @@ class RunsList(StateView):
         """As tall as its entries (the sidebar's space goes unused rather than to an
         empty box), up to what the sidebar has."""
         frame = 1 if self.compact else 2  # a title rule, or a box
-        rows = max(1, entries) + frame
+        self._per = self.lines_per_entry()
+        rows = max(1, entries * self._per) + frame
         if self.styles.max_height is None or self.styles.max_height.value != rows:
             self.styles.max_height = rows
             self.invalidate()
@@ -156,7 +173,8 @@ class RunsList(StateView):
         self.fit_height(0)
 
     def sync(self, force: bool = False) -> None:
-        listed = self.state.versions[st.RUNS]
+        # a run's first figure may need a second line: the figures' version counts too
+        listed = (self.state.versions[st.RUNS], self.state.versions[st.THROUGHPUT], self.content_size.width)
         if listed != self._fitted_for:  # before drawing: the box grows, then its lines are drawn
             self._fitted_for = listed
             self.fit_height(len(self.entries()))
@@ -166,25 +184,35 @@ class RunsList(StateView):
         self._fitted_for = None  # the frame may have changed (compact): fit again at the next sync
         super().invalidate()
 
+    def lines_per_entry(self) -> int:
+        """1 while every row says it all on one line at this width; else 2 for every
+        row (the name on the first, day, outcome and figure on the second), so no row
+        loses its day or its figure to a narrow sidebar."""
+        width = self.content_size.width or 30
+        return 1 if all(row_fits(entry, *self._words(entry)[2:], width) for entry in self.entries()) else 2
+
     def build(self) -> Text:
         entries = self.entries()
         if not entries:
             return Text("No runs yet.", self.style_of("runs--dim"))
         self.cursor = min(self.cursor, len(entries) - 1)
         width = self.content_size.width or 30
-        height = max(1, self.content_size.height or len(entries))
+        # two lines a run where the sidebar gave the box room for them, else one (cut)
+        per = self._per if (self.content_size.height or self._per) >= self._per else 1
+        height = max(1, (self.content_size.height or len(entries) * per) // per)
         top = max(0, min(self.cursor - height + 1, len(entries) - height)) if self.cursor >= height else 0
         text = Text(no_wrap=True, overflow="ellipsis")
         for i, entry in enumerate(entries[top : top + height], start=top):
-            if i > top:
-                text.append("\n")
-            line = self._line(entry, width)
-            if self.has_focus and i == self.cursor:
-                line.stylize(self.style_of("runs--cursor"))
-            text.append_text(line)
+            for n, line in enumerate(self._row_lines(entry, width, per)):
+                if i > top or n:
+                    text.append("\n")
+                if self.has_focus and i == self.cursor:
+                    line.stylize(self.style_of("runs--cursor"))
+                text.append_text(line)
         return text
 
-    def _line(self, entry: Entry, width: int) -> Text:
+    def _words(self, entry: Entry) -> tuple[str, str, str, str]:
+        """The row's mark, its style, the outcome word shown and the figure."""
         if isinstance(entry, st.RunView):
             word, median, unit = entry.outcome_word, entry.result, entry.unit
         else:
@@ -192,20 +220,34 @@ class RunsList(StateView):
             if entry.path in self.state.live_runs:
                 word = LIVE
         mark, style, middle = outcome_look(word)
+        return mark, style, middle, f"{fmt.rate(median)}{fmt.per_second_short(unit)}" if median else ""
+
+    def _row_lines(self, entry: Entry, width: int, per: int) -> list[Text]:
+        mark, style, middle, figure = self._words(entry)
         marked = entry_key(entry) in self.marked
-        text = Text(no_wrap=True, overflow="ellipsis")
-        text.append("◆ " if marked else f"{mark} ", self.style_of("runs--marked" if marked else style))
-        figure = f"{fmt.rate(median)}{fmt.per_second_short(unit)}" if median else ""
-
-        def room(right: str) -> int:  # for the name, beside the mark, the outcome and the figure
-            return width - 2 - len(middle) - len(right) - 1
-
-        variants = row_variants(entry, figure)
-        left, right = next(((name, fig) for name, fig in variants if len(name) <= room(fig)), variants[-1])
-        if len(left) > room(right):  # the outcome stays in view: the name gives way, marked
-            left = left[: max(1, room(right) - 1)] + "…"
-        pad = max(1, width - 2 - len(left) - len(middle) - len(right))
-        text.append(left, self.style_of("runs--dim") if isinstance(entry, KeptRun) else None)
-        text.append(middle, self.style_of(style))
-        text.append(" " * pad + right)
-        return text
+        name_style = self.style_of("runs--dim") if isinstance(entry, KeptRun) else None
+        first = Text(no_wrap=True, overflow="ellipsis")
+        first.append("◆ " if marked else f"{mark} ", self.style_of("runs--marked" if marked else style))
+        if per == 1:
+            variants = row_variants(entry, figure)
+            left, right = next(((name, fig) for name, fig in variants if len(name) <= width - 3 - len(middle) - len(fig)), variants[-1])
+            room = width - 3 - len(middle) - len(right)  # for the name, beside the mark, the outcome and the figure
+            if len(left) > room:  # the outcome stays in view: the name gives way, marked
+                left = left[: max(1, room - 1)] + "…"
+            first.append(left, name_style)
+            first.append(middle, self.style_of(style))
+            first.append(" " * max(1, width - 2 - len(left) - len(middle) - len(right)) + right)
+            return [first]
+        name = entry.label
+        if len(name) > width - 2:  # a name longer than the line: its start, marked as cut
+            name = name[: max(1, width - 3)] + "…"
+        first.append(name, name_style)
+        # the second line: the day (its time of day where there is room), the outcome, the figure
+        room = width - 3 - len(middle) - len(figure)
+        when = next((w for w in second_line_variants(entry) if len(w) <= room), second_line_variants(entry)[-1])
+        word = middle.lstrip() if not when else middle
+        second = Text("  ", no_wrap=True, overflow="ellipsis")
+        second.append(when, name_style)
+        second.append(word, self.style_of(style))
+        second.append(" " * max(1, width - 2 - len(when) - len(word) - len(figure)) + figure)
+        return [first, second]

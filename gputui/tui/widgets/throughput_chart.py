@@ -36,7 +36,8 @@ class ThroughputChart(StateView):
     The plot spans the whole run and fills from the left, a column per MIN_COLUMN_S or
     more: a new reading writes the newest column's cells (one per row, see
     gputui.tui.compositor), and only a longer span (the run outgrowing it, 1 min, 2, 3,
-    5, 10...) or a higher y scale redraws every column."""
+    5, 10...) or a higher y scale redraws every column.  Once the run has ended, its
+    plot spans the run's own length: a 4 s run fills the chart, not 4 columns of it."""
 
     SECTIONS = (st.THROUGHPUT, st.HEADER)
     MIN_REDRAW_S = LIVE_REDRAW_S
@@ -87,7 +88,8 @@ class ThroughputChart(StateView):
         if plot_height < 1:
             return []
         reference_rate = reference[0].samples_per_sec if reference else None
-        plot = charts.plot_throughput(run.series.bins(), max(1, width - GUTTER), plot_height, reference_rate, min_column_s=MIN_COLUMN_S)
+        # an ended run draws no more columns: it spans its own length and fills the width
+        plot = charts.plot_throughput(run.series.bins(), max(1, width - GUTTER), plot_height, reference_rate, min_column_s=MIN_COLUMN_S, fit=run.ended)
         styles = self._role_styles()
         lines = []
         for r, row in enumerate(plot.rows):
