@@ -105,7 +105,11 @@ def run(args: argparse.Namespace) -> int:
     )
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")  # names the trials in the history, and the tune's record
     say(f"gputui tune: {printable(preset.name)}, at most {args.max_trials} trials of up to {args.trial_seconds:g} s of training each")
-    tune = run_tune(preset, options, wiring, plan, grid, stamp, lambda line: say(f"gputui tune: {line}"))
+    try:
+        tune = run_tune(preset, options, wiring, plan, grid, stamp, lambda line: say(f"gputui tune: {line}"))
+    except KeyboardInterrupt:
+        say("gputui tune: interrupted before the first trial")
+        return EXIT_INTERRUPTED
     trials, verdict, frameworks = tune.trials, tune.verdict, tune.frameworks
     if args.json:
         print(json.dumps(to_json(trials, verdict, frameworks), indent=2))

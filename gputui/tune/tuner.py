@@ -37,21 +37,27 @@ def run_tune(preset: Preset, options: RunOptions, wiring: RunWiring, plan: Trial
     grid = dataclasses.replace(grid, data_wait_pct=data_wait_pct)
     trials: list[Trial] = []
     asked: LoaderSettings | None = LoaderSettings()
-    while asked is not None:
-        number = len(trials) + 1
-        say(f"trial {number}, {asked.over(trials[0].written or LoaderSettings()).label() if trials else 'the script as written'}: running")
-        trial = run_trial(number, asked, dataclasses.replace(preset, name=f"{preset.name} (tune {stamp}, trial {number})"), options, wiring, plan)
-        trials.append(trial)
-        say(trial_line(trial, grid.max_trials))
-        if trial.stopped_by_user:
-            return Tune(trials, decide(trials, data_wait_pct, grid.cores), interrupted=True)
-        if number == 1:
-            first = decide(trials, data_wait_pct, None)
-            if first.kind in ("failed", "outside_dataloader") or (first.kind == "not_input_bound" and not grid.by_hand):
-                return Tune(trials, first, interrupted=False)
-            grid = _from_the_box(grid, trial)
-        asked = next_settings(trials, grid)
-    return Tune(trials, decide(trials, data_wait_pct, grid.cores), interrupted=False)
+    try:
+        while asked is not None:
+            number = len(trials) + 1
+            say(f"trial {number}, {asked.over(trials[0].written or LoaderSettings()).label() if trials else 'the script as written'}: running")
+            trial = run_trial(number, asked, dataclasses.replace(preset, name=f"{preset.name} (tune {stamp}, trial {number})"), options, wiring, plan)
+            trials.append(trial)
+            say(trial_line(trial, grid.max_trials))
+            if trial.stopped_by_user:
+                break
+            if number == 1:
+                first = decide(trials, data_wait_pct, None)
+                if first.kind in ("failed", "outside_dataloader") or (first.kind == "not_input_bound" and not grid.by_hand):
+                    return Tune(trials, first, interrupted=False)
+                grid = _from_the_box(grid, trial)
+            asked = next_settings(trials, grid)
+    except KeyboardInterrupt:  # Ctrl-C between two trials (within one, the trial's own handler takes it)
+        if not trials:
+            raise
+        trials[-1].stopped_by_user = True
+    interrupted = bool(trials) and trials[-1].stopped_by_user
+    return Tune(trials, decide(trials, data_wait_pct, grid.cores), interrupted=interrupted)
 
 
 def _from_the_box(grid: Grid, first: Trial) -> Grid:

@@ -47,6 +47,8 @@ def test_question_mark_and_f1_open_help_by_context_and_esc_or_question_mark_clos
             await pilot.press("question_mark")
             await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), what="help")
             text = await shown(pilot)
+            await pilot.press("end")  # the sections past the first screen
+            text += await shown(pilot)
             for context in ("Dashboard", "Preset editor", "Findings", "Run summary", "Check"):
                 assert context in text
             assert "edit the highlighted preset" in text and "a new preset" in text

@@ -81,7 +81,7 @@ HELP: tuple[Section, ...] = (
         (
             ("close_summary", "escape,enter,u", "close"),
             ("summary_run_again", "r", "run the preset again"),
-            ("summary_tune", "l", "tune the data loading (an input-bound run of your command)"),
+            ("summary_tune", "l", "tune its data loading"),
         ),
     ),
     (
