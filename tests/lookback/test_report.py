@@ -15,7 +15,7 @@ from gputui.lookback.load import load_recording, measured_rates
 from gputui.lookback.plots import DATA_COLOURS, LIMIT_COLOUR, MEDIAN_COLOUR, WARN_COLOUR
 from gputui.lookback.report import markdown_report, write_report
 from gputui.stats import median
-from tests.support.lookback import OWN_TRAINING, RECORDINGS, TRACES, check_recording, cut_copy, without_gpus, write_lines
+from tests.support.lookback import OWN_TRAINING, RECORDINGS, TRACES, check_recording, cut_copy, power_limit_lowered, without_gpus, write_lines
 from tests.support.process import run_gputui
 from tests.support.records import throughput_of
 
@@ -119,19 +119,7 @@ def test_a_check_recording_shows_the_check_table_instead_of_throughput(tmp_path)
         tmp_path / "check.jsonl",
         "node-a",
         [
-            CheckResult(
-                id="gpu0.power_limit",
-                group="preflight",
-                name="power limit",
-                status="fail",
-                value=450.0,
-                unit="W",
-                expected=700.0,
-                expected_source="datasheet",
-                gpu=0,
-                cause="the limit was lowered",
-                advice="ask the provider",
-            ),
+            power_limit_lowered(),
             CheckResult(id="host.disk", group="preflight", name="disk read", status="skipped", cause="no fio"),
         ],
         verdict="fail",

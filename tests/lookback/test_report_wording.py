@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import json
 
-from gputui.check.result import CheckResult
-from tests.support.lookback import RECORDINGS, check_recording, without_gpus, write_lines
+from tests.support.lookback import RECORDINGS, check_recording, power_limit_lowered, without_gpus, write_lines
 from tests.support.process import run_gputui
 
 # gputui.telemetry.nvml's words for NVML_ERROR_LIBRARY_NOT_FOUND (a machine with no driver)
@@ -58,18 +57,7 @@ def test_a_check_tables_advice_shows_its_command_as_code(tmp_path):
         tmp_path / "check.jsonl",
         "node-a",
         [
-            CheckResult(
-                id="gpu0.power_limit",
-                group="preflight",
-                name="power limit",
-                status="fail",
-                value=450.0,
-                unit="W",
-                expected=700.0,
-                gpu=0,
-                cause="the limit was lowered",
-                advice="restore it with `sudo nvidia-smi -i 0 -pl 700`",
-            ),
+            power_limit_lowered(expected_source=None, advice="restore it with `sudo nvidia-smi -i 0 -pl 700`"),
         ],
         verdict="fail",
     )

@@ -58,6 +58,25 @@ def check_recording(path: Path, hostname: str, results: list[CheckResult], verdi
     return write_lines(path, [header, *events, summary])
 
 
+def power_limit_lowered(**changes: object) -> CheckResult:
+    """A failed check: GPU 0's power limit lowered to 450 W of its 700 W (``changes``
+    replace fields: the cause, the advice)."""
+    fields: dict = dict(
+        id="gpu0.power_limit",
+        group="preflight",
+        name="power limit",
+        status="fail",
+        value=450.0,
+        unit="W",
+        expected=700.0,
+        expected_source="datasheet",
+        gpu=0,
+        cause="the limit was lowered",
+        advice="ask the provider",
+    )
+    return CheckResult(**{**fields, **changes})
+
+
 def two_check_recordings(tmp_path: Path) -> tuple[Path, Path]:
     fast = [
         CheckResult(
@@ -77,19 +96,7 @@ def two_check_recordings(tmp_path: Path) -> tuple[Path, Path]:
         CheckResult(id="host.shm", group="preflight", name="shared memory", status="ok", value=64.0, unit="GiB"),
     ]
     slow = [
-        CheckResult(
-            id="gpu0.power_limit",
-            group="preflight",
-            name="power limit",
-            status="fail",
-            value=450.0,
-            unit="W",
-            expected=700.0,
-            expected_source="datasheet",
-            gpu=0,
-            cause="the power limit was lowered",
-            advice="ask the provider to restore 700 W",
-        ),
+        power_limit_lowered(cause="the power limit was lowered", advice="ask the provider to restore 700 W"),
         CheckResult(
             id="micro.gpu0.matmul_bf16",
             group="micro",
