@@ -118,7 +118,7 @@ def test_a_trial_that_fails_with_too_many_open_files_is_a_result(tmp_path):
 
 
 def test_ctrl_c_ends_the_tune_with_the_trials_so_far(tmp_path):
-    tuning = start_gputui(["tune", *TRIAL, "--", sys.executable, LOOP], tmp_path)
+    tuning = start_gputui(["tune", "--trial-seconds", "30", "--", sys.executable, LOOP], tmp_path)  # at least 15 s: Ctrl-C comes within it
     runs = tmp_path / "state" / "gputui" / "runs"
     wait_for(lambda: any(runs.glob("*trial-1.jsonl")) and os.path.getsize(next(runs.glob("*trial-1.jsonl"))) > 2000, timeout=120)
     time.sleep(2)
