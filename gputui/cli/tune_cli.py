@@ -16,8 +16,7 @@ from gputui.console import say
 from gputui.errors import UserError
 
 if TYPE_CHECKING:
-    from gputui.tune.trial import Trial
-    from gputui.tune.verdict import Verdict
+    from gputui.protocol import JsonObject
 
 EXIT_INTERRUPTED = 130
 
@@ -111,8 +110,9 @@ def run(args: argparse.Namespace) -> int:
         say("gputui tune: interrupted before the first trial")
         return EXIT_INTERRUPTED
     trials, verdict, frameworks = tune.trials, tune.verdict, tune.frameworks
+    document = to_json(trials, verdict, frameworks)  # --json's, and the tune's record
     if args.json:
-        print(json.dumps(to_json(trials, verdict, frameworks), indent=2))
+        print(json.dumps(document, indent=2))
     else:
         print(table(trials, verdict))
         print()
@@ -124,10 +124,10 @@ def run(args: argparse.Namespace) -> int:
             write_report(args.report, trials, verdict, frameworks, command)
         except OSError as exc:
             say(f"gputui: error: --report {printable(args.report)}: {exc.strerror or exc}; the tune's record is kept")
-            _keep(stamp, trials, verdict, frameworks, command)
+            _keep(stamp, document, command)
             return 1
         say(f"gputui tune: report written to {printable(args.report)}")
-    _keep(stamp, trials, verdict, frameworks, command)
+    _keep(stamp, document, command)
     if tune.interrupted:
         return EXIT_INTERRUPTED
     return 1 if verdict.kind == "failed" else 0
@@ -146,17 +146,15 @@ def _claim_report(path: Path) -> None:
         raise UserError(f"--report {printable(path)}: {exc.strerror or exc}") from None
 
 
-def _keep(stamp: str, trials: list[Trial], verdict: Verdict, frameworks: list[str], command: list[str]) -> None:
+def _keep(stamp: str, document: JsonObject, command: list[str]) -> None:
     """The tune's own record beside the run history: its trials' recordings and its verdict."""
     from gputui.record.history import make_private_folder, state_dir
     from gputui.record.redact import redact_argv
     from gputui.safe_write import write_atomic
-    from gputui.tune.faces import to_json
 
     folder = state_dir() / "tunes"
     try:
         make_private_folder(folder)
-        document = {"command": redact_argv(command), **to_json(trials, verdict, frameworks)}
-        write_atomic(folder / f"tune-{stamp}.json", json.dumps(document, indent=2) + "\n", private=True)
+        write_atomic(folder / f"tune-{stamp}.json", json.dumps({"command": redact_argv(command), **document}, indent=2) + "\n", private=True)
     except OSError as exc:
         say(f"gputui: warning: the tune's record could not be kept in {folder}: {exc.strerror or exc}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gputui.escape import for_terminal
-from gputui.fmt import GIB, per_second, rate
+from gputui.fmt import GIB, num, pct, per_second, rate
 from gputui.lookback.noise import RatioInterval, rate_interval
 from gputui.protocol import JsonObject
 from gputui.tune.trial import Trial
@@ -37,8 +37,7 @@ def trial_line(trial: Trial, total: int) -> str:
         return for_terminal(f"{head}: failed: {trial.failure}")
     return (
         f"{head}: {rate(trial.rate)} {per_second(trial.unit)} over {trial.training_s:.0f} s of training, data wait {_pct(trial.data_wait)}"
-        f", GPU busy {'-' if trial.gpu_busy_pct is None else f'{trial.gpu_busy_pct:.0f}%'}"
-        f", {'-' if trial.cpu_cores is None else f'{trial.cpu_cores:.1f}'} cores"
+        f", GPU busy {pct(trial.gpu_busy_pct)}, {num(trial.cpu_cores, digits=1)} cores"
     )
 
 
@@ -57,8 +56,8 @@ def table_rows(trials: Sequence[Trial], verdict: Verdict) -> list[list[str]]:
                 rate(trial.rate),
                 _interval_text(trial),
                 _pct(trial.data_wait),
-                "-" if trial.gpu_busy_pct is None else f"{trial.gpu_busy_pct:.0f}%",
-                "-" if trial.cpu_cores is None else f"{trial.cpu_cores:.1f}",
+                pct(trial.gpu_busy_pct),
+                num(trial.cpu_cores, digits=1),
                 _gb(trial.peak_rss),
                 _gb(trial.shm_used),
                 mark,
