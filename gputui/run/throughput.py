@@ -29,8 +29,9 @@ downloads, checkpoint loading) are skipped.  :meth:`ThroughputParser.feed` never
 A reading's rate is what the tool shows; where the tool also shows how much it did in
 how long, the reading carries that window too (``samples`` and ``seconds``), so that the
 summary's figure is the tool's own count over its own time: a tqdm bar's counter over
-its elapsed clock (not its smoothed rate), timm's epoch meters, the Trainer's tokens over
-its runtime, nanoGPT's tokens per iteration over its time.  Where a line carries both a
+its elapsed clock (not its smoothed rate), timm's epoch meters (its first update, the
+run's start, left out: see :data:`COUNTED_FROM_START`), the Trainer's tokens over its
+runtime, nanoGPT's tokens per iteration over its time.  Where a line carries both a
 step time and the script's own rate, the rate is the reading, in the script's unit
 (timm's running average, a nanoGPT fork's ``tok/s``).  Evaluation is no part of a
 window: the time of another bar drawn while the training bar's clock runs on (its
@@ -785,26 +786,38 @@ _TIMM_TRAIN = re.compile(r"\bTrain: ([0-9]+) \[ *([0-9]+)/[0-9]+\b.*\bTime: " + 
 
 
 def parse_timm_train(line: str, state: ParseState) -> list[Throughput] | None:
-    """timm's running average rate, with the window since its last line: its meters
-    count the epoch's updates (``update_idx + 1``) and their average time, so the
-    updates times the average is the epoch's time so far, and the rate times the
-    average the samples of one update."""
+    """timm's running average rate, with the window since its last counted line: its
+    meters count the epoch's updates (``update_idx + 1``) and their average time, so the
+    updates times the average is the epoch's time so far."""
     match = _TIMM_TRAIN.search(line)
     if match is None:
         return None
     epoch, index = int(match.group(1)), int(match.group(2))
+    time_now, rate_now = _matched(match.group(3)), _matched(match.group(4))
     average, rate = _matched(match.group(5)), _matched(match.group(6))
     if average is None or rate is None:
         return []
     updates = index + 1
-    samples, seconds = rate * average * updates, average * updates
-    last, state.timm_last = state.timm_last, (epoch, updates, samples, seconds)
-    if last is not None and last[0] == epoch and updates <= last[1]:
-        return _reading(rate, "timm")  # the same or an earlier update of this epoch: no window to tell
-    since = last[2:] if last is not None and last[0] == epoch else (0.0, 0.0)  # a new epoch's meters start at 0
-    window = samples - since[0], seconds - since[1]
-    if window[0] <= 0 or window[1] <= 0:
+    # The samples of one update (an integer: the batch of every rank together), read off
+    # this update's own pair; without it, off the average's pair.
+    per_update = round(time_now * rate_now) if time_now and rate_now and time_now * rate_now >= 0.5 else rate * average
+    # The average time is printed to 1 ms and the rate to 0.01/s: times the updates, the
+    # less rounded of the two (by its relative rounding) is the epoch's time so far.
+    if 0.0005 / average <= 0.005 / rate:
+        per_update_s = average
+    else:
+        per_update_s = per_update / rate
+    samples, seconds = per_update * updates, per_update_s * updates
+    last = state.timm_last
+    if last is None or last[0] != epoch:  # the run's first line, or a new epoch's meters, which start at 0
+        state.timm_last = (epoch, updates, samples, seconds)
+        return _reading(rate, "timm", samples=samples, seconds=seconds)
+    window = samples - last[2], seconds - last[3]
+    if updates <= last[1] or window[0] <= 0 or window[1] <= 0:
+        # The same or an earlier update, or a window that rounding left empty: the next
+        # line's window starts where the last counted one ended, so none of it is lost.
         return _reading(rate, "timm")
+    state.timm_last = (epoch, updates, samples, seconds)
     return _reading(rate, "timm", samples=window[0], seconds=window[1])
 
 
@@ -896,10 +909,12 @@ _PROGRESS_BARS = ("tqdm", "keras")
 # long (the session's clock) for its first window, which tells the batch size: it comes
 # with the first optimizer step a second or more after the first batch.
 UNIT_SETTLE_S = 3.0
-#: Sources whose windows continue the tool's own counter from its start (a tqdm bar's
-#: count over its elapsed clock, timm's epoch meters, the Trainer's tokens over its
-#: runtime): their first window is part of the figure the tool gives itself.
-COUNTED_FROM_START = frozenset({"tqdm", "timm", "hf-trainer"})
+#: Sources whose windows continue one counter of the tool's from its start (a tqdm bar's
+#: count over its elapsed clock, the Trainer's tokens over its runtime): their first
+#: window is part of the figure the tool gives itself.  timm is not one: its meters
+#: restart each epoch, so its later epochs' averages, free of the start (a GPU's lazy
+#: start and cuDNN's autotuning, seconds in a first update), are the figure it gives.
+COUNTED_FROM_START = frozenset({"tqdm", "hf-trainer"})
 
 
 def _as_steps(reading: Throughput, hint: float) -> Throughput:
