@@ -12,8 +12,10 @@
 #               a separate tune of the setting it chose against the script as written (~4 min); TUNE_S: trial seconds
 #     tunegrid  the same loop by hand over workers TUNE_GRID (default 2,4,8,12,16) (~4 min)
 #     tunefed   a fed loop: one trial, not input-bound (~1 min);  tunetaskset: the starved loop on 4 cores (~2 min)
-#     frameworks  tests/frameworks on cuda: nanoGPT, timm and Lightning's own example scripts under gputui, with and
-#               without the probe (FRAMEWORKS_K picks them; the Trainer and accelerate examples need datasets, not carried)
+#     frameworks  tests/frameworks on cuda: nanoGPT, timm, Lightning, the Trainer and accelerate's own example scripts
+#               under gputui, with and without the probe, one framework per worker (FRAMEWORKS_K picks them,
+#               FRAMEWORKS_N the workers; needs pytest-xdist, datasets, dill and multiprocess in .whl/)
+#     probecost the probe's cost A/B on the Python-bound loop (PROBE_RUNS pairs, pinned) and the fed ResNet-50 loop
 #     passthrough a fed GPU loop's own output through `gputui --headless`, to a log and on a terminal (script(1)), and alone
 #     checktests  pytest -m gpu for the check's own tests only (quicker than tests)
 #     quickcheck  gputui check --quick (under a minute)
@@ -93,7 +95,9 @@ exec > >(tee -a "$final/log.txt") 2>&1
 cd "$(dirname "$0")/.."
 
 if [ -d .whl ]; then  # the device has no network: pure-Python deps travel as wheels
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+  # By name from the folder: pip takes each one's wheel for this Python (some have one per version).
+  wheels=$(for w in .whl/*.whl; do basename "$w" | cut -d- -f1; done | sort -u)
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site --find-links .whl $wheels || exit 1
   export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH  # bin: py-spy, for tuiprofile
 fi
 export PYTHONUNBUFFERED=1 XDG_CONFIG_HOME=/tmp/gputui-xdg GPUTUI_CACHE_DIR=/tmp/gputui-cache
@@ -293,6 +297,15 @@ PY
              -- python3 benchmarks/own_training/torch_tqdm_loop.py --variant fed --seconds 25 2>&1 | tee "$out/probe/resnet50.txt" | tail -6
            python3 benchmarks/probe_overhead.py --runs 3 --pattern 'throughput: ([0-9.]+)' \
              -- python3 benchmarks/own_training/torch_tqdm_loop.py --variant python-bound --seconds 25 2>&1 | tee "$out/probe/python-bound.txt" | tail -6 ;;
+    probecost) mkdir -p "$final/probe"  # the probe's cost, A/B back to back, on the two loops it must cost <= 1 % (~8 min)
+           # The Python-bound loop pinned to two cores: its rate is its one thread's speed, which moves with the core it
+           # lands on; both arms are pinned alike. Written straight to $OUT, so a call cut short keeps what ran.
+           python3 benchmarks/probe_overhead.py --runs "${PROBE_RUNS:-5}" --pattern 'throughput: ([0-9.]+)' \
+             -- taskset -c 2,3 python3 benchmarks/own_training/torch_tqdm_loop.py --variant python-bound --seconds "${PROBE_S:-20}" \
+             2>&1 | tee "$final/probe/python-bound.txt" | tail -7
+           python3 benchmarks/probe_overhead.py --runs 3 --pattern 'throughput: ([0-9.]+)' \
+             -- python3 benchmarks/own_training/torch_tqdm_loop.py --variant fed --seconds "${PROBE_S:-20}" \
+             2>&1 | tee "$final/probe/resnet50.txt" | tail -7 ;;
     passthrough) mkdir -p "$out/passthrough"  # a GPU loop's own output through gputui: to a log, and on a terminal (script(1))
            loop="python3 benchmarks/own_training/torch_tqdm_loop.py --variant fed --seconds 20"
            python3 -m gputui --headless --record "$out/passthrough/log.jsonl" -- $loop \
@@ -301,10 +314,14 @@ PY
            COLUMNS=120 LINES=30 script -qfec "python3 -m gputui --headless --record $out/passthrough/terminal.jsonl -- $loop" \
              "$out/passthrough/terminal.typescript" > /dev/null; echo "on a terminal: exit $?"
            tail -5 "$out/passthrough/stdout.txt"; tail -12 "$out/passthrough/stderr.txt" ;;
-    frameworks) mkdir -p "$out/frameworks"  # the frameworks' own example scripts (tests/data/frameworks) on cuda; their wheels in .whl/
-           FRAMEWORKS_DEVICE=cuda FRAMEWORKS_REPORT="$out/frameworks/report.jsonl" FRAMEWORKS_KEEP="$out/frameworks/keep" \
-             python3 -m pytest tests/frameworks -q -rA -p no:cacheprovider -k "${FRAMEWORKS_K:-nanogpt or timm or lightning}" 2>&1 \
-             | tee "$out/frameworks/pytest.txt" | grep -E "passed|failed|PASSED|FAILED|SKIPPED" | tail -40 ;;
+    frameworks) mkdir -p "$out/frameworks" "$final/frameworks"  # the frameworks' own example scripts (tests/data/frameworks) on cuda
+           # One framework per pytest-xdist worker (--dist loadscope: a module's runs stay together), so that the five
+           # fit one call; each run's figure and the script's own are read from the same run, so a shared GPU hits both.
+           # The report goes straight to $OUT: a step cut by the call's limit still leaves the runs that ended.
+           FRAMEWORKS_DEVICE=cuda FRAMEWORKS_REPORT="$final/frameworks/report.jsonl" FRAMEWORKS_KEEP="$out/frameworks/keep" \
+             timeout "${FRAMEWORKS_TIMEOUT_S:-540}" python3 -m pytest tests/frameworks -q -rA -p no:cacheprovider \
+             -n "${FRAMEWORKS_N:-5}" --dist loadscope -k "${FRAMEWORKS_K:-nanogpt or timm or lightning or trainer or accelerate}" 2>&1 \
+             | tee "$final/frameworks/pytest.txt" | grep -E "passed|failed|PASSED|FAILED|SKIPPED|XPASS|XFAIL" | tail -60 ;;
     tune) mkdir -p "$out/tune"  # gputui tune on a CPU-starved DataLoader loop written with 2 workers, then a separate run of its choice
           loop="python3 benchmarks/own_training/torch_tqdm_loop.py --variant starved --workers 2 --seconds 3600"
           python3 -m gputui tune --trial-seconds "${TUNE_S:-30}" --json --report "$out/tune/auto.html" -- $loop \

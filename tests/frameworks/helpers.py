@@ -278,11 +278,18 @@ def check_evaluation_phase(run: FrameworkRun) -> None:
     assert "evaluation" in run.phase_names, f"{run.name}: the summary's phases name no evaluation: {run.phases}"
 
 
+# On a GPU the tiny configurations leave most of its memory unused, which the headroom
+# rule rightly says (a larger batch would fit): no bottleneck, so no fault of a fed run.
+FED_MAY_FIND = frozenset({"headroom"}) if DEVICE == "cuda" else frozenset()
+
+
 def check_fed(run: FrameworkRun) -> None:
-    """(e) the script as it is, fed: no finding, and with the probe its loop waited for
-    data in less than the input-bound rule's share of its time."""
+    """(e) the script as it is, fed: no finding (on a GPU, none but headroom), and with
+    the probe its loop waited for data in less than the input-bound rule's share of its
+    time."""
     wait, threshold = run.data_wait, Settings().data_wait_pct / 100.0
-    assert not run.findings, f"{run.name} ({'probe' if run.probe else 'no probe'}), fed: findings {[f.title for f in run.findings]}"
+    found = [f for f in run.findings if f.kind not in FED_MAY_FIND]
+    assert not found, f"{run.name} ({'probe' if run.probe else 'no probe'}), fed: findings {[f.title for f in found]}"
     assert not run.probe or (wait is not None and wait < threshold), (
         f"{run.name}, fed: the loop waited for data {wait} of its time (input-bound at {threshold})"
     )

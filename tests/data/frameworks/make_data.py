@@ -117,9 +117,18 @@ def _sentence(rng: random.Random) -> str:
     return " ".join(rng.choices(HF_WORDS, k=rng.randint(10, 30)))
 
 
-def tiny_bert(hf_home: Path, repo_id: str) -> Path:
-    """A 2-layer BERT of width 32 over a 65-word vocabulary, in the hub cache as ``repo_id``."""
+# A BERT's shape: the tiny one every CPU run uses, and BERT-large's (random weights), for a
+# GPU run whose steps must take long enough for a steady rate over the tutorial's 375 steps.
+BERT_TINY = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64, "max_position_embeddings": 128}
+BERT_LARGE = {"hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16, "intermediate_size": 4096, "max_position_embeddings": 512}
+
+
+def tiny_bert(hf_home: Path, repo_id: str, shape: dict | None = None) -> Path:
+    """A BERT over a 65-word vocabulary, in the hub cache as ``repo_id``: 2 layers of width
+    32 unless ``shape`` says otherwise (its tokenizer pads to its longest position)."""
     from transformers import BertConfig, BertModel
+
+    shape = shape or BERT_TINY
 
     repo = hf_home / "hub" / ("models--" + repo_id.replace("/", "--"))
     snapshot = repo / "snapshots" / HF_REVISION
@@ -128,8 +137,8 @@ def tiny_bert(hf_home: Path, repo_id: str) -> Path:
     (repo / "refs" / "main").write_text(HF_REVISION)
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *HF_WORDS]
     (snapshot / "vocab.txt").write_text("\n".join(vocab) + "\n")
-    (snapshot / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": False, "model_max_length": 128}))
-    config = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, max_position_embeddings=128)
+    (snapshot / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": False, "model_max_length": shape["max_position_embeddings"]}))
+    config = BertConfig(vocab_size=len(vocab), **shape)
     BertModel(config).save_pretrained(snapshot)  # as the real one: no classification head, the script adds its own
     return snapshot
 
@@ -154,10 +163,10 @@ def make_hf(hf_home: Path, workdir: Path, train: int = 640, validation: int = 32
     return {"model": snapshot, **csv_files}
 
 
-def make_hf_trainer(hf_home: Path, train: int = 1000, test: int = 1000) -> Path:
-    """The Trainer tutorial: "google-bert/bert-base-cased" and "yelp_review_full" (5 labels,
-    a text column; the tutorial takes 1000 rows of each split)."""
-    snapshot = tiny_bert(hf_home, "google-bert/bert-base-cased")
+def make_hf_trainer(hf_home: Path, train: int = 1000, test: int = 1000, shape: dict | None = None) -> Path:
+    """The Trainer tutorial: "google-bert/bert-base-cased" (``tiny_bert``'s ``shape``) and
+    "yelp_review_full" (5 labels, a text column; the tutorial takes 1000 rows of each split)."""
+    snapshot = tiny_bert(hf_home, "google-bert/bert-base-cased", shape)
     rng = random.Random(1)
     rows = {split: [{"label": rng.randint(0, 4), "text": _sentence(rng)} for _ in range(n)] for split, n in (("train", train), ("test", test))}
     features = {"label": ["1 star", "2 star", "3 stars", "4 stars", "5 stars"], "text": "string"}

@@ -21,8 +21,8 @@ class _Metric:
         self._references: list[np.ndarray] = []
 
     def add_batch(self, *, predictions, references) -> None:
-        self._predictions.append(np.asarray(predictions).reshape(-1))
-        self._references.append(np.asarray(references).reshape(-1))
+        self._predictions.append(_as_array(predictions))
+        self._references.append(_as_array(references))
 
     def compute(self, *, predictions=None, references=None) -> dict[str, float]:
         if predictions is not None:
@@ -37,6 +37,14 @@ class _Metric:
             fn = float(((pred == 0) & (ref == 1)).sum())
             result["f1"] = 2 * tp / (2 * tp + fp + fn) if tp else 0.0
         return result
+
+
+def _as_array(values) -> np.ndarray:
+    """Values as one flat array; a torch tensor on any device is copied to the host first,
+    as the real ``evaluate`` (through ``datasets``' features) does."""
+    if hasattr(values, "detach"):
+        values = values.detach().cpu().numpy()
+    return np.asarray(values).reshape(-1)
 
 
 def load(path: str, config_name: str | None = None, **kwargs) -> _Metric:
