@@ -107,8 +107,9 @@ def _run(args, emitter, mods, spec, device, device_name, image_size, seq_len, in
     tf.random.set_seed(0)
     keras.utils.set_random_seed(0)
 
+    transformer = spec.kind == "transformer"
     with strategy.scope():  # variables are mirrored on every replica's device
-        if spec.kind == "cnn":
+        if not transformer:
             model = build_cnn(keras, args.model, image_size)
             optimizer = keras.optimizers.SGD()
             flops = _counted(lambda: cnn_train_flops(keras, model))
@@ -116,6 +117,9 @@ def _run(args, emitter, mods, spec, device, device_name, image_size, seq_len, in
             model = build_transformer(mods["transformers"], args.model)
             optimizer = keras.optimizers.Adam()
             flops = _counted(lambda: transformer_train_flops(model.config, seq_len))
+            # transformers' TF models create their weights on the first call: here, so
+            # that no train step (ours or model.fit's) creates variables (see below).
+            model(tf.zeros((1, seq_len), tf.int32), training=False)
     loss_scale = args.precision == "mixed_float16"
     # Per-example losses averaged over the global batch: the replicas' gradients then sum
     # to the gradient of the whole batch (tf.distribute's convention).
@@ -159,13 +163,13 @@ def _run(args, emitter, mods, spec, device, device_name, image_size, seq_len, in
         return _run_tf_metal(args, emitter, tf, keras, spec, model, optimizer, loss_fn, image_size, seq_len,
                              start, result_info, flops, peak_memory, mark)  # fmt: skip
 
+    variables = model.trainable_variables
     with strategy.scope():
         if loss_scale:
             optimizer = keras.mixed_precision.LossScaleOptimizer(optimizer)
-        transformer = spec.kind == "transformer"
-        if transformer:  # transformers' TF models create their weights on the first call
-            model(tf.zeros((1, seq_len), tf.int32), training=False)
-    variables = model.trainable_variables
+        # The slot variables now, not in the first train step: a tf.function whose first
+        # call creates variables is traced a second time, which doubles the tracing.
+        optimizer.build(variables)
 
     def replica_step(x, y):
         with tf.GradientTape() as tape:
@@ -252,6 +256,9 @@ def _run_tf_metal(args, emitter, tf, keras, spec, model, optimizer, loss_fn, ima
     mixed_float16.  The result is built as measure.measure builds it for this method."""
     bs, steps, epochs = args.batch_size, args.steps, args.epochs
     model.compile(optimizer=optimizer, loss=loss_fn)
+    # The slot variables before fit (as in the steps method): else fit's first call
+    # creates them and its train function is traced twice.  Untimed, as that tracing is.
+    model.optimizer.build(model.trainable_variables)
     if args.pipeline == "synthetic":
         # model_library.py: one random example, stacked batch_size * steps times.
         if spec.kind == "cnn":

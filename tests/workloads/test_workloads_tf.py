@@ -10,6 +10,11 @@ The model runs are started together by one fixture, two at a time (tracing a big
 Keras graph is mostly single-threaded Python, so two runs share two cores well),
 longest first; each test then checks its own run.  Only the selected tests' runs are
 started (``-k`` works as usual).
+
+Each model run also counts how often every ``tf.function`` it calls is traced
+(TensorFlow's own ``experimental_get_tracing_count()``; see COUNT_TRACES): once each.
+A train step traced twice (its first call created the optimizer's variables, say)
+doubles the slowest part of a run.
 """
 
 from __future__ import annotations
@@ -80,6 +85,41 @@ def worker_argv(model: str, args: list[str]) -> list[str]:
     return argv + args
 
 
+# The worker as ``python -m gputui.workloads`` runs it, with every tf.function call
+# followed by a look at that function's trace count; the counts go to stderr at exit.
+TRACES = "test: tf.function traces: "
+COUNT_TRACES = textwrap.dedent(f"""
+    import atexit, json, runpy, sys
+    from gputui.workloads import tf_workload
+
+    counts = {{}}
+    imported = tf_workload.import_frameworks
+
+    def import_frameworks(kind):
+        mods = imported(kind)
+        cls = type(mods["tf"].function(lambda: None))
+        call = cls.__call__
+
+        def counted(self, *args, **kwargs):
+            try:
+                return call(self, *args, **kwargs)
+            finally:
+                counts[id(self)] = [self.__name__, self.experimental_get_tracing_count()]
+
+        cls.__call__ = counted
+        return mods
+
+    tf_workload.import_frameworks = import_frameworks
+    atexit.register(lambda: print({TRACES!r} + json.dumps(sorted(counts.values())), file=sys.stderr))
+    runpy.run_module("gputui.workloads", run_name="__main__", alter_sys=True)
+""")
+
+
+def counting_traces(argv: list[str]) -> list[str]:
+    assert argv[1:3] == ["-m", "gputui.workloads"]
+    return [argv[0], "-c", COUNT_TRACES, *argv[3:]]
+
+
 def flag(args: list[str], name: str, default: str | None = None) -> str | None:
     return args[args.index(name) + 1] if name in args else DEFAULTS.get(name, default)
 
@@ -104,6 +144,12 @@ class Run:
 
     def stderr(self) -> list[str]:
         return [line.text for line in self.lines if line.stream == "stderr" and line.text.strip()]
+
+    def traces(self) -> list[list]:
+        """[name, times traced] of every tf.function the run called (COUNT_TRACES)."""
+        found = [json.loads(text[len(TRACES) :]) for text in self.stderr() if text.startswith(TRACES)]
+        assert len(found) == 1, self.log()
+        return found[0]
 
     def log(self) -> str:
         return "\n".join(f"[{line.stream}] {line.text}" for line in self.lines[-60:]) + f"\n-> {self.outcome}"
@@ -155,7 +201,8 @@ class Runs:
     def _submit(self, name: str) -> Future:
         if name not in self.futures:
             case = CASES[name]
-            self.futures[name] = self.pool.submit(run_worker, worker_argv(case.model, case.args), self.env)
+            argv = worker_argv(case.model, case.args)
+            self.futures[name] = self.pool.submit(run_worker, counting_traces(argv) if case.kind == "ok" else argv, self.env)
         return self.futures[name]
 
     def __getitem__(self, name: str) -> Run:
@@ -245,6 +292,10 @@ def test_worker_run(case: str, runs) -> None:
         assert result["p5"] <= result["samples_per_sec"] <= result["p95"]
     assert any(line.startswith(f"{spec.model}: ") for line in run.stderr()), run.log()  # the human summary
     assert not any("Traceback" in line for line in run.stderr()), run.log()
+    # Every tf.function traced once: the train step (ours, or model.fit's) included.
+    traces = run.traces()
+    assert ("train_function" if method == "tf-metal" else "train_step") in {name for name, _ in traces}, traces
+    assert all(count == 1 for _, count in traces), f"a tf.function was traced more than once: {traces}"
 
     if case == "resnet50-fp32-224":
         # Keras' ResNet-50 (v1) is 3.86 GMACs forward at 224 px; training = 3 x 2 x that,
