@@ -109,6 +109,18 @@ def test_replay_screenshot_draws_a_recording(tmp_path):
     assert svg.lstrip().startswith("<svg") and "gputui" in svg
 
 
+@pytest.mark.skipif(NO_TORCH, reason='benchmarks/probe_step_cost.py trains with torch, which is not installed here (pip install ".[torch]")')
+def test_probe_step_cost_prints_what_the_probe_adds_to_a_step():
+    """Two pairs of short runs, one of each in each order; the script exits non-zero where
+    the probe did not load in a probed run or loaded in an unprobed one."""
+    done = run_script("benchmarks/probe_step_cost.py", "--quick", timeout=180)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "probe cost per step (one batch and one optimizer step): " in done.stdout, done.stdout
+    pairs = [line for line in done.stdout.splitlines() if line.startswith("pair ")]
+    assert len(pairs) == 2 and pairs[0].split(": ")[1].startswith("without") and pairs[1].split(": ")[1].startswith("with ")
+    assert "share of a 22 ms step: " in done.stdout and "machine: " in done.stdout and "torch " in done.stdout
+
+
 @pytest.mark.parametrize(
     "script",
     [
