@@ -801,8 +801,8 @@ def parse_timm_train(line: str, state: ParseState) -> list[Throughput] | None:
     # The samples of one update (an integer: the batch of every rank together), read off
     # this update's own pair; without it, off the average's pair.
     per_update = round(time_now * rate_now) if time_now and rate_now and time_now * rate_now >= 0.5 else rate * average
-    # The average time is printed to 1 ms and the rate to 0.01/s: times the updates, the
-    # less rounded of the two (by its relative rounding) is the epoch's time so far.
+    # The average time is printed with 3 decimals and the rate with 2: times the updates,
+    # the less rounded of the two (by its relative rounding) is the epoch's time so far.
     if 0.0005 / average <= 0.005 / rate:
         per_update_s = average
     else:
