@@ -58,30 +58,23 @@ def check_recording(path: Path, hostname: str, results: list[CheckResult], verdi
     return write_lines(path, [header, *events, summary])
 
 
-def power_limit_lowered(**changes: object) -> CheckResult:
-    """A failed check: GPU 0's power limit lowered to 450 W of its 700 W (``changes``
-    replace fields: the cause, the advice)."""
+def power_limit(**changes: object) -> CheckResult:
+    """GPU 0's power-limit check, at its 700 W (``changes`` replace fields)."""
     fields: dict = dict(
-        id="gpu0.power_limit",
-        group="preflight",
-        name="power limit",
-        status="fail",
-        value=450.0,
-        unit="W",
-        expected=700.0,
-        expected_source="datasheet",
-        gpu=0,
-        cause="the limit was lowered",
-        advice="ask the provider",
+        id="gpu0.power_limit", group="preflight", name="power limit", status="ok", value=700.0, unit="W", expected=700.0, expected_source="datasheet", gpu=0
     )
     return CheckResult(**{**fields, **changes})
 
 
+def power_limit_lowered(**changes: object) -> CheckResult:
+    """A failed check: GPU 0's power limit lowered to 450 W of its 700 W (``changes``
+    replace fields: the cause, the advice)."""
+    return power_limit(**{"status": "fail", "value": 450.0, "cause": "the limit was lowered", "advice": "ask the provider", **changes})
+
+
 def two_check_recordings(tmp_path: Path) -> tuple[Path, Path]:
     fast = [
-        CheckResult(
-            id="gpu0.power_limit", group="preflight", name="power limit", status="ok", value=700.0, unit="W", expected=700.0, expected_source="datasheet", gpu=0
-        ),
+        power_limit(),
         CheckResult(
             id="micro.gpu0.matmul_bf16",
             group="micro",
