@@ -165,6 +165,13 @@ class FrameworkRun:
         listed apart in a training window."""
         return any(w.fields.get("phase") == "evaluation" or w.fields.get("eval_batches") for w in self.probe_windows)
 
+    def counted_steps(self) -> range:
+        """Which optimizer steps, counted from the run's first, gputui's figure covers with
+        the probe: those of every training window but the first (the start, which the
+        summary leaves out)."""
+        steps = [w.fields.get("steps") or 0 for w in self.probe_windows if w.fields.get("phase", "training") == "training"]
+        return range(steps[0], sum(steps)) if steps else range(0)
+
     @property
     def findings(self) -> list[ev.Finding]:
         summary = self.recording.summary

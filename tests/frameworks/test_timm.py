@@ -1,6 +1,6 @@
 """timm's train.py (huggingface/pytorch-image-models, tests/data/frameworks/timm/SOURCE.md)
 under gputui: timm's test_resnet on a 4-class ImageFolder of random 32x32 PNGs, 2 epochs
-of 40 updates (1000 on cuda), each followed by a validation pass of 128 batches.  The starved variant
+of 100 updates (1000 on cuda), each followed by a validation pass of 128 batches.  The starved variant
 (tests/data/frameworks/starve.py): 10 ms more per training sample, one epoch of 160
 updates and a validation pass of 4 batches."""
 
@@ -33,7 +33,7 @@ pytestmark = pytest.mark.frameworks
 EPOCHS, BATCH, VAL_BATCHES = 2, 8, 128
 # On a GPU an update takes milliseconds after a first one of seconds (CUDA's lazy start,
 # cuDNN's autotuning): more updates there, so that the steady training is most of the run.
-UPDATES = 40 if DEVICE == "cpu" else 1000
+UPDATES = 100 if DEVICE == "cpu" else 1000
 FLAGS = [
     "--data-dir=imagefolder",
     "--model=test_resnet",
@@ -57,14 +57,27 @@ TRAIN = re.compile(r"Train: (\d+) \[\s*(\d+)/(\d+) .*Time: [0-9.]+s,\s+([0-9.]+)
 TEST = re.compile(r"Test: \[\s*(\d+)/(\d+)\]")
 
 
-def own_figure(run: FrameworkRun) -> float | None:
-    """Samples per second over every training update but the run's first (the start,
-    which timm's later epochs' averages leave out too): each line's batch over its update
+def own_figure(lines: list[str]) -> float | None:
+    """Samples per second over the updates of ``lines``: each line's batch over its update
     time (the batch over the rate it prints; the time itself is rounded to 1 ms).  timm
     times an update from the end of the last (its data loading included) and restarts
     the clock at each epoch, so validation is never in it."""
-    rates = [float(m.group(4)) for line in run.lines if (m := TRAIN.search(line))][1:]
+    rates = [float(m.group(4)) for line in lines if (m := TRAIN.search(line))]
     return BATCH * len(rates) / sum(BATCH / r for r in rates) if rates else None
+
+
+def own_figure_of(run: FrameworkRun) -> tuple[float | None, str]:
+    """The script's own figure over the updates gputui's figure counts, and what they are
+    (a line per update: --log-interval=1).  From timm's lines: every update but the run's
+    first (the start, which timm's later epochs' averages leave out too).  From the probe:
+    the updates of its windows but the first, so that a CPU whose speed drifts during a
+    short run (a shared one) moves both figures alike."""
+    updates = [line for line in run.lines if TRAIN.search(line)]
+    if run.throughput.source == "probe":
+        counted = run.counted_steps()
+        note = f"updates {counted.start}-{counted.stop - 1}, those of the probe's windows but the first"
+        return own_figure(updates[counted.start : counted.stop]), f"samples/s: the batch over each update's time, {note}"
+    return own_figure(updates[1:]), "samples/s: the batch over each update's time, every update of both epochs but the run's first"
 
 
 @pytest.fixture(scope="module", params=[True, False], ids=["probe", "no-probe"])
@@ -74,10 +87,7 @@ def run(request, tmp_path_factory) -> FrameworkRun:
     copy_scripts("timm", work, ["train.py"])
     make_data().make_image_folder(work, classes=4, train_per_class=UPDATES * BATCH // 4, val_per_class=VAL_BATCHES * 2 // 4)
     done = run_framework("timm", work, ["train.py", *FLAGS], probe=request.param)
-    done.own_figure = own_figure(done)
-    done.own_note = (
-        "samples/s: the batch over each update's time, every update of both epochs but the run's first (its own running average restarts each epoch)"
-    )
+    done.own_figure, done.own_note = own_figure_of(done)
     done.report()
     return done
 

@@ -197,6 +197,21 @@ def test_an_inference_loop_is_evaluation_throughout():
     assert loop.windows()[-1]["phase"] == "evaluation" and "ongoing" not in loop.windows()[-1]
 
 
+def test_a_closing_validation_shorter_than_a_window_leaves_the_training_before_it_whole():
+    """timm's last epoch: its training, then a validation pass that ends with the script.
+    The training since the last window is a window of its own, ending where the validation
+    began, not a partial one dropped at exit."""
+    loop = Loop()
+    train = Iterator()
+    loop.train(train, 150)  # 1.5 s: one window, and half a window since
+    loop.validate(20)  # 0.6 s, under a report interval
+    loop.probe._at_exit()
+    training = loop.windows("training")
+    assert sum(w["steps"] for w in training) == 150 and sum(w["batches"] for w in training) == 150
+    assert training[-1]["seconds"] == pytest.approx(0.5, abs=0.02) and not training[-1].get("eval_batches")
+    assert loop.windows()[-1]["phase"] == "evaluation" and loop.windows()[-1]["batches"] == 20
+
+
 def test_without_a_dataloader_a_span_from_model_eval_to_model_train_is_evaluation():
     """nanoGPT's estimate_loss(): model.eval(), forward passes on get_batch() (no
     DataLoader), model.train(); no backward and no step between.  The span is evaluation:

@@ -737,15 +737,18 @@ def _stepped(now):
 
 def _at_exit():
     """The script ends: an evaluation under way (the closing validation) still gets its
-    window; a pass still not known is evaluation unless the loop trained after it."""
+    window, and the training before it one too; a pass still not known is evaluation
+    unless the loop trained after it.  Training still going is a partial window, dropped."""
     if not _on or _t_last is None:
         return
     try:
         while _unresolved:
             _settle_oldest()
         if _eval_since is not None:
-            if not _eval_split:
-                _reset_window(_eval_since)  # the training before it: a partial window, dropped as ever
+            if not _eval_split:  # the training before it ended where it began: a window, as in _eval_window
+                if _steps or _train.batches:
+                    _report(_eval_since, TRAINING)
+                _reset_window(_eval_since)
             _report(time.monotonic(), EVALUATION)
     except Exception:
         pass
