@@ -32,8 +32,9 @@ from tests.frameworks.helpers import (
     run_starved,
 )
 
-# Each test of a figure is serial (within 2 % of the script's own needs the machine to itself); the
-# starved runs are not: a finding holds under load, and their training mostly sleeps.
+# Each test of a figure is serial (within 2 % of the script's own needs a core to itself: the
+# serial pass runs two such modules at a time); the starved runs are not: a finding holds
+# under load, and their training mostly sleeps.
 pytestmark = pytest.mark.frameworks
 
 EPOCHS, TRAIN_ROWS, VAL_ROWS = 3, 640, 320

@@ -35,8 +35,9 @@ from tests.frameworks.helpers import (
     run_starved,
 )
 
-# Each test of a figure is serial (within 2 % of the script's own needs the machine to itself); the
-# starved runs are not: a finding holds under load, and their training mostly sleeps.
+# Each test of a figure is serial (within 2 % of the script's own needs a core to itself: the
+# serial pass runs two such modules at a time); the starved runs are not: a finding holds
+# under load, and their training mostly sleeps.
 pytestmark = pytest.mark.frameworks
 
 EPOCHS, ROWS, BATCH = 3, 1000, 8  # TrainingArguments' default per_device_train_batch_size

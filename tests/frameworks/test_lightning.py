@@ -42,8 +42,9 @@ from tests.frameworks.helpers import (
     run_starved,
 )
 
-# Each test of a figure is serial (within 2 % of the script's own needs the machine to itself); the
-# starved runs are not: a finding holds under load, and their training mostly sleeps.
+# Each test of a figure is serial (within 2 % of the script's own needs a core to itself: the
+# serial pass runs two such modules at a time); the starved runs are not: a finding holds
+# under load, and their training mostly sleeps.
 pytestmark = pytest.mark.frameworks
 
 # transformer.py: n blocks of 35 words, split [n - 4000, 2000, 2000] and batched by 20: 12
@@ -91,23 +92,39 @@ def last_bar_rate(run: FrameworkRun, prefix: str) -> float | None:
     return rates[-1] if rates else None
 
 
-def tqdm_training_figure(run: FrameworkRun) -> float | None:
-    """Batches per second over the training alone: each epoch's batches over their time,
-    the time being its batches over the rate of the training bar's last redraw before
-    that epoch's validation bar (the bar's clock runs on through validation)."""
-    last: dict[int, tuple[int, float]] = {}
+def tqdm_training_redraws(run: FrameworkRun) -> list[list[tuple[int, float]]]:
+    """Each epoch's training bar redraws before that epoch's validation bar (the bar's
+    clock runs on through validation): (batches, seconds since the epoch began), the
+    seconds being the batches over the bar's rate (Lightning's bar does not smooth it)."""
+    epochs: dict[int, list[tuple[int, float]]] = {}
     validated: set[int] = set()
     epoch = None
     for line in run.lines:
         text = ANSI.sub("", line).strip()
         if m := TQDM_EPOCH.match(text):
-            epoch = int(m.group(1))
-            if epoch not in validated:
-                last[epoch] = (int(m.group(2)), float(m.group(4)))
+            epoch, n, rate = int(m.group(1)), int(m.group(2)), float(m.group(4))
+            if epoch not in validated and rate > 0:
+                epochs.setdefault(epoch, []).append((n, n / rate))
         elif text.startswith("Validation") and epoch is not None:
             validated.add(epoch)
-    seconds = sum(n / rate for n, rate in last.values() if rate > 0)
-    return sum(n for n, _ in last.values()) / seconds if seconds > 0 else None
+    return [epochs[e] for e in sorted(epochs)]
+
+
+def tqdm_training_figure(run: FrameworkRun, steps: range | None = None) -> float | None:
+    """Batches per second over the training alone, by the bar: every epoch's batches over
+    their time, or (``steps``: counted from the run's first, a batch a step) those
+    batches' alone, from the redraws nearest inside their ends."""
+    batches, seconds, offset = 0, 0.0, 0
+    for redraws in tqdm_training_redraws(run):
+        points = [(0, 0.0), *redraws]
+        if steps is not None:
+            first, last = steps.start - offset, steps.stop - offset
+            points = [(n, t) for n, t in points if first <= n <= last]
+        offset += redraws[-1][0]
+        if len(points) >= 2:
+            batches += points[-1][0] - points[0][0]
+            seconds += points[-1][1] - points[0][1]
+    return batches / seconds if seconds > 0 else None
 
 
 @pytest.fixture(scope="module", params=[True, False], ids=["probe", "no-probe"])
@@ -145,11 +162,15 @@ def autoencoder_tqdm(request, tmp_path_factory) -> FrameworkRun:
     make_data().make_mnist(work / "data")
     (work / "Datasets").symlink_to("data")
     done = run_framework("lightning-autoencoder-tqdm", work, ["examples/pytorch/autoencoder.py", *AUTOENCODER_TQDM_FLAGS], probe=request.param)
-    own = tqdm_training_figure(done)
+    # gputui's figure from the probe leaves its first window out: the bar's over the same batches
+    counted = done.counted_steps() if done.readings and done.throughput.source == "probe" else None
+    own = tqdm_training_figure(done, counted)
     in_samples = done.readings and done.throughput.unit == "samples"  # the probe told the batch size
     done.own_figure = own * AUTOENCODER_BATCH if own and in_samples else own
-    done.own_note = "the tqdm training bar's batches over its time, each epoch's last redraw before its validation" + (
-        f" (x {AUTOENCODER_BATCH} a batch)" if in_samples else ""
+    done.own_note = (
+        "the tqdm training bar's batches over its time, each epoch's last redraw before its validation"
+        + (f", batches {counted.start}-{counted.stop - 1} (the probe's windows but the first)" if counted is not None else "")
+        + (f" (x {AUTOENCODER_BATCH} a batch)" if in_samples else "")
     )
     done.report()
     return done

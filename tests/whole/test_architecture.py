@@ -151,5 +151,7 @@ def test_ci_runs_the_readme_command_with_the_checkers_before_the_tests():
         "ruff check gputui tests benchmarks scripts && ruff format --check gputui tests benchmarks scripts && mypy gputui && lint-imports && "
     )
     assert checks < ci_command.index("python3 -m pytest")
-    # two passes (README, "Test"): all but the serial tests in parallel, then those alone
-    assert '(python3 -m pytest -n auto --dist worksteal -m "not serial"; parallel=$?; python3 -m pytest -m serial && exit $parallel)' in ci_command
+    # three passes (README, "Test"): all but the serial tests in parallel, the frameworks'
+    # serial runs two at a time, then the other serial tests alone; every pass runs
+    passes = '(python3 -m pytest -n auto --dist worksteal -m "not serial"; a=$?; python3 -m pytest -n 2 --dist loadscope -m "serial and frameworks"; b=$?; python3 -m pytest -m "serial and not frameworks"; c=$?; exit $((a | b | c)))'
+    assert passes in ci_command
