@@ -12,7 +12,8 @@ tests/data/frameworks/lightning/SOURCE.md) under gputui:
 Rich's bar prints no throughput figure of its own (a smoothed it/s and whole seconds), so
 (c) is checked on the tqdm bar only: its training bar's rate is the epoch's batches over
 its elapsed clock (smoothing=0), and its last redraw before the epoch's validation is
-the epoch's training alone.
+the epoch's training alone.  Against the probe's figure, which leaves its first window out
+as the run's start, the bar's redraws give the time of the same batches.
 
 Fed and starved ((e), (f)): transformer.py, whose training loader shuffles (the starved
 variant's wrapper slows those) and waits for no data as it is.  autoencoder.py is no
