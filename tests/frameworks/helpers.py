@@ -15,6 +15,7 @@ and ``FRAMEWORKS_KEEP=folder`` to keep each run's recording, stdout and stderr t
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import os
@@ -55,15 +56,21 @@ def make_data():
 
 
 def need(*modules: str) -> None:
-    """Skip, saying which, when a framework the script imports cannot be imported here
-    (in a child: importing torch and the framework into the test process costs seconds
-    and memory every test would share)."""
+    """Skip, saying which, when a framework the script imports cannot be imported here."""
+    missing = import_error(modules)
+    if missing is not None:
+        pytest.skip(f"needs {', '.join(modules)} (pip install -e '.[frameworks]'): {missing}")
+
+
+@functools.cache
+def import_error(modules: tuple[str, ...]) -> str | None:
+    """The last line of the error importing ``modules``, or None; tried once a process, in
+    a child (importing torch and the framework into the test process costs seconds and
+    memory every test would share)."""
     code = "import importlib, sys\nfor m in sys.argv[1:]:\n    importlib.import_module(m)\n"
     env = {**os.environ, "USE_TF": "0"}
     done = subprocess.run([sys.executable, "-c", code, *modules], capture_output=True, text=True, env=env, timeout=120)
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["?"])[-1]
-        pytest.skip(f"needs {', '.join(modules)} (pip install -e '.[frameworks]'): {last}")
+    return None if done.returncode == 0 else (done.stderr.strip().splitlines() or ["?"])[-1]
 
 
 def copy_scripts(name: str, work: Path, files: list[str], into: str = "") -> Path:
