@@ -35,9 +35,10 @@ from tests.frameworks.helpers import (
     run_starved,
 )
 
-# Each test of a figure is serial (within 2 % of the script's own needs a core to itself: the
-# serial pass runs two such modules at a time); the starved runs are not: a finding holds
-# under load, and their training mostly sleeps.
+# Each test of a figure is serial, and alone: without the probe gputui reads the Trainer's
+# tqdm bar, whose rate is smoothed, and where the load changed under a run (another
+# framework's beside it) its figure was 5 % under the Trainer's own.  The starved runs are
+# not serial: a finding holds under load, and their training mostly sleeps.
 pytestmark = pytest.mark.frameworks
 
 EPOCHS, ROWS, BATCH = 3, 1000, 8  # TrainingArguments' default per_device_train_batch_size
@@ -95,6 +96,7 @@ def starved(request, tmp_path_factory) -> FrameworkRun:
 
 
 @pytest.mark.serial
+@pytest.mark.alone
 def test_the_scripts_output_is_passed_through_whole(run):
     assert run.returncode == 0, run.stderr[-2000:]
     dicts = logged(run)
@@ -104,16 +106,19 @@ def test_the_scripts_output_is_passed_through_whole(run):
 
 
 @pytest.mark.serial
+@pytest.mark.alone
 def test_its_readings_are_in_one_unit(run):
     check_one_unit(run)
 
 
 @pytest.mark.serial
+@pytest.mark.alone
 def test_the_figure_is_the_scripts_own_training_figure(run):
     check_figure(run)
 
 
 @pytest.mark.serial
+@pytest.mark.alone
 def test_evaluation_is_not_counted(run):
     if not run.probe:
         pytest.skip("without the probe only the output tells: the evaluation bar is not a training reading")
@@ -121,6 +126,7 @@ def test_evaluation_is_not_counted(run):
 
 
 @pytest.mark.serial
+@pytest.mark.alone
 def test_fed_it_gets_no_finding(run):
     check_fed(run)
 

@@ -152,6 +152,7 @@ def test_ci_runs_the_readme_command_with_the_checkers_before_the_tests():
     )
     assert checks < ci_command.index("python3 -m pytest")
     # three passes (README, "Test"): all but the serial tests in parallel, the frameworks'
-    # serial runs two at a time, then the other serial tests alone; every pass runs
-    passes = '(python3 -m pytest -n auto --dist worksteal -m "not serial"; a=$?; python3 -m pytest -n 2 --dist loadscope -m "serial and frameworks"; b=$?; python3 -m pytest -m "serial and not frameworks"; c=$?; exit $((a | b | c)))'
+    # serial runs two at a time (but those marked alone), then the other serial tests alone;
+    # every pass runs
+    passes = '(python3 -m pytest -n auto --dist worksteal -m "not serial"; a=$?; python3 -m pytest -n 2 --dist loadscope -m "serial and frameworks and not alone"; b=$?; python3 -m pytest -m "serial and (alone or not frameworks)"; c=$?; exit $((a | b | c)))'
     assert passes in ci_command
