@@ -421,6 +421,14 @@ def _report(end, phase, ongoing=False):
     )
 
 
+def _end_training_window(at):
+    """An evaluation began at ``at``: the training before it, if any, is a window ending
+    there, and the next window starts there."""
+    if _steps or _train.batches:
+        _report(at, TRAINING)
+    _reset_window(at)
+
+
 def _begin_eval(at):
     global _eval_since, _eval_split
     _eval_since, _eval_split = max(at, _t_last), False
@@ -448,9 +456,7 @@ def _eval_window(now):
     if not _eval_split:
         if now - _eval_since < REPORT_EVERY_S:
             return
-        if _steps or _train.batches:
-            _report(_eval_since, TRAINING)
-        _reset_window(_eval_since)
+        _end_training_window(_eval_since)
         _eval_split = True
     if now - _t_last >= REPORT_EVERY_S:
         _report(now, EVALUATION, ongoing=True)
@@ -551,9 +557,7 @@ def _mode_evaluated(since, until):
     if until - since < REPORT_EVERY_S:
         _folded_s += until - since
         return
-    if _steps or _train.batches:
-        _report(since, TRAINING)
-    _reset_window(since)
+    _end_training_window(since)
     _report(until, EVALUATION)
     _reset_window(until)
 
@@ -745,10 +749,8 @@ def _at_exit():
         while _unresolved:
             _settle_oldest()
         if _eval_since is not None:
-            if not _eval_split:  # the training before it ended where it began: a window, as in _eval_window
-                if _steps or _train.batches:
-                    _report(_eval_since, TRAINING)
-                _reset_window(_eval_since)
+            if not _eval_split:
+                _end_training_window(_eval_since)
             _report(time.monotonic(), EVALUATION)
     except Exception:
         pass
