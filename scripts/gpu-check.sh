@@ -16,6 +16,7 @@
 #               under gputui, with and without the probe, one framework per worker (FRAMEWORKS_K picks them,
 #               FRAMEWORKS_N the workers; needs pytest-xdist, datasets, dill and multiprocess in .whl/)
 #     probecost the probe's cost A/B on the Python-bound loop (PROBE_RUNS pairs, pinned) and the fed ResNet-50 loop
+#               (PROBE_FED_RUNS pairs, default 3; 0 skips it)
 #     passthrough a fed GPU loop's own output through `gputui --headless`, to a log and on a terminal (script(1)), and alone
 #     checktests  pytest -m gpu for the check's own tests only (quicker than tests)
 #     quickcheck  gputui check --quick (under a minute)
@@ -303,7 +304,8 @@ PY
            python3 benchmarks/probe_overhead.py --runs "${PROBE_RUNS:-5}" --pattern 'throughput: ([0-9.]+)' \
              -- taskset -c 2,3 python3 benchmarks/own_training/torch_tqdm_loop.py --variant python-bound --seconds "${PROBE_S:-20}" \
              2>&1 | tee "$final/probe/python-bound.txt" | tail -7
-           python3 benchmarks/probe_overhead.py --runs 3 --pattern 'throughput: ([0-9.]+)' \
+           [ "${PROBE_FED_RUNS:-3}" -gt 0 ] && python3 benchmarks/probe_overhead.py --runs "${PROBE_FED_RUNS:-3}" \
+             --pattern 'throughput: ([0-9.]+)' \
              -- python3 benchmarks/own_training/torch_tqdm_loop.py --variant fed --seconds "${PROBE_S:-20}" \
              2>&1 | tee "$final/probe/resnet50.txt" | tail -7 ;;
     passthrough) mkdir -p "$out/passthrough"  # a GPU loop's own output through gputui: to a log, and on a terminal (script(1))

@@ -94,6 +94,7 @@ class ParseState:
     bar_counted: bool = False  # whether the training bar gave a reading yet
     bar_last: tuple[float, float, float] | None = None  # (count, elapsed, aside_s) where its last window ended
     bar_n: float | None = None  # the training bar's count on its latest line
+    bar_idle_from: tuple[float, float] | None = None  # (now, aside_s) at its latest new count or window, whichever came last
     aside_s: float = 0.0  # seconds of evaluation (other bars) while the training bar's clock ran (see _aside)
     aside_open: tuple[float, float, float | None] | None = None  # (first, last, training count) of the other bar drawn now
     aside_last: float = 0.0  # the span last added to aside_s, until the tool's own time of it replaces it
@@ -534,20 +535,35 @@ _ROUNDING_S = 0.05  # how far the count over a printed rate may stray out of its
 
 def _bar_window(bar: _Bar, state: ParseState) -> tuple[float, float] | None:
     """(count, seconds) since the training bar's last window: its own counter over its
-    own clock less the time aside (:func:`_aside`), so that the windows add up to its
-    count over its elapsed time of training, whatever its shown rate smooths.  None
-    until that clock has moved on (it counts whole seconds); a count or clock that went
-    back is a new bar (the next epoch's reset), whose first line starts the next window."""
+    own clock less the time aside (:func:`_aside`) and a full bar's idle time
+    (:func:`_idle_since_full`), so that the windows add up to its count over its elapsed
+    time of training, whatever its shown rate smooths.  None until that clock has moved
+    on (it counts whole seconds); a count or clock that went back is a new bar (the next
+    epoch's reset), whose first line starts the next window."""
     _aside_ends(bar, state)
     last, aside = state.bar_last, _aside_s(state)
     if last is None or bar.n < last[0] or bar.elapsed + 1.0 <= last[1]:
         state.bar_last = (bar.n, bar.elapsed, aside)
         return None
-    seconds = (bar.elapsed - aside) - (last[1] - last[2])
+    seconds = (bar.elapsed - aside) - (last[1] - last[2]) - _idle_since_full(bar, state)
     if seconds <= 0:
         return None
     state.bar_last = (bar.n, bar.elapsed, aside)
+    if state.now is not None:
+        state.bar_idle_from = (state.now, aside)
     return bar.n - last[0], seconds
+
+
+def _idle_since_full(bar: _Bar, state: ParseState) -> float:
+    """How long a full bar has stood since its last step (or its last window, which
+    counted the time before), on gputui's clock less the time aside meanwhile: no step can come in it (the Trainer keeps its bar open while it
+    writes its last checkpoint, and its closing line's clock holds that).  Its closing
+    line still gives the exact time of the steps before it, which the whole seconds of
+    the line that filled it cut short.  Without gputui's clock there is nothing to time it by."""
+    since = state.bar_idle_from
+    if bar.total is None or bar.n != bar.total or since is None or state.now is None:
+        return 0.0
+    return max(0.0, (state.now - since[0]) - (_aside_s(state) - since[1]))
 
 
 def _aside_s(state: ParseState) -> float:
@@ -575,6 +591,8 @@ def _aside_ends(bar: _Bar, state: ParseState) -> None:
         state.aside_last = opened[1] - opened[0]
         state.aside_s += state.aside_last
         state.aside_open = None
+    if bar.n != state.bar_n and state.now is not None:
+        state.bar_idle_from = (state.now, _aside_s(state))
     state.bar_n = bar.n
 
 

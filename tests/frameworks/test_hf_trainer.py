@@ -5,8 +5,13 @@ shape on cuda, random weights) in the hub cache as "google-bert/bert-base-cased"
 (eval_strategy="epoch").
 
 The Trainer's own train_samples_per_second divides by train_runtime, which holds the
-evaluations it ran during training: its training-only figure is the same samples over
-train_runtime less every eval_runtime it logged.
+evaluations it ran during training and the checkpoint it writes after its last step:
+its training-only figure is the same samples over train_runtime less every
+eval_runtime it logged and less that checkpoint's time, which it prints no figure for
+but draws a bar of ("Writing model shards") and its optimizer's state after: from its
+training bar's last line before that bar to its first line after (on gputui's clock of
+its output).  The tiny BERT's checkpoint takes milliseconds; BERT-large's, with its Adam
+state, some 4 s on an H200's machine.
 
 The starved variant (tests/data/frameworks/starve.py): 10 ms more per training sample (the
 Trainer's training sampler shuffles; its evaluation one does not).  The tutorial takes no
@@ -19,6 +24,7 @@ import re
 
 import pytest
 
+from gputui.record import events as ev
 from tests.frameworks.helpers import (
     DEVICE,
     STARVED_MODES,
@@ -54,6 +60,23 @@ def logged(run: FrameworkRun) -> list[dict]:
     return [ast.literal_eval(m.group(1)) for line in run.lines if (m := METRICS.search(line))]
 
 
+TRAINING_BAR = re.compile(rf"\|\s*\d+/{EPOCHS * ROWS // BATCH} \[")  # "| 375/375 [01:33<00:00,  4.79it/s]"
+SAVING = "Writing model shards"
+
+
+def checkpoint_s(run: FrameworkRun) -> float:
+    """The seconds from the training bar's last line before each checkpoint's bar to the
+    first other line after that bar (the optimizer's state is written in between)."""
+    lines = [(e.t, e.payload.text or "") for e in run.recording.events_of(ev.OUTPUT) if isinstance(e.payload, ev.Output)]
+    total, began = 0.0, None
+    for i, (t, text) in enumerate(lines):
+        if SAVING in text and began is None:
+            began = next((u for u, earlier in reversed(lines[:i]) if TRAINING_BAR.search(earlier)), None)
+        elif SAVING not in text and began is not None:
+            total, began = total + t - began, None
+    return total
+
+
 def own_figure(run: FrameworkRun) -> float | None:
     dicts = logged(run)
     final = next((d for d in dicts if "train_runtime" in d), None)
@@ -61,7 +84,7 @@ def own_figure(run: FrameworkRun) -> float | None:
     if final is None:
         return None
     samples = float(final["train_samples_per_second"]) * float(final["train_runtime"])
-    return samples / (float(final["train_runtime"]) - sum(evals))
+    return samples / (float(final["train_runtime"]) - sum(evals) - checkpoint_s(run))
 
 
 @pytest.fixture(scope="module", params=[True, False], ids=["probe", "no-probe"])
@@ -77,7 +100,8 @@ def run(request, tmp_path_factory) -> FrameworkRun:
     final = next((d for d in logged(done) if "train_runtime" in d), {})
     done.own_note = (
         f"samples/s: train_samples_per_second {final.get('train_samples_per_second')} x train_runtime {final.get('train_runtime')}"
-        " over train_runtime less the eval_runtime of each evaluation" + (f" (in steps: over {BATCH} a step)" if done.throughput.unit == "steps" else "")
+        f" over train_runtime less the eval_runtime of each evaluation and {checkpoint_s(done):.2f} s of checkpoint writing"
+        + (f" (in steps: over {BATCH} a step)" if done.throughput.unit == "steps" else "")
     )
     done.report()
     return done

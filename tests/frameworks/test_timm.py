@@ -1,8 +1,10 @@
 """timm's train.py (huggingface/pytorch-image-models, tests/data/frameworks/timm/SOURCE.md)
 under gputui: timm's test_resnet on a 4-class ImageFolder of random 32x32 PNGs, 2 epochs
-of 100 updates (1000 on cuda), each followed by a validation pass of 128 batches.  The starved variant
-(tests/data/frameworks/starve.py): 10 ms more per training sample, one epoch of 160
-updates and a validation pass of 4 batches."""
+of 100 updates, each followed by a validation pass of 128 batches.  On cuda the fed run is
+sized for a GPU instead: resnet50 at 224 px, batch 64, 8 loader workers, 300 updates an
+epoch.  The starved variant (tests/data/frameworks/starve.py): 10 ms more per training
+sample, one epoch of 160 updates (320 on cuda) of test_resnet and a validation pass of 4
+batches."""
 
 from __future__ import annotations
 
@@ -31,28 +33,35 @@ from tests.frameworks.helpers import (
 # under load, and their training mostly sleeps.
 pytestmark = pytest.mark.frameworks
 
-EPOCHS, BATCH, VAL_BATCHES = 2, 8, 128
-# On a GPU an update takes milliseconds after a first one of seconds (CUDA's lazy start,
-# cuDNN's autotuning): more updates there, so that the steady training is most of the run.
-UPDATES = 100 if DEVICE == "cpu" else 1000
-FLAGS = [
+EPOCHS, VAL_BATCHES = 2, 128
+# The CPU's configuration: a tiny model the loop's own process feeds (no loader workers).
+CPU_SIZED = {"model": "test_resnet", "img-size": 32, "batch-size": 8, "workers": 0}
+# On a GPU that tiny model keeps the SM about 1 % busy while the main process works a whole
+# core, which gputui rightly calls Python-bound: a fed run there needs a GPU-sized model
+# and batch, and loader workers to keep up (the images stay small on disk; timm's crop
+# brings them up to 224 px).  Its first update takes seconds (CUDA's start, cuDNN's
+# autotuning): 300 updates an epoch keep the steady training most of the run.
+GPU_SIZED = {"model": "resnet50", "img-size": 224, "batch-size": 64, "workers": 8}
+SIZED = CPU_SIZED if DEVICE == "cpu" else GPU_SIZED
+BATCH = int(SIZED["batch-size"])
+UPDATES = 100 if DEVICE == "cpu" else 300
+COMMON = [
     "--data-dir=imagefolder",
-    "--model=test_resnet",
     "--num-classes=4",
-    "--img-size=32",
-    f"--epochs={EPOCHS}",
-    f"--batch-size={BATCH}",
     "--validation-batch-size=2",
-    "--workers=0",
     f"--device={DEVICE}",
     "--log-interval=1",
     "--output=out",
     "--seed=0",
 ]
+FLAGS = [*COMMON, *(f"--{key}={value}" for key, value in SIZED.items()), f"--epochs={EPOCHS}"]
 # 10 ms more per sample, 80 ms a batch of 8, over a training step of about 30 ms here:
-# 160 updates hold more than the 10 s a finding takes to open.
-STARVED_SAMPLE_MS, STARVED_UPDATES = 10, 160
-STARVED_FLAGS = [*(f for f in FLAGS if not f.startswith("--epochs=")), "--epochs=1"]
+# 160 updates hold more than the 10 s a finding takes to open (twice that on a GPU, where
+# the first update alone takes seconds).  The tiny model on every
+# device: its loop's own process loads the data, so the delay is the loop's wait.
+STARVED_SAMPLE_MS, STARVED_BATCH = 10, int(CPU_SIZED["batch-size"])
+STARVED_UPDATES = 160 if DEVICE == "cpu" else 320
+STARVED_FLAGS = [*COMMON, *(f"--{key}={value}" for key, value in CPU_SIZED.items()), "--epochs=1"]
 # f'Train: {epoch} [{update_idx:>4d}/{updates_per_epoch} ({pct:>3.0f}%)]  Loss: ...  Time: {val:.3f}s, {rate:>7.2f}/s  ({avg:.3f}s, {avg_rate:>7.2f}/s)  LR: ...'
 TRAIN = re.compile(r"Train: (\d+) \[\s*(\d+)/(\d+) .*Time: [0-9.]+s,\s+([0-9.]+)/s\s+\([0-9.]+s,\s+([0-9.]+)/s\)")
 TEST = re.compile(r"Test: \[\s*(\d+)/(\d+)\]")
@@ -98,7 +107,7 @@ def starved(request, tmp_path_factory) -> FrameworkRun:
     need("torch", "timm", "PIL")
     work = tmp_path_factory.mktemp("timm-starved")
     copy_scripts("timm", work, ["train.py"])
-    make_data().make_image_folder(work, classes=4, train_per_class=STARVED_UPDATES * BATCH // 4, val_per_class=2)
+    make_data().make_image_folder(work, classes=4, train_per_class=STARVED_UPDATES * STARVED_BATCH // 4, val_per_class=2)
     done = run_starved("timm", work, ["train.py", *STARVED_FLAGS], sample_ms=STARVED_SAMPLE_MS, probe=request.param)
     done.own_note = f"starved: {STARVED_SAMPLE_MS} ms more per training sample"
     done.report()

@@ -614,15 +614,40 @@ def test_an_evaluation_bar_inside_the_training_bars_clock_is_not_training_time()
 
 def test_a_described_bar_that_is_not_training_is_not_training_time():
     """Lightning's validation bar, drawn between redraws of the epoch bar (Rich redraws
-    every bar), is time aside too, from its first line to its last."""
+    every bar; here halfway through the epoch, val_check_interval=0.5), is time aside
+    too, from its first line to its last."""
     parser = ThroughputParser()
-    out = parser.feed("Epoch 0:   0%|          | 0/60 [00:00<?, ?it/s]", now=0.0)
-    out += parser.feed("Epoch 0: 100%|██████████| 60/60 [00:10<00:00, 6.00it/s]", now=10.0)
+    out = parser.feed("Epoch 0:   0%|          | 0/120 [00:00<?, ?it/s]", now=0.0)
+    out += parser.feed("Epoch 0:  50%|█████     | 60/120 [00:10<00:10, 6.00it/s]", now=10.0)
     for i, t in enumerate((10.5, 11.0, 11.5, 12.0)):
         assert parser.feed(f"Validation DataLoader 0:  {25 * i:>2}%|██        | {i}/4 [00:0{i}<00:01, 2.00it/s]", now=t) == []
-        out += parser.feed(f"Epoch 0: 100%|██████████| 60/60 [00:{int(t + 0.1)}<00:00, 6.00it/s]", now=t + 0.1)
-    out += parser.feed("Epoch 0: 100%|██████████| 60/60 [00:12<00:00, 4.86it/s]", now=12.35)  # 60 / 4.86: 12.35 s
-    assert windows(out) == (60.0, pytest.approx(60 / 4.86 - 1.5))
+        out += parser.feed(f"Epoch 0:  50%|█████     | 60/120 [00:{int(t + 0.1)}<00:10, 6.00it/s]", now=t + 0.1)
+    out += parser.feed("Epoch 0: 100%|██████████| 120/120 [00:22<00:00, 5.45it/s]", now=22.02)  # 120 / 5.45: 22.02 s
+    assert windows(out) == (120.0, pytest.approx(120 / 5.45 - 1.5))
+
+
+def test_a_bar_closed_after_its_last_step_adds_no_time():
+    """The Trainer's bar stays open after its last step while it writes its last
+    checkpoint (the model's shards, then the optimizer's state: seconds for a large
+    model), and its closing line's clock holds that time: no step was taken in it."""
+    parser = ThroughputParser()
+    out = parser.feed("  0%|          | 0/100 [00:00<?, ?it/s]", now=0.0)
+    out += parser.feed(" 50%|█████     | 50/100 [00:05<00:05, 10.00it/s]", now=5.0)
+    out += parser.feed("100%|██████████| 100/100 [00:10<00:00, 10.00it/s]", now=10.0)
+    assert parser.feed("Writing model shards: 100%|██████████| 1/1 [00:01<00:00,  1.37s/it]", now=11.4) == []
+    out += parser.feed("100%|██████████| 100/100 [00:14<00:00,  7.14it/s]", now=14.0)  # closed: 100 / 7.14 = 14.0 s
+    assert windows(out) == (100.0, pytest.approx(10.0, abs=0.01))  # give or take the printed rate's rounding
+
+
+def test_a_bar_closed_at_once_still_gives_its_exact_time():
+    """The line that fills a bar shows whole seconds ("00:10" for 10.8 s); its closing
+    line, drawn at once, gives the exact time (its rate is the count over it)."""
+    parser = ThroughputParser()
+    out = parser.feed("  0%|          | 0/100 [00:00<?, ?it/s]", now=0.0)
+    out += parser.feed(" 50%|█████     | 50/100 [00:05<00:05, 10.00it/s]", now=5.0)
+    out += parser.feed("100%|██████████| 100/100 [00:10<00:00, 10.00it/s]", now=10.8)
+    out += parser.feed("100%|██████████| 100/100 [00:10<00:00,  9.26it/s]", now=10.8)  # closed: 100 / 9.26 = 10.8 s
+    assert windows(out) == (100.0, pytest.approx(100 / 9.26))
 
 
 def test_the_trainers_own_evaluation_time_replaces_gputuis_clock():
