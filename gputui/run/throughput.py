@@ -95,6 +95,9 @@ class ParseState:
     bar_last: tuple[float, float, float] | None = None  # (count, elapsed, aside_s) where its last window ended
     bar_n: float | None = None  # the training bar's count on its latest line
     bar_idle_from: tuple[float, float] | None = None  # (now, aside_s) at its latest new count or window, whichever came last
+    bar_smoothed: bool = False  # its rate was seen not to be its count over its clock (see _to_the_hundredth)
+    bar_pending: tuple[float, float] = (0.0, 0.0)  # (count, seconds) past its windows, held until it ends (see _bar_window)
+    bar_rate: float | None = None  # its latest rate, in steps a second
     aside_s: float = 0.0  # seconds of evaluation (other bars) while the training bar's clock ran (see _aside)
     aside_open: tuple[float, float, float | None] | None = None  # (first, last, training count) of the other bar drawn now
     aside_last: float = 0.0  # the span last added to aside_s, until the tool's own time of it replaces it
@@ -515,17 +518,19 @@ def _training_bar(bar: _Bar, state: ParseState) -> bool:
     if main is not None and bar.total != main and (state.bar_counted or bar.total < main):
         return False
     if bar.total != main:
-        state.bar_total, state.bar_counted, state.bar_last = bar.total, False, None
+        state.bar_total, state.bar_counted, state.bar_last, state.bar_smoothed = bar.total, False, None, False
     return True
 
 
-def _to_the_hundredth(bar: _Bar, rate: float) -> _Bar:
+def _to_the_hundredth(bar: _Bar, rate: float, state: ParseState) -> _Bar:
     """The bar with its elapsed time read from its rate where the rate is its count over
     its elapsed time (a bar's closing line, Lightning's ``smoothing=0``): the count over
     the rate then falls within the second its clock shows (give or take the rate's
-    rounding), and is finer than it."""
+    rounding), and is finer than it.  A count over the rate outside that second shows a
+    smoothed rate (tqdm's default): the bar is marked so (:func:`_bar_window`)."""
     elapsed = bar.n / rate
     if not bar.elapsed - _ROUNDING_S <= elapsed < bar.elapsed + 1.0 + _ROUNDING_S:
+        state.bar_smoothed = state.bar_smoothed or bar.n > 0
         return bar
     return dataclasses.replace(bar, elapsed=min(max(elapsed, bar.elapsed), bar.elapsed + 0.999))
 
@@ -533,22 +538,35 @@ def _to_the_hundredth(bar: _Bar, rate: float) -> _Bar:
 _ROUNDING_S = 0.05  # how far the count over a printed rate may stray out of its clock's second
 
 
-def _bar_window(bar: _Bar, state: ParseState) -> tuple[float, float] | None:
+def _bar_window(bar: _Bar, state: ParseState, exact: float | None = None) -> tuple[float, float] | None:
     """(count, seconds) since the training bar's last window: its own counter over its
     own clock less the time aside (:func:`_aside`) and a full bar's idle time
     (:func:`_idle_since_full`), so that the windows add up to its count over its elapsed
     time of training, whatever its shown rate smooths.  None until that clock has moved
     on (it counts whole seconds); a count or clock that went back is a new bar (the next
-    epoch's reset), whose first line starts the next window."""
+    epoch's reset), whose first line starts the next window.
+
+    ``exact``: the line's elapsed time read to the hundredth from its rate
+    (:func:`_to_the_hundredth`).  A smoothed bar's rate gives a wrong one on any line but
+    its closing one (tqdm's close shows the average), and only a later line tells which
+    was its last: its windows end on its whole seconds, and what the latest line's
+    finer time adds, with any count no window has taken yet, is held (``bar_pending``)
+    until the bar ends, where :meth:`ThroughputParser.finish` or the next bar's first line
+    counts it."""
     _aside_ends(bar, state)
     last, aside = state.bar_last, _aside_s(state)
+    exact = bar.elapsed if exact is None else exact
     if last is None or bar.n < last[0] or bar.elapsed + 1.0 <= last[1]:
-        state.bar_last = (bar.n, bar.elapsed, aside)
-        return None
-    seconds = (bar.elapsed - aside) - (last[1] - last[2]) - _idle_since_full(bar, state)
+        held, state.bar_pending = state.bar_pending, (0.0, 0.0)
+        state.bar_last = (bar.n, bar.elapsed if state.bar_smoothed else exact, aside)
+        return held if held[1] > 0 else None
+    shown = bar.elapsed if state.bar_smoothed else exact
+    seconds = (shown - aside) - (last[1] - last[2]) - _idle_since_full(bar, state)
+    if state.bar_smoothed:
+        state.bar_pending = (0.0, exact - shown) if seconds > 0 else (bar.n - last[0], max(0.0, seconds + exact - shown))
     if seconds <= 0:
         return None
-    state.bar_last = (bar.n, bar.elapsed, aside)
+    state.bar_last = (bar.n, shown, aside)
     if state.now is not None:
         state.bar_idle_from = (state.now, aside)
     return bar.n - last[0], seconds
@@ -620,13 +638,14 @@ def parse_tqdm(line: str, state: ParseState) -> list[Throughput] | None:
         return []
     number = _matched(match.group(1)) if match is not None else None
     if match is None or number is None:
-        if bar is not None:
-            _bar_window(bar, state)  # "?it/s", "0.00it/s": no rate yet; the count and clock start the first window
-        return []
+        # "?it/s", "0.00it/s": no rate yet; the count and clock start the first window, and
+        # the time the last bar held (see _bar_window) is counted at its last rate
+        window = _bar_window(bar, state) if bar is not None else None
+        return _steps(state.bar_rate, "tqdm", state, samples=window[0] * (state.hint or 1.0), seconds=window[1]) if window else []
     number *= _SI[match.group(2)]
     state.bar_counted = True
-    rate = number if match.group(3) == "it/s" else 1.0 / number
-    window = _bar_window(_to_the_hundredth(bar, rate), state) if bar is not None else None
+    rate = state.bar_rate = number if match.group(3) == "it/s" else 1.0 / number
+    window = _bar_window(bar, state, _to_the_hundredth(bar, rate, state).elapsed) if bar is not None else None
     if window is None:
         return _steps(rate, "tqdm", state)
     steps, seconds = window
@@ -999,6 +1018,21 @@ class ThroughputParser:
                         break  # not this format: on to the next one
             return []
         except Exception:  # a parser bug must never take the session down
+            return []
+
+    def finish(self, now: float | None = None) -> list[Throughput]:
+        """The run has ended: what its progress bar's last lines added to its count and
+        time and no window has counted yet (a smoothed bar's closing line,
+        :func:`_bar_window`), as one more window.  Never raises."""
+        try:
+            (count, held), self._state.bar_pending = self._state.bar_pending, (0.0, 0.0)
+            if held <= 0:
+                return []
+            self._state.now = now
+            samples = count * (self._state.hint or 1.0)
+            readings = _steps(self._state.bar_rate, "tqdm", self._state, samples=samples, seconds=held)
+            return self._owned(self._with_totals(readings), now)
+        except Exception:
             return []
 
     def probe_status(self, payload: JsonObject) -> None:

@@ -205,6 +205,7 @@ class Session:
             if sampler.ident is not None and not sampler.is_alive():
                 self._final_sample()
             self._drain()  # lines and samples that arrived while stopping
+            self._emit_readings(self._parser.finish(self._now))  # what the output's last line held back
             if self._probe is not None:
                 self._probe.close()  # the run has ended: nothing more to hear
             if self.outcome is not None:

@@ -41,10 +41,10 @@ from tests.frameworks.helpers import (
     run_starved,
 )
 
-# Each test of a figure is serial, and alone: without the probe gputui reads the Trainer's
-# tqdm bar, whose rate is smoothed, and where the load changed under a run (another
-# framework's beside it) its figure was 5 % under the Trainer's own.  The starved runs are
-# not serial: a finding holds under load, and their training mostly sleeps.
+# Each test of a figure is serial, and alone: the tutorial's 375 steps take some 10 s on a
+# CPU, and with the probe (whose figure leaves its first window out, where the Trainer's
+# counts every step) a load changing beside it moved the two figures apart by up to 3.5 %.
+# The starved runs are not serial: a finding holds under load, and their training mostly sleeps.
 pytestmark = pytest.mark.frameworks
 
 EPOCHS, ROWS, BATCH = 3, 1000, 8  # TrainingArguments' default per_device_train_batch_size

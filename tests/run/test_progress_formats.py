@@ -160,11 +160,14 @@ def summary_of(name: str, hint: int | None = None) -> tuple[ThroughputSummary, l
     parser = ThroughputParser(batch_size_hint=hint)
     builder = SummaryBuilder()
     live = []
-    for t, line in enumerate(output_lines(name)):
+    lines = output_lines(name)
+    for t, line in enumerate(lines):
         for reading in parser.feed(line):
             builder.on_event(Event(float(t), ev.THROUGHPUT, reading))
             if not reading.final:
                 live.append((line, reading))
+    for reading in parser.finish():  # the run has ended, as the session tells it
+        builder.on_event(Event(float(len(lines)), ev.THROUGHPUT, reading))
     return builder.build().throughput, live
 
 
@@ -227,15 +230,11 @@ def test_a_real_loop_that_doubles_its_speed_reads_its_count_over_its_time(tmp_pa
     assert tp.run_figure == pytest.approx(own, rel=0.02), f"{tp.run_figure} {tp.unit}/s from {tp.source}: tqdm's own {own}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known: a smoothed bar's last redraws, their count over the smoothed rate inside the second "
-    "its clock shows, are taken as its time, and the closing line's exact time, earlier, is then dropped",
-)
 def test_a_bar_that_slows_after_a_pause_reads_its_count_over_its_time():
     """The Trainer's bar runs on through its evaluations and slows (a load beside it): its
     smoothed rate on the last redraws (27.55it/s, 300 over it is 10.89 s, inside the
-    "00:10" its clock shows) is not its time; the closing line's average (29.46it/s) is."""
+    "00:10" its clock shows) is not its time; the closing line's average (29.46it/s) is,
+    which only the run's end shows to be the last line."""
     tp, live = summary_of("tqdm_full_bar_smoothed.log")
     assert live[-1][1].samples_per_sec == pytest.approx(29.46)
     assert tp.unit == "steps" and tp.figure == pytest.approx(29.46, rel=0.01)

@@ -578,7 +578,10 @@ def test_the_nanogpt_iteration_that_holds_an_evaluation_is_left_out():
 
 def test_a_tqdm_reading_carries_the_window_of_its_counter_and_clock():
     """The rate shown is tqdm's smoothed one; the window is its count and elapsed clock
-    since the last window, finer where the rate is the count over the clock."""
+    since the last window.  This bar's rate is smoothed (45 over 9.50 is not in 00:05), so
+    only its closing line's is its count over its clock, and no line says it is the
+    last: its windows end on the clock's whole seconds, and what the closing line's finer
+    time adds comes once the run has ended."""
     parser = ThroughputParser()
     assert parser.feed("  0%|          | 0/100 [00:00<?, ?it/s]") == []
     (first,) = parser.feed(" 45%|████▌     | 45/100 [00:05<00:06,  9.50it/s]")  # 45 / 9.50 is not in 00:05
@@ -586,7 +589,20 @@ def test_a_tqdm_reading_carries_the_window_of_its_counter_and_clock():
     (again,) = parser.feed(" 50%|█████     | 50/100 [00:05<00:05, 11.00it/s]")
     assert again.seconds is None  # the same second of its clock: no window
     (closing,) = parser.feed("100%|██████████| 100/100 [00:12<00:00,  8.20it/s]")  # 100 / 8.20 = 12.2 s: in 00:12
-    assert closing.samples == 55.0 and closing.seconds == pytest.approx(100 / 8.20 - 5.0)
+    assert closing.samples == 55.0 and closing.seconds == 7.0
+    (rest,) = parser.finish()
+    assert rest.samples == 0.0 and rest.seconds == pytest.approx(100 / 8.20 - 12.0)
+
+
+def test_an_unsmoothed_bars_windows_are_read_to_the_hundredth_at_once():
+    """Lightning's bar (smoothing=0) shows its count over its clock on every line: each
+    window ends on that finer time, and nothing is left for the run's end."""
+    parser = ThroughputParser()
+    parser.feed("Epoch 0:   0%|          | 0/100 [00:00<?, ?it/s]")
+    (first,) = parser.feed("Epoch 0:  45%|████▌     | 45/100 [00:05<00:06,  8.49it/s]")  # 45 / 8.49 = 5.30 s
+    (closing,) = parser.feed("Epoch 0: 100%|██████████| 100/100 [00:12<00:00,  8.20it/s]")  # 12.20 s
+    assert first.seconds == pytest.approx(45 / 8.49) and closing.seconds == pytest.approx(100 / 8.20 - 45 / 8.49)
+    assert parser.finish() == []
 
 
 def windows(readings: list[Throughput]) -> tuple[float, float]:
@@ -609,6 +625,7 @@ def test_an_evaluation_bar_inside_the_training_bars_clock_is_not_training_time()
     assert parser.feed("100%|██████████| 20/20 [00:02<00:00, 10.00it/s]", now=7.2) == []
     out += parser.feed(" 60%|██████    | 60/100 [00:08<00:04, 7.50it/s]", now=8.2)
     out += parser.feed("100%|██████████| 100/100 [00:12<00:00,  8.20it/s]", now=12.2)  # 100 / 8.20: 12.195 s
+    out += parser.finish()  # the closing line's finer time, held until the run ends
     assert windows(out) == (100.0, pytest.approx(100 / 8.20 - 2.0))
 
 
@@ -623,6 +640,7 @@ def test_a_described_bar_that_is_not_training_is_not_training_time():
         assert parser.feed(f"Validation DataLoader 0:  {25 * i:>2}%|██        | {i}/4 [00:0{i}<00:01, 2.00it/s]", now=t) == []
         out += parser.feed(f"Epoch 0:  50%|█████     | 60/120 [00:{int(t + 0.1)}<00:10, 6.00it/s]", now=t + 0.1)
     out += parser.feed("Epoch 0: 100%|██████████| 120/120 [00:22<00:00, 5.45it/s]", now=22.02)  # 120 / 5.45: 22.02 s
+    out += parser.finish()  # the closing line's finer time, held until the run ends
     assert windows(out) == (120.0, pytest.approx(120 / 5.45 - 1.5))
 
 
@@ -662,6 +680,7 @@ def test_the_trainers_own_evaluation_time_replaces_gputuis_clock():
     out += parser.feed(" 50%|█████     | 50/100 [00:06<00:05, 10.00it/s]", now=6.8)
     parser.feed("100%|██████████| 20/20 [00:01<00:00, 15.00it/s]", now=6.8)
     out += parser.feed("100%|██████████| 100/100 [00:12<00:00,  8.20it/s]", now=12.2)
+    out += parser.finish()  # the closing line's finer time, held until the run ends
     assert windows(out) == (100.0, pytest.approx(100 / 8.20 - 1.75))
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import sys
 
+import pytest
+
 from gputui.presets.preset import load_file
 from gputui.record import events as ev
 from gputui.record.events import Event
@@ -125,3 +127,18 @@ def test_through_the_command_line_a_chat_line_naming_gputui_leaves_the_rates_rea
     assert done.returncode == 0, done.stderr
     assert "ask @gputui x" in done.stdout
     assert "250 samples/s" in done.stderr  # the summary's figure: the run was read, not switched to the protocol
+
+
+def test_a_smoothed_bars_closing_line_counts_once_the_run_has_ended(tmp_path):
+    """A run whose tqdm bar slowed after a pause (tests/data/progress/tqdm_full_bar_smoothed.log,
+    real tqdm 4.70.1 output): the closing line's exact time, which no later line confirms
+    until the run ends, is in the summary's figure (300 steps over 10.18 s)."""
+    from tests.support.process import REPO, run_gputui
+
+    log = REPO / "tests" / "data" / "progress" / "tqdm_full_bar_smoothed.log"
+    (tmp_path / "bar.py").write_text(f"import sys\nsys.stdout.write(open({str(log)!r}, encoding='utf-8').read())\n")
+    done = run_gputui(["--headless", "--no-probe", "--record", "r.jsonl", "--", sys.executable, "bar.py"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    summary = next(json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines() if '"type":"summary"' in line.replace(" ", ""))
+    assert summary["throughput"]["unit"] == "steps"
+    assert summary["throughput"]["figure"] == pytest.approx(300 / 10.18, rel=0.01)
