@@ -574,10 +574,11 @@ def _bar_window(bar: _Bar, state: ParseState, exact: float | None = None) -> tup
 
 def _idle_since_full(bar: _Bar, state: ParseState) -> float:
     """How long a full bar has stood since its last step (or its last window, which
-    counted the time before), on gputui's clock less the time aside meanwhile: no step can come in it (the Trainer keeps its bar open while it
-    writes its last checkpoint, and its closing line's clock holds that).  Its closing
-    line still gives the exact time of the steps before it, which the whole seconds of
-    the line that filled it cut short.  Without gputui's clock there is nothing to time it by."""
+    counted the time before), on gputui's clock less the time aside meanwhile: no step
+    can come in it (the Trainer keeps its bar open while it writes its last checkpoint,
+    and its closing line's clock holds that).  Its closing line still gives the exact
+    time of the steps before it, which the whole seconds of the line that filled it cut
+    short.  Without gputui's clock there is nothing to time it by."""
     since = state.bar_idle_from
     if bar.total is None or bar.n != bar.total or since is None or state.now is None:
         return 0.0
