@@ -240,6 +240,30 @@ def test_a_bar_that_slows_after_a_pause_reads_its_count_over_its_time():
     assert tp.unit == "steps" and tp.figure == pytest.approx(29.46, rel=0.01)
 
 
+def test_the_trainers_last_checkpoint_is_not_training_time():
+    """The Trainer on an H200 (BERT-large's shape, hf_trainer_h200_checkpoint.jsonl: its
+    output as gputui timed it): after its last step it writes its checkpoint with its bar
+    still open ("Writing model shards", then the optimizer's state, 4.4 s), and the
+    bar's closing line, after the last evaluation, holds those seconds with no step in
+    them.  The figure is its 375 steps over train_runtime less its evaluations and that
+    checkpoint (read off its lines as below), not over the checkpoint too (4.564 before)."""
+    timed = [json.loads(line) for line in (DATA / "hf_trainer_h200_checkpoint.jsonl").read_text(encoding="utf-8").splitlines()]
+    parser, builder = ThroughputParser(), SummaryBuilder()
+    for row in timed:
+        for reading in parser.feed(row["text"], now=row["t"]):
+            builder.on_event(Event(row["t"], ev.THROUGHPUT, reading))
+    for reading in parser.finish(now=timed[-1]["t"]):
+        builder.on_event(Event(timed[-1]["t"], ev.THROUGHPUT, reading))
+    texts = [row["text"] for row in timed]
+    runtime = float(re.findall(r"'train_runtime': '([0-9.]+)'", "\n".join(texts))[-1])
+    evals = sum(float(v) for v in re.findall(r"'eval_runtime': '([0-9.]+)'", "\n".join(texts)))
+    shards = next(i for i, text in enumerate(texts) if text.startswith("Writing model shards"))
+    after = next(i for i in range(shards, len(texts)) if not texts[i].startswith("Writing model shards"))
+    checkpoint = timed[after]["t"] - timed[shards - 1]["t"]  # from the training bar's last line
+    tp = builder.build().throughput
+    assert tp.unit == "steps" and tp.figure == pytest.approx(375 / (runtime - evals - checkpoint), rel=0.01)
+
+
 def test_lightnings_cumulative_average_is_not_under_read():
     """Lightning's training bar prints each epoch's average (smoothing=0), which a slow
     start holds down for the whole first epoch: no median of what it prints is its
