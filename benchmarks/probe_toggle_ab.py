@@ -17,8 +17,11 @@ state, so their ratio is the probe's cost with the run-to-run spread taken out.
 
 The steps are timed by a global optimizer post-hook of this benchmark's own, present in
 both kinds of block alike; a block's rate is its steps over the time from its first to
-its last step.  Printed: each kind's median rate, the median of the pairs' own changes
-(on / off) with its bootstrap interval, and how many probe reports arrived.
+its last step; its typical rate is one over its median step (a step stalled by something
+else, another thread holding the GIL, moves it little; the probe's work, done in every
+step, moves it as much as any).  Printed: each block, each kind's median of both figures,
+the median of the pairs' own changes (on / off) with its bootstrap interval, and how many
+probe reports arrived.
 
 What it leaves out: the probe's work at import (once a run) and its stack sampler, which a
 DataLoader-fed loop stops for good once its batches are known to be training (a loop not
@@ -37,6 +40,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -83,24 +87,44 @@ def child(out: str, warmup: float, block: float, script: list[str]) -> None:
             json.dump({"steps": steps, "boundaries": boundaries + [(ended, True)], "fed_by_loader": fed}, f)
 
 
-def block_rates(steps: list[float], boundaries: list[tuple[float, bool]]) -> list[tuple[int, bool, float]]:
-    """(block number, probe on, steps per second) of each whole block: its steps after the
-    first over the time from its first step to its last; blocks with under 3 steps left out."""
-    rates = []
+class Block(NamedTuple):
+    number: int  # its place in the run: blocks 2k and 2k + 1 are a pair
+    on: bool  # the probe working
+    rate: float  # steps per second: its steps after the first over the time from its first to its last
+    typical: float  # steps per second at its median step (a stalled step, the GIL held elsewhere, moves it little)
+
+
+def blocks(steps: list[float], boundaries: list[tuple[float, bool]]) -> list[Block]:
+    """Each whole block of the run; those with under 3 steps left out."""
+    found = []
     for number, ((start, on), (end, _)) in enumerate(zip(boundaries, boundaries[1:])):
         inside = [t for t in steps if start <= t < end]
         if len(inside) >= 3 and inside[-1] > inside[0]:
-            rates.append((number, on, (len(inside) - 1) / (inside[-1] - inside[0])))
-    return rates
+            gaps = [b - a for a, b in zip(inside, inside[1:])]
+            found.append(Block(number, on, (len(inside) - 1) / (inside[-1] - inside[0]), 1.0 / statistics.median(gaps)))
+    return found
 
 
-def pair_changes(rates: list[tuple[int, bool, float]]) -> list[float]:
-    """on / off - 1 of each pair of blocks (blocks 0 and 1, 2 and 3, ...) both of whose
-    blocks have a rate."""
+def pair_changes(found: list[Block], figure: str) -> list[float]:
+    """on / off - 1 of ``figure`` (rate or typical) for each pair of blocks (0 and 1, 2 and
+    3, ...) both of which are there."""
     pairs: dict[int, dict[bool, float]] = {}
-    for number, on, rate in rates:
-        pairs.setdefault(number // 2, {})[on] = rate
+    for block in found:
+        pairs.setdefault(block.number // 2, {})[block.on] = getattr(block, figure)
     return [pair[True] / pair[False] - 1.0 for _, pair in sorted(pairs.items()) if len(pair) == 2]
+
+
+def summarize(found: list[Block], figure: str, label: str) -> None:
+    from benchmarks.probe_step_cost import median_interval
+
+    changes = pair_changes(found, figure)
+    on = [getattr(b, figure) for b in found if b.on]
+    off = [getattr(b, figure) for b in found if not b.on]
+    print(f"{label}: on {statistics.median(on):.2f}, off {statistics.median(off):.2f} steps/s (medians of {len(on)} and {len(off)} blocks)")
+    print(f"  {len(changes)} pairs: median change (on / off) {100.0 * statistics.median(changes):+.3f} %, mean {100.0 * statistics.mean(changes):+.3f} %")
+    interval = median_interval(changes)
+    if interval is not None:
+        print(f"  95 % interval of the median change (bootstrap of the pairs): {100.0 * interval[0]:+.3f} % to {100.0 * interval[1]:+.3f} %")
 
 
 def main() -> None:
@@ -108,6 +132,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=2, help="runs of the script (each probed, switched in blocks)")
     parser.add_argument("--block", type=float, default=2.0, help="seconds a block")
     parser.add_argument("--warmup", type=float, default=20.0, help="seconds before the first block (the script's start, cuDNN's autotuning)")
+    parser.add_argument("--save", metavar="PREFIX", help="write each run's step and block times to PREFIX-N.json")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 1 run, 1 s blocks after 5 s")
     parser.add_argument("--child", metavar="OUT", help=argparse.SUPPRESS)  # in the script's process: where the times go
     parser.add_argument("command", nargs=argparse.REMAINDER, help="python SCRIPT ARGS... (after --)")
@@ -122,10 +147,8 @@ def main() -> None:
         args.runs, args.block, args.warmup = 1, 1.0, 5.0
 
     from benchmarks.probe_overhead import run_command
-    from benchmarks.probe_step_cost import median_interval
 
-    rates: list[tuple[int, bool, float]] = []
-    changes: list[float] = []
+    every: list[Block] = []
     for run in range(1, args.runs + 1):
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "times.json")
@@ -135,30 +158,21 @@ def main() -> None:
                 sys.exit(f"run {run}: {' '.join(command)} exited {done.returncode}:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
             with open(out) as f:
                 times = json.load(f)
-        these = block_rates(times["steps"], [(t, bool(on)) for t, on in times["boundaries"]])
-        mine = pair_changes(these)
-        rates += these
-        changes += mine
-        on = [r for _, o, r in these if o]
-        off = [r for _, o, r in these if not o]
-        print(
-            f"run {run}: {len(these)} blocks, {reports} probe reports, fed by a DataLoader: {'yes' if times['fed_by_loader'] else 'no (its sampler stopped at the first off block)'}; "
-            f"median steps/s on {statistics.median(on) if on else float('nan'):.2f}, off {statistics.median(off) if off else float('nan'):.2f}; "
-            f"median pair change {100.0 * statistics.median(mine) if mine else float('nan'):+.2f} %",
-            flush=True,
-        )
+        if args.save:
+            with open(f"{args.save}-{run}.json", "w") as f:
+                json.dump(times, f)
+        found = blocks(times["steps"], [(t, bool(on)) for t, on in times["boundaries"]])
+        every += found
+        fed = "yes" if times["fed_by_loader"] else "no (its sampler stopped at the first off block)"
+        print(f"run {run}: {len(found)} blocks, {reports} probe reports, fed by a DataLoader: {fed}", flush=True)
+        for block in found:
+            print(f"  block {block.number:3d} {'on ' if block.on else 'off'} {block.rate:8.2f} steps/s, at the median step {block.typical:8.2f}")
         if reports == 0:
             print("  no probe reports: the probe did not arm (not a torch script?)", flush=True)
-    if not changes:
+    if not pair_changes(every, "rate"):
         sys.exit("no pair of blocks: make the script run longer than --warmup plus two blocks")
-    on = [r for _, o, r in rates if o]
-    off = [r for _, o, r in rates if not o]
-    print(f"median steps/s with the probe on:  {statistics.median(on):.2f} ({len(on)} blocks of {args.block:g} s)")
-    print(f"median steps/s with the probe off: {statistics.median(off):.2f} ({len(off)} blocks)")
-    print(f"pairs: {len(changes)}; median change (on / off) {100.0 * statistics.median(changes):+.3f} %, mean {100.0 * statistics.mean(changes):+.3f} %")
-    interval = median_interval(changes)
-    if interval is not None:
-        print(f"95 % interval of the median change (bootstrap of the pairs): {100.0 * interval[0]:+.3f} % to {100.0 * interval[1]:+.3f} %")
+    summarize(every, "rate", f"steps/s over each {args.block:g} s block")
+    summarize(every, "typical", "steps/s at each block's median step")
 
 
 if __name__ == "__main__":

@@ -314,9 +314,9 @@ PY
     probetoggle) mkdir -p "$final/probe"  # the probe's cost inside one run of the Python-bound loop (~5 min): blocks of steps with
            # it on and off, alternating (benchmarks/probe_toggle_ab.py), pinned as probecost's; then its per-step cost on this
            # host's CPU (benchmarks/probe_step_cost.py, one core). Straight to $OUT, so a call cut short keeps what ran.
-           taskset -c 2,3 python3 benchmarks/probe_toggle_ab.py --runs "${PROBE_TOGGLE_RUNS:-2}" --block 2 --warmup 20 \
+           taskset -c 2,3 python3 benchmarks/probe_toggle_ab.py --runs "${PROBE_TOGGLE_RUNS:-2}" --block 2 --warmup 20 --save "$final/probe/toggle" \
              -- python3 benchmarks/own_training/torch_tqdm_loop.py --variant python-bound --seconds "${PROBE_TOGGLE_S:-140}" \
-             2>&1 | tee "$final/probe/python-bound-toggle.txt" | tail -6
+             2>&1 | tee "$final/probe/python-bound-toggle.txt" | tail -8
            [ "${PROBE_STEP_PAIRS:-16}" -gt 0 ] && python3 benchmarks/probe_step_cost.py --pairs "${PROBE_STEP_PAIRS:-16}" --core 5 \
              2>&1 | tee "$final/probe/step-cost.txt" | tail -8 ;;
     passthrough) mkdir -p "$out/passthrough"  # a GPU loop's own output through gputui: to a log, and on a terminal (script(1))
