@@ -81,7 +81,7 @@ def child(out: str, warmup: float, block: float, script: list[str]) -> None:
         runpy.run_path(script[0], run_name="__main__")
     finally:
         ended = clock()
-        probe._on = True  # the probe's closing report, as in any run
+        probe._on = True  # type: ignore[attr-defined]  # the probe's closing report, as in any run
         fed = bool(getattr(probe, "_fed_by_loader", False))
         with open(out, "w") as f:
             json.dump({"steps": steps, "boundaries": boundaries + [(ended, True)], "fed_by_loader": fed}, f)
@@ -114,10 +114,13 @@ def pair_changes(found: list[Block], figure: str) -> list[float]:
     return [pair[True] / pair[False] - 1.0 for _, pair in sorted(pairs.items()) if len(pair) == 2]
 
 
-def summarize(found: list[Block], figure: str, label: str) -> None:
+def summarize(runs: list[list[Block]], figure: str, label: str) -> None:
+    """Both kinds' medians of ``figure`` over every run, and the pairs' changes (each run's
+    blocks paired within it)."""
     from benchmarks.probe_step_cost import median_interval
 
-    changes = pair_changes(found, figure)
+    changes = [change for found in runs for change in pair_changes(found, figure)]
+    found = [block for blocks_of_run in runs for block in blocks_of_run]
     on = [getattr(b, figure) for b in found if b.on]
     off = [getattr(b, figure) for b in found if not b.on]
     print(f"{label}: on {statistics.median(on):.2f}, off {statistics.median(off):.2f} steps/s (medians of {len(on)} and {len(off)} blocks)")
@@ -148,7 +151,7 @@ def main() -> None:
 
     from benchmarks.probe_overhead import run_command
 
-    every: list[Block] = []
+    runs: list[list[Block]] = []
     for run in range(1, args.runs + 1):
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "times.json")
@@ -162,17 +165,17 @@ def main() -> None:
             with open(f"{args.save}-{run}.json", "w") as f:
                 json.dump(times, f)
         found = blocks(times["steps"], [(t, bool(on)) for t, on in times["boundaries"]])
-        every += found
+        runs.append(found)
         fed = "yes" if times["fed_by_loader"] else "no (its sampler stopped at the first off block)"
         print(f"run {run}: {len(found)} blocks, {reports} probe reports, fed by a DataLoader: {fed}", flush=True)
         for block in found:
             print(f"  block {block.number:3d} {'on ' if block.on else 'off'} {block.rate:8.2f} steps/s, at the median step {block.typical:8.2f}")
         if reports == 0:
             print("  no probe reports: the probe did not arm (not a torch script?)", flush=True)
-    if not pair_changes(every, "rate"):
+    if not any(pair_changes(found, "rate") for found in runs):
         sys.exit("no pair of blocks: make the script run longer than --warmup plus two blocks")
-    summarize(every, "rate", f"steps/s over each {args.block:g} s block")
-    summarize(every, "typical", "steps/s at each block's median step")
+    summarize(runs, "rate", f"steps/s over each {args.block:g} s block")
+    summarize(runs, "typical", "steps/s at each block's median step")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -119,6 +120,40 @@ def test_probe_step_cost_prints_what_the_probe_adds_to_a_step():
     pairs = [line for line in done.stdout.splitlines() if line.startswith("pair ")]
     assert len(pairs) == 2 and pairs[0].split(": ")[1].startswith("without") and pairs[1].split(": ")[1].startswith("with ")
     assert "share of a 22 ms step: " in done.stdout and "machine: " in done.stdout and "torch " in done.stdout
+
+
+def test_probe_toggle_ab_pairs_each_runs_blocks_within_that_run():
+    """Two runs whose blocks carry the same numbers: each pair is a run's own two blocks
+    (the probe on at 99 steps/s against off at 100), never one run's block against the other's."""
+    from benchmarks.probe_toggle_ab import Block, pair_changes
+
+    first = [Block(0, True, 99.0, 99.0), Block(1, False, 100.0, 100.0)]
+    second = [Block(0, True, 49.5, 49.5), Block(1, False, 50.0, 50.0), Block(2, False, 50.0, 50.0)]  # block 3 left out
+    assert [round(c, 6) for found in (first, second) for c in pair_changes(found, "rate")] == [-0.01, -0.01]
+
+
+def test_probe_toggle_ab_blocks_time_the_steps_between_their_boundaries():
+    from benchmarks.probe_toggle_ab import blocks
+
+    steps = [0.1 * i for i in range(1, 40)]  # 10 steps a second from 0.1 s to 3.9 s
+    found = blocks(steps, [(0.0, True), (2.0, False), (4.0, True)])
+    assert [(b.number, b.on) for b in found] == [(0, True), (1, False)]
+    assert all(abs(b.rate - 10.0) < 1e-6 and abs(b.typical - 10.0) < 1e-6 for b in found)
+
+
+@pytest.mark.skipif(NO_TORCH, reason='benchmarks/probe_toggle_ab.py runs a torch loop, which is not installed here (pip install ".[torch]")')
+def test_probe_toggle_ab_switches_the_probe_in_a_real_loop_and_compares_its_blocks():
+    """One short probed run of the Python-bound loop, switched every second after 5 s: its
+    blocks alternate on, off, off, on, the probe reported, and both figures are summarized."""
+    loop = ["python", "benchmarks/own_training/torch_tqdm_loop.py", "--variant", "python-bound", "--seconds", "10"]
+    done = run_script("benchmarks/probe_toggle_ab.py", "--quick", "--", *loop, timeout=180)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run = next(line for line in done.stdout.splitlines() if line.startswith("run 1: "))
+    assert "fed by a DataLoader: yes" in run and " 0 probe reports" not in run, run
+    states = {int(m.group(1)): m.group(2) for m in re.finditer(r"block +(\d+) (on |off)", done.stdout)}
+    pattern = ["on ", "off", "off", "on "]
+    assert len(states) >= 3 and all(state == pattern[number % 4] for number, state in states.items()), states
+    assert "steps/s over each 1 s block: on " in done.stdout and "steps/s at each block's median step: on " in done.stdout
 
 
 @pytest.mark.parametrize(
