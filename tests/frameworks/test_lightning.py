@@ -50,11 +50,13 @@ pytestmark = pytest.mark.frameworks
 
 # transformer.py: n blocks of 35 words, split [n - 4000, 2000, 2000] and batched by 20: 12
 # training batches an epoch; 24 steps are 2 epochs, each validated on 6 batches.  On a GPU
-# those 24 steps take about 2 s, inside what gputui calls the run's start, where no rule
-# judges: 240 steps there (its own max_epochs=20, validated every 5th), since the script
-# takes no flags that would size its model.
-TRANSFORMER_BLOCKS = 4240
-TRANSFORMER_STEPS, VALIDATE_EVERY = (24, 1) if DEVICE == "cpu" else (240, 5)
+# a step takes some 20 ms and a finding opens only after 8 s of 10 held, so a fed run
+# there must train well over 10 s for "no finding" to mean its rules judged it: 100
+# batches an epoch and all 20 of its own epochs (max_epochs=20; the script takes no flags
+# that would size its model), validated every 5th.
+TRANSFORMER_BATCHES = 12 if DEVICE == "cpu" else 100
+TRANSFORMER_BLOCKS = 4000 + 20 * TRANSFORMER_BATCHES
+TRANSFORMER_STEPS, VALIDATE_EVERY = (2 * TRANSFORMER_BATCHES, 1) if DEVICE == "cpu" else (20 * TRANSFORMER_BATCHES, 5)
 ACCELERATOR = "gpu" if DEVICE == "cuda" else "cpu"  # Lightning's word for it
 TRANSFORMER_ENV = {
     "PL_TRAINER_MAX_STEPS": str(TRANSFORMER_STEPS),
