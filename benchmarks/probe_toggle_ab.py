@@ -1,7 +1,7 @@
 """The probe's cost on a real training script, A/B inside one run: blocks of steps with the
 probe working and blocks with it stood aside, alternating.
 
-    python benchmarks/probe_toggle_ab.py [--runs 2] [--block 2] [--warmup 20] -- python SCRIPT ARGS...
+    python benchmarks/probe_toggle_ab.py [--runs 3] [--block 0.25] [--warmup 20] -- python SCRIPT ARGS...
     python benchmarks/probe_toggle_ab.py --quick -- python SCRIPT ARGS...   # 1 run, 1 s blocks
 
 probe_overhead.py compares whole runs with and without the probe; on a GPU loop whose
@@ -17,7 +17,9 @@ state, so their ratio is the probe's cost with the run-to-run spread taken out.
 
 The steps are timed by a global optimizer post-hook of this benchmark's own, present in
 both kinds of block alike; a block's rate is its steps over the time from its first to
-its last step; its typical rate is one over its median step (a step stalled by something
+its last step, and the loop thread's own CPU time a step is read from that thread's clock
+at each step (where the probe's hooks run, so the figure the GPU's timing moves least);
+its typical rate is one over its median step (a step stalled by something
 else, another thread holding the GIL, moves it little; the probe's work, done in every
 step, moves it as much as any).  Printed: each block, each kind's median of both figures,
 the median of the pairs' own changes (on / off) with its bootstrap interval, and how many
@@ -31,6 +33,7 @@ fed by a DataLoader would lose its sampler at the first off block: the run says 
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import os
 import runpy
@@ -67,10 +70,12 @@ def child(out: str, warmup: float, block: float, script: list[str]) -> None:
     if probe is None or not getattr(probe, "_on", False):
         sys.exit("the probe is not armed in this process (run through probe_toggle_ab.py's parent, with a channel)")
     steps: list[float] = []
-    clock = time.perf_counter
+    cpu: list[float] = []  # the loop thread's own CPU time at each step, where the probe's hooks run
+    clock, thread_clock = time.perf_counter, time.thread_time
 
     def count(optimizer: object, args: object, kwargs: object) -> None:
         steps.append(clock())
+        cpu.append(thread_clock())
 
     register_optimizer_step_post_hook(count)
     boundaries: list[tuple[float, bool]] = []
@@ -84,7 +89,7 @@ def child(out: str, warmup: float, block: float, script: list[str]) -> None:
         probe._on = True  # type: ignore[attr-defined]  # the probe's closing report, as in any run
         fed = bool(getattr(probe, "_fed_by_loader", False))
         with open(out, "w") as f:
-            json.dump({"steps": steps, "boundaries": boundaries + [(ended, True)], "fed_by_loader": fed}, f)
+            json.dump({"steps": steps, "cpu": cpu, "boundaries": boundaries + [(ended, True)], "fed_by_loader": fed}, f)
 
 
 class Block(NamedTuple):
@@ -92,29 +97,39 @@ class Block(NamedTuple):
     on: bool  # the probe working
     rate: float  # steps per second: its steps after the first over the time from its first to its last
     typical: float  # steps per second at its median step (a stalled step, the GIL held elsewhere, moves it little)
+    cpu_us: float | None  # the loop thread's CPU time a step, in microseconds (None in runs saved without it)
 
 
-def blocks(steps: list[float], boundaries: list[tuple[float, bool]]) -> list[Block]:
-    """Each whole block of the run; those with under 3 steps left out."""
+def blocks(steps: list[float], boundaries: list[tuple[float, bool]], cpu: list[float] | None = None) -> list[Block]:
+    """Each whole block of the run; those with under 3 steps left out.  ``cpu``: the loop
+    thread's CPU time at each step, beside ``steps``."""
     found = []
     for number, ((start, on), (end, _)) in enumerate(zip(boundaries, boundaries[1:])):
-        inside = [t for t in steps if start <= t < end]
-        if len(inside) >= 3 and inside[-1] > inside[0]:
-            gaps = [b - a for a, b in zip(inside, inside[1:])]
-            found.append(Block(number, on, (len(inside) - 1) / (inside[-1] - inside[0]), 1.0 / statistics.median(gaps)))
+        first = bisect.bisect_left(steps, start)
+        last = bisect.bisect_left(steps, end) - 1
+        n = last - first + 1
+        if n >= 3 and steps[last] > steps[first]:
+            gaps = [b - a for a, b in zip(steps[first:last], steps[first + 1 : last + 1])]
+            cpu_us = 1e6 * (cpu[last] - cpu[first]) / (n - 1) if cpu else None
+            found.append(Block(number, on, (n - 1) / (steps[last] - steps[first]), 1.0 / statistics.median(gaps), cpu_us))
     return found
 
 
-def pair_changes(found: list[Block], figure: str) -> list[float]:
-    """on / off - 1 of ``figure`` (rate or typical) for each pair of blocks (0 and 1, 2 and
-    3, ...) both of which are there."""
+def pairs_of(found: list[Block], figure: str) -> list[tuple[float, float]]:
+    """(on, off) of ``figure`` for each pair of blocks (0 and 1, 2 and 3, ...) both of
+    which are there."""
     pairs: dict[int, dict[bool, float]] = {}
     for block in found:
         pairs.setdefault(block.number // 2, {})[block.on] = getattr(block, figure)
-    return [pair[True] / pair[False] - 1.0 for _, pair in sorted(pairs.items()) if len(pair) == 2]
+    return [(pair[True], pair[False]) for _, pair in sorted(pairs.items()) if len(pair) == 2]
 
 
-def summarize(runs: list[list[Block]], figure: str, label: str) -> None:
+def pair_changes(found: list[Block], figure: str) -> list[float]:
+    """on / off - 1 of ``figure`` (rate, typical or cpu_us) for each pair of blocks."""
+    return [on / off - 1.0 for on, off in pairs_of(found, figure)]
+
+
+def summarize(runs: list[list[Block]], figure: str, label: str, unit: str = "steps/s") -> None:
     """Both kinds' medians of ``figure`` over every run, and the pairs' changes (each run's
     blocks paired within it)."""
     from benchmarks.probe_step_cost import median_interval
@@ -123,17 +138,41 @@ def summarize(runs: list[list[Block]], figure: str, label: str) -> None:
     found = [block for blocks_of_run in runs for block in blocks_of_run]
     on = [getattr(b, figure) for b in found if b.on]
     off = [getattr(b, figure) for b in found if not b.on]
-    print(f"{label}: on {statistics.median(on):.2f}, off {statistics.median(off):.2f} steps/s (medians of {len(on)} and {len(off)} blocks)")
+    print(f"{label}: on {statistics.median(on):.2f}, off {statistics.median(off):.2f} {unit} (medians of {len(on)} and {len(off)} blocks)")
     print(f"  {len(changes)} pairs: median change (on / off) {100.0 * statistics.median(changes):+.3f} %, mean {100.0 * statistics.mean(changes):+.3f} %")
     interval = median_interval(changes)
     if interval is not None:
         print(f"  95 % interval of the median change (bootstrap of the pairs): {100.0 * interval[0]:+.3f} % to {100.0 * interval[1]:+.3f} %")
+    interval = mean_interval(changes)
+    if interval is not None:
+        print(f"  95 % interval of the mean change (bootstrap of the pairs): {100.0 * interval[0]:+.3f} % to {100.0 * interval[1]:+.3f} %")
+
+
+def mean_interval(values: list[float]) -> tuple[float, float] | None:
+    """Percentile bootstrap of the mean of ``values``: with hundreds of pairs of short
+    blocks, whose changes spread evenly, the mean is the tighter figure."""
+    import numpy as np
+
+    from gputui.lookback.noise import CONFIDENCE, MIN_READINGS, RESAMPLES, SEED
+
+    if len(values) < MIN_READINGS:
+        return None
+    data = np.asarray(values)
+    means = data[np.random.default_rng(SEED).integers(0, len(data), (RESAMPLES, len(data)))].mean(axis=1)
+    tail = (1.0 - CONFIDENCE) / 2.0 * 100.0
+    low, high = np.percentile(means, [tail, 100.0 - tail])
+    return float(low), float(high)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=2, help="runs of the script (each probed, switched in blocks)")
-    parser.add_argument("--block", type=float, default=2.0, help="seconds a block")
+    parser.add_argument("--runs", type=int, default=3, help="runs of the script (each probed, switched in blocks)")
+    parser.add_argument(
+        "--block",
+        type=float,
+        default=0.25,
+        help="seconds a block (short: a run's speed moves as much between blocks of 2 s as of 0.25 s, so shorter blocks give more pairs for the same noise)",
+    )
     parser.add_argument("--warmup", type=float, default=20.0, help="seconds before the first block (the script's start, cuDNN's autotuning)")
     parser.add_argument("--save", metavar="PREFIX", help="write each run's step and block times to PREFIX-N.json")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 1 run, 1 s blocks after 5 s")
@@ -164,18 +203,23 @@ def main() -> None:
         if args.save:
             with open(f"{args.save}-{run}.json", "w") as f:
                 json.dump(times, f)
-        found = blocks(times["steps"], [(t, bool(on)) for t, on in times["boundaries"]])
+        found = blocks(times["steps"], [(t, bool(on)) for t, on in times["boundaries"]], times.get("cpu"))
         runs.append(found)
         fed = "yes" if times["fed_by_loader"] else "no (its sampler stopped at the first off block)"
         print(f"run {run}: {len(found)} blocks, {reports} probe reports, fed by a DataLoader: {fed}", flush=True)
         for block in found:
-            print(f"  block {block.number:3d} {'on ' if block.on else 'off'} {block.rate:8.2f} steps/s, at the median step {block.typical:8.2f}")
+            cpu = f", loop thread's CPU {block.cpu_us:9.1f} µs a step" if block.cpu_us is not None else ""
+            print(f"  block {block.number:3d} {'on ' if block.on else 'off'} {block.rate:8.2f} steps/s, at the median step {block.typical:8.2f}{cpu}")
         if reports == 0:
             print("  no probe reports: the probe did not arm (not a torch script?)", flush=True)
     if not any(pair_changes(found, "rate") for found in runs):
         sys.exit("no pair of blocks: make the script run longer than --warmup plus two blocks")
     summarize(runs, "rate", f"steps/s over each {args.block:g} s block")
     summarize(runs, "typical", "steps/s at each block's median step")
+    if all(block.cpu_us is not None for found in runs for block in found):
+        summarize(runs, "cpu_us", "the loop thread's CPU a step, µs", unit="µs")
+        differences = [on - off for found in runs for on, off in pairs_of(found, "cpu_us")]
+        print(f"  the probe's work a step, on - off: median {statistics.median(differences):+.1f} µs, mean {statistics.mean(differences):+.1f} µs")
 
 
 if __name__ == "__main__":

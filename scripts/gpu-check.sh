@@ -17,9 +17,9 @@
 #               FRAMEWORKS_N the workers; needs pytest-xdist, datasets, dill and multiprocess in .whl/)
 #     probecost the probe's cost A/B on the Python-bound loop (PROBE_RUNS pairs, pinned) and the fed ResNet-50 loop
 #               (PROBE_FED_RUNS pairs, default 3; 0 skips it)
-#     probetoggle the probe's cost inside one run of the Python-bound loop, in blocks with it on and off (PROBE_TOGGLE_RUNS
-#               runs of PROBE_TOGGLE_S s; benchmarks/probe_toggle_ab.py), then its per-step cost on this host's CPU
-#               (benchmarks/probe_step_cost.py, PROBE_STEP_PAIRS pairs; 0 skips it) (~6 min)
+#     probetoggle the probe's cost inside one run of the Python-bound loop, in blocks of PROBE_TOGGLE_BLOCK s (0.25) with it
+#               on and off (PROBE_TOGGLE_RUNS runs of PROBE_TOGGLE_S s; benchmarks/probe_toggle_ab.py), then its per-step cost on this host's CPU
+#               (benchmarks/probe_step_cost.py, PROBE_STEP_PAIRS pairs, default 0: 16 take ~3 min more) (~8 min)
 #     passthrough a fed GPU loop's own output through `gputui --headless`, to a log and on a terminal (script(1)), and alone
 #     checktests  pytest -m gpu for the check's own tests only (quicker than tests)
 #     quickcheck  gputui check --quick (under a minute)
@@ -314,10 +314,10 @@ PY
     probetoggle) mkdir -p "$final/probe"  # the probe's cost inside one run of the Python-bound loop (~5 min): blocks of steps with
            # it on and off, alternating (benchmarks/probe_toggle_ab.py), pinned as probecost's; then its per-step cost on this
            # host's CPU (benchmarks/probe_step_cost.py, one core). Straight to $OUT, so a call cut short keeps what ran.
-           taskset -c 2,3 python3 benchmarks/probe_toggle_ab.py --runs "${PROBE_TOGGLE_RUNS:-2}" --block 2 --warmup 20 --save "$final/probe/toggle" \
+           taskset -c 2,3 python3 benchmarks/probe_toggle_ab.py --runs "${PROBE_TOGGLE_RUNS:-3}" --block "${PROBE_TOGGLE_BLOCK:-0.25}" --warmup 20 --save "$final/probe/toggle" \
              -- python3 benchmarks/own_training/torch_tqdm_loop.py --variant python-bound --seconds "${PROBE_TOGGLE_S:-140}" \
-             2>&1 | tee "$final/probe/python-bound-toggle.txt" | tail -8
-           [ "${PROBE_STEP_PAIRS:-16}" -gt 0 ] && python3 benchmarks/probe_step_cost.py --pairs "${PROBE_STEP_PAIRS:-16}" --core 5 \
+             2>&1 | tee "$final/probe/python-bound-toggle.txt" | tail -10
+           [ "${PROBE_STEP_PAIRS:-0}" -gt 0 ] && python3 benchmarks/probe_step_cost.py --pairs "${PROBE_STEP_PAIRS}" --core 5 \
              2>&1 | tee "$final/probe/step-cost.txt" | tail -8 ;;
     passthrough) mkdir -p "$out/passthrough"  # a GPU loop's own output through gputui: to a log, and on a terminal (script(1))
            loop="python3 benchmarks/own_training/torch_tqdm_loop.py --variant fed --seconds 20"

@@ -127,8 +127,8 @@ def test_probe_toggle_ab_pairs_each_runs_blocks_within_that_run():
     (the probe on at 99 steps/s against off at 100), never one run's block against the other's."""
     from benchmarks.probe_toggle_ab import Block, pair_changes
 
-    first = [Block(0, True, 99.0, 99.0), Block(1, False, 100.0, 100.0)]
-    second = [Block(0, True, 49.5, 49.5), Block(1, False, 50.0, 50.0), Block(2, False, 50.0, 50.0)]  # block 3 left out
+    first = [Block(0, True, 99.0, 99.0, None), Block(1, False, 100.0, 100.0, None)]
+    second = [Block(0, True, 49.5, 49.5, None), Block(1, False, 50.0, 50.0, None), Block(2, False, 50.0, 50.0, None)]  # block 3 left out
     assert [round(c, 6) for found in (first, second) for c in pair_changes(found, "rate")] == [-0.01, -0.01]
 
 
@@ -136,9 +136,11 @@ def test_probe_toggle_ab_blocks_time_the_steps_between_their_boundaries():
     from benchmarks.probe_toggle_ab import blocks
 
     steps = [0.1 * i for i in range(1, 40)]  # 10 steps a second from 0.1 s to 3.9 s
-    found = blocks(steps, [(0.0, True), (2.0, False), (4.0, True)])
+    cpu = [0.05 * i for i in range(1, 20)] + [0.95 + 0.06 * i for i in range(1, 21)]  # 50 ms a step, then 60
+    found = blocks(steps, [(0.0, True), (2.0, False), (4.0, True)], cpu)
     assert [(b.number, b.on) for b in found] == [(0, True), (1, False)]
     assert all(abs(b.rate - 10.0) < 1e-6 and abs(b.typical - 10.0) < 1e-6 for b in found)
+    assert [round(b.cpu_us or 0) for b in found] == [50_000, 60_000]
 
 
 @pytest.mark.skipif(NO_TORCH, reason='benchmarks/probe_toggle_ab.py runs a torch loop, which is not installed here (pip install ".[torch]")')
