@@ -21,9 +21,12 @@ its last step, and the loop thread's own CPU time a step is read from that threa
 at each step (where the probe's hooks run, so the figure the GPU's timing moves least);
 its typical rate is one over its median step (a step stalled by something
 else, another thread holding the GIL, moves it little; the probe's work, done in every
-step, moves it as much as any).  Printed: each block, each kind's median of both figures,
-the median of the pairs' own changes (on / off) with its bootstrap interval, and how many
-probe reports arrived.
+step, moves it as much as any).  Printed: each block; for each of the three figures,
+each kind's median and the pairs' own changes (on / off), their median and mean with a
+bootstrap interval of each; the probe's work a step in µs (the loop thread's CPU, on -
+off); and how many probe reports arrived.  Short blocks: a run's speed moved as much
+between blocks of 2 s as of 0.25 s (docs/your-own-training.md, "The probe's cost"), so
+shorter blocks give more pairs for the same spread.
 
 What it leaves out: the probe's work at import (once a run) and its stack sampler, which a
 DataLoader-fed loop stops for good once its batches are known to be training (a loop not
