@@ -311,7 +311,7 @@ PY
              --pattern 'throughput: ([0-9.]+)' \
              -- python3 benchmarks/own_training/torch_tqdm_loop.py --variant fed --seconds "${PROBE_S:-20}" \
              2>&1 | tee "$final/probe/resnet50.txt" | tail -7 ;;
-    probetoggle) mkdir -p "$final/probe"  # the probe's cost inside one run of the Python-bound loop (~5 min): blocks of steps with
+    probetoggle) mkdir -p "$final/probe"  # the probe's cost inside one run of the Python-bound loop (~8 min): blocks of steps with
            # it on and off, alternating (benchmarks/probe_toggle_ab.py), pinned as probecost's; then its per-step cost on this
            # host's CPU (benchmarks/probe_step_cost.py, one core). Straight to $OUT, so a call cut short keeps what ran.
            taskset -c 2,3 python3 benchmarks/probe_toggle_ab.py --runs "${PROBE_TOGGLE_RUNS:-3}" --block "${PROBE_TOGGLE_BLOCK:-0.25}" --warmup 20 --save "$final/probe/toggle" \
