@@ -2,12 +2,13 @@
 probe working and blocks with it stood aside, alternating.
 
     python benchmarks/probe_toggle_ab.py [--runs 3] [--block 0.25] [--warmup 20] -- python SCRIPT ARGS...
-    python benchmarks/probe_toggle_ab.py --quick -- python SCRIPT ARGS...   # 1 run, 1 s blocks
+    python benchmarks/probe_toggle_ab.py --quick -- python SCRIPT ARGS...   # 1 run, 0.5 s blocks
 
 probe_overhead.py compares whole runs with and without the probe; on a GPU loop whose
 speed moves from run to run by several percent (the core a process lands on, the GPU's
 clocks), dozens of pairs would be needed to tell 1 %.  Here each run is probed (on a real
-channel that listens, as under gputui) and, after --warmup seconds, a thread in the
+channel that listens, as under gputui) and, --warmup seconds after its first optimizer
+step (its imports and set-up take what they take, more on a loaded machine), a thread in the
 script's own process switches the probe's master switch every --block seconds: on, off,
 off, on, on, off, ... (ABBA, so a block's place in its pair cancels).  With it off every
 hook of the probe returns at its first test, so an off block is the script without the
@@ -52,9 +53,11 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 
-def _switch_blocks(probe: object, warmup: float, block: float, boundaries: list[tuple[float, bool]]) -> None:
-    """After ``warmup`` s, flip ``probe._on`` every ``block`` s in ABBA order, noting each
-    boundary's (time, the probe's state from then on)."""
+def _switch_blocks(probe: object, steps: list[float], warmup: float, block: float, boundaries: list[tuple[float, bool]]) -> None:
+    """``warmup`` s after the first step, flip ``probe._on`` every ``block`` s in ABBA order,
+    noting each boundary's (time, the probe's state from then on)."""
+    while not steps:
+        time.sleep(0.05)
     time.sleep(warmup)
     for i in range(1_000_000):
         # pair i // 2 runs on-then-off when it is even, off-then-on when odd
@@ -82,7 +85,7 @@ def child(out: str, warmup: float, block: float, script: list[str]) -> None:
 
     register_optimizer_step_post_hook(count)
     boundaries: list[tuple[float, bool]] = []
-    threading.Thread(target=_switch_blocks, args=(probe, warmup, block, boundaries), daemon=True).start()
+    threading.Thread(target=_switch_blocks, args=(probe, steps, warmup, block, boundaries), daemon=True).start()
     sys.argv = script
     sys.path[0] = os.path.dirname(os.path.abspath(script[0]))  # as `python SCRIPT` has it
     try:
@@ -176,9 +179,14 @@ def main() -> None:
         default=0.25,
         help="seconds a block (short: a run's speed moves as much between blocks of 2 s as of 0.25 s, so shorter blocks give more pairs for the same noise)",
     )
-    parser.add_argument("--warmup", type=float, default=20.0, help="seconds before the first block (the script's start, cuDNN's autotuning)")
+    parser.add_argument(
+        "--warmup",
+        type=float,
+        default=20.0,
+        help="seconds from the script's first optimizer step to the first block (cuDNN's autotuning, the allocator's growth)",
+    )
     parser.add_argument("--save", metavar="PREFIX", help="write each run's step and block times to PREFIX-N.json")
-    parser.add_argument("--quick", action="store_true", help="a smoke run: 1 run, 1 s blocks after 5 s")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 1 run, 0.5 s blocks from 1 s after the first step")
     parser.add_argument("--child", metavar="OUT", help=argparse.SUPPRESS)  # in the script's process: where the times go
     parser.add_argument("command", nargs=argparse.REMAINDER, help="python SCRIPT ARGS... (after --)")
     args = parser.parse_args()
@@ -189,7 +197,7 @@ def main() -> None:
     if len(command) < 2 or "python" not in Path(command[0]).name:
         parser.error("give the script as: -- python SCRIPT ARGS...")
     if args.quick:
-        args.runs, args.block, args.warmup = 1, 1.0, 5.0
+        args.runs, args.block, args.warmup = 1, 0.5, 1.0
 
     from benchmarks.probe_overhead import run_command
 
