@@ -157,17 +157,24 @@ def test_the_keras_bar_is_timed_on_gputuis_clock_across_epochs():
 def summary_of(name: str, hint: int | None = None) -> tuple[ThroughputSummary, list[tuple[str, Throughput]]]:
     """The summary's throughput after the file's readings, and each live reading with the
     line it came from."""
-    parser = ThroughputParser(batch_size_hint=hint)
+    lines = output_lines(name)
+    return summarize(ThroughputParser(batch_size_hint=hint), [(float(t), line) for t, line in enumerate(lines)], end=float(len(lines)))
+
+
+def summarize(
+    parser: ThroughputParser, rows: list[tuple[float, str]], *, end: float, clocked: bool = False
+) -> tuple[ThroughputSummary, list[tuple[str, Throughput]]]:
+    """Feed ``rows`` ((time, line)) to ``parser`` and a summary, the run ending at ``end``;
+    ``clocked``: the parser reads the rows' times as gputui's clock (else its own)."""
     builder = SummaryBuilder()
     live = []
-    lines = output_lines(name)
-    for t, line in enumerate(lines):
-        for reading in parser.feed(line):
-            builder.on_event(Event(float(t), ev.THROUGHPUT, reading))
+    for t, line in rows:
+        for reading in parser.feed(line, now=t if clocked else None):
+            builder.on_event(Event(t, ev.THROUGHPUT, reading))
             if not reading.final:
                 live.append((line, reading))
-    for reading in parser.finish():  # the run has ended, as the session tells it
-        builder.on_event(Event(float(len(lines)), ev.THROUGHPUT, reading))
+    for reading in parser.finish(now=end if clocked else None):  # the run has ended, as the session tells it
+        builder.on_event(Event(end, ev.THROUGHPUT, reading))
     return builder.build().throughput, live
 
 
@@ -248,19 +255,13 @@ def test_the_trainers_last_checkpoint_is_not_training_time():
     them.  The figure is its 375 steps over train_runtime less its evaluations and that
     checkpoint (read off its lines as below), not over the checkpoint too (4.564 before)."""
     timed = [json.loads(line) for line in (DATA / "hf_trainer_h200_checkpoint.jsonl").read_text(encoding="utf-8").splitlines()]
-    parser, builder = ThroughputParser(), SummaryBuilder()
-    for row in timed:
-        for reading in parser.feed(row["text"], now=row["t"]):
-            builder.on_event(Event(row["t"], ev.THROUGHPUT, reading))
-    for reading in parser.finish(now=timed[-1]["t"]):
-        builder.on_event(Event(timed[-1]["t"], ev.THROUGHPUT, reading))
+    tp, _ = summarize(ThroughputParser(), [(row["t"], row["text"]) for row in timed], end=timed[-1]["t"], clocked=True)
     texts = [row["text"] for row in timed]
     runtime = float(re.findall(r"'train_runtime': '([0-9.]+)'", "\n".join(texts))[-1])
     evals = sum(float(v) for v in re.findall(r"'eval_runtime': '([0-9.]+)'", "\n".join(texts)))
     shards = next(i for i, text in enumerate(texts) if text.startswith("Writing model shards"))
     after = next(i for i in range(shards, len(texts)) if not texts[i].startswith("Writing model shards"))
     checkpoint = timed[after]["t"] - timed[shards - 1]["t"]  # from the training bar's last line
-    tp = builder.build().throughput
     assert tp.unit == "steps" and tp.figure == pytest.approx(375 / (runtime - evals - checkpoint), rel=0.01)
 
 
