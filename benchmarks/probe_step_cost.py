@@ -117,9 +117,9 @@ def cpu_model() -> str:
     return platform.processor() or "unknown CPU"
 
 
-def difference_interval(a: list[float], b: list[float]) -> tuple[float, float] | None:
-    """Percentile bootstrap of median(b) - median(a), each run resampled on its own; None
-    with fewer than noise.MIN_READINGS runs of either."""
+def difference_interval(a: list[float], b: list[float], statistic: str = "median") -> tuple[float, float] | None:
+    """Percentile bootstrap of statistic(b) - statistic(a) (numpy's median or mean), each
+    run resampled on its own; None with fewer than noise.MIN_READINGS runs of either."""
     import numpy as np
 
     from gputui.lookback.noise import CONFIDENCE, MIN_READINGS, RESAMPLES, SEED
@@ -128,16 +128,17 @@ def difference_interval(a: list[float], b: list[float]) -> tuple[float, float] |
         return None
     rng = np.random.default_rng(SEED)
     xa, xb = np.asarray(a), np.asarray(b)
-    boot_a = np.median(xa[rng.integers(0, len(xa), (RESAMPLES, len(xa)))], axis=1)
-    boot_b = np.median(xb[rng.integers(0, len(xb), (RESAMPLES, len(xb)))], axis=1)
+    reduce = getattr(np, statistic)
+    boot_a = reduce(xa[rng.integers(0, len(xa), (RESAMPLES, len(xa)))], axis=1)
+    boot_b = reduce(xb[rng.integers(0, len(xb), (RESAMPLES, len(xb)))], axis=1)
     tail = (1.0 - CONFIDENCE) / 2.0 * 100.0
     low, high = np.percentile(boot_b - boot_a, [tail, 100.0 - tail])
     return float(low), float(high)
 
 
-def median_interval(values: list[float]) -> tuple[float, float] | None:
-    """Percentile bootstrap of the median of ``values`` (the pairs' own differences)."""
-    return difference_interval([0.0] * len(values), values)
+def median_interval(values: list[float], statistic: str = "median") -> tuple[float, float] | None:
+    """Percentile bootstrap of the median (or ``statistic``) of ``values`` (the pairs' own differences)."""
+    return difference_interval([0.0] * len(values), values, statistic)
 
 
 def neighbours(before: list[Any], after: list[Any], core: int | None) -> tuple[float, float]:

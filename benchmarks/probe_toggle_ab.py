@@ -149,25 +149,9 @@ def summarize(runs: list[list[Block]], figure: str, label: str, unit: str = "ste
     interval = median_interval(changes)
     if interval is not None:
         print(f"  95 % interval of the median change (bootstrap of the pairs): {100.0 * interval[0]:+.3f} % to {100.0 * interval[1]:+.3f} %")
-    interval = mean_interval(changes)
+    interval = median_interval(changes, "mean")  # with hundreds of pairs of short blocks, the tighter figure
     if interval is not None:
         print(f"  95 % interval of the mean change (bootstrap of the pairs): {100.0 * interval[0]:+.3f} % to {100.0 * interval[1]:+.3f} %")
-
-
-def mean_interval(values: list[float]) -> tuple[float, float] | None:
-    """Percentile bootstrap of the mean of ``values``: with hundreds of pairs of short
-    blocks, whose changes spread evenly, the mean is the tighter figure."""
-    import numpy as np
-
-    from gputui.lookback.noise import CONFIDENCE, MIN_READINGS, RESAMPLES, SEED
-
-    if len(values) < MIN_READINGS:
-        return None
-    data = np.asarray(values)
-    means = data[np.random.default_rng(SEED).integers(0, len(data), (RESAMPLES, len(data)))].mean(axis=1)
-    tail = (1.0 - CONFIDENCE) / 2.0 * 100.0
-    low, high = np.percentile(means, [tail, 100.0 - tail])
-    return float(low), float(high)
 
 
 def main() -> None:
