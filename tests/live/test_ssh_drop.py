@@ -64,8 +64,7 @@ def drop_and_come_back(hosts: SshHosts, tmp_path, first_remote: str, attach_remo
         terminals.keys("y", session="u")
         terminals.wait_for(r"stopped: by the dashboard \(pid \d+ on /dev/pts/\d+\)", session="u")
         wait_for(lambda: gone(processes), timeout=30)
-        terminals.keys("Escape", session="u")
-        terminals.wait_until_gone(r"Enter/Esc close", session="u")
+        terminals.escape_from(r"Enter/Esc close", session="u")  # the summary: it may open after the outcome shows
         terminals.keys("q", session="u")
         wait_gone([viewer])
     finally:

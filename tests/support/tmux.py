@@ -97,6 +97,14 @@ class Tmux:
             time.sleep(0.1)
         raise AssertionError(f"{pattern!r} stayed; the screen:\n{self.screen(session)}")
 
+    def escape_from(self, pattern: str, session: str = "t") -> None:
+        """Close what shows ``pattern`` with Escape: once it is up, and until it has gone.
+        An Escape sent before it is up does nothing there, and a key sent within Textual's
+        ESCDELAY of an Escape (0.1 s) merges with it into Alt+key, losing both."""
+        self.wait_for(pattern, session=session)
+        self.keys("Escape", session=session)
+        self.wait_until_gone(pattern, session=session)
+
     def kill_server(self) -> None:
         subprocess.run([TMUX, "-L", self.socket, "kill-server"], capture_output=True, timeout=10)
 

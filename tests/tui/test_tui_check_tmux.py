@@ -23,8 +23,7 @@ def test_quick_check_from_keys_alone_shows_its_verdict_table(tmp_path):
         assert "status" in screen and "measured" in screen  # the table's header
         assert "/dev/shm" in screen or "CPU cores" in screen  # host checks ran here
         assert "skip" in screen  # no GPU: the GPU checks say so instead of failing
-        tmux.keys("Escape")
-        tmux.wait_until_gone(r"Check this machine")
+        tmux.escape_from(r"Check this machine")
         tmux.keys("q")
     finally:
         tmux.kill_server()

@@ -29,8 +29,7 @@ def test_help_then_q_in_the_editor_keeps_the_app_and_the_edit_at_80x24(tmux):  #
     assert "Dashboard" in screen
     for key, what in (("Enter", "run the highlighted preset"), ("e", "edit the highlighted preset"), ("n", "a new preset"), ("s", "stop the run")):
         assert f"{key} " in screen and what in screen, screen
-    tmux.keys("Escape")
-    tmux.wait_until_gone(r"gputui keys")
+    tmux.escape_from(r"gputui keys")
 
     tmux.keys("n")
     tmux.wait_for(r"✓ valid")  # the form is up, the name field has the focus

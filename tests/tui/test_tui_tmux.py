@@ -48,10 +48,9 @@ def test_run_smoke_by_keys_at_80x24_see_throughput_quit_and_the_run_goes_on(tmux
     tmux.keys("Enter")  # smoke: the first preset
     match = tmux.wait_for(r"throughput median\s+([\d,]+) samples/s", timeout=60)
     assert float(match.group(1).replace(",", "")) > 0
-    tmux.keys("Escape")
     # Keys typed faster than a terminal app reads them may merge with an Escape into
     # one sequence, as on a real slow link: wait for each key's effect.
-    tmux.wait_until_gone(r"Enter/Esc close")
+    tmux.escape_from(r"Enter/Esc close")
     tmux.wait_for(r"✓ #1 smoke")
     tmux.keys("Down")
     tmux.wait_for(r"(?m)^smoke-long")  # the details show the highlighted preset
@@ -106,8 +105,7 @@ def test_a_dropped_terminal_leaves_the_run_going_and_another_terminal_attaches_a
         other.keys("y")
         other.wait_for(r"stopped: by the dashboard \(pid \d+ on /dev/pts/\d+\)")  # the summary says who stopped it
         wait_for(lambda: gone(processes), timeout=30)
-        other.keys("Escape")
-        other.wait_until_gone(r"Enter/Esc close")
+        other.escape_from(r"Enter/Esc close")  # the summary: it may open after the outcome shows
         other.keys("q")
         wait_gone([viewer])
     finally:
@@ -198,8 +196,7 @@ def test_open_a_past_run_from_the_runs_list_by_keys(tmux, tmp_path):  # noqa: F8
     tmux.wait_for(r"torch-resnet50-input-bound — ok")
     screen = tmux.wait_for(r"throughput median\s+133 samples/s").string
     assert "Input-bound" in screen or "input_bound" in screen, screen
-    tmux.keys("Escape")
-    tmux.wait_until_gone(r"Enter/Esc close")
+    tmux.escape_from(r"Enter/Esc close")
     tmux.keys("q")
     wait_gone([gputui])
 
