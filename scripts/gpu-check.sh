@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Everything that needs a real GPU, in named steps (device time is scarce: group them):
+# Everything that needs a real GPU, in named steps (device time is scarce: group them).
+# The packages the GPU machine lacks travel in .whl/: build it first with scripts/device-wheels.sh.
 #   scripts/gpu-check.sh tests core twins tuned input maxbatch tui
 #     tests     pytest -m gpu
 #     core      a headless recording of a PyTorch loop + the telemetry tick cost
