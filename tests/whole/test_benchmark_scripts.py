@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -83,8 +84,11 @@ def test_gpu_check_run_twice_in_one_call_keeps_both_runs_results(tmp_path):
     """The device returns $OUT's files once the call ends: a second gpu-check.sh in the
     same call packs into results-2.tgz and adds to the log, not over the first's."""
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "OUT": str(tmp_path / "out")}
+    # A copy, in a tree of its own: a checkout's .whl/ holds the device's wheels, for its Python.
+    (tmp_path / "tree" / "scripts").mkdir(parents=True)
+    script = shutil.copy(REPO / "scripts" / "gpu-check.sh", tmp_path / "tree" / "scripts")
     for _ in range(2):
-        done = subprocess.run(["bash", "scripts/gpu-check.sh", "no-such-step"], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+        done = subprocess.run(["bash", str(script), "no-such-step"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr
     assert sorted(p.name for p in (tmp_path / "out").glob("*.tgz")) == ["results-2.tgz", "results.tgz"]
     assert (tmp_path / "out" / "log.txt").read_text().count("unknown step no-such-step") == 2
