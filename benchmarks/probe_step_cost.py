@@ -46,7 +46,7 @@ import sys
 import time
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import psutil
 
@@ -117,9 +117,12 @@ def cpu_model() -> str:
     return platform.processor() or "unknown CPU"
 
 
-def difference_interval(a: list[float], b: list[float], statistic: str = "median") -> tuple[float, float] | None:
-    """Percentile bootstrap of statistic(b) - statistic(a) (numpy's median or mean), each
-    run resampled on its own; None with fewer than noise.MIN_READINGS runs of either."""
+Statistic = Literal["median", "mean"]
+
+
+def difference_interval(a: list[float], b: list[float], statistic: Statistic = "median") -> tuple[float, float] | None:
+    """Percentile bootstrap of statistic(b) - statistic(a), each run resampled on its own;
+    None with fewer than noise.MIN_READINGS runs of either."""
     import numpy as np
 
     from gputui.lookback.noise import CONFIDENCE, MIN_READINGS, RESAMPLES, SEED
@@ -128,7 +131,7 @@ def difference_interval(a: list[float], b: list[float], statistic: str = "median
         return None
     rng = np.random.default_rng(SEED)
     xa, xb = np.asarray(a), np.asarray(b)
-    reduce = getattr(np, statistic)
+    reduce = np.median if statistic == "median" else np.mean
     boot_a = reduce(xa[rng.integers(0, len(xa), (RESAMPLES, len(xa)))], axis=1)
     boot_b = reduce(xb[rng.integers(0, len(xb), (RESAMPLES, len(xb)))], axis=1)
     tail = (1.0 - CONFIDENCE) / 2.0 * 100.0
@@ -136,9 +139,9 @@ def difference_interval(a: list[float], b: list[float], statistic: str = "median
     return float(low), float(high)
 
 
-def median_interval(values: list[float], statistic: str = "median") -> tuple[float, float] | None:
-    """Percentile bootstrap of the median (or ``statistic``) of ``values`` (the pairs' own differences)."""
-    return difference_interval([0.0] * len(values), values, statistic)
+def paired_interval(changes: list[float], statistic: Statistic = "median") -> tuple[float, float] | None:
+    """Percentile bootstrap of the median (or mean) of pairs' own changes."""
+    return difference_interval([0.0] * len(changes), changes, statistic)
 
 
 def neighbours(before: list[Any], after: list[Any], core: int | None) -> tuple[float, float]:
@@ -232,7 +235,7 @@ def parent(args: argparse.Namespace) -> None:
         shares = f" ({share(interval[0], step_us)} to {share(interval[1], step_us)})" if interval else ""
         print(f"share of a {name} step: {share(diff, step_us)}{shares}")
     pairs = [b - a for a, b in zip(first[False], first[True], strict=True)]
-    paired = median_interval(pairs)
+    paired = paired_interval(pairs)
     text = f"; 95 % interval {paired[0]:+.2f} to {paired[1]:+.2f} us" if paired else ""
     print(f"pairs' own differences (with - without): median {statistics.median(pairs):+.2f} us{text}")
     # The mean CPU time counts everything the probe does, its report once a second too,

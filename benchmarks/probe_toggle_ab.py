@@ -138,7 +138,7 @@ def pair_changes(found: list[Block], figure: str) -> list[float]:
 def summarize(runs: list[list[Block]], figure: str, label: str, unit: str = "steps/s") -> None:
     """Both kinds' medians of ``figure`` over every run, and the pairs' changes (each run's
     blocks paired within it)."""
-    from benchmarks.probe_step_cost import median_interval
+    from benchmarks.probe_step_cost import paired_interval
 
     changes = [change for found in runs for change in pair_changes(found, figure)]
     found = [block for blocks_of_run in runs for block in blocks_of_run]
@@ -146,12 +146,10 @@ def summarize(runs: list[list[Block]], figure: str, label: str, unit: str = "ste
     off = [getattr(b, figure) for b in found if not b.on]
     print(f"{label}: on {statistics.median(on):.2f}, off {statistics.median(off):.2f} {unit} (medians of {len(on)} and {len(off)} blocks)")
     print(f"  {len(changes)} pairs: median change (on / off) {100.0 * statistics.median(changes):+.3f} %, mean {100.0 * statistics.mean(changes):+.3f} %")
-    interval = median_interval(changes)
-    if interval is not None:
-        print(f"  95 % interval of the median change (bootstrap of the pairs): {100.0 * interval[0]:+.3f} % to {100.0 * interval[1]:+.3f} %")
-    interval = median_interval(changes, "mean")  # with hundreds of pairs of short blocks, the tighter figure
-    if interval is not None:
-        print(f"  95 % interval of the mean change (bootstrap of the pairs): {100.0 * interval[0]:+.3f} % to {100.0 * interval[1]:+.3f} %")
+    for statistic in ("median", "mean"):  # the mean: with hundreds of pairs of short blocks, the tighter figure
+        interval = paired_interval(changes, statistic)
+        if interval is not None:
+            print(f"  95 % interval of the {statistic} change (bootstrap of the pairs): {100.0 * interval[0]:+.3f} % to {100.0 * interval[1]:+.3f} %")
 
 
 def main() -> None:
