@@ -9,8 +9,9 @@
 # Each package comes at the version installed here, so the GPU runs the code the tests ran;
 # nvitop, the anchor the dashboard's cost is measured against, is no dependency and comes at
 # NVITOP_VERSION. PACKAGES is the closure of gputui's dependencies, its frameworks extra, the
-# tests and py-spy, less what the image holds (its list: the device tool's KINDS.md); it
-# changes when pyproject.toml's dependencies do.
+# tests and py-spy, less what the image holds (its list: the device tool's KINDS.md), plus
+# pytest-xdist and execnet, which it holds at versions of its own; it changes when
+# pyproject.toml's dependencies do.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
