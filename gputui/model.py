@@ -216,7 +216,8 @@ class ProcessSample:
     rss: int | None = None  # bytes
     threads: int | None = None
     # Its busiest thread, % of one core: a Python training loop is one thread, so a
-    # process at 100 % spread over 20 threads says less than one thread at 100 %.
+    # process at 100 % spread over 20 threads says less than one thread at 100 %.  The
+    # main thread counts with PyTorch's autograd threads, which work while it waits.
     # Read for processes busy enough to have such a thread (gputui.telemetry.host).
     top_thread_pct: float | None = None
     read_bps: float | None = None

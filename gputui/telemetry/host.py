@@ -18,8 +18,8 @@ import platform
 import socket
 import sys
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
@@ -314,6 +314,7 @@ class _Tracked:
     threads: dict[int, float] | None = None  # thread id -> user + system seconds (busy processes only, not workers)
     threads_t: float = 0.0  # time.monotonic() when the threads were read
     top_thread_pct: float | None = None  # the busiest thread's share at that reading, carried until the next
+    autograd: dict[int, bool] = field(default_factory=dict)  # thread id -> a PyTorch autograd device thread? (names read once)
     ppid: int | None = None  # its parent, as the tree walk found it (None: a root)
 
 
@@ -343,12 +344,38 @@ def _thread_times(proc: psutil.Process) -> dict[int, float] | None:
         return None
 
 
-def _top_thread_pct(prev: dict[int, float] | None, cur: dict[int, float] | None, dt: float) -> float | None:
-    """The busiest thread's share of one core between two readings (threads seen in both)."""
+# PyTorch's autograd engine runs a CUDA backward on a thread of its own per device, named
+# so (torch/csrc/autograd/engine.cpp), while the thread that called backward() waits: the
+# two take turns at one step's work, so the training loop's share is the sum of both.
+AUTOGRAD_THREAD_PREFIX = b"pt_autograd_"
+
+
+def autograd_threads(pid: int, tids: Collection[int], known: dict[int, bool], proc_root: Path | None = None) -> set[int]:
+    """Which of ``tids`` (threads of ``pid``) are PyTorch autograd device threads.  A
+    thread's name is read once and kept in ``known``; a name that cannot be read counts
+    as not one."""
+    task_dir = f"{PROC if proc_root is None else proc_root}/{pid}/task"
+    for tid in tids:
+        if tid not in known:
+            try:
+                known[tid] = read_whole(f"{task_dir}/{tid}/comm").startswith(AUTOGRAD_THREAD_PREFIX)
+            except OSError:
+                known[tid] = False  # the thread ended meanwhile
+    for tid in known.keys() - set(tids):
+        del known[tid]  # ended: its id may come back as another thread's
+    return {tid for tid in tids if known[tid]}
+
+
+def _top_thread_pct(prev: dict[int, float] | None, cur: dict[int, float] | None, dt: float, loop: Iterable[int] = ()) -> float | None:
+    """The busiest thread's share of one core between two readings (threads seen in both),
+    the threads in ``loop`` (the main thread and those that work while it waits) counted as one."""
     if not prev or not cur or dt <= 0:
         return None
-    deltas = [cur[tid] - prev[tid] for tid in cur.keys() & prev.keys()]
-    return round(max(0.0, max(deltas)) / dt * 100.0, 1) if deltas else None
+    deltas = {tid: cur[tid] - prev[tid] for tid in cur.keys() & prev.keys()}
+    if not deltas:
+        return None
+    chain = sum(deltas.get(tid, 0.0) for tid in set(loop))
+    return round(max(0.0, chain, *deltas.values()) / dt * 100.0, 1)
 
 
 def _busy_and_total(times) -> tuple[float, float]:
@@ -546,6 +573,7 @@ class HostTelemetry:
         )
         cpu, io = counters.cpu_s, counters.io
         earlier_threads: tuple[dict[int, float] | None, float, float | None] = (None, 0.0, None)
+        autograd: dict[int, bool] = {}
         if tracked is not None:
             dt = now - tracked.t
             if tracked.cpu is not None and dt > 0:
@@ -554,6 +582,7 @@ class HostTelemetry:
                 sample.read_bps = _rate(tracked.io[0], io[0], dt)
                 sample.write_bps = _rate(tracked.io[1], io[1], dt)
             earlier_threads = (tracked.threads, tracked.threads_t, tracked.top_thread_pct)
+            autograd = tracked.autograd
         threads, threads_t, top_thread_pct = earlier_threads
         self._procs[pid] = _Tracked(
             proc=proc,
@@ -566,6 +595,7 @@ class HostTelemetry:
             threads=threads,
             threads_t=threads_t,
             top_thread_pct=top_thread_pct,
+            autograd=autograd,
             ppid=ppid,
         )
         return sample, cmdline
@@ -584,7 +614,8 @@ class HostTelemetry:
             sample.top_thread_pct = tracked.top_thread_pct
             return
         threads = _thread_times(tracked.proc)
-        sample.top_thread_pct = _top_thread_pct(tracked.threads, threads, now - tracked.threads_t)
+        loop = {sample.pid, *autograd_threads(sample.pid, threads, tracked.autograd)} if threads and sys.platform.startswith("linux") else set()
+        sample.top_thread_pct = _top_thread_pct(tracked.threads, threads, now - tracked.threads_t, loop)
         tracked.threads, tracked.threads_t, tracked.top_thread_pct = threads, now, sample.top_thread_pct
 
     # public ----------------------------------------------------------------

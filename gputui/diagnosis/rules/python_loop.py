@@ -6,7 +6,8 @@ thread works most of the time (about two thirds of a core, the rest spent waitin
 on the GPU's stream in other threads: docs/performance.md#figures-behind-the-codes-choices)
 and the GPU is idle between its launches.  A process's
 total CPU cannot show it (PyTorch runs dozens of threads): the sampler reads the
-busiest thread of each busy process (gputui.telemetry.host).  With the probe, the loop's
+busiest thread of each busy process, the main thread counted with the autograd threads
+that run its backward on a GPU (gputui.telemetry.host).  With the probe, the loop's
 data wait tells a saturated loop from one that loads its own data; without it (``--pid``)
 the finding says that it could not see the difference.
 """
@@ -75,7 +76,7 @@ class PythonBound(Rule):
         elif wait is not None and ctx.probe_workers() is None:
             # a probe without the sampler (recordings before it): batches made in the loop count as its own work
             evidence["data_loading"] = "in the loop, without a DataLoader: preparing batches counts as the loop's own work"
-        title = f"Python-bound main loop: its busiest thread works {thread:.0f}% of the time while the GPU's {gpu_text}"
+        title = f"Python-bound main loop: it works {thread:.0f}% of a core while the GPU's {gpu_text}"
         title += f"; the loop waits for data only {wait:.0f}% of its time" if wait is not None else " (no probe: it may also be loading its own data)"
         advice = [
             f"Give the GPU more work per step: a larger batch{f' ({batch} now)' if isinstance(batch, int) else ''}, with gradient accumulation if memory is short.",
