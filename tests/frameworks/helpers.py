@@ -309,6 +309,26 @@ def check_fed(run: FrameworkRun) -> None:
     )
 
 
+def check_loop_bound(run: FrameworkRun) -> None:
+    """(e) on a GPU, a fed script whose fixed model leaves the GPU idle: its loop is the
+    limit, not its data, and gputui says so.  With the probe: Python-bound, the loop
+    waiting for data less than the input-bound rule's share of its time.  Without it:
+    "Input- or Python-bound" on a main process with no workers, which only the probe can
+    tell apart."""
+    mode = "probe" if run.probe else "no probe"
+    told = [f for f in run.findings if f.kind in ("python_bound", "input_bound")]
+    others = [f.title for f in run.findings if f.kind not in FED_MAY_FIND and f not in told]
+    assert not others, f"{run.name} ({mode}), fed: findings {others}"
+    if run.probe:
+        assert [f.kind for f in told] == ["python_bound"], f"{run.name} (probe): findings {[f.title for f in run.findings]}"
+        wait, threshold = run.data_wait, Settings().data_wait_pct / 100.0
+        assert wait is not None and wait < threshold, f"{run.name}: the loop waited for data {wait} of its time (input-bound at {threshold})"
+    else:
+        assert told, f"{run.name} (no probe): no finding names the loop: {[f.title for f in run.findings]}"
+        for f in told:
+            assert f.kind == "python_bound" or (f.title.startswith("Input- or Python-bound") and (f.evidence or {}).get("workers") == 0), f.title
+
+
 def check_starved(run: FrameworkRun) -> None:
     """(f) the starved variant: gputui finds it input-bound."""
     assert run.returncode == 0, run.stderr[-2000:]

@@ -2,7 +2,10 @@
 tests/data/frameworks/accelerate/SOURCE.md) under gputui, unchanged: a 2-layer BERT of
 width 32 in the hub cache as "bert-base-cased", 640 rows of random "GLUE MRPC" in the
 datasets cache, a local ``evaluate``; 3 epochs of 40 steps (its own config), each followed
-by an evaluation of 10 batches.
+by an evaluation of 10 batches.  On a GPU the fed run is GPU-sized: BERT-large's shape
+(random weights) and 6,000 rows, 375 steps an epoch, so that the GPU and not the loop is
+the limit, and the training lasts long enough for the rules to judge it (with the tiny
+model an H200 trained it in under 2 s).
 
 The script prints no progress and no rate: without the probe gputui has nothing to read,
 and with it the figure cannot be held to one of the script's own (c is left out).
@@ -37,7 +40,8 @@ from tests.frameworks.helpers import (
 # under load, and their training mostly sleeps.
 pytestmark = pytest.mark.frameworks
 
-EPOCHS, TRAIN_ROWS, VAL_ROWS = 3, 640, 320
+EPOCHS, TRAIN_ROWS, VAL_ROWS = 3, 640 if DEVICE == "cpu" else 6000, 320
+FED_SHAPE = make_data().BERT_LARGE if DEVICE == "cuda" else None
 # 5 ms more per sample, 80 ms a batch of 16, over a training step of about 30 ms here.
 # On cuda more rows: without the probe gputui sees this silent script only from outside,
 # and its rules judge nothing in a run's first 30 s (start_grace_s).
@@ -52,7 +56,7 @@ def run(request, tmp_path_factory) -> FrameworkRun:
     need("torch", "accelerate", "transformers", "datasets")
     work = tmp_path_factory.mktemp("accelerate")
     copy_scripts("accelerate", work, ["nlp_example.py"])
-    make_data().make_hf(work / "hf", work, train=TRAIN_ROWS, validation=VAL_ROWS)
+    make_data().make_hf(work / "hf", work, train=TRAIN_ROWS, validation=VAL_ROWS, shape=FED_SHAPE)
     done = run_framework("accelerate-nlp_example", work, ["nlp_example.py", *CPU], probe=request.param)
     done.own_note = "prints no figure"
     done.report()

@@ -118,7 +118,8 @@ def _sentence(rng: random.Random) -> str:
 
 
 # A BERT's shape: the tiny one every CPU run uses, and BERT-large's (random weights), for a
-# GPU run whose steps must take long enough for a steady rate over the tutorial's 375 steps.
+# GPU run whose steps must take long enough for a steady rate over the tutorial's 375 steps,
+# and for the GPU, not the loop, to be the limit.
 BERT_TINY = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64, "max_position_embeddings": 128}
 BERT_LARGE = {"hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16, "intermediate_size": 4096, "max_position_embeddings": 512}
 
@@ -143,9 +144,9 @@ def tiny_bert(hf_home: Path, repo_id: str, shape: dict | None = None) -> Path:
     return snapshot
 
 
-def make_hf(hf_home: Path, workdir: Path, train: int = 640, validation: int = 320) -> dict[str, Path]:
-    """accelerate's nlp_example.py: "bert-base-cased" and "nyu-mll/glue" "mrpc"."""
-    snapshot = tiny_bert(hf_home, "bert-base-cased")
+def make_hf(hf_home: Path, workdir: Path, train: int = 640, validation: int = 320, shape: dict | None = None) -> dict[str, Path]:
+    """accelerate's nlp_example.py: "bert-base-cased" (``tiny_bert``'s ``shape``) and "nyu-mll/glue" "mrpc"."""
+    snapshot = tiny_bert(hf_home, "bert-base-cased", shape)
     rng = random.Random(0)
     rows = {
         split: [{"sentence1": _sentence(rng), "sentence2": _sentence(rng), "label": rng.randint(0, 1), "idx": i} for i in range(n)]
