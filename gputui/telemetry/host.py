@@ -300,6 +300,45 @@ def child_pids(pid: int, proc_root: Path | None = None, every_thread: bool = Tru
     return pids
 
 
+# PyTorch's autograd engine runs a CUDA backward on a thread of its own per device, named
+# so (torch/csrc/autograd/engine.cpp), while the thread that called backward() waits: the
+# two take turns at one step's work, so the training loop's share is the sum of both.
+AUTOGRAD_THREAD_PREFIX = b"pt_autograd_"
+
+
+# A thread names itself just after it starts: a name is read at a thread's first readings,
+# so that one read before the naming is read again, then kept.
+NAME_READS = 2
+
+
+@dataclass
+class ThreadNames:
+    """Which threads of one process are PyTorch autograd device threads, by their names."""
+
+    autograd: set[int] = field(default_factory=set)
+    others: dict[int, int] = field(default_factory=dict)  # thread id -> readings that found another name
+
+    def autograd_threads(self, pid: int, tids: Collection[int], proc_root: Path | None = None) -> set[int]:
+        """Which of ``tids`` (threads of ``pid`` now) are autograd threads."""
+        task_dir = f"{PROC if proc_root is None else proc_root}/{pid}/task"
+        for tid in tids:
+            if tid in self.autograd or self.others.get(tid, 0) >= NAME_READS:
+                continue
+            try:
+                name = read_whole(f"{task_dir}/{tid}/comm")
+            except OSError:
+                continue  # the thread ended meanwhile
+            if name.startswith(AUTOGRAD_THREAD_PREFIX):
+                self.autograd.add(tid)
+            else:
+                self.others[tid] = self.others.get(tid, 0) + 1
+        alive = set(tids)  # an ended thread's id may come back as another thread's
+        self.autograd &= alive
+        for tid in self.others.keys() - alive:
+            del self.others[tid]
+        return set(self.autograd)
+
+
 @dataclass
 class _Tracked:
     """What is remembered about one process between samples."""
@@ -314,7 +353,7 @@ class _Tracked:
     threads: dict[int, float] | None = None  # thread id -> user + system seconds (busy processes only, not workers)
     threads_t: float = 0.0  # time.monotonic() when the threads were read
     top_thread_pct: float | None = None  # the busiest thread's share at that reading, carried until the next
-    autograd: dict[int, bool] = field(default_factory=dict)  # thread id -> a PyTorch autograd device thread? (names read once)
+    names: ThreadNames = field(default_factory=ThreadNames)  # which of its threads are autograd's
     ppid: int | None = None  # its parent, as the tree walk found it (None: a root)
 
 
@@ -342,28 +381,6 @@ def _thread_times(proc: psutil.Process) -> dict[int, float] | None:
         return {t.id: t.user_time + t.system_time for t in proc.threads()}
     except _PROC_ERRORS:
         return None
-
-
-# PyTorch's autograd engine runs a CUDA backward on a thread of its own per device, named
-# so (torch/csrc/autograd/engine.cpp), while the thread that called backward() waits: the
-# two take turns at one step's work, so the training loop's share is the sum of both.
-AUTOGRAD_THREAD_PREFIX = b"pt_autograd_"
-
-
-def autograd_threads(pid: int, tids: Collection[int], known: dict[int, bool], proc_root: Path | None = None) -> set[int]:
-    """Which of ``tids`` (threads of ``pid``) are PyTorch autograd device threads.  A
-    thread's name is read once and kept in ``known``; a name that cannot be read counts
-    as not one."""
-    task_dir = f"{PROC if proc_root is None else proc_root}/{pid}/task"
-    for tid in tids:
-        if tid not in known:
-            try:
-                known[tid] = read_whole(f"{task_dir}/{tid}/comm").startswith(AUTOGRAD_THREAD_PREFIX)
-            except OSError:
-                known[tid] = False  # the thread ended meanwhile
-    for tid in known.keys() - set(tids):
-        del known[tid]  # ended: its id may come back as another thread's
-    return {tid for tid in tids if known[tid]}
 
 
 def _top_thread_pct(prev: dict[int, float] | None, cur: dict[int, float] | None, dt: float, loop: Iterable[int] = ()) -> float | None:
@@ -573,7 +590,7 @@ class HostTelemetry:
         )
         cpu, io = counters.cpu_s, counters.io
         earlier_threads: tuple[dict[int, float] | None, float, float | None] = (None, 0.0, None)
-        autograd: dict[int, bool] = {}
+        names = ThreadNames()
         if tracked is not None:
             dt = now - tracked.t
             if tracked.cpu is not None and dt > 0:
@@ -582,7 +599,7 @@ class HostTelemetry:
                 sample.read_bps = _rate(tracked.io[0], io[0], dt)
                 sample.write_bps = _rate(tracked.io[1], io[1], dt)
             earlier_threads = (tracked.threads, tracked.threads_t, tracked.top_thread_pct)
-            autograd = tracked.autograd
+            names = tracked.names
         threads, threads_t, top_thread_pct = earlier_threads
         self._procs[pid] = _Tracked(
             proc=proc,
@@ -595,7 +612,7 @@ class HostTelemetry:
             threads=threads,
             threads_t=threads_t,
             top_thread_pct=top_thread_pct,
-            autograd=autograd,
+            names=names,
             ppid=ppid,
         )
         return sample, cmdline
@@ -614,7 +631,7 @@ class HostTelemetry:
             sample.top_thread_pct = tracked.top_thread_pct
             return
         threads = _thread_times(tracked.proc)
-        loop = {sample.pid, *autograd_threads(sample.pid, threads, tracked.autograd)} if threads and sys.platform.startswith("linux") else set()
+        loop = {sample.pid, *tracked.names.autograd_threads(sample.pid, threads)} if threads and sys.platform.startswith("linux") else set()
         sample.top_thread_pct = _top_thread_pct(tracked.threads, threads, now - tracked.threads_t, loop)
         tracked.threads, tracked.threads_t, tracked.top_thread_pct = threads, now, sample.top_thread_pct
 
