@@ -590,7 +590,6 @@ class HostTelemetry:
         )
         cpu, io = counters.cpu_s, counters.io
         earlier_threads: tuple[dict[int, float] | None, float, float | None] = (None, 0.0, None)
-        names = ThreadNames()
         if tracked is not None:
             dt = now - tracked.t
             if tracked.cpu is not None and dt > 0:
@@ -599,7 +598,6 @@ class HostTelemetry:
                 sample.read_bps = _rate(tracked.io[0], io[0], dt)
                 sample.write_bps = _rate(tracked.io[1], io[1], dt)
             earlier_threads = (tracked.threads, tracked.threads_t, tracked.top_thread_pct)
-            names = tracked.names
         threads, threads_t, top_thread_pct = earlier_threads
         self._procs[pid] = _Tracked(
             proc=proc,
@@ -612,7 +610,7 @@ class HostTelemetry:
             threads=threads,
             threads_t=threads_t,
             top_thread_pct=top_thread_pct,
-            names=names,
+            names=tracked.names if tracked is not None else ThreadNames(),
             ppid=ppid,
         )
         return sample, cmdline
