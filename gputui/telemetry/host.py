@@ -18,7 +18,7 @@ import platform
 import socket
 import sys
 import time
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence, Set
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -383,7 +383,7 @@ def _thread_times(proc: psutil.Process) -> dict[int, float] | None:
         return None
 
 
-def _top_thread_pct(prev: dict[int, float] | None, cur: dict[int, float] | None, dt: float, loop: Iterable[int] = ()) -> float | None:
+def _top_thread_pct(prev: dict[int, float] | None, cur: dict[int, float] | None, dt: float, loop: Set[int] = frozenset()) -> float | None:
     """The busiest thread's share of one core between two readings (threads seen in both),
     the threads in ``loop`` (the main thread and those that work while it waits) counted as one."""
     if not prev or not cur or dt <= 0:
@@ -391,7 +391,7 @@ def _top_thread_pct(prev: dict[int, float] | None, cur: dict[int, float] | None,
     deltas = {tid: cur[tid] - prev[tid] for tid in cur.keys() & prev.keys()}
     if not deltas:
         return None
-    chain = sum(deltas.get(tid, 0.0) for tid in set(loop))
+    chain = sum(deltas.get(tid, 0.0) for tid in loop)
     return round(max(0.0, chain, *deltas.values()) / dt * 100.0, 1)
 
 
