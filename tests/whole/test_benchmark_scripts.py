@@ -184,3 +184,29 @@ def test_gpu_and_terminal_benchmarks_import_and_parse_their_arguments(script):
     done = run_script(script, "--help")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("usage:")
+
+
+def test_suite_cpu_counts_a_tests_own_cpu_and_its_childs_and_summarizes_them(tmp_path):
+    """The suite's CPU profiler as a plugin of a real pytest run: a test spinning in its own
+    process and one whose child spins each get their CPU on the right side."""
+    tests = tmp_path / "test_spin.py"
+    tests.write_text(
+        "import subprocess, sys, time\n"
+        "SPIN = 'import time\\nend = time.process_time() + 0.4\\nwhile time.process_time() < end: pass'\n"
+        "def test_own():\n    exec(SPIN)\n"
+        "def test_child():\n    subprocess.run([sys.executable, '-c', SPIN], check=True)\n"
+        "def test_idle():\n    time.sleep(0.3)\n"
+    )
+    out = tmp_path / "out"
+    out.mkdir()
+    env = {"PATH": "/usr/bin:/bin", "SUITE_CPU_DIR": str(out), "PYTHONPATH": str(REPO / "benchmarks")}
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "suite_cpu", "-p", "no:cacheprovider", str(tests)]
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = {r["id"].split("::")[1]: r for r in map(json.loads, (out / "main.jsonl").read_text().splitlines())}
+    assert rows["test_own"]["own"] >= 0.35 and rows["test_own"]["children"] < 0.1, rows
+    assert rows["test_child"]["children"] >= 0.35 and rows["test_child"]["own"] < 0.3, rows
+    assert rows["test_idle"]["wall"] >= 0.3 and rows["test_idle"]["own"] + rows["test_idle"]["children"] < 0.2, rows
+    summary = run_script("benchmarks/suite_cpu.py", out, "--top", "2")
+    assert summary.returncode == 0, summary.stderr
+    assert summary.stdout.startswith("3 tests: ") and "by folder" in summary.stdout and "test_spin.py::test_own" in summary.stdout
