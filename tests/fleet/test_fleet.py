@@ -23,7 +23,7 @@ import pytest
 from gputui.errors import UserError
 from gputui.fleet.node import node_script, split_output
 from gputui.fleet.peers import build_report, load_report, read_node
-from gputui.fleet.results import FAIL, NO_GPUTUI, OK, UNREACHABLE, node_result
+from gputui.fleet.results import FAIL, NO_GPUTUI, OK, UNREACHABLE, WARN, node_result
 from gputui.fleet.ssh import read_hostfile
 from tests.support.process import REPO, gputui_env
 
@@ -211,16 +211,18 @@ def gputui(args: list[str], tmp_path: Path, path_first: Path | None = None):
 REMOTE = f"env PYTHONPATH={REPO} {sys.executable} -m gputui"
 
 
-@pytest.mark.serial  # a real quick check of this machine (disk read speed among its measurements) must pass: alone, after the parallel pass
+@pytest.mark.serial  # a real quick check of this machine: after the parallel pass, alone
 def test_the_ssh_engine_checks_each_host_and_keeps_the_unreachable_and_those_without_gputui(tmp_path):
     bin_dir = fake_bin(tmp_path, "ssh", FAKE_SSH)
     (tmp_path / "hosts").write_text("node-a\ndown-b\n")
     done = gputui(["fleet", "check", "--hosts", "hosts", "--out", "out", "--quick", "--remote-gputui", REMOTE], tmp_path, bin_dir)
     assert done.returncode == 1, done.stderr  # one node unreachable
-    lines = done.stdout.splitlines()
-    assert any(line.startswith("node-a: ok") for line in lines) and any(line.startswith("down-b: unreachable: ssh: connect to host down-b") for line in lines)
     node = json.loads((tmp_path / "out" / "node-a.json").read_text())
-    assert node["status"] == OK and node["check"]["verdict"]["verdict"] == "ok"
+    # healthy, as its own check judged this machine (a slow moment of its disk may warn)
+    assert node["status"] == node["check"]["verdict"]["verdict"] and node["status"] in (OK, WARN), node
+    lines = done.stdout.splitlines()
+    assert any(line.startswith(f"node-a: {node['status']}") for line in lines), lines
+    assert any(line.startswith("down-b: unreachable: ssh: connect to host down-b") for line in lines), lines
     assert json.loads((tmp_path / "out" / "node-a.jsonl").read_text().splitlines()[0])["check"]  # the check's recording header
     assert json.loads((tmp_path / "out" / "down-b.json").read_text())["status"] == UNREACHABLE
     missing = gputui(["fleet", "check", "--hosts", "hosts", "--out", "out2", "--quick", "--remote-gputui", "no-such-gputui"], tmp_path, bin_dir)
@@ -229,13 +231,20 @@ def test_the_ssh_engine_checks_each_host_and_keeps_the_unreachable_and_those_wit
     assert report.returncode == 1 and "down-b: unreachable" in report.stdout
 
 
-@pytest.mark.serial  # a real quick check of this machine (disk read speed among its measurements) must pass: alone, after the parallel pass
+@pytest.mark.serial  # two real quick checks of this machine at once: after the parallel pass, so they share it only with each other
 def test_the_slurm_engine_splits_srun_s_labelled_stream_into_nodes(tmp_path):
+    """Each node's status is its own check's verdict, read whole from the interleaved stream.
+    The two checks read this one disk at once, so either may warn of its speed (a CI run's
+    did: 432 MB/s): what the engine made of the verdict is checked, not the disk."""
     bin_dir = fake_bin(tmp_path, "srun", FAKE_SRUN)
     done = gputui(["fleet", "check", "--slurm", "--out", "out", "--quick", "--remote-gputui", REMOTE, "--", "-N", "2"], tmp_path, bin_dir)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert sorted(p.name for p in (tmp_path / "out").glob("*.json")) == ["sim-a.json", "sim-b.json"]
-    assert all(json.loads(p.read_text())["status"] == OK for p in (tmp_path / "out").glob("*.json"))
+    assert sorted(p.name for p in (tmp_path / "out").glob("*.json")) == ["sim-a.json", "sim-b.json"], done.stdout + done.stderr
+    nodes = {p.stem: json.loads(p.read_text()) for p in (tmp_path / "out").glob("*.json")}
+    for name, node in nodes.items():
+        assert node["node"] == node["hostname"] == name, node
+        assert node["status"] == node["check"]["verdict"]["verdict"] and node["status"] in (OK, WARN, FAIL), node
+        assert f"{name}: {node['status']}" in done.stdout, done.stdout
+    assert done.returncode == (0 if all(node["status"] in (OK, WARN) for node in nodes.values()) else 1), done.stderr
 
 
 def test_a_failed_check_is_a_failed_node(tmp_path):
