@@ -234,8 +234,8 @@ def test_the_ssh_engine_checks_each_host_and_keeps_the_unreachable_and_those_wit
 @pytest.mark.serial  # two real quick checks of this machine at once: after the parallel pass, so they share it only with each other
 def test_the_slurm_engine_splits_srun_s_labelled_stream_into_nodes(tmp_path):
     """Each node's status is its own check's verdict, read whole from the interleaved stream.
-    The two checks read this one disk at once, so either may warn of its speed (a CI run's
-    did: 432 MB/s): what the engine made of the verdict is checked, not the disk."""
+    The two checks read this one disk at once, so either may warn of its speed: what the
+    engine made of the verdict is checked, not the disk."""
     bin_dir = fake_bin(tmp_path, "srun", FAKE_SRUN)
     done = gputui(["fleet", "check", "--slurm", "--out", "out", "--quick", "--remote-gputui", REMOTE, "--", "-N", "2"], tmp_path, bin_dir)
     assert sorted(p.name for p in (tmp_path / "out").glob("*.json")) == ["sim-a.json", "sim-b.json"], done.stdout + done.stderr
