@@ -318,8 +318,8 @@ class ThreadNames:
     autograd: set[int] = field(default_factory=set)
     others: dict[int, int] = field(default_factory=dict)  # thread id -> readings that found another name
 
-    def autograd_threads(self, pid: int, tids: Collection[int], proc_root: Path | None = None) -> set[int]:
-        """Which of ``tids`` (threads of ``pid`` now) are autograd threads."""
+    def autograd_threads(self, pid: int, tids: Collection[int], proc_root: Path | None = None) -> Set[int]:
+        """Which of ``tids`` (threads of ``pid`` now) are autograd threads (a view: read, don't keep)."""
         task_dir = f"{PROC if proc_root is None else proc_root}/{pid}/task"
         for tid in tids:
             if tid in self.autograd or self.others.get(tid, 0) >= NAME_READS:
@@ -336,7 +336,7 @@ class ThreadNames:
         self.autograd &= alive
         for tid in self.others.keys() - alive:
             del self.others[tid]
-        return set(self.autograd)
+        return self.autograd
 
 
 @dataclass
